@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* Symbolization of sampled addresses.
+ *
+ * Kernel addresses: /proc/kallsyms, loaded once (lazily).
+ * User addresses: a snapshot of a process's mappings (/proc/PID/maps) taken
+ * while the process is alive, whose executable file mappings hold references
+ * to cached ELF symbol tables. Files are opened through
+ * /proc/PID/map_files/<start>-<end> (falling back to /proc/PID/root/<path>),
+ * so binaries inside containers resolve; when the file has a build ID and a
+ * separate debug file exists under <root>/usr/lib/debug/.build-id/xx/yyyy.debug
+ * (the process's root first, then the host's debug directory) its .symtab is
+ * used, as perf does. The cache is keyed by (device, inode) and holds at most
+ * max_files tables not referenced by any snapshot (least recently used are
+ * dropped first). */
+
+typedef struct Symbolizer Symbolizer;
+typedef struct ProcessMaps ProcessMaps;
+
+typedef struct SymbolizerOptions {
+        size_t max_files;          /* 0: 256 */
+        const char *kallsyms_path; /* NULL: /proc/kallsyms */
+        const char *debug_dir;     /* host debug directory, NULL: /usr/lib/debug */
+        const char *proc_root;     /* NULL: /proc */
+} SymbolizerOptions;
+
+int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret);
+Symbolizer *symbolizer_free(Symbolizer *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
+
+/* Captures the mappings of pid and loads (or takes from the cache) the symbol
+ * tables of its executable file mappings. -ESRCH when the process is gone. */
+int symbolizer_capture(Symbolizer *s, pid_t pid, ProcessMaps **ret);
+/* Re-reads the mappings of a live process (e.g. after dlopen()); keeps the
+ * old snapshot when the process is gone. */
+int symbolizer_refresh(Symbolizer *s, ProcessMaps *m);
+ProcessMaps *process_maps_free(ProcessMaps *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessMaps *, process_maps_free);
+/* Whether addr falls into one of the snapshot's mappings. */
+bool process_maps_covers(const ProcessMaps *m, uint64_t addr);
+
+typedef struct ResolvedFrame {
+        const char *name;    /* function name, NULL when unresolved */
+        const char *module;  /* basename of the mapped file, "[kernel.kallsyms]", "[vdso]", or NULL */
+        uint64_t offset;     /* addr - symbol start (resolved), or file offset / addr otherwise */
+} ResolvedFrame;
+
+/* Pointers in ret stay valid while m (user) or s (kernel) lives. Returns 0
+ * also for unresolved addresses (name NULL). */
+int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret);
+int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret);
+
+/* Cache statistics for tests and benchmarks. */
+size_t symbolizer_cached_files(const Symbolizer *s);

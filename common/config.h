@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <regex.h>
+
+#include "macro.h"
+#include "selector.h"
+
+/* The agent's configuration: the JSON document of DESIGN.md ("the
+ * contract"). Parsing validates every key; an error names the key path, e.g.
+ * "profiles[1].frequency: must be 1..100000". Pure logic: no I/O besides
+ * config_load_file(), no logging above debug. */
+
+#define CONFIG_DEFAULT_REPORT_DIR "/var/lib/cgprof/reports"
+#define CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC (30 * USEC_PER_SEC)
+#define CONFIG_DEFAULT_PROFILE_NAME "default"
+#define CONFIG_DEFAULT_EVENT "cpu-clock"
+#define CONFIG_DEFAULT_FREQUENCY 99
+#define CONFIG_DEFAULT_DURATION_USEC (20 * USEC_PER_SEC)
+#define CONFIG_FREQUENCY_MAX 100000
+
+typedef enum ProfileStart {
+        PROFILE_START_AUTO,
+        PROFILE_START_MANUAL,
+        _PROFILE_START_MAX,
+        _PROFILE_START_INVALID = -EINVAL,
+} ProfileStart;
+
+typedef enum ReportFormat {
+        REPORT_FORMAT_FOLDED,     /* profile.folded */
+        REPORT_FORMAT_JSON,       /* summary.json */
+        REPORT_FORMAT_PPROF,      /* profile.pb.gz */
+        REPORT_FORMAT_SVG,        /* flame.svg */
+        REPORT_FORMAT_SPEEDSCOPE, /* profile.speedscope.json */
+        _REPORT_FORMAT_MAX,
+        _REPORT_FORMAT_INVALID = -EINVAL,
+} ReportFormat;
+
+const char *report_format_to_string(ReportFormat f);
+ReportFormat report_format_from_string(const char *s);
+const char *profile_start_to_string(ProfileStart s);
+ProfileStart profile_start_from_string(const char *s);
+
+typedef struct Pattern {
+        char *source;  /* as written in the config */
+        regex_t regex; /* compiled, REG_EXTENDED|REG_NOSUB */
+} Pattern;
+
+typedef struct Profile {
+        char *name;
+        char *event;              /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
+        uint64_t frequency;       /* Hz, 1..100000 */
+        uint64_t duration_usec;   /* 0: until stopped */
+        ProfileStart start;
+        bool kernel_stacks;
+        unsigned formats;         /* bit mask of 1u << ReportFormat */
+        char *output;             /* template relative to reportDir, NULL: default by target kind */
+        Pattern *include_patterns; /* default: one pattern ".*" */
+        size_t n_include_patterns;
+        Pattern *exclude_patterns;
+        size_t n_exclude_patterns;
+} Profile;
+
+typedef struct OwnerRef {
+        char *kind; /* e.g. "DaemonSet"; NULL: any */
+        char *name; /* NULL: any */
+} OwnerRef;
+
+typedef struct Target {
+        char *name;
+        char *profile_ref;               /* NULL: the config's defaultProfileRef */
+        LabelSelector *namespace_selector; /* NULL: not set */
+        LabelSelector *pod_selector;       /* NULL: not set */
+        Pattern *pod_name_patterns;      /* POSIX extended regexes on the pod name */
+        size_t n_pod_name_patterns;
+        OwnerRef *owner;                 /* NULL: not set */
+        char **containers;               /* strv; NULL: not set */
+        char **cgroup_patterns;          /* strv of fnmatch() globs; NULL: not set */
+        bool disabled;
+} Target;
+
+typedef struct MachineSetting {
+        char *name;  /* sysctl name, e.g. "kernel.perf_event_paranoid" (allow-listed) */
+        char *value;
+} MachineSetting;
+
+typedef struct Config {
+        char *report_dir;                 /* absolute path */
+        MachineSetting *machine_config;
+        size_t n_machine_config;
+        bool restore_machine_config;      /* default true */
+        uint64_t machine_config_interval_usec; /* default 30s, > 0 */
+        bool enable_default;              /* default false */
+        char *default_profile_ref;        /* default "default" */
+        Profile *profiles;                /* always contains the profile default_profile_ref names */
+        size_t n_profiles;
+        Target *targets;
+        size_t n_targets;
+} Config;
+
+/* Parses and validates a config document. On error returns a negative errno
+ * (-EINVAL for invalid content, -ENOMEM) and, if ret_error is non-NULL,
+ * a malloc()ed message that starts with the key path ("profiles[1].frequency:
+ * must be 1..100000"; "$: not valid JSON at line 3" for syntax errors). */
+int config_parse(const char *json, Config **ret, char **ret_error);
+/* Same for a file; read errors are reported as "<path>: <strerror>". */
+int config_load_file(const char *path, Config **ret, char **ret_error);
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+const Profile *config_find_profile(const Config *c, const char *name);
+/* The profile a target uses (its profileRef, or the default). Never NULL for a
+ * validated config. */
+const Profile *config_target_profile(const Config *c, const Target *t);
+
+/* Whether a sysctl name is in the machineConfig allow-list. */
+bool machine_setting_allowed(const char *name);
+
+/* Whether a command line passes the profile's include/exclude patterns. */
+bool profile_process_wanted(const Profile *p, const char *cmdline);
+
+/* Glob match of a cgroup path (relative to the cgroup root, no leading '/')
+ * against a target's cgroupPatterns. */
+bool target_matches_cgroup(const Target *t, const char *cgroup_path);

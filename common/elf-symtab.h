@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "macro.h"
+
+/* Function symbols of one ELF file (libelf from elfutils): .symtab when the
+ * file has one, otherwise .dynsym; the PT_LOAD segments to turn a file offset
+ * into a virtual address; the GNU build ID. */
+
+typedef struct ElfSymtab ElfSymtab;
+
+/* Reads everything it needs from fd (the fd is not kept). */
+int elf_symtab_load(int fd, ElfSymtab **ret);
+ElfSymtab *elf_symtab_free(ElfSymtab *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ElfSymtab *, elf_symtab_free);
+
+/* Lowercase hex build ID, or NULL when the file has none. */
+const char *elf_symtab_build_id(const ElfSymtab *s);
+/* Whether the symbols came from a full .symtab (false: .dynsym only or none). */
+bool elf_symtab_has_full_symtab(const ElfSymtab *s);
+size_t elf_symtab_count(const ElfSymtab *s);
+
+/* Replaces s's symbols by those of 'debug' (a separate debug file of the same
+ * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments. */
+int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug);
+
+/* File offset (from /proc/PID/maps) -> virtual address in the file's own
+ * address space, through the PT_LOAD segment containing it. -ENOENT if none. */
+int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *ret_vaddr);
+
+/* The function symbol containing vaddr (st_value <= vaddr < st_value+st_size,
+ * or the nearest below for size-0 symbols). NULL if none. */
+const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* Reads a whole file (up to max bytes; 0: 64 MiB) into a NUL-terminated buffer. */
+int read_full_file(const char *path, char **ret, size_t *ret_size);
+int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size);
+/* Reads the first line, without the trailing newline. */
+int read_one_line_file(const char *path, char **ret);
+/* Writes a string (and nothing else) to an existing file, e.g. a sysctl. */
+int write_string_file(const char *path, const char *s);
+
+/* Opens (creating as needed, mode 0755) the directory 'relpath' below the
+ * directory dirfd, one component at a time with O_NOFOLLOW, so that neither a
+ * ".." nor a symlink can lead outside dirfd. relpath must be relative.
+ * Returns an O_DIRECTORY fd or a negative errno (-ELOOP for a symlink,
+ * -EINVAL for "..", "." or an absolute path). */
+int mkdir_below(int dirfd, const char *relpath);
+
+/* Creates 'path' (absolute or relative to cwd) and parents, mode 0755. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* Atomic write: the file 'name' in dirfd is written through a temporary file
+ * (".#name.XXXXXX" in the same directory, mode 0644) by the callback and
+ * renamed into place, so readers never see a half-written file. The callback
+ * writes to f and returns 0 or a negative errno; on any failure the temporary
+ * file is removed and the target left untouched. */
+typedef int (*WriteCallback)(FILE *f, void *userdata);
+int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *userdata);
+int write_string_file_atomic_at(int dirfd, const char *name, const char *s);

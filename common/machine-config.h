@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "config.h"
+
+/* machineConfig: perf-related sysctls. The original value of each setting is
+ * saved in STATE_DIR/machine-config.json before the first write, so that a
+ * crash and restart still restores the true originals. */
+
+#define MACHINE_CONFIG_STATE_FILE "machine-config.json"
+
+typedef enum MachineChange {
+        MACHINE_CHANGE_APPLY,   /* set because the config asks for it */
+        MACHINE_CHANGE_DRIFT,   /* someone changed it; set back */
+        MACHINE_CHANGE_RESTORE, /* original value written back */
+        _MACHINE_CHANGE_MAX,
+} MachineChange;
+
+const char *machine_change_to_string(MachineChange c);
+
+typedef void (*MachineChangeCallback)(const char *name, const char *old_value, const char *new_value,
+                                      MachineChange change, void *userdata);
+
+/* Sysctl name -> path below sysctl_root ("kernel.perf_event_paranoid" ->
+ * "<root>/kernel/perf_event_paranoid"). Refuses names that are not
+ * allow-listed or contain '/' or "..". */
+int sysctl_path(const char *sysctl_root, const char *name, char **ret);
+
+/* Brings the sysctls to the settings: saves originals first, writes values
+ * that differ, reports each write through cb with MACHINE_CHANGE_APPLY when
+ * 'initial' is true, MACHINE_CHANGE_DRIFT otherwise. Settings saved in the
+ * state file that are no longer in 'settings' are restored (RESTORE) and
+ * dropped from it. Values compare with whitespace runs folded. Keeps going
+ * after a failing setting and returns the first error. sysctl_root is
+ * "/proc/sys" except in tests. */
+int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
+                         size_t n_settings, bool initial, MachineChangeCallback cb, void *userdata);
+
+/* Writes every saved original back and removes the state file. */
+int machine_config_restore(const char *state_dir, const char *sysctl_root, MachineChangeCallback cb,
+                           void *userdata);

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define USEC_PER_SEC ((uint64_t) 1000000ULL)
+#define USEC_PER_MSEC ((uint64_t) 1000ULL)
+#define NSEC_PER_SEC ((uint64_t) 1000000000ULL)
+#define NSEC_PER_USEC ((uint64_t) 1000ULL)
+#define USEC_INFINITY ((uint64_t) UINT64_MAX)
+
+/* Take ownership of a pointer: returns it and sets the variable to NULL. */
+#define TAKE_PTR(p)                                  \
+        ({                                           \
+                __typeof__(p) _ptr_ = (p);           \
+                (p) = NULL;                          \
+                _ptr_;                               \
+        })
+
+#define TAKE_FD(fd)                                  \
+        ({                                           \
+                int _fd_ = (fd);                     \
+                (fd) = -EBADF;                       \
+                _fd_;                                \
+        })
+
+/* Defines func##p(type **p) that calls func(*p) when *p is not NULL. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)      \
+        static inline void func##p(type *p) {        \
+                if (*p)                              \
+                        func(*p);                    \
+        }
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline int safe_close(int fd) {
+        if (fd >= 0) {
+                int saved = errno;
+                close(fd);
+                errno = saved;
+        }
+        return -EBADF;
+}
+
+static inline void closep(int *fd) {
+        safe_close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* A strv is a NULL-terminated array of malloc()ed strings. */
+static inline char **strv_free(char **l) {
+        if (!l)
+                return NULL;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+static inline size_t strv_length(char *const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return strcmp(a, b) == 0;
+}
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+static inline const char *strempty(const char *s) {
+        return s ? s : "";
+}
+
+static inline const char *strna(const char *s) {
+        return s ? s : "n/a";
+}
+
+/* Compare two integers without overflow (never "return a - b" on u64). */
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
+
+/* errno-safe negative error from a libc call that set errno. */
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}

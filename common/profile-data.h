@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* The aggregated, symbolized samples of one report: interned frames, the
+ * processes seen, and unique stacks with counts. Pure data: the sampler and
+ * symbolizer fill it, the report writers read it. */
+
+typedef enum FrameKind {
+        FRAME_USER,     /* resolved user-space function */
+        FRAME_KERNEL,   /* kernel function */
+        FRAME_UNKNOWN,  /* unresolved address (module known or not) */
+        _FRAME_KIND_MAX,
+} FrameKind;
+
+typedef struct Frame {
+        char *name;    /* "function", or "[module]" / "[unknown]" when unresolved */
+        char *module;  /* basename of the ELF file ("libc.so.6"), "[kernel.kallsyms]", or NULL */
+        FrameKind kind;
+} Frame;
+
+typedef struct ProfileProcess {
+        pid_t pid;
+        char *comm;     /* short name: the root frame of its stacks */
+        char *cmdline;  /* full command line, args separated by spaces */
+        uint64_t samples;
+} ProfileProcess;
+
+typedef struct ProfileStack {
+        uint32_t process;    /* index into processes */
+        uint32_t *frames;    /* frame indices, ROOT FIRST (outermost user frame ... innermost kernel frame) */
+        uint32_t n_frames;
+        uint64_t count;
+} ProfileStack;
+
+typedef struct ProfileData {
+        Frame *frames;
+        size_t n_frames;
+        ProfileProcess *processes;
+        size_t n_processes;
+        ProfileStack *stacks;
+        size_t n_stacks;
+        void *frame_index;   /* private lookup structures */
+        void *stack_index;
+        size_t allocated_frames, allocated_processes, allocated_stacks;
+} ProfileData;
+
+ProfileData *profile_data_new(void);
+ProfileData *profile_data_free(ProfileData *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProfileData *, profile_data_free);
+
+/* Returns the index of the frame (name, module, kind), adding it if new. */
+int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind, uint32_t *ret_index);
+/* Adds a process; returns its index. Processes are not deduplicated: the
+ * caller keeps one index per process instance. */
+int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline, uint32_t *ret_index);
+/* Adds count samples of the stack (frames root first) of a process; equal
+ * (process, frames) stacks are merged. Also adds to the process's samples. */
+int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames, uint64_t count);
+
+uint64_t profile_data_total(const ProfileData *d);
+
+/* A function with its self (leaf) and total (inclusive, counted once per
+ * stack) samples, sorted by self samples, descending, ties by name. */
+typedef struct TopFunction {
+        uint32_t frame;
+        uint64_t self;
+        uint64_t total;
+} TopFunction;
+int profile_data_top_functions(const ProfileData *d, size_t max, TopFunction **ret, size_t *ret_n);

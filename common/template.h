@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "macro.h"
+
+/* Output name templates: a path relative to reportDir with placeholders
+ * {NAMESPACE} {POD} {CONTAINER} {CONTAINER_ID} {CGROUP} {NODE} {PROFILE}
+ * {PROCESS_NAME} {PROCESS_ID} {TIMESTAMP} {UID} and %{ENV} (an environment
+ * variable of the agent). Every substituted value is sanitized so that no
+ * value can climb out of reportDir. */
+
+#define TEMPLATE_HOST_DEFAULT "{CGROUP}/{TIMESTAMP}_{UID}"
+#define TEMPLATE_POD_DEFAULT "{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}"
+#define TEMPLATE_COMPONENT_MAX 200 /* bytes; longer values are truncated */
+
+typedef struct TemplateVars {
+        const char *namespace;
+        const char *pod;
+        const char *container;
+        const char *container_id;
+        const char *cgroup;       /* relative to the cgroup root; '/' becomes '_' when substituted */
+        const char *node;
+        const char *profile;
+        const char *process_name;
+        const char *process_id;
+        uint64_t timestamp_ms;    /* {TIMESTAMP}: UNIX ms */
+        const char *uid;          /* {UID}: 8 random alphanumerics; generated when NULL */
+        const char *const *env;   /* environ-style array for %{ENV}; NULL: the process environment */
+} TemplateVars;
+
+/* Checks a template at config time: relative, no ".." or "." component, no
+ * empty component, only known placeholders, balanced braces. Returns 0 or
+ * -EINVAL with a malloc()ed reason in ret_error ("unknown placeholder {FOO}"). */
+int template_validate(const char *tmpl, char **ret_error);
+
+/* Expands a (validated) template into a relative path whose every component
+ * is safe: no '/', NUL, control character from values; no component equal to
+ * "." or ".."; no empty component; none longer than TEMPLATE_COMPONENT_MAX.
+ * A placeholder whose value is NULL expands to "unknown". */
+int template_expand(const char *tmpl, const TemplateVars *vars, char **ret);
+
+/* Whether the template uses {PROCESS_NAME} or {PROCESS_ID} (one report per process). */
+bool template_is_per_process(const char *tmpl);
+
+/* Sanitizes one value into a single safe path component (malloc()ed). */
+char *path_component_sanitize(const char *value);
+
+/* 8 random alphanumerics + NUL into buf[9]. */
+void random_uid(char buf[static 9]);

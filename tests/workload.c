@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The integration tests' workload: spends its CPU time in three functions in
+ * a known 5:3:2 ratio, called through a known caller chain:
+ *   main -> run_workload -> work_cycle -> hot_alpha (5) / hot_beta (3) / hot_gamma (2)
+ *
+ * cgprof-workload [--seconds S] [--name NAME]
+ *   --seconds S  run for S seconds (fractions allowed; default 5)
+ *   --name NAME  set the process name (comm) to NAME first
+ * It prints "ready <pid>" once running. Built with frame pointers and no
+ * inlining so stacks are exact. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+#define UNIT 200000 /* loop iterations per unit of work */
+
+__attribute__((noinline)) static void spin(uint64_t n) {
+        for (uint64_t i = 0; i < n; i++)
+                sink += i ^ (sink >> 3);
+}
+
+__attribute__((noinline)) void hot_alpha(void) {
+        for (int i = 0; i < 5; i++)
+                spin(UNIT);
+}
+
+__attribute__((noinline)) void hot_beta(void) {
+        for (int i = 0; i < 3; i++)
+                spin(UNIT);
+}
+
+__attribute__((noinline)) void hot_gamma(void) {
+        for (int i = 0; i < 2; i++)
+                spin(UNIT);
+}
+
+__attribute__((noinline)) void work_cycle(void) {
+        hot_alpha();
+        hot_beta();
+        hot_gamma();
+}
+
+static double now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) void run_workload(double seconds) {
+        double end = now() + seconds;
+        while (now() < end)
+                work_cycle();
+}
+
+int main(int argc, char *argv[]) {
+        double seconds = 5;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+                        seconds = atof(argv[++i]);
+                else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+                        prctl(PR_SET_NAME, argv[++i], 0, 0, 0);
+                else {
+                        fprintf(stderr, "usage: %s [--seconds S] [--name NAME]\n", argv[0]);
+                        return 2;
+                }
+        }
+        printf("ready %d\n", (int) getpid());
+        fflush(stdout);
+        run_workload(seconds);
+        return 0;
+}
