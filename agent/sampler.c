@@ -1,1 +1,565 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <search.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "log.h"
+#include "profile.skel.h"
+#include "sampler.h"
+
+#define MAX_GROUPS 64
+
+typedef struct SamplerGroup {
+        bool used;
+        char *event;              /* the event as asked for */
+        uint64_t frequency;
+        unsigned refcount;
+        struct bpf_link **links;  /* per CPU; the link owns the perf fd */
+} SamplerGroup;
+
+typedef struct SamplerSlot {
+        bool used;
+        uint32_t group;           /* CPU mode: group id (index + 1) */
+        struct bpf_link **links;  /* cgroup mode: per CPU */
+        struct cgprof_session session;
+} SamplerSlot;
+
+struct Sampler {
+        SamplerMode mode;
+        struct profile_bpf *skel;
+        struct bpf_link *exec_link;
+        struct ring_buffer *rb;
+        SamplerProcCallback proc_cb;
+        void *userdata;
+        size_t n_cpus;
+        SamplerGroup groups[MAX_GROUPS];
+        SamplerSlot slots[CGPROF_MAX_SESSIONS];
+        uint32_t next_slot;
+};
+
+static const char *const sampler_mode_table[_SAMPLER_MODE_MAX] = {
+        [SAMPLER_MODE_CPU] = "cpu",
+        [SAMPLER_MODE_CGROUP] = "cgroup",
+};
+
+const char *sampler_mode_to_string(SamplerMode m) {
+        return m >= 0 && m < _SAMPLER_MODE_MAX ? sampler_mode_table[m] : NULL;
+}
+
+SamplerMode sampler_mode_from_string(const char *s) {
+        for (int i = 0; i < _SAMPLER_MODE_MAX; i++)
+                if (streq_ptr(s, sampler_mode_table[i]))
+                        return i;
+        return _SAMPLER_MODE_INVALID;
+}
+
+void sampler_session_stats_done(SamplerSessionStats *s) {
+        free(s->per_cpu);
+        *s = (SamplerSessionStats) {};
+}
+
+static const struct {
+        const char *name;
+        uint32_t type;
+        uint64_t config;
+} event_table[] = {
+        {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
+        {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+        {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+        {"cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+        {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+        {"ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES},
+        {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+        {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+};
+
+static int event_attr(const char *event, uint64_t frequency, struct perf_event_attr *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(event_table); i++) {
+                if (!streq(event, event_table[i].name))
+                        continue;
+                struct perf_event_attr a = {
+                        .size = sizeof(a),
+                        .type = event_table[i].type,
+                        .config = event_table[i].config,
+                        .disabled = 0,
+                };
+                if (a.type == PERF_TYPE_SOFTWARE) {
+                        /* A fixed period of time: exactly 'frequency' samples per CPU-second. */
+                        a.sample_period = NSEC_PER_SEC / frequency;
+                } else {
+                        a.freq = 1;
+                        a.sample_freq = frequency;
+                }
+                *ret = a;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, unsigned long flags) {
+        int fd = (int) syscall(__NR_perf_event_open, attr, pid, cpu, -1, flags | PERF_FLAG_FD_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static void links_free(Sampler *s, struct bpf_link **links) {
+        if (!links)
+                return;
+        for (size_t c = 0; c < s->n_cpus; c++)
+                bpf_link__destroy(links[c]);
+        free(links);
+}
+
+/* Opens one event per CPU (pid -1 or a cgroup fd) and attaches the program with the cookie. */
+static int links_open(Sampler *s, const struct perf_event_attr *attr, int cgroup_fd, uint64_t cookie,
+                      struct bpf_link ***ret) {
+        struct bpf_link **links = calloc(s->n_cpus, sizeof(*links));
+        size_t attached = 0;
+        int r;
+
+        if (!links)
+                return -ENOMEM;
+
+        for (size_t c = 0; c < s->n_cpus; c++) {
+                struct perf_event_attr a = *attr;
+                int fd = perf_event_open(&a, cgroup_fd >= 0 ? cgroup_fd : -1, (int) c,
+                                         cgroup_fd >= 0 ? PERF_FLAG_PID_CGROUP : 0);
+                if (fd == -ENODEV)
+                        continue; /* offline CPU */
+                if (fd < 0) {
+                        r = fd;
+                        goto fail;
+                }
+                LIBBPF_OPTS(bpf_perf_event_opts, opts, .bpf_cookie = cookie);
+                links[c] = bpf_program__attach_perf_event_opts(s->skel->progs.cgprof_sample, fd, &opts);
+                if (!links[c]) {
+                        r = negative_errno();
+                        close(fd);
+                        goto fail;
+                }
+                attached++;
+        }
+        if (attached == 0) {
+                r = -ENODEV;
+                goto fail;
+        }
+        *ret = links;
+        return 0;
+
+fail:
+        links_free(s, links);
+        return r;
+}
+
+static int handle_proc_event(void *ctx, void *data, size_t size) {
+        Sampler *s = ctx;
+        const struct cgprof_proc_event *e = data;
+
+        if (size < sizeof(*e))
+                return 0;
+        if (s->proc_cb)
+                s->proc_cb(e->session, e->pid, e->start_time, s->userdata);
+        return 0;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        if (level == LIBBPF_DEBUG && log_get_max_level() < LOG_DEBUG)
+                return 0;
+        if (level == LIBBPF_INFO && log_get_max_level() < LOG_INFO)
+                return 0;
+        return vfprintf(stderr, fmt, ap);
+}
+
+int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
+        _cleanup_(sampler_freep) Sampler *s = NULL;
+        int r;
+
+        libbpf_set_print(libbpf_log);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->mode = mode;
+        s->proc_cb = proc_cb;
+        s->userdata = userdata;
+        s->next_slot = 1;
+
+        r = libbpf_num_possible_cpus();
+        if (r < 0)
+                return r;
+        s->n_cpus = (size_t) r;
+
+        s->skel = profile_bpf__open();
+        if (!s->skel)
+                return negative_errno();
+        r = profile_bpf__load(s->skel);
+        if (r < 0)
+                return r;
+
+        /* Without the exec hook a process that calls exec() keeps its first
+         * command line; sampling still works. */
+        s->exec_link = bpf_program__attach(s->skel->progs.cgprof_exec);
+        if (!s->exec_link)
+                log_warning_errno(errno, "Failed to attach the exec tracepoint, ignoring: %m");
+
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.proc_events), handle_proc_event, s, NULL);
+        if (!s->rb)
+                return negative_errno();
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Sampler *sampler_free(Sampler *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < CGPROF_MAX_SESSIONS; i++)
+                links_free(s, s->slots[i].links);
+        for (size_t i = 0; i < MAX_GROUPS; i++) {
+                links_free(s, s->groups[i].links);
+                free(s->groups[i].event);
+        }
+        ring_buffer__free(s->rb);
+        bpf_link__destroy(s->exec_link);
+        profile_bpf__destroy(s->skel);
+        free(s);
+        return NULL;
+}
+
+SamplerMode sampler_mode(const Sampler *s) {
+        return s->mode;
+}
+
+size_t sampler_n_cpus(const Sampler *s) {
+        return s->n_cpus;
+}
+
+int sampler_proc_events_fd(Sampler *s) {
+        return ring_buffer__epoll_fd(s->rb);
+}
+
+int sampler_proc_events_consume(Sampler *s) {
+        int r = ring_buffer__consume(s->rb);
+        return r < 0 ? r : 0;
+}
+
+static int group_get(Sampler *s, const char *event, const struct perf_event_attr *attr, uint64_t frequency,
+                     uint32_t *ret) {
+        SamplerGroup *free_g = NULL;
+        int r;
+
+        for (size_t i = 0; i < MAX_GROUPS; i++) {
+                SamplerGroup *g = &s->groups[i];
+                if (g->used && g->frequency == frequency && streq(g->event, event)) {
+                        g->refcount++;
+                        *ret = (uint32_t) i + 1;
+                        return 0;
+                }
+                if (!g->used && !free_g)
+                        free_g = g;
+        }
+        if (!free_g)
+                return -EBUSY;
+
+        uint32_t id = (uint32_t) (free_g - s->groups) + 1;
+        r = links_open(s, attr, -1, ((uint64_t) CGPROF_ATTACH_CPU << 32) | id, &free_g->links);
+        if (r < 0)
+                return r;
+        free_g->event = strdup(event);
+        if (!free_g->event) {
+                links_free(s, TAKE_PTR(free_g->links));
+                return -ENOMEM;
+        }
+        free_g->used = true;
+        free_g->frequency = frequency;
+        free_g->refcount = 1;
+        *ret = id;
+        return 0;
+}
+
+static void group_unref(Sampler *s, uint32_t id) {
+        if (id == 0 || id > MAX_GROUPS)
+                return;
+        SamplerGroup *g = &s->groups[id - 1];
+        if (!g->used || --g->refcount > 0)
+                return;
+        links_free(s, TAKE_PTR(g->links));
+        free(TAKE_PTR(g->event));
+        *g = (SamplerGroup) {};
+}
+
+static uint32_t slot_alloc(Sampler *s) {
+        /* Round robin, so a slot is reused as late as possible. */
+        for (uint32_t n = 0; n < CGPROF_MAX_SESSIONS - 1; n++) {
+                uint32_t slot = s->next_slot;
+                s->next_slot = s->next_slot + 1 >= CGPROF_MAX_SESSIONS ? 1 : s->next_slot + 1;
+                if (!s->slots[slot].used)
+                        return slot;
+        }
+        return 0;
+}
+
+static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
+        size_t n = s->n_cpus;
+        _cleanup_free_ struct cgprof_session_stats *zero = calloc(n, sizeof(*zero));
+        struct cgprof_session sess = {};
+        int r;
+
+        if (!zero)
+                return -ENOMEM;
+        r = bpf_map__update_elem(s->skel->maps.stats, &slot, sizeof(slot), zero, n * sizeof(*zero), BPF_ANY);
+        if (r < 0)
+                return r;
+        r = bpf_map__update_elem(s->skel->maps.sessions, &slot, sizeof(slot), &sess, sizeof(sess), BPF_ANY);
+        if (r < 0)
+                return r;
+
+        /* Forget processes seen by an earlier session of this slot, so they are reported again. */
+        int fd = bpf_map__fd(s->skel->maps.procs_seen);
+        uint32_t key, next, *prev = NULL;
+        while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+                struct cgprof_proc_seen v;
+                key = next;
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) == 0 && v.session == slot)
+                        (void) bpf_map_delete_elem(fd, &key);
+        }
+        return 0;
+}
+
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, int cgroup_fd,
+                         uint32_t *ret_slot, const char **ret_event, char **ret_fallback) {
+        _cleanup_free_ char *fallback = NULL;
+        struct perf_event_attr attr;
+        const char *used_event = event;
+        uint32_t slot;
+        int r;
+
+        r = event_attr(event, frequency, &attr);
+        if (r < 0)
+                return r;
+
+        if (attr.type == PERF_TYPE_HARDWARE) {
+                /* Probe the PMU on the first CPU: VMs often have none. */
+                struct perf_event_attr probe = attr;
+                probe.disabled = 1;
+                int fd = perf_event_open(&probe, -1, 0, 0);
+                if (fd < 0) {
+                        if (asprintf(&fallback, "hardware event %s is not available (%s), sampling cpu-clock",
+                                     event, strerror(-fd)) < 0)
+                                return -ENOMEM;
+                        used_event = "cpu-clock";
+                        r = event_attr(used_event, frequency, &attr);
+                        if (r < 0)
+                                return r;
+                } else
+                        close(fd);
+        }
+
+        slot = slot_alloc(s);
+        if (slot == 0)
+                return -EBUSY;
+        SamplerSlot *sl = &s->slots[slot];
+
+        r = slot_reset_kernel_state(s, slot);
+        if (r < 0)
+                return r;
+
+        if (s->mode == SAMPLER_MODE_CPU) {
+                r = group_get(s, used_event, &attr, frequency, &sl->group);
+                if (r < 0)
+                        return r;
+        } else {
+                if (cgroup_fd < 0)
+                        return -EBADF;
+                r = links_open(s, &attr, cgroup_fd, ((uint64_t) CGPROF_ATTACH_CGROUP << 32) | slot, &sl->links);
+                if (r < 0)
+                        return r;
+        }
+
+        sl->used = true;
+        sl->session = (struct cgprof_session) {
+                .group = sl->group,
+                .flags = kernel_stacks ? CGPROF_SESSION_KERNEL_STACKS : 0,
+        };
+        *ret_slot = slot;
+        *ret_event = used_event;
+        *ret_fallback = TAKE_PTR(fallback);
+        return 0;
+}
+
+static int slot_update(Sampler *s, uint32_t slot) {
+        return bpf_map__update_elem(s->skel->maps.sessions, &slot, sizeof(slot), &s->slots[slot].session,
+                                    sizeof(struct cgprof_session), BPF_ANY);
+}
+
+int sampler_session_activate(Sampler *s, uint32_t slot) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        s->slots[slot].session.flags |= CGPROF_SESSION_ACTIVE;
+        return slot_update(s, slot);
+}
+
+int sampler_session_deactivate(Sampler *s, uint32_t slot) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        s->slots[slot].session.flags &= ~CGPROF_SESSION_ACTIVE;
+        return slot_update(s, slot);
+}
+
+void sampler_session_close(Sampler *s, uint32_t slot) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return;
+        SamplerSlot *sl = &s->slots[slot];
+        sl->session.flags = 0;
+        (void) slot_update(s, slot);
+        links_free(s, TAKE_PTR(sl->links));
+        group_unref(s, sl->group);
+        *sl = (SamplerSlot) {};
+}
+
+int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot) {
+        if (slot == 0) {
+                int r = bpf_map__delete_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), 0);
+                return r == -ENOENT ? 0 : r;
+        }
+        return bpf_map__update_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), &slot, sizeof(slot),
+                                    BPF_ANY);
+}
+
+int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
+        size_t n = s->n_cpus;
+        _cleanup_free_ struct cgprof_session_stats *v = calloc(n, sizeof(*v));
+        _cleanup_free_ uint64_t *per_cpu = calloc(n, sizeof(uint64_t));
+        SamplerSessionStats st = {.n_cpus = n};
+        int r;
+
+        if (!v || !per_cpu)
+                return -ENOMEM;
+        r = bpf_map__lookup_elem(s->skel->maps.stats, &slot, sizeof(slot), v, n * sizeof(*v), 0);
+        if (r < 0)
+                return r;
+        for (size_t c = 0; c < n; c++) {
+                per_cpu[c] = v[c].samples;
+                st.lost += v[c].lost;
+                st.collisions += v[c].collisions;
+                st.stack_errors += v[c].stack_errors;
+        }
+        st.per_cpu = TAKE_PTR(per_cpu);
+        *ret = st;
+        return 0;
+}
+
+
+typedef struct StackCache {
+        uint32_t id;
+        size_t n;
+        uint64_t ips[CGPROF_MAX_STACK_DEPTH];
+        bool missing;
+} StackCache;
+
+static int stack_cache_cmp(const void *a, const void *b) {
+        return CMP(((const StackCache *) a)->id, ((const StackCache *) b)->id);
+}
+
+static const StackCache *stack_get(void **root, int fd, int32_t id) {
+        StackCache key = {.id = (uint32_t) id}, **found, *e;
+
+        found = tfind(&key, root, stack_cache_cmp);
+        if (found)
+                return *found;
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                return NULL;
+        e->id = (uint32_t) id;
+        if (bpf_map_lookup_elem(fd, &e->id, e->ips) < 0)
+                e->missing = true;
+        else
+                while (e->n < CGPROF_MAX_STACK_DEPTH && e->ips[e->n] != 0)
+                        e->n++;
+        if (!tsearch(e, root, stack_cache_cmp)) {
+                free(e);
+                return NULL;
+        }
+        return e;
+}
+
+static int stack_delete_fd;
+static void stack_delete_and_free(void *p) {
+        StackCache *e = p;
+        (void) bpf_map_delete_elem(stack_delete_fd, &e->id);
+        free(e);
+}
+
+int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
+        uint32_t old = s->skel->bss->active_set;
+        struct bpf_map *counts = old ? s->skel->maps.counts1 : s->skel->maps.counts0;
+        struct bpf_map *stacks = old ? s->skel->maps.stacks1 : s->skel->maps.stacks0;
+        int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
+        _cleanup_free_ struct cgprof_sample_key *keys = NULL;
+        size_t n_keys = 0, allocated = 0;
+        struct cgprof_sample_key key, *prev = NULL;
+        void *stack_root = NULL;
+
+        /* New samples go to the other set from now on. */
+        __atomic_store_n(&s->skel->bss->active_set, !old, __ATOMIC_SEQ_CST);
+
+        while (bpf_map_get_next_key(counts_fd, prev, &key) == 0) {
+                if (n_keys == allocated) {
+                        size_t na = MAX(allocated * 2, (size_t) 1024);
+                        struct cgprof_sample_key *nk = reallocarray(keys, na, sizeof(*keys));
+                        if (!nk)
+                                return -ENOMEM;
+                        keys = nk;
+                        allocated = na;
+                }
+                keys[n_keys] = key;
+                prev = &keys[n_keys];
+                n_keys++;
+        }
+
+        for (size_t i = 0; i < n_keys; i++) {
+                const struct cgprof_sample_key *k = &keys[i];
+                const StackCache *u = NULL, *kern = NULL;
+                bool lost = false;
+                uint64_t count;
+
+                if (bpf_map_lookup_elem(counts_fd, k, &count) < 0)
+                        continue;
+                (void) bpf_map_delete_elem(counts_fd, k);
+
+                if (k->user_stack >= 0) {
+                        u = stack_get(&stack_root, stacks_fd, k->user_stack);
+                        lost = lost || !u || u->missing;
+                }
+                if (k->kernel_stack >= 0) {
+                        kern = stack_get(&stack_root, stacks_fd, k->kernel_stack);
+                        lost = lost || !kern || kern->missing;
+                }
+                if (k->user_stack == -EEXIST || k->kernel_stack == -EEXIST)
+                        lost = true;
+
+                cb(k, count, u && !u->missing ? u->ips : NULL, u && !u->missing ? u->n : 0,
+                   kern && !kern->missing ? kern->ips : NULL, kern && !kern->missing ? kern->n : 0, lost,
+                   userdata);
+        }
+
+        stack_delete_fd = stacks_fd;
+        tdestroy(stack_root, stack_delete_and_free);
+        return 0;
+}
+
+int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt) {
+        struct bpf_prog_info info = {};
+        uint32_t len = sizeof(info);
+        int r;
+
+        r = bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.cgprof_sample), &info, &len);
+        if (r < 0)
+                return r;
+        *ret_run_time_ns = info.run_time_ns;
+        *ret_run_cnt = info.run_cnt;
+        return 0;
+}

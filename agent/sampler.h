@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <linux/types.h>
+
+#include "macro.h"
+#include "profile.h"
+
+/* The sampling back end: the BPF skeleton (bpf/profile.bpf.c), the perf
+ * events it is attached to, and the drain of its maps.
+ *
+ * Two attachment modes:
+ *  - SAMPLER_MODE_CPU: one perf event per CPU per (event, frequency) group,
+ *    shared by every session using that pair; the BPF program keeps samples
+ *    whose cgroup ID maps to an active session of that group.
+ *  - SAMPLER_MODE_CGROUP: perf events scoped to the session's cgroup
+ *    (PERF_FLAG_PID_CGROUP), one per CPU per session; they only fire while
+ *    the cgroup's tasks run.
+ * In both modes the cgroups map decides which session a sample belongs to
+ * (nested target cgroups: the deepest session wins). */
+
+typedef enum SamplerMode {
+        SAMPLER_MODE_CPU,
+        SAMPLER_MODE_CGROUP,
+        _SAMPLER_MODE_MAX,
+        _SAMPLER_MODE_INVALID = -EINVAL,
+} SamplerMode;
+
+const char *sampler_mode_to_string(SamplerMode m);
+SamplerMode sampler_mode_from_string(const char *s);
+
+typedef struct Sampler Sampler;
+
+typedef struct SamplerSessionStats {
+        uint64_t *per_cpu;   /* n_cpus entries: samples recorded in the kernel */
+        size_t n_cpus;
+        uint64_t lost;
+        uint64_t collisions;
+        uint64_t stack_errors;
+} SamplerSessionStats;
+
+void sampler_session_stats_done(SamplerSessionStats *s);
+
+/* New-process notifications from the kernel. */
+typedef void (*SamplerProcCallback)(uint32_t slot, uint32_t pid, uint64_t start_time, void *userdata);
+
+/* One drained count: stacks are leaf first as the kernel records them;
+ * n_user/n_kernel 0 when the stack is absent or was lost (stack_lost set). */
+typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
+                                      size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
+                                      void *userdata);
+
+int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, Sampler **ret);
+Sampler *sampler_free(Sampler *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sampler *, sampler_free);
+
+SamplerMode sampler_mode(const Sampler *s);
+size_t sampler_n_cpus(const Sampler *s);
+
+/* The ring buffer's epoll fd (readable when processes were reported) and
+ * its consumer. */
+int sampler_proc_events_fd(Sampler *s);
+int sampler_proc_events_consume(Sampler *s);
+
+/* Opens the session's sampling: allocates a slot, opens (or shares) the
+ * perf events. event: "cpu-clock", "cycles", ...; a hardware event that the
+ * machine lacks falls back to cpu-clock: *ret_event is the event used and
+ * *ret_fallback (malloc()ed or NULL) says why. cgroup_fd is used in cgroup
+ * mode. The session does not sample until sampler_session_activate(). */
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, int cgroup_fd,
+                         uint32_t *ret_slot, const char **ret_event, char **ret_fallback);
+int sampler_session_activate(Sampler *s, uint32_t slot);
+/* Stops sampling (no new samples), keeps the slot so it can still be
+ * drained and its stats read. */
+int sampler_session_deactivate(Sampler *s, uint32_t slot);
+/* Releases the slot and its perf events. */
+void sampler_session_close(Sampler *s, uint32_t slot);
+
+/* Assigns a cgroup ID to a session slot (0: remove the ID). */
+int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot);
+
+int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret);
+
+/* Flips the active map set and drains the other one: every count is passed
+ * to cb and deleted, then the stacks it referenced are deleted. Call twice
+ * to drain everything recorded before the first call. */
+int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata);
+
+/* Program statistics (needs kernel.bpf_stats_enabled=1). */
+int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt);
