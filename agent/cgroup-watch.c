@@ -1,1 +1,322 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <search.h>
+#include <sys/inotify.h>
+
+#include "cgroup-watch.h"
+#include "log.h"
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW)
+
+typedef struct Node {
+        char *path;
+        int wd;
+        bool seen; /* rescan mark */
+} Node;
+
+struct CgroupWatch {
+        sd_event_source *io;
+        int inotify_fd;
+        int root_fd;
+        char *root;
+        void *by_path; /* tsearch: Node by path */
+        void *by_wd;   /* tsearch: Node by wd */
+        size_t n;
+        CgroupWatchCallback cb;
+        void *userdata;
+};
+
+static int node_path_cmp(const void *a, const void *b) {
+        return strcmp(((const Node *) a)->path, ((const Node *) b)->path);
+}
+
+static int node_wd_cmp(const void *a, const void *b) {
+        return CMP(((const Node *) a)->wd, ((const Node *) b)->wd);
+}
+
+static Node *find_path(const CgroupWatch *w, const char *path) {
+        Node key = {.path = (char *) path}, **n = tfind(&key, &w->by_path, node_path_cmp);
+        return n ? *n : NULL;
+}
+
+static Node *find_wd(const CgroupWatch *w, int wd) {
+        Node key = {.wd = wd}, **n = tfind(&key, &w->by_wd, node_wd_cmp);
+        return n ? *n : NULL;
+}
+
+static char *path_join(const char *a, const char *b) {
+        char *p;
+        if (asprintf(&p, "%s%s%s", a, a[0] ? "/" : "", b) < 0)
+                return NULL;
+        return p;
+}
+
+/* Adds a watch on path (if new), reports it, and recurses into its children. */
+static int add_tree(CgroupWatch *w, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        Node *n = find_path(w, path);
+
+        if (n)
+                n->seen = true;
+        else {
+                _cleanup_free_ char *abs = NULL;
+                if (asprintf(&abs, "%s/%s", w->root, path) < 0)
+                        return -ENOMEM;
+                int wd = inotify_add_watch(w->inotify_fd, abs, WATCH_MASK);
+                if (wd < 0) {
+                        if (errno == ENOENT || errno == ENOTDIR)
+                                return 0; /* gone already */
+                        return log_debug_errno(errno, "Failed to watch cgroup %s: %m", abs);
+                }
+                n = calloc(1, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                n->path = strdup(path);
+                n->wd = wd;
+                n->seen = true;
+                if (!n->path || !tsearch(n, &w->by_path, node_path_cmp)) {
+                        free(n->path);
+                        free(n);
+                        return -ENOMEM;
+                }
+                Node *old = find_wd(w, wd);
+                if (old) /* a stale entry for a recycled wd */
+                        tdelete(old, &w->by_wd, node_wd_cmp);
+                if (!tsearch(n, &w->by_wd, node_wd_cmp))
+                        return -ENOMEM;
+                w->n++;
+                w->cb(n->path, true, w->userdata);
+        }
+
+        fd = openat(w->root_fd, path[0] ? path : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        DIR *d = fdopendir(fd);
+        if (!d)
+                return negative_errno();
+        TAKE_FD(fd);
+
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                _cleanup_free_ char *child = path_join(path, de->d_name);
+                if (!child) {
+                        r = -ENOMEM;
+                        break;
+                }
+                int k = add_tree(w, child);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        closedir(d);
+        return r;
+}
+
+static void node_forget(CgroupWatch *w, Node *n, bool report) {
+        if (report)
+                w->cb(n->path, false, w->userdata);
+        (void) inotify_rm_watch(w->inotify_fd, n->wd);
+        if (find_wd(w, n->wd) == n)
+                tdelete(n, &w->by_wd, node_wd_cmp);
+        tdelete(n, &w->by_path, node_path_cmp);
+        w->n--;
+        free(n->path);
+        free(n);
+}
+
+/* Collects nodes for removal: path itself and everything below it. */
+typedef struct Collect {
+        const char *prefix;
+        size_t len;
+        Node **nodes;
+        size_t n, allocated;
+        bool unseen_only;
+} Collect;
+
+static Collect *collect_ctx;
+static void collect_action(const void *nodep, VISIT which, int depth) {
+        if (which != postorder && which != leaf)
+                return;
+        Node *n = *(Node *const *) nodep;
+        Collect *c = collect_ctx;
+        if (c->unseen_only) {
+                if (n->seen)
+                        return;
+        } else if (!(streq(n->path, c->prefix) ||
+                     (c->len == 0 || (strncmp(n->path, c->prefix, c->len) == 0 && n->path[c->len] == '/'))))
+                return;
+        if (c->n == c->allocated) {
+                size_t na = MAX(c->allocated * 2, (size_t) 16);
+                Node **nn = reallocarray(c->nodes, na, sizeof(Node *));
+                if (!nn)
+                        return;
+                c->nodes = nn;
+                c->allocated = na;
+        }
+        c->nodes[c->n++] = n;
+}
+
+static int cmp_depth_desc(const void *a, const void *b) {
+        /* Longer paths (deeper) first, so children are reported before parents. */
+        size_t la = strlen((*(Node *const *) a)->path), lb = strlen((*(Node *const *) b)->path);
+        return CMP(lb, la);
+}
+
+static void collect(CgroupWatch *w, Collect *c) {
+        collect_ctx = c;
+        twalk(w->by_path, collect_action);
+        collect_ctx = NULL;
+        qsort(c->nodes, c->n, sizeof(Node *), cmp_depth_desc);
+}
+
+static void remove_tree(CgroupWatch *w, const char *path) {
+        Collect c = {.prefix = path, .len = strlen(path)};
+        collect(w, &c);
+        for (size_t i = 0; i < c.n; i++)
+                node_forget(w, c.nodes[i], true);
+        free(c.nodes);
+}
+
+static void seen_clear(const void *nodep, VISIT which, int depth) {
+        if (which == postorder || which == leaf)
+                (*(Node *const *) nodep)->seen = false;
+}
+
+static int rescan(CgroupWatch *w) {
+        int r;
+
+        twalk(w->by_path, seen_clear);
+        r = add_tree(w, "");
+        Collect c = {.unseen_only = true};
+        collect(w, &c);
+        for (size_t i = 0; i < c.n; i++)
+                node_forget(w, c.nodes[i], true);
+        free(c.nodes);
+        return r;
+}
+
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        CgroupWatch *w = userdata;
+        char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+        bool overflow = false;
+
+        for (;;) {
+                ssize_t l = read(fd, buf, sizeof(buf));
+                if (l < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        return log_error_errno(errno, "Failed to read inotify events: %m");
+                }
+                for (char *p = buf; p < buf + l;) {
+                        struct inotify_event *e = (struct inotify_event *) p;
+                        p += sizeof(*e) + e->len;
+
+                        if (e->mask & IN_Q_OVERFLOW) {
+                                overflow = true;
+                                continue;
+                        }
+                        if (e->mask & IN_IGNORED) {
+                                Node *n = find_wd(w, e->wd);
+                                if (n) {
+                                        tdelete(n, &w->by_wd, node_wd_cmp);
+                                        n->wd = -1;
+                                }
+                                continue;
+                        }
+                        if (!(e->mask & IN_ISDIR) || e->len == 0)
+                                continue;
+                        Node *parent = find_wd(w, e->wd);
+                        if (!parent)
+                                continue;
+                        _cleanup_free_ char *child = path_join(parent->path, e->name);
+                        if (!child)
+                                return log_oom();
+                        if (e->mask & (IN_CREATE | IN_MOVED_TO))
+                                (void) add_tree(w, child);
+                        else if (e->mask & (IN_DELETE | IN_MOVED_FROM))
+                                remove_tree(w, child);
+                }
+        }
+
+        if (overflow) {
+                log_warning("cgroup inotify queue overflowed, rescanning the cgroup tree.");
+                (void) rescan(w);
+        }
+        return 0;
+}
+
+int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void *userdata, CgroupWatch **ret) {
+        _cleanup_(cgroup_watch_freep) CgroupWatch *w = NULL;
+        int r;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->inotify_fd = -EBADF;
+        w->cb = cb;
+        w->userdata = userdata;
+        w->root = strdup(root);
+        if (!w->root)
+                return -ENOMEM;
+        w->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (w->root_fd < 0)
+                return negative_errno();
+        w->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (w->inotify_fd < 0)
+                return negative_errno();
+
+        r = add_tree(w, "");
+        if (r < 0)
+                return r;
+
+        r = sd_event_add_io(e, &w->io, w->inotify_fd, EPOLLIN, on_inotify, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(w->io, "cgroup-inotify");
+
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+static void noop_free(void *p) {
+}
+
+static void node_free(void *p) {
+        Node *n = p;
+        free(n->path);
+        free(n);
+}
+
+CgroupWatch *cgroup_watch_free(CgroupWatch *w) {
+        if (!w)
+                return NULL;
+        sd_event_source_disable_unref(w->io);
+        tdestroy(w->by_wd, noop_free);
+        tdestroy(w->by_path, node_free);
+        safe_close(w->inotify_fd);
+        safe_close(w->root_fd);
+        free(w->root);
+        free(w);
+        return NULL;
+}
+
+size_t cgroup_watch_count(const CgroupWatch *w) {
+        return w->n;
+}
+
+bool cgroup_watch_has(const CgroupWatch *w, const char *path) {
+        return find_path(w, path) != NULL;
+}
+
+void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path, void (*f)(const char *path, void *ud),
+                                void *ud) {
+        Collect c = {.prefix = path, .len = strlen(path)};
+        collect((CgroupWatch *) w, &c);
+        /* Parents first. */
+        for (size_t i = c.n; i > 0; i--)
+                f(c.nodes[i - 1]->path, ud);
+        free(c.nodes);
+}

@@ -1,1 +1,144 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+
+#include "journal.h"
+#include "log.h"
+
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+#define MAX_FIELDS 20
+
+bool journal_available(void) {
+        return access(JOURNAL_SOCKET, W_OK) >= 0;
+}
+
+typedef struct Fields {
+        struct iovec iov[MAX_FIELDS];
+        char *buf[MAX_FIELDS];
+        size_t n;
+} Fields;
+
+static void fields_done(Fields *f) {
+        for (size_t i = 0; i < f->n; i++)
+                free(f->buf[i]);
+        f->n = 0;
+}
+
+static void fields_add(Fields *f, const char *name, const char *value) {
+        char *s;
+        if (!value || f->n >= MAX_FIELDS)
+                return;
+        if (asprintf(&s, "%s=%s", name, value) < 0)
+                return;
+        f->buf[f->n] = s;
+        f->iov[f->n] = (struct iovec) {.iov_base = s, .iov_len = strlen(s)};
+        f->n++;
+}
+
+static void fields_add_u64(Fields *f, const char *name, uint64_t v) {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        fields_add(f, name, buf);
+}
+
+/* Sends the entry to journald, or prints MESSAGE and the CGPROF_ fields to stderr. */
+static void fields_send(Fields *f, int priority, const char *message) {
+        char prio[2] = {(char) ('0' + priority), 0};
+
+        fields_add(f, "MESSAGE", message);
+        fields_add(f, "PRIORITY", prio);
+        fields_add(f, "SYSLOG_IDENTIFIER", program_invocation_short_name);
+
+        if (journal_available()) {
+                int r = sd_journal_sendv(f->iov, (int) f->n);
+                if (r >= 0)
+                        return;
+                log_debug_errno(r, "Failed to send journal entry, logging to stderr: %m");
+        }
+
+        /* stderr fallback: the message, then the structured fields. */
+        char line[4096];
+        size_t l = 0;
+        l += snprintf(line + l, sizeof(line) - l, "%s", message);
+        for (size_t i = 0; i < f->n && l < sizeof(line); i++)
+                if (strncmp(f->buf[i], "CGPROF_", 7) == 0)
+                        l += snprintf(line + l, sizeof(line) - l, " %s", f->buf[i]);
+        log_full(priority, "%s", line);
+}
+
+void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, const char *format, ...) {
+        static const char *const ids[_JOURNAL_SESSION_EVENT_MAX] = {
+                [JOURNAL_SESSION_START] = CGPROF_MESSAGE_SESSION_START,
+                [JOURNAL_SESSION_END] = CGPROF_MESSAGE_SESSION_END,
+                [JOURNAL_SESSION_FAILURE] = CGPROF_MESSAGE_SESSION_FAILURE,
+        };
+        static const char *const kinds[_JOURNAL_SESSION_EVENT_MAX] = {
+                [JOURNAL_SESSION_START] = "start",
+                [JOURNAL_SESSION_END] = "end",
+                [JOURNAL_SESSION_FAILURE] = "failure",
+        };
+        _cleanup_free_ char *message = NULL;
+        Fields f = {};
+        va_list ap;
+
+        va_start(ap, format);
+        if (vasprintf(&message, format, ap) < 0)
+                message = NULL;
+        va_end(ap);
+
+        fields_add(&f, "MESSAGE_ID", ids[ev]);
+        fields_add(&f, "CGPROF_EVENT", kinds[ev]);
+        fields_add(&f, "CGPROF_SESSION", sf->session);
+        fields_add(&f, "CGPROF_PROFILE", sf->profile);
+        fields_add(&f, "CGPROF_TARGET", sf->target);
+        fields_add(&f, "CGPROF_NAMESPACE", sf->namespace);
+        fields_add(&f, "CGPROF_POD", sf->pod);
+        fields_add(&f, "CGPROF_CONTAINER", sf->container);
+        fields_add(&f, "CGPROF_CGROUP", sf->cgroup);
+        if (ev == JOURNAL_SESSION_END) {
+                fields_add(&f, "CGPROF_REPORT", sf->report);
+                fields_add_u64(&f, "CGPROF_SAMPLES", sf->samples);
+                fields_add_u64(&f, "CGPROF_LOST", sf->lost);
+        }
+        if (ev == JOURNAL_SESSION_FAILURE && sf->error != 0) {
+                fields_add_u64(&f, "ERRNO", (uint64_t) -sf->error);
+        }
+
+        fields_send(&f, ev == JOURNAL_SESSION_FAILURE ? LOG_ERR : LOG_INFO, message ?: "cgprof session event");
+        fields_done(&f);
+}
+
+void journal_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change) {
+        static const char *const ids[_MACHINE_CHANGE_MAX] = {
+                [MACHINE_CHANGE_APPLY] = CGPROF_MESSAGE_MACHINE_APPLY,
+                [MACHINE_CHANGE_DRIFT] = CGPROF_MESSAGE_MACHINE_DRIFT,
+                [MACHINE_CHANGE_RESTORE] = CGPROF_MESSAGE_MACHINE_RESTORE,
+        };
+        _cleanup_free_ char *message = NULL;
+        Fields f = {};
+
+        if (change < 0 || change >= _MACHINE_CHANGE_MAX)
+                return;
+
+        switch (change) {
+        case MACHINE_CHANGE_APPLY:
+                (void) asprintf(&message, "Set %s to %s (was %s).", name, new_value, old_value);
+                break;
+        case MACHINE_CHANGE_DRIFT:
+                (void) asprintf(&message, "%s drifted to %s, set back to %s.", name, old_value, new_value);
+                break;
+        default:
+                (void) asprintf(&message, "Restored %s to %s (was %s).", name, new_value, old_value);
+                break;
+        }
+
+        fields_add(&f, "MESSAGE_ID", ids[change]);
+        fields_add(&f, "CGPROF_EVENT", machine_change_to_string(change));
+        fields_add(&f, "CGPROF_SYSCTL", name);
+        fields_add(&f, "CGPROF_OLD_VALUE", old_value);
+        fields_add(&f, "CGPROF_NEW_VALUE", new_value);
+        fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE, message ?: "machineConfig change");
+        fields_done(&f);
+}

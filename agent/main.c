@@ -1,1 +1,134 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+
+#include "cgprof-version.h"
+#include "log.h"
+#include "manager.h"
+
+static const char *arg_config = CGPROF_DEFAULT_CONFIG;
+static const char *arg_state_dir = DEFAULT_STATE_DIR;
+static const char *arg_bus_socket = DEFAULT_BUS_SOCKET;
+static const char *arg_node_name = NULL;
+static bool arg_no_kubernetes = false;
+static SamplerMode arg_attach_mode = SAMPLER_MODE_CPU;
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "cgprof's node agent: profiles the CPU use of selected cgroups and containers.\n\n"
+               "  -h --help               Show this help\n"
+               "     --version            Show the version\n"
+               "  -c --config FILE        Configuration file (default: %s)\n"
+               "     --state-dir DIR      State directory (default: %s)\n"
+               "     --bus-socket PATH    Control socket for cgprofctl (default: %s)\n"
+               "     --node-name NAME     Node name for {NODE} (default: $NODE_NAME or the host name)\n"
+               "     --attach-mode MODE   'cpu' (one perf event per CPU, filtered in BPF) or\n"
+               "                          'cgroup' (perf events scoped to each target cgroup) (default: cpu)\n"
+               "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
+               "     --log-level LEVEL    debug, info, notice, warning, err (default: info)\n",
+               program_invocation_short_name, CGPROF_DEFAULT_CONFIG, DEFAULT_STATE_DIR, DEFAULT_BUS_SOCKET);
+}
+
+static int parse_argv(int argc, char *argv[]) {
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_STATE_DIR,
+                ARG_BUS_SOCKET,
+                ARG_NODE_NAME,
+                ARG_ATTACH_MODE,
+                ARG_NO_KUBERNETES,
+                ARG_LOG_LEVEL,
+        };
+        static const struct option options[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {"config", required_argument, NULL, 'c'},
+                {"state-dir", required_argument, NULL, ARG_STATE_DIR},
+                {"bus-socket", required_argument, NULL, ARG_BUS_SOCKET},
+                {"node-name", required_argument, NULL, ARG_NODE_NAME},
+                {"attach-mode", required_argument, NULL, ARG_ATTACH_MODE},
+                {"no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES},
+                {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+                {},
+        };
+        int c, r;
+
+        while ((c = getopt_long(argc, argv, "hc:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("cgprofd %s\n", CGPROF_VERSION);
+                        return 0;
+                case 'c':
+                        arg_config = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        arg_state_dir = optarg;
+                        break;
+                case ARG_BUS_SOCKET:
+                        arg_bus_socket = optarg;
+                        break;
+                case ARG_NODE_NAME:
+                        arg_node_name = optarg;
+                        break;
+                case ARG_ATTACH_MODE:
+                        arg_attach_mode = sampler_mode_from_string(optarg);
+                        if (arg_attach_mode < 0)
+                                return log_error_errno(EINVAL, "--attach-mode: must be 'cpu' or 'cgroup', not '%s'.",
+                                                       optarg);
+                        break;
+                case ARG_NO_KUBERNETES:
+                        arg_no_kubernetes = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        r = log_level_from_string(optarg);
+                        if (r < 0)
+                                return log_error_errno(EINVAL, "--log-level: unknown level '%s'.", optarg);
+                        log_set_max_level(r);
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return -EINVAL;
+                }
+
+        if (optind < argc)
+                return log_error_errno(EINVAL, "Unexpected argument '%s'.", argv[optind]);
+        if (!arg_node_name)
+                arg_node_name = getenv("NODE_NAME");
+        return 1;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        log_open("cgprofd");
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+
+        ManagerOptions opts = {
+                .config_path = arg_config,
+                .state_dir = arg_state_dir,
+                .bus_socket = arg_bus_socket,
+                .node_name = arg_node_name,
+                .attach_mode = arg_attach_mode,
+                .no_kubernetes = arg_no_kubernetes,
+        };
+        r = manager_new(&opts, &m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the manager: %m");
+
+        r = manager_startup(m);
+        if (r < 0)
+                return r;
+
+        return manager_run(m);
+}
+
+int main(int argc, char *argv[]) {
+        int r = run(argc, argv);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

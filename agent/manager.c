@@ -1,1 +1,609 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <search.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "cgprof-version.h"
+#include "cgroup-util.h"
+#include "fileio.h"
+#include "journal.h"
+#include "log.h"
+#include "machine-config.h"
+#include "manager.h"
+#include "session.h"
+
+ConfigRef *config_ref(ConfigRef *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+ConfigRef *config_unref(ConfigRef *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        config_free(c->config);
+        free(c);
+        return NULL;
+}
+
+static int config_ref_new(Config *config, ConfigRef **ret) {
+        ConfigRef *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->n_ref = 1;
+        c->config = config;
+        *ret = c;
+        return 0;
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* ---- cgroup table ---- */
+
+static int cgroup_state_cmp(const void *a, const void *b) {
+        return strcmp(((const CgroupState *) a)->path, ((const CgroupState *) b)->path);
+}
+
+static CgroupState *cgroup_state_find(Manager *m, const char *path) {
+        CgroupState key = {.path = (char *) path}, **c = tfind(&key, &m->cgroups, cgroup_state_cmp);
+        return c ? *c : NULL;
+}
+
+static void cgroup_state_free(void *p) {
+        CgroupState *c = p;
+        free(c->path);
+        free(c);
+}
+
+/* The running session owning path: its own, or the nearest ancestor's. */
+static Session *session_for_path(Manager *m, const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return NULL;
+        for (;;) {
+                CgroupState *c = cgroup_state_find(m, p);
+                if (c && c->session && c->session->state == SESSION_RUNNING)
+                        return c->session;
+                char *slash = strrchr(p, '/');
+                if (!slash)
+                        return NULL;
+                *slash = 0;
+        }
+}
+
+static void assign_one(const char *path, void *userdata) {
+        Manager *m = userdata;
+        uint64_t id;
+        Session *s;
+
+        if (m->cgroup_root_fd < 0 || cg_get_id_at(m->cgroup_root_fd, path[0] ? path : "", &id) < 0)
+                return;
+        s = session_for_path(m, path);
+        (void) sampler_cgroup_set(m->sampler, id, s ? s->slot : 0);
+}
+
+void manager_assign_cgroups_below(Manager *m, const char *path) {
+        if (!m->cgroup_watch)
+                return;
+        cgroup_watch_foreach_below(m->cgroup_watch, path, assign_one, m);
+}
+
+/* ---- sessions ---- */
+
+int manager_add_session(Manager *m, Session *s) {
+        Session **n = reallocarray(m->sessions, m->n_sessions + 1, sizeof(Session *));
+        if (!n)
+                return -ENOMEM;
+        m->sessions = n;
+        m->sessions[m->n_sessions++] = s;
+        CgroupState *c = cgroup_state_find(m, s->cgroup);
+        if (c)
+                c->session = s;
+        return 0;
+}
+
+void manager_remove_session(Manager *m, Session *s) {
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (m->sessions[i] == s) {
+                        memmove(m->sessions + i, m->sessions + i + 1, (m->n_sessions - i - 1) * sizeof(Session *));
+                        m->n_sessions--;
+                        break;
+                }
+        CgroupState *c = cgroup_state_find(m, s->cgroup);
+        if (c && c->session == s) {
+                c->session = NULL;
+                c->done = true;
+        }
+        if (s->slot > 0 && m->sessions_by_slot[s->slot] == s)
+                m->sessions_by_slot[s->slot] = NULL;
+}
+
+/* A host cgroup matches a target when the target has cgroupPatterns, one of
+ * them matches, and it has no Kubernetes condition (those never hold for a
+ * bare cgroup: conditions are ANDed). */
+static const Target *host_target_for(const Config *c, const char *path) {
+        for (size_t i = 0; i < c->n_targets; i++) {
+                const Target *t = &c->targets[i];
+                if (t->disabled || !t->cgroup_patterns)
+                        continue;
+                if (t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers)
+                        continue;
+                if (target_matches_cgroup(t, path))
+                        return t;
+        }
+        return NULL;
+}
+
+static void maybe_start_session(Manager *m, CgroupState *c) {
+        _cleanup_(session_freep) Session *s = NULL;
+        const Target *t;
+        int r;
+
+        if (m->stopping || c->session || c->done || c->path[0] == 0)
+                return;
+        t = host_target_for(m->config->config, c->path);
+        if (!t)
+                return;
+
+        r = session_new(m, m->config, t, c->path, &s);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m", c->path,
+                                  t->name);
+                return;
+        }
+        r = manager_add_session(m, s);
+        if (r < 0)
+                return (void) log_oom();
+        r = session_start(s);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path, t->name);
+                manager_remove_session(m, s);
+                return;
+        }
+        TAKE_PTR(s);
+}
+
+static void on_cgroup(const char *path, bool added, void *userdata) {
+        Manager *m = userdata;
+        CgroupState *c = cgroup_state_find(m, path);
+
+        if (added) {
+                if (!c) {
+                        c = calloc(1, sizeof(*c));
+                        if (!c || !(c->path = strdup(path)) || !tsearch(c, &m->cgroups, cgroup_state_cmp)) {
+                                if (c)
+                                        free(c->path);
+                                free(c);
+                                return (void) log_oom();
+                        }
+                }
+                log_debug("cgroup appeared: %s", path[0] ? path : "/");
+                /* A new child of a profiled cgroup is profiled too. */
+                if (m->sampler && session_for_path(m, path))
+                        assign_one(path, m);
+                if (m->config && m->sampler)
+                        maybe_start_session(m, c);
+                return;
+        }
+
+        log_debug("cgroup removed: %s", path[0] ? path : "/");
+        if (!c)
+                return;
+        if (c->session)
+                session_end(c->session, "cgroup-removed");
+        tdelete(c, &m->cgroups, cgroup_state_cmp);
+        cgroup_state_free(c);
+}
+
+/* Re-evaluates every known cgroup against the targets (after a reload). */
+static CgroupState **cgroup_list;
+static size_t cgroup_list_n;
+static void cgroup_list_action(const void *nodep, VISIT which, int depth) {
+        if (which != postorder && which != leaf)
+                return;
+        CgroupState **n = reallocarray(cgroup_list, cgroup_list_n + 1, sizeof(CgroupState *));
+        if (!n)
+                return;
+        cgroup_list = n;
+        cgroup_list[cgroup_list_n++] = *(CgroupState *const *) nodep;
+}
+
+static void manager_retarget(Manager *m) {
+        cgroup_list = NULL;
+        cgroup_list_n = 0;
+        twalk(m->cgroups, cgroup_list_action);
+        CgroupState **list = cgroup_list;
+        size_t n = cgroup_list_n;
+        cgroup_list = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                CgroupState *c = list[i];
+                if (c->session) {
+                        /* Still a target of an enabled rule? */
+                        if (!host_target_for(m->config->config, c->path))
+                                session_end(c->session, "untargeted");
+                } else
+                        maybe_start_session(m, c);
+        }
+        free(list);
+}
+
+/* ---- sampling ---- */
+
+static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, void *userdata) {
+        Manager *m = userdata;
+        if (slot >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[slot])
+                return;
+        session_on_process(m->sessions_by_slot[slot], pid, start_time);
+}
+
+static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r = sampler_proc_events_consume(m->sampler);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read process events, ignoring: %m");
+        return 0;
+}
+
+static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user, size_t n_user,
+                      const uint64_t *kernel, size_t n_kernel, bool stack_lost, void *userdata) {
+        Manager *m = userdata;
+        if (key->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[key->session])
+                return;
+        session_on_sample(m->sessions_by_slot[key->session], key, count, user, n_user, kernel, n_kernel,
+                          stack_lost);
+}
+
+int manager_drain(Manager *m, bool full) {
+        int r;
+
+        /* New processes first, so their mappings are captured before their samples are resolved. */
+        (void) sampler_proc_events_consume(m->sampler);
+        for (int i = 0; i < (full ? 2 : 1); i++) {
+                r = sampler_drain(m->sampler, on_sample, m);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to drain the sample maps: %m");
+        }
+        return 0;
+}
+
+static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        (void) manager_drain(m, false);
+        for (size_t i = 0; i < m->n_sessions; i++)
+                session_tick(m->sessions[i]);
+        return sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC) < 0 ? 0 :
+               sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+/* ---- machine config ---- */
+
+static void on_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change,
+                              void *userdata) {
+        journal_machine_change(name, old_value, new_value, change);
+}
+
+static void machine_apply(Manager *m, bool initial) {
+        const Config *c = m->config->config;
+        int r = machine_config_apply(m->state_dir, "/proc/sys", c->machine_config, c->n_machine_config, initial,
+                                     on_machine_change, m);
+        if (r < 0)
+                log_error_errno(r, "Failed to apply machineConfig: %m");
+}
+
+static int on_machine_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        machine_apply(m, false);
+        (void) sd_event_source_set_time_relative(s, m->config->config->machine_config_interval_usec);
+        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+/* ---- config ---- */
+
+static int manager_open_report_dir(Manager *m, const char *dir) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = mkdir_p(dir, 0755);
+        if (r < 0)
+                return r;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        char *d = strdup(dir);
+        if (!d)
+                return -ENOMEM;
+        free(m->report_dir);
+        m->report_dir = d;
+        safe_close(m->report_dir_fd);
+        m->report_dir_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int manager_load_config(Manager *m, bool initial) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *error = NULL;
+        ConfigRef *ref;
+        int r;
+
+        r = config_load_file(m->config_path, &c, &error);
+        if (r < 0) {
+                if (initial)
+                        return log_error_errno(r, "Invalid configuration %s: %s", m->config_path, strna(error));
+                return log_error_errno(r, "Invalid configuration %s, keeping the last good one: %s", m->config_path,
+                                       strna(error));
+        }
+
+        r = manager_open_report_dir(m, c->report_dir);
+        if (r < 0) {
+                if (initial)
+                        return log_error_errno(r, "Failed to open report directory %s: %m", c->report_dir);
+                return log_error_errno(r, "Failed to open report directory %s, keeping the last good configuration: %m",
+                                       c->report_dir);
+        }
+
+        for (size_t i = 0; i < c->n_profiles; i++)
+                for (ReportFormat f = REPORT_FORMAT_PPROF; f < _REPORT_FORMAT_MAX; f++)
+                        if (c->profiles[i].formats & (1u << f))
+                                log_warning("profiles[%zu].formats: \"%s\" is not written yet, only folded and json are.",
+                                            i, report_format_to_string(f));
+
+        r = config_ref_new(TAKE_PTR(c), &ref);
+        if (r < 0)
+                return log_oom();
+        config_unref(m->config);
+        m->config = ref;
+        log_info("Loaded configuration %s: %zu profiles, %zu targets.", m->config_path, ref->config->n_profiles,
+                 ref->config->n_targets);
+        return 0;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_notify(false, "RELOADING=1");
+        if (manager_load_config(m, false) >= 0) {
+                machine_apply(m, true);
+                if (m->machine_timer)
+                        (void) sd_event_source_set_time_relative(m->machine_timer,
+                                                                 m->config->config->machine_config_interval_usec);
+                manager_retarget(m);
+        }
+        (void) sd_notify(false, "READY=1");
+        return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void manager_stop(Manager *m) {
+        if (m->stopping)
+                return;
+        m->stopping = true;
+        (void) sd_notify(false, "STOPPING=1");
+        log_info("Stopping: ending %zu sessions.", m->n_sessions);
+        while (m->n_sessions > 0)
+                session_end(m->sessions[m->n_sessions - 1], "agent-stopped");
+        (void) sd_event_exit(m->event, 0);
+}
+
+static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        manager_stop(userdata);
+        return 0;
+}
+
+int manager_new(const ManagerOptions *opts, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->opts = *opts;
+        m->report_dir_fd = -EBADF;
+        m->bus_listen_fd = -EBADF;
+        m->cgroup_root_fd = -EBADF;
+        m->config_path = strdup(opts->config_path);
+        m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
+        m->bus_socket = strdup(opts->bus_socket ?: DEFAULT_BUS_SOCKET);
+        if (!m->config_path || !m->state_dir || !m->bus_socket)
+                return -ENOMEM;
+        if (opts->node_name)
+                m->node_name = strdup(opts->node_name);
+        else {
+                char host[256] = {};
+                (void) gethostname(host, sizeof(host) - 1);
+                m->node_name = strdup(host);
+        }
+        if (!m->node_name)
+                return -ENOMEM;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_startup(Manager *m) {
+        sigset_t mask;
+        int r;
+
+        m->start_usec = now_usec(CLOCK_REALTIME);
+
+        r = manager_load_config(m, true);
+        if (r < 0)
+                return r;
+
+        r = mkdir_p(m->state_dir, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create state directory %s: %m", m->state_dir);
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        r = sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sigint, SIGINT, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handlers: %m");
+
+        /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
+        machine_apply(m, true);
+        r = sd_event_add_time_relative(m->event, &m->machine_timer, CLOCK_MONOTONIC,
+                                       m->config->config->machine_config_interval_usec, USEC_PER_SEC,
+                                       on_machine_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the machineConfig timer: %m");
+        (void) sd_event_source_set_description(m->machine_timer, "machine-config");
+
+        r = process_reader_new(&m->process_reader);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up libproc2: %m");
+        r = symbolizer_new(NULL, &m->symbolizer);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the symbolizer: %m");
+
+        r = sampler_new(m->opts.attach_mode, on_proc_event, m, &m->sampler);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the BPF sampler: %m");
+        r = sd_event_add_io(m->event, &m->proc_events, sampler_proc_events_fd(m->sampler), EPOLLIN,
+                            on_proc_events_io, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch process events: %m");
+        /* Process events before anything else: a short-lived process must be captured while alive. */
+        (void) sd_event_source_set_priority(m->proc_events, SD_EVENT_PRIORITY_IMPORTANT);
+
+        r = sd_event_add_time_relative(m->event, &m->drain_timer, CLOCK_MONOTONIC, DRAIN_INTERVAL_USEC,
+                                       10 * USEC_PER_MSEC, on_drain_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the drain timer: %m");
+        (void) sd_event_source_set_description(m->drain_timer, "drain");
+
+        r = cg_find_unified_root(NULL, &m->cgroup_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the cgroup v2 mount in /proc/self/mountinfo: %m");
+        log_info("cgroup v2 hierarchy at %s.", m->cgroup_root);
+        m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (m->cgroup_root_fd < 0)
+                return log_error_errno(errno, "Failed to open %s: %m", m->cgroup_root);
+
+        /* Scans existing cgroups (starting sessions for matching ones) and watches for new ones. */
+        r = cgroup_watch_new(m->event, m->cgroup_root, on_cgroup, m, &m->cgroup_watch);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the cgroup tree at %s: %m", m->cgroup_root);
+        /* Sessions started during the scan could not see their descendants yet. */
+        for (size_t i = 0; i < m->n_sessions; i++)
+                manager_assign_cgroups_below(m, m->sessions[i]->cgroup);
+
+        r = manager_bus_listen(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m", m->bus_socket);
+
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable watchdog pings, ignoring: %m");
+
+        log_info("cgprofd running: %zu cgroups watched, %zu sessions, attach mode %s.",
+                 cgroup_watch_count(m->cgroup_watch), m->n_sessions, sampler_mode_to_string(m->opts.attach_mode));
+        (void) sd_notify(false, "READY=1\nSTATUS=Profiling.");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+
+        if (m->config && m->config->config->restore_machine_config) {
+                r = machine_config_restore(m->state_dir, "/proc/sys", on_machine_change, m);
+                if (r < 0)
+                        log_error_errno(r, "Failed to restore machineConfig: %m");
+        }
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        while (m->n_sessions > 0) {
+                Session *s = m->sessions[--m->n_sessions];
+                session_free(s);
+        }
+        free(m->sessions);
+        manager_bus_close(m);
+        cgroup_watch_free(m->cgroup_watch);
+        tdestroy(m->cgroups, cgroup_state_free);
+        sd_event_source_disable_unref(m->drain_timer);
+        sd_event_source_disable_unref(m->machine_timer);
+        sd_event_source_disable_unref(m->proc_events);
+        sd_event_source_disable_unref(m->sigterm);
+        sd_event_source_disable_unref(m->sigint);
+        sd_event_source_disable_unref(m->sighup);
+        sampler_free(m->sampler);
+        symbolizer_free(m->symbolizer);
+        process_reader_free(m->process_reader);
+        config_unref(m->config);
+        safe_close(m->report_dir_fd);
+        free(m->report_dir);
+        free(m->cgroup_root);
+        safe_close(m->cgroup_root_fd);
+        free(m->config_path);
+        free(m->state_dir);
+        free(m->bus_socket);
+        free(m->node_name);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+char *manager_status_json(Manager *m) {
+        cJSON *j = cJSON_CreateObject(), *sessions;
+        char *s;
+
+        if (!j)
+                return NULL;
+        cJSON_AddStringToObject(j, "version", CGPROF_VERSION);
+        cJSON_AddNumberToObject(j, "pid", getpid());
+        cJSON_AddStringToObject(j, "node", strempty(m->node_name));
+        cJSON_AddStringToObject(j, "config", m->config_path);
+        cJSON_AddStringToObject(j, "reportDir", strempty(m->report_dir));
+        cJSON_AddStringToObject(j, "cgroupRoot", strempty(m->cgroup_root));
+        cJSON_AddStringToObject(j, "attachMode", sampler_mode_to_string(m->opts.attach_mode));
+        cJSON_AddBoolToObject(j, "kubernetes", false);
+        cJSON_AddBoolToObject(j, "journal", journal_available());
+        cJSON_AddNumberToObject(j, "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6);
+        cJSON_AddNumberToObject(j, "cgroupsWatched", m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0);
+        cJSON_AddNumberToObject(j, "sessionsStarted", (double) m->sessions_started);
+        cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
+        cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);
+        sessions = cJSON_AddArrayToObject(j, "sessions");
+        for (size_t i = 0; i < m->n_sessions; i++) {
+                Session *x = m->sessions[i];
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", x->id_string);
+                cJSON_AddStringToObject(o, "state", x->state == SESSION_ARMED ? "armed" : "running");
+                cJSON_AddStringToObject(o, "cgroup", x->cgroup);
+                cJSON_AddStringToObject(o, "target", x->target->name);
+                cJSON_AddStringToObject(o, "profile", x->profile->name);
+                cJSON_AddNumberToObject(o, "samples", (double) profile_data_total(x->data));
+                cJSON_AddItemToArray(sessions, o);
+        }
+        s = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        return s;
+}

@@ -1,1 +1,532 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <search.h>
+#include <time.h>
+
+#include "cgroup-util.h"
+#include "fileio.h"
+#include "journal.h"
+#include "log.h"
+#include "report.h"
+#include "session.h"
+#include "template.h"
+
+typedef struct SessionProcess {
+        uint32_t pid;
+        uint64_t start_time;
+        char *comm;
+        char *cmdline;
+        ProcessMaps *maps;
+        bool wanted;
+        bool refreshed;        /* maps re-read once for an uncovered address */
+        uint32_t data_index;   /* index in data->processes (wanted only) */
+} SessionProcess;
+
+static int process_cmp(const void *a, const void *b) {
+        const SessionProcess *x = a, *y = b;
+        int r = CMP(x->pid, y->pid);
+        return r != 0 ? r : CMP(x->start_time, y->start_time);
+}
+
+static void process_free(void *p) {
+        SessionProcess *sp = p;
+        if (!sp)
+                return;
+        free(sp->comm);
+        free(sp->cmdline);
+        process_maps_free(sp->maps);
+        free(sp);
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, Session **ret) {
+        _cleanup_(session_freep) Session *s = NULL;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->cgroup_fd = -EBADF;
+        s->config = config_ref(config);
+        s->target = target;
+        s->profile = config_target_profile(config->config, target);
+        if (!s->profile)
+                return -EINVAL;
+        s->cgroup = strdup(cgroup);
+        s->data = profile_data_new();
+        if (!s->cgroup || !s->data)
+                return -ENOMEM;
+
+        r = sd_id128_randomize(&s->id);
+        if (r < 0)
+                return r;
+        sd_id128_to_string(s->id, s->id_string);
+
+        s->cgroup_fd = openat(AT_FDCWD, m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->cgroup_fd < 0)
+                return negative_errno();
+        int fd = openat(s->cgroup_fd, cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        safe_close(s->cgroup_fd);
+        s->cgroup_fd = fd;
+        if (fd < 0)
+                return negative_errno();
+        r = cg_get_id_at(s->cgroup_fd, "", &s->cgroup_id);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Session *session_free(Session *s) {
+        if (!s)
+                return NULL;
+        sd_event_source_disable_unref(s->timer);
+        tdestroy(s->processes, process_free);
+        profile_data_free(s->data);
+        free(s->event_fallback);
+        free(s->cgroup);
+        safe_close(s->cgroup_fd);
+        config_unref(s->config);
+        free(s);
+        return NULL;
+}
+
+static void session_fields(const Session *s, JournalSessionFields *f) {
+        *f = (JournalSessionFields) {
+                .session = s->id_string,
+                .profile = s->profile->name,
+                .target = s->target->name,
+                .cgroup = s->cgroup,
+        };
+}
+
+static int on_duration_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        session_end(userdata, "duration");
+        return 0;
+}
+
+int session_start(Session *s) {
+        Manager *m = s->manager;
+        JournalSessionFields f;
+        int r;
+
+        session_fields(s, &f);
+
+        if (s->profile->start == PROFILE_START_MANUAL && s->state != SESSION_ARMED) {
+                s->state = SESSION_ARMED;
+                log_info("Session %s armed for cgroup %s (profile %s, manual start).", s->id_string, s->cgroup,
+                         s->profile->name);
+                return 0;
+        }
+
+        r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency, s->profile->kernel_stacks,
+                                 s->cgroup_fd, &s->slot, &s->event, &s->event_fallback);
+        if (r < 0) {
+                f.error = r;
+                journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
+                                s->cgroup, strerror(-r));
+                return r;
+        }
+        if (s->event_fallback)
+                log_notice("Session %s: %s.", s->id_string, s->event_fallback);
+
+        m->sessions_by_slot[s->slot] = s;
+        s->state = SESSION_RUNNING;
+        s->start_realtime = now_usec(CLOCK_REALTIME);
+        s->start_monotonic = now_usec(CLOCK_MONOTONIC);
+        if (cg_read_cpu_usage_usec(s->cgroup_fd, &s->cpu_usage_start) < 0)
+                s->cpu_usage_start = 0;
+        s->cpu_usage_last = s->cpu_usage_start;
+
+        /* The cgroup and its descendants now belong to this session. */
+        manager_assign_cgroups_below(m, s->cgroup);
+
+        r = sampler_session_activate(m->sampler, s->slot);
+        if (r < 0) {
+                f.error = r;
+                journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to activate session for cgroup %s: %s",
+                                s->cgroup, strerror(-r));
+                return r;
+        }
+
+        if (s->profile->duration_usec > 0) {
+                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, s->profile->duration_usec,
+                                               10 * USEC_PER_MSEC, on_duration_timer, s);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(s->timer, "session-duration");
+        }
+
+        m->sessions_started++;
+        journal_session(JOURNAL_SESSION_START, &f, "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
+                        s->cgroup, s->id_string, s->profile->name, s->event, s->profile->frequency);
+        return 0;
+}
+
+static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_time) {
+        SessionProcess key = {.pid = pid, .start_time = start_time}, **p;
+        p = tfind(&key, &s->processes, process_cmp);
+        return p ? *p : NULL;
+}
+
+/* Reads the process's command line and decides whether it is wanted; captures
+ * its mappings while it is alive. */
+static void process_examine(Session *s, SessionProcess *sp) {
+        Manager *m = s->manager;
+        _cleanup_free_ char *comm = NULL, *cmdline = NULL;
+        int r;
+
+        r = process_reader_read(m->process_reader, (pid_t) sp->pid, &comm, &cmdline);
+        if (r < 0) {
+                if (!sp->comm) {
+                        /* Gone before we could look: we cannot know its command line. */
+                        sp->comm = strdup("[exited]");
+                        sp->cmdline = strdup("");
+                        sp->wanted = profile_process_wanted(s->profile, "");
+                        if (sp->wanted)
+                                (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
+                                                                &sp->data_index);
+                }
+                return;
+        }
+
+        bool changed = !streq_ptr(sp->cmdline, cmdline) || !streq_ptr(sp->comm, comm);
+        free(sp->comm);
+        free(sp->cmdline);
+        sp->comm = TAKE_PTR(comm);
+        sp->cmdline = TAKE_PTR(cmdline);
+        sp->wanted = profile_process_wanted(s->profile, sp->cmdline);
+
+        if (sp->wanted) {
+                if (changed)
+                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
+                                                        &sp->data_index);
+                process_maps_free(TAKE_PTR(sp->maps));
+                r = symbolizer_capture(m->symbolizer, (pid_t) sp->pid, &sp->maps);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
+        } else
+                process_maps_free(TAKE_PTR(sp->maps));
+}
+
+static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time, bool *ret_new) {
+        SessionProcess *sp = process_find(s, pid, start_time);
+        if (sp) {
+                *ret_new = false;
+                return sp;
+        }
+        sp = calloc(1, sizeof(*sp));
+        if (!sp)
+                return NULL;
+        sp->pid = pid;
+        sp->start_time = start_time;
+        if (!tsearch(sp, &s->processes, process_cmp)) {
+                free(sp);
+                return NULL;
+        }
+        *ret_new = true;
+        return sp;
+}
+
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time) {
+        bool is_new;
+        SessionProcess *sp = process_get(s, pid, start_time, &is_new);
+        if (!sp)
+                return (void) log_oom();
+        /* New, or re-reported after exec(): (re-)examine. */
+        process_examine(s, sp);
+}
+
+static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, uint32_t *ret) {
+        Manager *m = s->manager;
+        ResolvedFrame rf = {};
+        char buf[256];
+
+        if (sp->maps && !process_maps_covers(sp->maps, addr) && !sp->refreshed) {
+                /* A mapping we have not seen (dlopen(), JIT): look again once. */
+                sp->refreshed = true;
+                (void) symbolizer_refresh(m->symbolizer, sp->maps);
+        }
+        if (sp->maps)
+                (void) symbolizer_resolve_user(m->symbolizer, sp->maps, addr, &rf);
+
+        s->frames_total += count;
+        if (rf.name)
+                return profile_data_intern_frame(s->data, rf.name, rf.module, FRAME_USER, ret);
+
+        s->frames_unsymbolized += count;
+        if (rf.module)
+                snprintf(buf, sizeof(buf), "[%s]", rf.module);
+        else
+                snprintf(buf, sizeof(buf), "[unknown]");
+        return profile_data_intern_frame(s->data, buf, rf.module, FRAME_UNKNOWN, ret);
+}
+
+static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *ret) {
+        ResolvedFrame rf = {};
+
+        (void) symbolizer_resolve_kernel(s->manager->symbolizer, addr, &rf);
+        s->frames_total += count;
+        if (rf.name)
+                return profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]", FRAME_KERNEL,
+                                                 ret);
+        s->frames_unsymbolized += count;
+        return profile_data_intern_frame(s->data, "[kernel]", "[kernel.kallsyms]", FRAME_UNKNOWN, ret);
+}
+
+void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
+                       size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost) {
+        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH];
+        size_t n = 0;
+        bool is_new;
+
+        SessionProcess *sp = process_get(s, key->pid, key->start_time, &is_new);
+        if (!sp)
+                return (void) log_oom();
+        if (is_new)
+                process_examine(s, sp); /* its ring buffer event was missed */
+        if (!sp->wanted) {
+                s->excluded += count;
+                return;
+        }
+        if (stack_lost)
+                s->stack_lost += count;
+
+        /* Root first: the outermost user frame ... the innermost kernel frame.
+         * Return addresses point after the call: look up addr - 1 for all
+         * frames but the leaf. */
+        for (size_t i = n_user; i > 0; i--)
+                if (intern_user(s, sp, i - 1 == 0 ? user[i - 1] : user[i - 1] - 1, count, &frames[n]) >= 0)
+                        n++;
+        for (size_t i = n_kernel; i > 0; i--)
+                if (intern_kernel(s, kernel[i - 1], count, &frames[n]) >= 0)
+                        n++;
+
+        if (profile_data_add_stack(s->data, sp->data_index, frames, n, count) < 0)
+                log_oom();
+}
+
+void session_tick(Session *s) {
+        uint64_t u;
+        if (s->state == SESSION_RUNNING && cg_read_cpu_usage_usec(s->cgroup_fd, &u) >= 0)
+                s->cpu_usage_last = u;
+}
+
+typedef struct WriteCtx {
+        const ProfileData *data;
+        const ReportSummaryInfo *info;
+} WriteCtx;
+
+static int write_folded_cb(FILE *f, void *userdata) {
+        WriteCtx *c = userdata;
+        return report_write_folded(f, c->data);
+}
+
+static int write_summary_cb(FILE *f, void *userdata) {
+        WriteCtx *c = userdata;
+        return report_write_summary(f, c->data, c->info);
+}
+
+/* Writes the reports of 'data' below reportDir and returns the directory. */
+static int write_report(Session *s, const ProfileData *data, const TemplateVars *vars, ReportSummaryInfo *info,
+                        char **ret_dir) {
+        Manager *m = s->manager;
+        _cleanup_free_ char *rel = NULL, *full = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        const char *files[_REPORT_FORMAT_MAX + 1] = {};
+        size_t n_files = 0;
+        int r;
+
+        r = template_expand(s->profile->output ?: TEMPLATE_HOST_DEFAULT, vars, &rel);
+        if (r < 0)
+                return r;
+        if (m->report_dir_fd < 0)
+                return -EBADF;
+        dfd = mkdir_below(m->report_dir_fd, rel);
+        if (dfd < 0)
+                return dfd;
+        if (asprintf(&full, "%s/%s", m->report_dir, rel) < 0)
+                return -ENOMEM;
+
+        if (s->profile->formats & (1u << REPORT_FORMAT_FOLDED))
+                files[n_files++] = "profile.folded";
+        if (s->profile->formats & (1u << REPORT_FORMAT_JSON))
+                files[n_files++] = "summary.json";
+        info->report_dir = full;
+        info->formats = files;
+
+        WriteCtx ctx = {.data = data, .info = info};
+        if (s->profile->formats & (1u << REPORT_FORMAT_FOLDED)) {
+                r = write_file_atomic_at(dfd, "profile.folded", write_folded_cb, &ctx);
+                if (r < 0)
+                        return r;
+        }
+        if (s->profile->formats & (1u << REPORT_FORMAT_JSON)) {
+                r = write_file_atomic_at(dfd, "summary.json", write_summary_cb, &ctx);
+                if (r < 0)
+                        return r;
+        }
+        *ret_dir = TAKE_PTR(full);
+        return 0;
+}
+
+/* The stacks of one process, for per-process reports. */
+static ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
+        _cleanup_(profile_data_freep) ProfileData *p = profile_data_new();
+        uint32_t idx, *map = NULL;
+
+        if (!p)
+                return NULL;
+        map = calloc(d->n_frames ?: 1, sizeof(uint32_t));
+        if (!map)
+                return NULL;
+        for (size_t i = 0; i < d->n_frames; i++)
+                map[i] = UINT32_MAX;
+        const ProfileProcess *pp = &d->processes[process];
+        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0)
+                goto fail;
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH];
+                if (st->process != process)
+                        continue;
+                for (size_t k = 0; k < st->n_frames && k < ELEMENTSOF(frames); k++) {
+                        uint32_t f = st->frames[k];
+                        if (map[f] == UINT32_MAX) {
+                                const Frame *fr = &d->frames[f];
+                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind, &map[f]) < 0)
+                                        goto fail;
+                        }
+                        frames[k] = map[f];
+                }
+                if (profile_data_add_stack(p, idx, frames, MIN(st->n_frames, ELEMENTSOF(frames)), st->count) < 0)
+                        goto fail;
+        }
+        free(map);
+        return TAKE_PTR(p);
+fail:
+        free(map);
+        return NULL;
+}
+
+void session_end(Session *s, const char *reason) {
+        Manager *m = s->manager;
+        SamplerSessionStats st = {};
+        JournalSessionFields f;
+        char ts_uid[9], node_buf[256];
+        _cleanup_free_ char *dirs = NULL;
+        int r = 0;
+
+        session_fields(s, &f);
+
+        if (s->state != SESSION_RUNNING) {
+                log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup, reason);
+                manager_remove_session(m, s);
+                session_free(s);
+                return;
+        }
+
+        s->state = SESSION_ENDED;
+        s->end_realtime = now_usec(CLOCK_REALTIME);
+        s->timer = sd_event_source_disable_unref(s->timer);
+        (void) sampler_session_deactivate(m->sampler, s->slot);
+        session_tick(s);
+
+        /* Everything the kernel recorded up to now. */
+        (void) manager_drain(m, true);
+
+        (void) sampler_session_stats(m->sampler, s->slot, &st);
+
+        /* Give the cgroups back to an enclosing session (if any), release the slot. */
+        m->sessions_by_slot[s->slot] = NULL;
+        manager_remove_session(m, s);
+        manager_assign_cgroups_below(m, s->cgroup);
+        sampler_session_close(m->sampler, s->slot);
+
+        ReportSummaryInfo info = {
+                .session_id = s->id_string,
+                .profile = s->profile->name,
+                .target = s->target->name,
+                .cgroup = s->cgroup,
+                .node = m->node_name,
+                .start_usec = s->start_realtime,
+                .end_usec = s->end_realtime,
+                .frequency = s->profile->frequency,
+                .event = s->event,
+                .requested_event = s->profile->event,
+                .event_fallback_reason = s->event_fallback,
+                .attach_mode = sampler_mode_to_string(sampler_mode(m->sampler)),
+                .end_reason = reason,
+                .samples_per_cpu = st.per_cpu,
+                .n_cpus = st.n_cpus,
+                .lost = st.lost + s->stack_lost,
+                .excluded = s->excluded,
+                .collisions = st.collisions,
+                .cpu_usage_usec = s->cpu_usage_last - s->cpu_usage_start,
+                .unsymbolized_frames = s->frames_unsymbolized,
+                .total_frames = s->frames_total,
+        };
+
+        random_uid(ts_uid);
+        snprintf(node_buf, sizeof(node_buf), "%s", strempty(m->node_name));
+        TemplateVars vars = {
+                .cgroup = s->cgroup,
+                .node = node_buf,
+                .profile = s->profile->name,
+                .timestamp_ms = s->start_realtime / USEC_PER_MSEC,
+                .uid = ts_uid,
+        };
+
+        if (template_is_per_process(s->profile->output ?: TEMPLATE_HOST_DEFAULT)) {
+                for (size_t i = 0; i < s->data->n_processes && r >= 0; i++) {
+                        const ProfileProcess *pp = &s->data->processes[i];
+                        _cleanup_(profile_data_freep) ProfileData *one = NULL;
+                        _cleanup_free_ char *dir = NULL, *pid = NULL;
+                        if (pp->samples == 0)
+                                continue;
+                        one = profile_data_of_process(s->data, (uint32_t) i);
+                        if (!one || asprintf(&pid, "%d", (int) pp->pid) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        vars.process_name = pp->comm;
+                        vars.process_id = pid;
+                        r = write_report(s, one, &vars, &info, &dir);
+                        if (r >= 0) {
+                                char *n = NULL;
+                                if (asprintf(&n, "%s%s%s", strempty(dirs), dirs ? " " : "", dir) < 0)
+                                        r = -ENOMEM;
+                                free(dirs);
+                                dirs = n;
+                        }
+                }
+        } else
+                r = write_report(s, s->data, &vars, &info, &dirs);
+
+        f.samples = profile_data_total(s->data);
+        f.lost = info.lost;
+        if (r < 0) {
+                f.error = r;
+                m->sessions_failed++;
+                journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to write the report of session %s (cgroup %s): %s",
+                                s->id_string, s->cgroup, strerror(-r));
+        } else {
+                f.report = dirs;
+                m->sessions_ended++;
+                journal_session(JOURNAL_SESSION_END, &f,
+                                "Finished profiling cgroup %s (session %s, %s): %" PRIu64 " samples, %" PRIu64
+                                " lost; report in %s.",
+                                s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
+        }
+
+        sampler_session_stats_done(&st);
+        session_free(s);
+}

@@ -1,1 +1,949 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Symbolization of sampled addresses (see symbolizer.h for the model).
+ *
+ * The cache. Every executable file a snapshot maps is one FileEntry, keyed by
+ * (st_dev, st_ino) of the file as opened through /proc/PID/map_files (so the
+ * same libc seen by a hundred processes, or by processes in containers that
+ * share an image layer, is loaded once), and checked against size and mtime
+ * so that a reused inode number does not bring back another file's symbols.
+ * Nothing is keyed by PID. Each mapping of a ProcessMaps snapshot holds a
+ * reference on its entry; an entry nobody references goes to the front of an
+ * LRU list, and the list is trimmed to max_files. A snapshot outlives its
+ * process: that is what lets a short-lived process be symbolized after it
+ * exited, as long as it was captured while it ran. A snapshot may also
+ * outlive the Symbolizer: entries are then detached and freed with their last
+ * reference.
+ *
+ * Where the work runs: on the caller's thread. Loading one file's symbols is
+ * a bounded amount of work (an mmap()ed libelf read and a sort, milliseconds
+ * even for large binaries) done once per file thanks to the cache; a capture
+ * costs an open() and fstat() per executable mapping otherwise. The session
+ * code calls it once per new process, not per sample.
+ *
+ * Kernel addresses go through /proc/kallsyms, loaded on the first kernel
+ * frame. vDSO addresses resolve through our own vDSO, which is the same image
+ * for every process of our ABI on this kernel (checked by size). */
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+#include "elf-symtab.h"
+#include "kallsyms.h"
+#include "log.h"
+#include "symbolizer.h"
+
+#define MAX_FILES_DEFAULT 256U
+#define KERNEL_MODULE "[kernel.kallsyms]"
+#define VDSO_MODULE "[vdso]"
+#define DELETED_SUFFIX " (deleted)"
+
+typedef struct FileEntry FileEntry;
+struct FileEntry {
+        Symbolizer *owner; /* NULL once the Symbolizer is gone */
+        bool cached;       /* in owner's hash table (else: vDSO, or detached) */
+
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime;
+
+        ElfSymtab *symtab; /* NULL: not an ELF file we could read; remembered as such */
+        unsigned n_ref;
+
+        FileEntry *hash_next;
+        FileEntry *lru_prev, *lru_next;
+        bool in_lru;
+};
+
+typedef struct Mapping {
+        uint64_t start, end, pgoff;
+        /* As /proc/PID/maps shows them, to recognize an unchanged mapping on refresh. */
+        unsigned maps_major, maps_minor;
+        uint64_t maps_inode;
+        char *path;         /* without " (deleted)"; NULL for anonymous memory */
+        const char *module; /* points into path, or a static string */
+        bool file_backed;
+        bool deleted;       /* the path said " (deleted)" */
+        FileEntry *file;    /* a reference; NULL: nothing to resolve with */
+} Mapping;
+
+struct ProcessMaps {
+        pid_t pid;
+        uint64_t start_time; /* clock ticks after boot (stat field 22); 0: unknown */
+        Mapping *mappings;   /* executable mappings only, sorted by start */
+        size_t n_mappings;
+};
+
+typedef struct KernelModule {
+        const char *name; /* owned by the Kallsyms */
+        char *bracketed;  /* "[ext4]" */
+} KernelModule;
+
+struct Symbolizer {
+        size_t max_files;
+        char *kallsyms_path;
+        char *debug_dir;
+        char *proc_root;
+
+        FileEntry **buckets;
+        size_t n_buckets; /* a power of two */
+        size_t n_entries;
+
+        FileEntry *lru_head, *lru_tail; /* unreferenced entries, most recently used first */
+        size_t n_lru;
+
+        Kallsyms *kallsyms;
+        bool kallsyms_tried;
+        KernelModule *modules;
+        size_t n_modules, n_modules_alloc;
+
+        FileEntry *vdso; /* we hold one reference */
+        uint64_t vdso_size;
+        bool vdso_tried;
+};
+
+/* ---- file entries and the cache ---- */
+
+static FileEntry *file_entry_free(FileEntry *e) {
+        if (!e)
+                return NULL;
+        elf_symtab_free(e->symtab);
+        free(e);
+        return NULL;
+}
+
+static size_t bucket_of(const Symbolizer *s, dev_t dev, ino_t ino) {
+        uint64_t h = (uint64_t) ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) dev * UINT64_C(0xc2b2ae3d27d4eb4f);
+
+        h ^= h >> 29;
+        return (size_t) (h & (s->n_buckets - 1));
+}
+
+static void lru_remove(Symbolizer *s, FileEntry *e) {
+        if (!e->in_lru)
+                return;
+        if (e->lru_prev)
+                e->lru_prev->lru_next = e->lru_next;
+        else
+                s->lru_head = e->lru_next;
+        if (e->lru_next)
+                e->lru_next->lru_prev = e->lru_prev;
+        else
+                s->lru_tail = e->lru_prev;
+        e->lru_prev = e->lru_next = NULL;
+        e->in_lru = false;
+        s->n_lru--;
+}
+
+static void lru_push_front(Symbolizer *s, FileEntry *e) {
+        e->lru_prev = NULL;
+        e->lru_next = s->lru_head;
+        if (s->lru_head)
+                s->lru_head->lru_prev = e;
+        else
+                s->lru_tail = e;
+        s->lru_head = e;
+        e->in_lru = true;
+        s->n_lru++;
+}
+
+static void hash_remove(Symbolizer *s, FileEntry *e) {
+        FileEntry **p;
+
+        if (!e->cached)
+                return;
+        for (p = &s->buckets[bucket_of(s, e->dev, e->ino)]; *p; p = &(*p)->hash_next)
+                if (*p == e) {
+                        *p = e->hash_next;
+                        break;
+                }
+        e->hash_next = NULL;
+        e->cached = false;
+        s->n_entries--;
+}
+
+static int hash_grow(Symbolizer *s) {
+        FileEntry **buckets;
+        size_t n, old_n = s->n_buckets;
+        FileEntry **old = s->buckets;
+
+        if (s->n_entries < s->n_buckets * 2)
+                return 0;
+        n = old_n ? old_n * 2 : 64;
+        buckets = calloc(n, sizeof(FileEntry *));
+        if (!buckets)
+                return -ENOMEM;
+
+        s->buckets = buckets;
+        s->n_buckets = n;
+        for (size_t i = 0; i < old_n; i++)
+                while (old[i]) {
+                        FileEntry *e = old[i];
+                        size_t b;
+
+                        old[i] = e->hash_next;
+                        b = bucket_of(s, e->dev, e->ino);
+                        e->hash_next = buckets[b];
+                        buckets[b] = e;
+                }
+        free(old);
+        return 0;
+}
+
+static int hash_add(Symbolizer *s, FileEntry *e) {
+        size_t b;
+        int r;
+
+        r = hash_grow(s);
+        if (r < 0)
+                return r;
+        b = bucket_of(s, e->dev, e->ino);
+        e->hash_next = s->buckets[b];
+        s->buckets[b] = e;
+        e->cached = true;
+        e->owner = s;
+        s->n_entries++;
+        return 0;
+}
+
+static void symbolizer_trim(Symbolizer *s) {
+        while (s->n_lru > s->max_files) {
+                FileEntry *e = s->lru_tail;
+
+                lru_remove(s, e);
+                hash_remove(s, e);
+                log_debug("Dropping cached symbols of inode %ju on device %u:%u.", (uintmax_t) e->ino,
+                          major(e->dev), minor(e->dev));
+                file_entry_free(e);
+        }
+}
+
+static FileEntry *file_entry_ref(FileEntry *e) {
+        if (e->n_ref == 0 && e->owner)
+                lru_remove(e->owner, e);
+        e->n_ref++;
+        return e;
+}
+
+static void file_entry_unref(FileEntry *e) {
+        if (!e)
+                return;
+        if (--e->n_ref > 0)
+                return;
+        if (e->owner && e->cached) {
+                lru_push_front(e->owner, e);
+                symbolizer_trim(e->owner);
+        } else
+                file_entry_free(e);
+}
+
+static FileEntry *cache_find(Symbolizer *s, const struct stat *st) {
+        FileEntry *e;
+
+        if (s->n_buckets == 0)
+                return NULL;
+        for (e = s->buckets[bucket_of(s, st->st_dev, st->st_ino)]; e; e = e->hash_next) {
+                if (e->dev != st->st_dev || e->ino != st->st_ino)
+                        continue;
+                if (e->size == st->st_size && e->mtime.tv_sec == st->st_mtim.tv_sec &&
+                    e->mtime.tv_nsec == st->st_mtim.tv_nsec)
+                        return e;
+
+                /* The inode number was reused, or the file rewritten in place:
+                 * forget the old entry (snapshots holding it keep it). */
+                log_debug("Inode %ju on device %u:%u changed, reloading its symbols.", (uintmax_t) st->st_ino,
+                          major(st->st_dev), minor(st->st_dev));
+                hash_remove(s, e);
+                e->owner = NULL;
+                if (e->n_ref == 0) {
+                        lru_remove(s, e);
+                        file_entry_free(e);
+                }
+                return NULL;
+        }
+        return NULL;
+}
+
+/* ---- opening files ---- */
+
+static int open_regular_at(int dirfd, const char *path, bool in_root) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (in_root) {
+                /* Resolve absolute symlinks and ".." inside the process's
+                 * root, not ours: a container's /usr/lib/debug must not lead
+                 * to the host's files. */
+                struct open_how how = {
+                        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+                };
+
+                fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+                        /* openat2() not there (before 5.6) or filtered. */
+                        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        } else
+                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        /* Never a FIFO or a device, whatever a container put there. */
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        return TAKE_FD(fd);
+}
+
+/* path is absolute, as the process sees it. */
+static int open_in_process_root(const Symbolizer *s, pid_t pid, const char *path) {
+        _cleanup_free_ char *root = NULL;
+        _cleanup_close_ int root_fd = -EBADF;
+
+        if (asprintf(&root, "%s/%d/root", s->proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return negative_errno();
+
+        path += strspn(path, "/");
+        if (path[0] == '\0')
+                return -EISDIR;
+        return open_regular_at(root_fd, path, true);
+}
+
+static int open_debug_file(const Symbolizer *s, pid_t pid, const char *build_id, int *ret_fd) {
+        _cleanup_free_ char *rel = NULL, *host = NULL;
+        int fd;
+
+        if (strlen(build_id) < 3)
+                return -ENOENT;
+        if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+                return -ENOMEM;
+
+        /* The process's own root first (a container image with -dbgsym
+         * packages installed), then the host's debug directory. */
+        fd = open_in_process_root(s, pid, rel);
+        if (fd >= 0) {
+                *ret_fd = fd;
+                return 0;
+        }
+
+        if (asprintf(&host, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
+                return -ENOMEM;
+        fd = open_regular_at(AT_FDCWD, host, false);
+        if (fd < 0)
+                return fd;
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Adopts a separate debug file's symbols when the file has only .dynsym. */
+static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab) {
+        _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *build_id = elf_symtab_build_id(symtab);
+        int r;
+
+        if (!build_id || elf_symtab_has_full_symtab(symtab))
+                return;
+
+        r = open_debug_file(s, pid, build_id, &fd);
+        if (r < 0)
+                return;
+
+        r = elf_symtab_load(fd, &debug);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to read debug file of build ID %s, ignoring: %m", build_id);
+                return;
+        }
+        if (!streq_ptr(elf_symtab_build_id(debug), build_id) || !elf_symtab_has_full_symtab(debug)) {
+                log_debug("Debug file for build ID %s does not match or has no symbols, ignoring.", build_id);
+                return;
+        }
+        r = elf_symtab_take_symbols(symtab, debug);
+        if (r < 0)
+                log_debug_errno(r, "Failed to adopt debug symbols of build ID %s, ignoring: %m", build_id);
+        else
+                log_debug("Using debug symbols of build ID %s.", build_id);
+}
+
+/* Returns a new reference to the cache entry of the file open at fd. */
+static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, FileEntry **ret) {
+        _cleanup_free_ FileEntry *e = NULL;
+        struct stat st;
+        FileEntry *found;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+
+        found = cache_find(s, &st);
+        if (found) {
+                *ret = file_entry_ref(found);
+                return 0;
+        }
+
+        e = calloc(1, sizeof(FileEntry));
+        if (!e)
+                return -ENOMEM;
+        e->dev = st.st_dev;
+        e->ino = st.st_ino;
+        e->size = st.st_size;
+        e->mtime = st.st_mtim;
+
+        r = elf_symtab_load(fd, &e->symtab);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                /* Remembered as unreadable, so it is not retried per process. */
+                log_debug_errno(r, "Failed to read ELF symbols of %s, ignoring: %m", path);
+        else
+                load_debug_symbols(s, pid, e->symtab);
+
+        r = hash_add(s, e);
+        if (r < 0) {
+                elf_symtab_free(e->symtab);
+                return r;
+        }
+        *ret = file_entry_ref(TAKE_PTR(e));
+        return 0;
+}
+
+/* ---- the vDSO ---- */
+
+static void symbolizer_load_vdso(Symbolizer *s) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ FileEntry *e = NULL;
+        unsigned long base;
+        uint64_t start = 0, end = 0;
+        size_t alloc = 0;
+        int r;
+
+        if (s->vdso_tried)
+                return;
+        s->vdso_tried = true;
+
+        base = getauxval(AT_SYSINFO_EHDR);
+        if (base == 0)
+                return;
+
+        /* Our own maps, whatever proc_root says: it is our vDSO. */
+        f = fopen("/proc/self/maps", "re");
+        if (!f)
+                return;
+        while (getline(&line, &alloc, f) > 0) {
+                uint64_t a, b;
+
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2 && a == base && b > a) {
+                        start = a;
+                        end = b;
+                        break;
+                }
+        }
+        if (end == 0)
+                return;
+
+        e = calloc(1, sizeof(FileEntry));
+        if (!e)
+                return;
+        r = elf_symtab_load_memory((const void *) (uintptr_t) start, end - start, &e->symtab);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to read the vDSO's symbols, ignoring: %m");
+                return;
+        }
+        e->owner = s;
+        s->vdso_size = end - start;
+        s->vdso = file_entry_ref(TAKE_PTR(e));
+}
+
+/* ---- /proc/PID/maps ---- */
+
+static void mapping_done(Mapping *m) {
+        file_entry_unref(m->file);
+        free(m->path);
+        *m = (Mapping) {};
+}
+
+static void mappings_free(Mapping *mappings, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                mapping_done(&mappings[i]);
+        free(mappings);
+}
+
+ProcessMaps *process_maps_free(ProcessMaps *m) {
+        if (!m)
+                return NULL;
+        mappings_free(m->mappings, m->n_mappings);
+        free(m);
+        return NULL;
+}
+
+static int mapping_compare(const void *a, const void *b) {
+        const Mapping *x = a, *y = b;
+
+        return CMP(x->start, y->start);
+}
+
+static const Mapping *mappings_find(const Mapping *mappings, size_t n, uint64_t addr) {
+        size_t lo = 0, hi = n;
+
+        /* First mapping starting above addr; the one before may hold it. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (mappings[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || addr >= mappings[lo - 1].end)
+                return NULL;
+        return &mappings[lo - 1];
+}
+
+bool process_maps_covers(const ProcessMaps *m, uint64_t addr) {
+        return m && mappings_find(m->mappings, m->n_mappings, addr);
+}
+
+/* "start-end perms offset major:minor inode   path". Fills everything but
+ * the file reference; returns 0 for a line to skip (not executable). */
+static int parse_maps_line(char *line, Mapping *ret) {
+        uint64_t start, end, pgoff, inode;
+        unsigned maj, min;
+        char perms[8];
+        const char *module = NULL;
+        char *path = NULL, *p;
+        size_t len;
+        int pos = 0;
+
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 "%n", &start, &end, perms,
+                   &pgoff, &maj, &min, &inode, &pos) < 7 ||
+            pos == 0)
+                return -EBADMSG;
+        if (strlen(perms) < 4 || end <= start)
+                return -EBADMSG;
+        if (perms[2] != 'x')
+                return 0;
+
+        p = line + pos;
+        p += strspn(p, " \t");
+        len = strcspn(p, "\n");
+        p[len] = '\0';
+
+        *ret = (Mapping) {
+                .start = start,
+                .end = end,
+                .pgoff = pgoff,
+                .maps_major = maj,
+                .maps_minor = min,
+                .maps_inode = inode,
+        };
+
+        if (len == 0)
+                return 1; /* anonymous: JIT code and the like */
+
+        path = strdup(p);
+        if (!path)
+                return -ENOMEM;
+
+        if (path[0] == '/') {
+                size_t l = strlen(path), sl = strlen(DELETED_SUFFIX);
+                const char *slash;
+
+                /* Deleted (e.g. upgraded) files still resolve through map_files. */
+                if (l > sl && streq(path + l - sl, DELETED_SUFFIX)) {
+                        path[l - sl] = '\0';
+                        ret->deleted = true;
+                }
+                slash = strrchr(path, '/');
+                module = slash[1] ? slash + 1 : path;
+                ret->file_backed = true;
+        } else if (streq(path, VDSO_MODULE))
+                module = VDSO_MODULE;
+        else
+                module = path; /* "[vsyscall]", "[anon:name]" */
+
+        ret->path = path;
+        ret->module = module;
+        return 1;
+}
+
+static bool mapping_same(const Mapping *a, const Mapping *b) {
+        return a->start == b->start && a->end == b->end && a->pgoff == b->pgoff && a->maps_major == b->maps_major &&
+               a->maps_minor == b->maps_minor && a->maps_inode == b->maps_inode && a->file_backed == b->file_backed &&
+               streq_ptr(a->path, b->path);
+}
+
+/* Takes a reference to the symbols of a file-backed mapping, if we can. */
+static int mapping_attach_file(Symbolizer *s, pid_t pid, Mapping *mp) {
+        _cleanup_free_ char *map_file = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        /* The kernel names these "%lx-%lx": lowercase hex, no 0x, no padding. */
+        if (asprintf(&map_file, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, (int) pid, mp->start,
+                     mp->end) < 0)
+                return -ENOMEM;
+
+        fd = open_regular_at(AT_FDCWD, map_file, false);
+        if (fd < 0 && !mp->deleted) {
+                /* map_files needs CAP_SYS_ADMIN; the path, through the
+                 * process's root, works in containers too. */
+                fd = open_in_process_root(s, pid, mp->path);
+                if (fd >= 0) {
+                        struct stat st;
+
+                        /* The path may name another file by now. Where the
+                         * device agrees with the maps line, so must the inode
+                         * (overlayfs shows different devices: no check). */
+                        if (fstat(fd, &st) < 0)
+                                return negative_errno();
+                        if (major(st.st_dev) == mp->maps_major && minor(st.st_dev) == mp->maps_minor &&
+                            (uint64_t) st.st_ino != mp->maps_inode) {
+                                log_debug("%s of PID %d was replaced, not symbolizing it.", mp->path, (int) pid);
+                                return -ESTALE;
+                        }
+                }
+        }
+        if (fd < 0) {
+                log_debug_errno(fd, "Failed to open %s of PID %d, ignoring: %m", mp->path, (int) pid);
+                return fd;
+        }
+
+        r = file_entry_get(s, pid, fd, mp->path, &mp->file);
+        if (r < 0)
+                log_debug_errno(r, "Failed to load symbols of %s of PID %d, ignoring: %m", mp->path, (int) pid);
+        return r;
+}
+
+/* The start time (clock ticks after boot) of a live process; -ESRCH when it
+ * is gone or a zombie. */
+static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *path = NULL, *line = NULL;
+        size_t alloc = 0;
+        char *p, *tok, *save = NULL;
+
+        if (asprintf(&path, "%s/%d/stat", s->proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        if (getline(&line, &alloc, f) < 0)
+                return ferror(f) ? (errno == ESRCH ? -ESRCH : -EIO) : -ENODATA;
+
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+        p = strrchr(line, ')');
+        if (!p)
+                return -EBADMSG;
+        p++;
+        tok = strtok_r(p, " \n", &save); /* field 3: state */
+        if (tok && (streq(tok, "Z") || streq(tok, "X") || streq(tok, "x")))
+                return -ESRCH;
+        for (unsigned field = 3; tok && field < 22; field++)
+                tok = strtok_r(NULL, " \n", &save);
+        if (!tok)
+                return -EBADMSG;
+
+        errno = 0;
+        *ret = strtoull(tok, NULL, 10);
+        return errno ? -errno : 0;
+}
+
+/* Reads the executable mappings of pid. Mappings found unchanged in 'old'
+ * (a refresh) share its file references instead of reopening the files. */
+static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_old, Mapping **ret,
+                         size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *path = NULL, *line = NULL;
+        Mapping *mappings = NULL;
+        size_t n = 0, n_alloc = 0, alloc = 0;
+        int r;
+
+        if (asprintf(&path, "%s/%d/maps", s->proc_root, (int) pid) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+
+        while (getline(&line, &alloc, f) > 0) {
+                Mapping mp = {}, *grown;
+                const Mapping *prev;
+
+                r = parse_maps_line(line, &mp);
+                if (r == -ENOMEM)
+                        goto fail;
+                if (r <= 0)
+                        continue;
+
+                if (n >= n_alloc) {
+                        size_t na = MAX(n_alloc * 2, (size_t) 32);
+
+                        grown = reallocarray(mappings, na, sizeof(Mapping));
+                        if (!grown) {
+                                mapping_done(&mp);
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        mappings = grown;
+                        n_alloc = na;
+                }
+
+                prev = mappings_find(old, n_old, mp.start);
+                if (prev && prev->file && mapping_same(prev, &mp))
+                        mp.file = file_entry_ref(prev->file);
+                else if (mp.file_backed) {
+                        r = mapping_attach_file(s, pid, &mp);
+                        if (r == -ENOMEM) {
+                                mapping_done(&mp);
+                                goto fail;
+                        }
+                } else if (mp.module && streq(mp.module, VDSO_MODULE)) {
+                        symbolizer_load_vdso(s);
+                        if (s->vdso && mp.end - mp.start == s->vdso_size)
+                                mp.file = file_entry_ref(s->vdso);
+                }
+
+                mappings[n++] = mp;
+        }
+        if (ferror(f)) {
+                /* ESRCH from a read: the process is exiting. */
+                r = errno == ESRCH ? -ESRCH : -EIO;
+                goto fail;
+        }
+
+        qsort(mappings, n, sizeof(Mapping), mapping_compare);
+        *ret = mappings;
+        *ret_n = n;
+        return 0;
+
+fail:
+        mappings_free(mappings, n);
+        return r;
+}
+
+int symbolizer_capture(Symbolizer *s, pid_t pid, ProcessMaps **ret) {
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        uint64_t start_time = 0;
+        int r;
+
+        if (!s || pid <= 0 || !ret)
+                return -EINVAL;
+
+        r = read_start_time(s, pid, &start_time);
+        if (r == -ESRCH)
+                return r;
+        if (r < 0)
+                start_time = 0; /* unknown: refresh cannot tell a reused PID */
+
+        m = calloc(1, sizeof(ProcessMaps));
+        if (!m)
+                return -ENOMEM;
+        m->pid = pid;
+        m->start_time = start_time;
+
+        r = read_mappings(s, pid, NULL, 0, &m->mappings, &m->n_mappings);
+        if (r < 0)
+                return r;
+
+        /* Exited while we read? A zombie's maps are empty. */
+        if (m->n_mappings == 0 && read_start_time(s, pid, &start_time) == -ESRCH)
+                return -ESRCH;
+
+        log_debug("Captured %zu executable mappings of PID %d.", m->n_mappings, (int) pid);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int symbolizer_refresh(Symbolizer *s, ProcessMaps *m) {
+        Mapping *mappings = NULL;
+        uint64_t start_time;
+        size_t n = 0;
+        int r;
+
+        if (!s || !m)
+                return -EINVAL;
+
+        r = read_start_time(s, m->pid, &start_time);
+        if (r == -ESRCH)
+                return r;
+        if (r >= 0 && m->start_time != 0 && start_time != m->start_time)
+                return -ESRCH; /* the PID belongs to another process now */
+
+        r = read_mappings(s, m->pid, m->mappings, m->n_mappings, &mappings, &n);
+        if (r < 0)
+                return r;
+        if (n == 0 && read_start_time(s, m->pid, &start_time) == -ESRCH) {
+                /* Exited between the two reads: keep what we had. */
+                free(mappings);
+                return -ESRCH;
+        }
+
+        mappings_free(m->mappings, m->n_mappings);
+        m->mappings = mappings;
+        m->n_mappings = n;
+        return 0;
+}
+
+/* ---- resolution ---- */
+
+int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret) {
+        const Mapping *mp;
+        const char *name;
+        uint64_t file_off, vaddr, off;
+
+        if (!m || !ret)
+                return -EINVAL;
+
+        mp = mappings_find(m->mappings, m->n_mappings, addr);
+        if (!mp) {
+                *ret = (ResolvedFrame) { .offset = addr };
+                return 0;
+        }
+
+        file_off = addr - mp->start + mp->pgoff;
+        if (mp->file && mp->file->symtab && elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
+                name = elf_symtab_lookup(mp->file->symtab, vaddr, &off);
+                if (name) {
+                        *ret = (ResolvedFrame) { .name = name, .module = mp->module, .offset = off };
+                        return 0;
+                }
+        }
+
+        *ret = (ResolvedFrame) {
+                .module = mp->module,
+                .offset = mp->file_backed || mp->file ? file_off : addr,
+        };
+        return 0;
+}
+
+static const char *kernel_module_name(Symbolizer *s, const char *module) {
+        char *b;
+
+        for (size_t i = 0; i < s->n_modules; i++)
+                if (s->modules[i].name == module)
+                        return s->modules[i].bracketed;
+
+        if (s->n_modules >= s->n_modules_alloc) {
+                size_t n = MAX(s->n_modules_alloc * 2, (size_t) 16);
+                KernelModule *m = reallocarray(s->modules, n, sizeof(KernelModule));
+
+                if (!m)
+                        return NULL;
+                s->modules = m;
+                s->n_modules_alloc = n;
+        }
+        if (asprintf(&b, "[%s]", module) < 0)
+                return NULL;
+        s->modules[s->n_modules++] = (KernelModule) { .name = module, .bracketed = b };
+        return b;
+}
+
+int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) {
+        const char *name, *module = NULL, *bracketed = KERNEL_MODULE;
+        uint64_t off;
+        int r;
+
+        if (!s || !ret)
+                return -EINVAL;
+
+        if (!s->kallsyms_tried) {
+                s->kallsyms_tried = true;
+                r = kallsyms_load(s->kallsyms_path, &s->kallsyms);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to load %s, kernel frames stay unnamed: %m", s->kallsyms_path);
+                else
+                        log_debug("Loaded %zu kernel symbols from %s.", kallsyms_count(s->kallsyms),
+                                  s->kallsyms_path);
+        }
+
+        name = kallsyms_lookup(s->kallsyms, addr, &off, &module);
+        if (!name) {
+                *ret = (ResolvedFrame) { .module = KERNEL_MODULE, .offset = addr };
+                return 0;
+        }
+        if (module) {
+                bracketed = kernel_module_name(s, module);
+                if (!bracketed)
+                        return -ENOMEM;
+        }
+
+        *ret = (ResolvedFrame) { .name = name, .module = bracketed, .offset = off };
+        return 0;
+}
+
+/* ---- the Symbolizer ---- */
+
+int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizerOptions o = opts ? *opts : (SymbolizerOptions) {};
+
+        if (!ret)
+                return -EINVAL;
+
+        s = calloc(1, sizeof(Symbolizer));
+        if (!s)
+                return -ENOMEM;
+
+        s->max_files = o.max_files > 0 ? o.max_files : MAX_FILES_DEFAULT;
+        s->kallsyms_path = strdup(o.kallsyms_path ?: "/proc/kallsyms");
+        s->debug_dir = strdup(o.debug_dir ?: "/usr/lib/debug");
+        s->proc_root = strdup(o.proc_root ?: "/proc");
+        if (!s->kallsyms_path || !s->debug_dir || !s->proc_root)
+                return -ENOMEM;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Symbolizer *symbolizer_free(Symbolizer *s) {
+        if (!s)
+                return NULL;
+
+        /* Entries still referenced by snapshots are detached and go with
+         * their last reference; the others go now. */
+        for (size_t i = 0; i < s->n_buckets; i++)
+                while (s->buckets[i]) {
+                        FileEntry *e = s->buckets[i];
+
+                        s->buckets[i] = e->hash_next;
+                        e->hash_next = NULL;
+                        e->cached = false;
+                        e->owner = NULL;
+                        e->in_lru = false;
+                        e->lru_prev = e->lru_next = NULL;
+                        if (e->n_ref == 0)
+                                file_entry_free(e);
+                }
+        free(s->buckets);
+
+        if (s->vdso) {
+                s->vdso->owner = NULL;
+                file_entry_unref(s->vdso);
+        }
+
+        for (size_t i = 0; i < s->n_modules; i++)
+                free(s->modules[i].bracketed);
+        free(s->modules);
+        kallsyms_free(s->kallsyms);
+
+        free(s->kallsyms_path);
+        free(s->debug_dir);
+        free(s->proc_root);
+        free(s);
+        return NULL;
+}
+
+size_t symbolizer_cached_files(const Symbolizer *s) {
+        return s ? s->n_entries : 0;
+}

@@ -1,1 +1,1272 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <wctype.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "duration.h"
+#include "template.h"
+
+#define CONFIG_FILE_MAX (4U * 1024U * 1024U)
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete);
+
+static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
+        [REPORT_FORMAT_FOLDED] = "folded",
+        [REPORT_FORMAT_JSON] = "json",
+        [REPORT_FORMAT_PPROF] = "pprof",
+        [REPORT_FORMAT_SVG] = "svg",
+        [REPORT_FORMAT_SPEEDSCOPE] = "speedscope",
+};
+
+static const char *const profile_start_table[_PROFILE_START_MAX] = {
+        [PROFILE_START_AUTO] = "auto",
+        [PROFILE_START_MANUAL] = "manual",
+};
+
+/* perf events a profile may sample on (the names perf(1) uses). */
+static const char *const profile_events[] = {
+        "cpu-clock",
+        "task-clock",
+        "cycles",
+        "cpu-cycles",
+        "instructions",
+        "ref-cycles",
+        "cache-misses",
+        "branch-misses",
+};
+
+/* The only sysctls machineConfig may set: perf-related knobs. Anything else
+ * (kernel.core_pattern, ...) must never be reachable through a ConfigMap. */
+static const char *const machine_setting_allow_list[] = {
+        "kernel.perf_event_paranoid",
+        "kernel.perf_event_max_stack",
+        "kernel.perf_event_mlock_kb",
+        "kernel.perf_event_max_sample_rate",
+        "kernel.perf_cpu_time_max_percent",
+        "kernel.kptr_restrict",
+};
+
+#define MACHINE_SETTINGS_ALLOWED                                                                  \
+        "kernel.perf_event_paranoid, kernel.perf_event_max_stack, kernel.perf_event_mlock_kb, "   \
+        "kernel.perf_event_max_sample_rate, kernel.perf_cpu_time_max_percent, kernel.kptr_restrict"
+
+#define TARGET_CONDITIONS "namespaceSelector, podSelector, podNamePatterns, owner, containers, cgroupPatterns"
+
+const char *report_format_to_string(ReportFormat f) {
+        if (f < 0 || f >= _REPORT_FORMAT_MAX)
+                return NULL;
+        return report_format_table[f];
+}
+
+ReportFormat report_format_from_string(const char *s) {
+        if (!s)
+                return _REPORT_FORMAT_INVALID;
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (streq(s, report_format_table[f]))
+                        return f;
+        return _REPORT_FORMAT_INVALID;
+}
+
+const char *profile_start_to_string(ProfileStart s) {
+        if (s < 0 || s >= _PROFILE_START_MAX)
+                return NULL;
+        return profile_start_table[s];
+}
+
+ProfileStart profile_start_from_string(const char *s) {
+        if (!s)
+                return _PROFILE_START_INVALID;
+        for (ProfileStart i = 0; i < _PROFILE_START_MAX; i++)
+                if (streq(s, profile_start_table[i]))
+                        return i;
+        return _PROFILE_START_INVALID;
+}
+
+bool machine_setting_allowed(const char *name) {
+        if (!name || strchr(name, '/') || strstr(name, ".."))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(machine_setting_allow_list); i++)
+                if (streq(name, machine_setting_allow_list[i]))
+                        return true;
+        return false;
+}
+
+/* ---- freeing ---------------------------------------------------------------------------------- */
+
+static void patterns_free(Pattern *p, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                regfree(&p[i].regex);
+                free(p[i].source);
+        }
+        free(p);
+}
+
+static void profile_done(Profile *p) {
+        free(p->name);
+        free(p->event);
+        free(p->output);
+        patterns_free(p->include_patterns, p->n_include_patterns);
+        patterns_free(p->exclude_patterns, p->n_exclude_patterns);
+        *p = (Profile) {};
+}
+
+static void owner_ref_free(OwnerRef *o) {
+        if (!o)
+                return;
+        free(o->kind);
+        free(o->name);
+        free(o);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(OwnerRef *, owner_ref_free);
+
+static void machine_setting_done(MachineSetting *m) {
+        free(m->name);
+        free(m->value);
+        *m = (MachineSetting) {};
+}
+
+static void target_done(Target *t) {
+        free(t->name);
+        free(t->profile_ref);
+        label_selector_free(t->namespace_selector);
+        label_selector_free(t->pod_selector);
+        patterns_free(t->pod_name_patterns, t->n_pod_name_patterns);
+        owner_ref_free(t->owner);
+        strv_free(t->containers);
+        strv_free(t->cgroup_patterns);
+        *t = (Target) {};
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+
+        free(c->report_dir);
+        for (size_t i = 0; i < c->n_machine_config; i++)
+                machine_setting_done(&c->machine_config[i]);
+        free(c->machine_config);
+        free(c->default_profile_ref);
+        for (size_t i = 0; i < c->n_profiles; i++)
+                profile_done(&c->profiles[i]);
+        free(c->profiles);
+        for (size_t i = 0; i < c->n_targets; i++)
+                target_done(&c->targets[i]);
+        free(c->targets);
+        free(c);
+        return NULL;
+}
+
+/* ---- error messages and key paths ------------------------------------------------------------- */
+
+/* Stores "<path>: <message>" in *error and returns -EINVAL (-ENOMEM if the
+ * message cannot be allocated). The root is written "$". */
+static _printf_(3, 4) int fail(char **error, const char *path, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+
+        free(*error);
+        *error = NULL;
+        if (asprintf(error, "%s: %s", path && *path ? path : "$", msg) < 0) {
+                *error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+/* "parent.key", or "key" at the root (parent ""). */
+static char *path_key(const char *parent, const char *key) {
+        char *p;
+
+        if (asprintf(&p, "%s%s%s", parent, *parent ? "." : "", key) < 0)
+                return NULL;
+        return p;
+}
+
+/* "parent[i]". */
+static char *path_index(const char *parent, size_t i) {
+        char *p;
+
+        if (asprintf(&p, "%s[%zu]", parent, i) < 0)
+                return NULL;
+        return p;
+}
+
+/* ---- a small JSON dispatcher ------------------------------------------------------------------- */
+
+/* An object's schema is a table of fields: each known key, the function that
+ * parses its value into the struct being built (at 'offset'; 'offset_n' for
+ * the count of an array) and whether it is required. Keys absent from the
+ * document keep the defaults the caller put in the struct. A field without a
+ * function is allowed but handled by the caller. */
+typedef struct JsonField JsonField;
+typedef int (*JsonDispatch)(const cJSON *j, const char *path, void *base, const JsonField *f, char **error);
+struct JsonField {
+        const char *key;
+        JsonDispatch func;
+        size_t offset;
+        size_t offset_n;
+        bool required;
+};
+
+#define FIELD(base, f) ((void *) ((uint8_t *) (base) + (f)->offset))
+#define FIELD_N(base, f) ((size_t *) ((uint8_t *) (base) + (f)->offset_n))
+
+/* Rejects keys the table does not know ("profiles[0].frequncy: unknown key"),
+ * and keys given twice (cJSON keeps both; lookups would silently see the
+ * first), then dispatches every known key in table order. */
+static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fields, void *base, char **error) {
+        const cJSON *i;
+        int r;
+
+        if (!cJSON_IsObject(obj))
+                return fail(error, path, "must be an object");
+
+        cJSON_ArrayForEach(i, obj) {
+                _cleanup_free_ char *p = NULL;
+                const JsonField *f;
+
+                for (f = fields; f->key; f++)
+                        if (streq(i->string, f->key))
+                                break;
+
+                p = path_key(path, i->string);
+                if (!p)
+                        return -ENOMEM;
+                if (!f->key)
+                        return fail(error, p, "unknown key");
+
+                for (const cJSON *k = obj->child; k != i; k = k->next)
+                        if (streq(k->string, i->string))
+                                return fail(error, p, "duplicate key");
+        }
+
+        for (const JsonField *f = fields; f->key; f++) {
+                _cleanup_free_ char *p = NULL;
+
+                p = path_key(path, f->key);
+                if (!p)
+                        return -ENOMEM;
+
+                i = cJSON_GetObjectItemCaseSensitive(obj, f->key);
+                if (!i) {
+                        if (f->required)
+                                return fail(error, p, "required key is missing");
+                        continue;
+                }
+                if (!f->func)
+                        continue;
+
+                r = f->func(i, p, base, f, error);
+                if (r < 0)
+                        return r;
+        }
+
+        return 0;
+}
+
+static int dispatch_bool(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        if (!cJSON_IsBool(j))
+                return fail(error, path, "must be a boolean");
+        *(bool *) FIELD(base, f) = cJSON_IsTrue(j);
+        return 0;
+}
+
+static int string_dup(const cJSON *j, const char *path, char **ret, char **error) {
+        char *s;
+
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+        s = strdup(j->valuestring);
+        if (!s)
+                return -ENOMEM;
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+static int dispatch_string(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        if (cJSON_IsString(j) && j->valuestring[0] == '\0')
+                return fail(error, path, "must not be empty");
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+static bool name_char_valid(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+               c == '_' || c == '-';
+}
+
+/* Profile and target names: non-empty, [A-Za-z0-9._-], not "." or "..". */
+static int dispatch_name(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+        if (j->valuestring[0] == '\0')
+                return fail(error, path, "must not be empty");
+        for (const char *c = j->valuestring; *c; c++)
+                if (!name_char_valid(*c))
+                        return fail(error, path, "\"%s\" must consist of letters, digits, '.', '_' and '-' only",
+                                    j->valuestring);
+        if (streq(j->valuestring, ".") || streq(j->valuestring, ".."))
+                return fail(error, path, "must not be \".\" or \"..\"");
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+static int dispatch_duration(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        uint64_t usec;
+        int r;
+
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a duration string (e.g. \"20s\", \"1m30s\")");
+
+        r = parse_duration(j->valuestring, &usec);
+        if (r == -ERANGE)
+                return fail(error, path, "duration \"%s\" is out of range", j->valuestring);
+        if (r < 0)
+                return fail(error, path,
+                            "invalid duration \"%s\" (a number with a unit us, ms, s, m, h or d, e.g. \"20s\", "
+                            "\"1m30s\"; or \"0\")",
+                            j->valuestring);
+        *(uint64_t *) FIELD(base, f) = usec;
+        return 0;
+}
+
+static int dispatch_positive_duration(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                      char **error) {
+        int r;
+
+        r = dispatch_duration(j, path, base, f, error);
+        if (r < 0)
+                return r;
+        if (*(uint64_t *) FIELD(base, f) == 0)
+                return fail(error, path, "must be greater than 0");
+        return 0;
+}
+
+static int array_check(const cJSON *j, const char *path, bool allow_empty, char **error) {
+        if (!cJSON_IsArray(j))
+                return fail(error, path, "must be an array");
+        if (!allow_empty && cJSON_GetArraySize(j) == 0)
+                return fail(error, path, "must not be empty");
+        return 0;
+}
+
+/* A non-empty array of non-empty strings, as a strv. */
+static int dispatch_strv(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        _cleanup_strv_free_ char **l = NULL;
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ false, error);
+        if (r < 0)
+                return r;
+
+        l = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+
+                if (!p)
+                        return -ENOMEM;
+                if (cJSON_IsString(i) && i->valuestring[0] == '\0')
+                        return fail(error, p, "must not be empty");
+                r = string_dup(i, p, &l[n], error);
+                if (r < 0)
+                        return r;
+                n++;
+        }
+
+        strv_free(*(char ***) FIELD(base, f));
+        *(char ***) FIELD(base, f) = TAKE_PTR(l);
+        return 0;
+}
+
+/* An array of POSIX extended regexes, compiled. */
+static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pattern **ret, size_t *ret_n,
+                          char **error) {
+        Pattern *patterns = NULL;
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, allow_empty, error);
+        if (r < 0)
+                return r;
+
+        patterns = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Pattern));
+        if (!patterns)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+                char *source;
+                int k;
+
+                if (!p) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                if (!cJSON_IsString(i)) {
+                        r = fail(error, p, "must be a string");
+                        goto fail;
+                }
+
+                source = strdup(i->valuestring);
+                if (!source) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+
+                k = regcomp(&patterns[n].regex, source, REG_EXTENDED | REG_NOSUB);
+                if (k != 0) {
+                        char buf[256];
+
+                        if (k == REG_ESPACE)
+                                r = -ENOMEM;
+                        else {
+                                regerror(k, &patterns[n].regex, buf, sizeof(buf));
+                                r = fail(error, p, "invalid regular expression \"%s\": %s", source, buf);
+                        }
+                        free(source);
+                        goto fail;
+                }
+                patterns[n].source = source;
+                n++;
+        }
+
+        *ret = patterns;
+        *ret_n = n;
+        return 0;
+
+fail:
+        patterns_free(patterns, n);
+        return r;
+}
+
+static int dispatch_patterns_impl(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                  bool allow_empty, char **error) {
+        Pattern *patterns;
+        size_t n;
+        int r;
+
+        r = parse_patterns(j, path, allow_empty, &patterns, &n, error);
+        if (r < 0)
+                return r;
+
+        patterns_free(*(Pattern **) FIELD(base, f), *FIELD_N(base, f));
+        *(Pattern **) FIELD(base, f) = patterns;
+        *FIELD_N(base, f) = n;
+        return 0;
+}
+
+static int dispatch_patterns(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        return dispatch_patterns_impl(j, path, base, f, /* allow_empty= */ false, error);
+}
+
+static int dispatch_patterns_or_none(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                     char **error) {
+        return dispatch_patterns_impl(j, path, base, f, /* allow_empty= */ true, error);
+}
+
+static int default_include_patterns(Pattern **ret, size_t *ret_n) {
+        Pattern *p;
+
+        p = calloc(1, sizeof(Pattern));
+        if (!p)
+                return -ENOMEM;
+        p->source = strdup(".*");
+        if (!p->source) {
+                free(p);
+                return -ENOMEM;
+        }
+        if (regcomp(&p->regex, p->source, REG_EXTENDED | REG_NOSUB) != 0) {
+                free(p->source);
+                free(p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        *ret_n = 1;
+        return 0;
+}
+
+/* ---- profiles --------------------------------------------------------------------------------- */
+
+static int dispatch_event(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+        for (size_t i = 0; i < ELEMENTSOF(profile_events); i++)
+                if (streq(j->valuestring, profile_events[i]))
+                        return string_dup(j, path, FIELD(base, f), error);
+        return fail(error, path,
+                    "unknown event \"%s\" (known: cpu-clock, task-clock, cycles, cpu-cycles, instructions, "
+                    "ref-cycles, cache-misses, branch-misses)",
+                    j->valuestring);
+}
+
+static int dispatch_frequency(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        double d;
+
+        if (!cJSON_IsNumber(j))
+                return fail(error, path, "must be an integer");
+        d = j->valuedouble;
+        if (!(d >= 1 && d <= CONFIG_FREQUENCY_MAX))
+                return fail(error, path, "must be 1..%d", CONFIG_FREQUENCY_MAX);
+        if ((double) (uint64_t) d != d)
+                return fail(error, path, "must be an integer");
+        *(uint64_t *) FIELD(base, f) = (uint64_t) d;
+        return 0;
+}
+
+static int dispatch_start(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        ProfileStart s;
+
+        s = cJSON_IsString(j) ? profile_start_from_string(j->valuestring) : _PROFILE_START_INVALID;
+        if (s < 0)
+                return fail(error, path, "must be \"auto\" or \"manual\"");
+        *(ProfileStart *) FIELD(base, f) = s;
+        return 0;
+}
+
+static int dispatch_formats(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        const cJSON *i;
+        unsigned mask = 0;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ false, error);
+        if (r < 0)
+                return r;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n++);
+                ReportFormat fmt;
+
+                if (!p)
+                        return -ENOMEM;
+                if (!cJSON_IsString(i))
+                        return fail(error, p, "must be a string");
+                fmt = report_format_from_string(i->valuestring);
+                if (fmt < 0)
+                        return fail(error, p, "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
+                                    i->valuestring);
+                if (mask & (1u << fmt))
+                        return fail(error, p, "duplicate format \"%s\"", i->valuestring);
+                mask |= 1u << fmt;
+        }
+
+        *(unsigned *) FIELD(base, f) = mask;
+        return 0;
+}
+
+static int dispatch_output(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+
+        r = template_validate(j->valuestring, &reason);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return fail(error, path, "%s", reason ?: "invalid template");
+
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+static int profile_init_defaults(Profile *p) {
+        *p = (Profile) {
+                .frequency = CONFIG_DEFAULT_FREQUENCY,
+                .duration_usec = CONFIG_DEFAULT_DURATION_USEC,
+                .start = PROFILE_START_AUTO,
+                .kernel_stacks = true,
+                .formats = (1u << REPORT_FORMAT_FOLDED) | (1u << REPORT_FORMAT_JSON),
+        };
+        p->event = strdup(CONFIG_DEFAULT_EVENT);
+        if (!p->event)
+                return -ENOMEM;
+        return default_include_patterns(&p->include_patterns, &p->n_include_patterns);
+}
+
+static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **error) {
+        static const JsonField fields[] = {
+                { "name", dispatch_name, offsetof(Profile, name), 0, true },
+                { "event", dispatch_event, offsetof(Profile, event) },
+                { "frequency", dispatch_frequency, offsetof(Profile, frequency) },
+                { "duration", dispatch_duration, offsetof(Profile, duration_usec) },
+                { "start", dispatch_start, offsetof(Profile, start) },
+                { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
+                { "formats", dispatch_formats, offsetof(Profile, formats) },
+                { "output", dispatch_output, offsetof(Profile, output) },
+                { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),
+                  offsetof(Profile, n_include_patterns) },
+                { "excludePatterns", dispatch_patterns_or_none, offsetof(Profile, exclude_patterns),
+                  offsetof(Profile, n_exclude_patterns) },
+                {},
+        };
+        _cleanup_(profile_done) Profile p = {};
+        int r;
+
+        r = profile_init_defaults(&p);
+        if (r < 0)
+                return r;
+
+        r = json_dispatch(j, path, fields, &p, error);
+        if (r < 0)
+                return r;
+
+        *ret = p;
+        p = (Profile) {};
+        return 0;
+}
+
+/* The profile used when defaultProfileRef is left at "default" and no
+ * profile of that name is configured: every key at its default. */
+static int profile_implicit_default(Profile *ret) {
+        _cleanup_(profile_done) Profile p = {};
+        int r;
+
+        r = profile_init_defaults(&p);
+        if (r < 0)
+                return r;
+        p.name = strdup(CONFIG_DEFAULT_PROFILE_NAME);
+        if (!p.name)
+                return -ENOMEM;
+
+        *ret = p;
+        p = (Profile) {};
+        return 0;
+}
+
+static int dispatch_profiles(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        Config *c = base;
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ true, error);
+        if (r < 0)
+                return r;
+
+        c->profiles = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Profile));
+        if (!c->profiles)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+                const Profile *new;
+
+                if (!p)
+                        return -ENOMEM;
+                r = parse_profile(i, p, &c->profiles[n], error);
+                if (r < 0)
+                        return r;
+                c->n_profiles = ++n;
+
+                new = &c->profiles[n - 1];
+                if (config_find_profile(c, new->name) != new) {
+                        _cleanup_free_ char *np = path_key(p, "name");
+
+                        if (!np)
+                                return -ENOMEM;
+                        return fail(error, np, "duplicate profile name \"%s\"", new->name);
+                }
+        }
+        return 0;
+}
+
+/* ---- targets ---------------------------------------------------------------------------------- */
+
+/* Sanity of an fnmatch() glob for cgroup paths: relative, no empty, "." or
+ * ".." component, terminated brackets that do not try to match '/', no
+ * trailing backslash. glibc would take an unterminated '[' literally; we
+ * refuse it, as it is surely a typo. */
+static const char *cgroup_pattern_invalid_reason(const char *pattern) {
+        const char *component = pattern;
+        int k;
+
+        if (pattern[0] == '/')
+                return "must be relative to the cgroup root (no leading '/')";
+
+        for (const char *c = pattern;; c++) {
+                if (*c == '/' || *c == '\0') {
+                        size_t l = (size_t) (c - component);
+
+                        if (l == 0)
+                                return "must not contain an empty path component";
+                        if ((l == 1 && component[0] == '.') || (l == 2 && strncmp(component, "..", 2) == 0))
+                                return "must not contain a \".\" or \"..\" component";
+                        if (*c == '\0')
+                                break;
+                        component = c + 1;
+
+                } else if (*c == '\\') {
+                        if (c[1] == '\0')
+                                return "must not end in a lone '\\'";
+                        c++;
+
+                } else if (*c == '[') {
+                        const char *e = c + 1;
+
+                        if (*e == '!' || *e == '^')
+                                e++;
+                        if (*e == ']') /* a leading ']' is literal */
+                                e++;
+                        for (; *e && *e != ']'; e++) {
+                                if (*e == '/')
+                                        return "a bracket expression cannot match '/'";
+                                if (e[0] == '[' && (e[1] == ':' || e[1] == '.' || e[1] == '=')) {
+                                        /* [:class:], [.coll.], [=equiv=] */
+                                        char d = e[1];
+                                        const char *end = strchr(e + 2, d);
+
+                                        while (end && end[1] != ']')
+                                                end = strchr(end + 1, d);
+                                        if (!end)
+                                                return "unterminated '[' bracket expression";
+                                        if (d == ':') {
+                                                char class[16] = {};
+                                                size_t l = (size_t) (end - (e + 2));
+
+                                                if (l >= sizeof(class))
+                                                        return "unknown character class";
+                                                memcpy(class, e + 2, l);
+                                                if (wctype(class) == 0)
+                                                        return "unknown character class";
+                                        }
+                                        e = end + 1;
+                                }
+                        }
+                        if (*e != ']')
+                                return "unterminated '[' bracket expression";
+                        c = e;
+                }
+        }
+
+        /* Leave the final word to fnmatch() itself. It only notices some errors
+         * when matching reaches them, hence the checks above. */
+        k = fnmatch(pattern, "x", FNM_PATHNAME);
+        if (k != 0 && k != FNM_NOMATCH)
+                return "not a valid glob pattern";
+
+        return NULL;
+}
+
+static int dispatch_cgroup_patterns(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        char **l;
+        int r;
+
+        r = dispatch_strv(j, path, base, f, error);
+        if (r < 0)
+                return r;
+
+        l = *(char ***) FIELD(base, f);
+        for (size_t i = 0; l[i]; i++) {
+                const char *reason = cgroup_pattern_invalid_reason(l[i]);
+
+                if (reason) {
+                        _cleanup_free_ char *p = path_index(path, i);
+
+                        if (!p)
+                                return -ENOMEM;
+                        return fail(error, p, "invalid cgroup pattern \"%s\": %s", l[i], reason);
+                }
+        }
+        return 0;
+}
+
+static int dispatch_selector(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        LabelSelector **s = FIELD(base, f);
+        int r;
+
+        label_selector_free(*s);
+        *s = NULL;
+        r = label_selector_from_json(j, path, s, error);
+        if (r == -EINVAL && !*error)
+                return fail(error, path, "invalid label selector");
+        return r;
+}
+
+static int dispatch_owner(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        static const JsonField fields[] = {
+                { "kind", dispatch_string, offsetof(OwnerRef, kind) },
+                { "name", dispatch_string, offsetof(OwnerRef, name) },
+                {},
+        };
+        _cleanup_(owner_ref_freep) OwnerRef *o = NULL;
+        int r;
+
+        o = calloc(1, sizeof(OwnerRef));
+        if (!o)
+                return -ENOMEM;
+
+        r = json_dispatch(j, path, fields, o, error);
+        if (r < 0)
+                return r;
+        if (!o->kind && !o->name)
+                return fail(error, path, "needs \"kind\" or \"name\" (or both)");
+
+        owner_ref_free(*(OwnerRef **) FIELD(base, f));
+        *(OwnerRef **) FIELD(base, f) = TAKE_PTR(o);
+        return 0;
+}
+
+static int parse_target(const cJSON *j, const char *path, const Config *c, Target *ret, char **error) {
+        static const JsonField fields[] = {
+                { "name", dispatch_name, offsetof(Target, name), 0, true },
+                { "profileRef", dispatch_string, offsetof(Target, profile_ref) },
+                { "namespaceSelector", dispatch_selector, offsetof(Target, namespace_selector) },
+                { "podSelector", dispatch_selector, offsetof(Target, pod_selector) },
+                { "podNamePatterns", dispatch_patterns, offsetof(Target, pod_name_patterns),
+                  offsetof(Target, n_pod_name_patterns) },
+                { "owner", dispatch_owner, offsetof(Target, owner) },
+                { "containers", dispatch_strv, offsetof(Target, containers) },
+                { "cgroupPatterns", dispatch_cgroup_patterns, offsetof(Target, cgroup_patterns) },
+                { "disabled", dispatch_bool, offsetof(Target, disabled) },
+                {},
+        };
+        _cleanup_(target_done) Target t = {};
+        int r;
+
+        r = json_dispatch(j, path, fields, &t, error);
+        if (r < 0)
+                return r;
+
+        if (t.profile_ref && !config_find_profile(c, t.profile_ref)) {
+                _cleanup_free_ char *p = path_key(path, "profileRef");
+
+                if (!p)
+                        return -ENOMEM;
+                return fail(error, p, "no profile named \"%s\"", t.profile_ref);
+        }
+
+        if (!t.namespace_selector && !t.pod_selector && !t.pod_name_patterns && !t.owner && !t.containers &&
+            !t.cgroup_patterns)
+                return fail(error, path, "needs at least one condition (" TARGET_CONDITIONS ")");
+
+        *ret = t;
+        t = (Target) {};
+        return 0;
+}
+
+static int parse_targets(const cJSON *j, const char *path, Config *c, char **error) {
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ true, error);
+        if (r < 0)
+                return r;
+
+        c->targets = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Target));
+        if (!c->targets)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+                const Target *new;
+
+                if (!p)
+                        return -ENOMEM;
+                r = parse_target(i, p, c, &c->targets[n], error);
+                if (r < 0)
+                        return r;
+                c->n_targets = ++n;
+
+                new = &c->targets[n - 1];
+                for (size_t k = 0; k + 1 < n; k++)
+                        if (streq(c->targets[k].name, new->name)) {
+                                _cleanup_free_ char *np = path_key(p, "name");
+
+                                if (!np)
+                                        return -ENOMEM;
+                                return fail(error, np, "duplicate target name \"%s\"", new->name);
+                        }
+        }
+        return 0;
+}
+
+/* ---- machine configuration -------------------------------------------------------------------- */
+
+static int dispatch_sysctl_name(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                char **error) {
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+        if (!machine_setting_allowed(j->valuestring))
+                return fail(error, path, "\"%s\" is not an allowed sysctl (allowed: " MACHINE_SETTINGS_ALLOWED ")",
+                            j->valuestring);
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+static int dispatch_sysctl_value(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                 char **error) {
+        char **v = FIELD(base, f);
+
+        if (cJSON_IsNumber(j)) {
+                /* Sysctl values are text; an integer written as a JSON number is fine. */
+                double d = j->valuedouble;
+                char *s;
+
+                if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || (double) (int64_t) d != d)
+                        return fail(error, path, "must be a string or an integer");
+                if (asprintf(&s, "%" PRIi64, (int64_t) d) < 0)
+                        return -ENOMEM;
+                free(*v);
+                *v = s;
+                return 0;
+        }
+
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string or an integer");
+        if (j->valuestring[0] == '\0')
+                return fail(error, path, "must not be empty");
+        for (const char *c = j->valuestring; *c; c++)
+                if ((unsigned char) *c < ' ' || *c == 0x7f)
+                        return fail(error, path, "must not contain newlines or control characters");
+        return string_dup(j, path, v, error);
+}
+
+static int dispatch_machine_config(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                   char **error) {
+        static const JsonField fields[] = {
+                { "name", dispatch_sysctl_name, offsetof(MachineSetting, name), 0, true },
+                { "value", dispatch_sysctl_value, offsetof(MachineSetting, value), 0, true },
+                {},
+        };
+        Config *c = base;
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ true, error);
+        if (r < 0)
+                return r;
+
+        c->machine_config = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(MachineSetting));
+        if (!c->machine_config)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_(machine_setting_done) MachineSetting m = {};
+
+                if (!p)
+                        return -ENOMEM;
+                r = json_dispatch(i, p, fields, &m, error);
+                if (r < 0)
+                        return r;
+
+                for (size_t k = 0; k < n; k++)
+                        if (streq(c->machine_config[k].name, m.name)) {
+                                _cleanup_free_ char *np = path_key(p, "name");
+
+                                if (!np)
+                                        return -ENOMEM;
+                                return fail(error, np, "duplicate sysctl \"%s\"", m.name);
+                        }
+
+                c->machine_config[n] = m;
+                m = (MachineSetting) {};
+                c->n_machine_config = ++n;
+        }
+        return 0;
+}
+
+/* reportDir: absolute, without ".." components. */
+static int dispatch_report_dir(const cJSON *j, const char *path, void *base, const JsonField *f,
+                               char **error) {
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string");
+        if (j->valuestring[0] != '/')
+                return fail(error, path, "must be an absolute path");
+        for (const char *s = j->valuestring; *s;) {
+                size_t l = strcspn(s, "/");
+
+                if (l == 2 && strncmp(s, "..", 2) == 0)
+                        return fail(error, path, "must not contain a \"..\" component");
+                s += l;
+                s += strspn(s, "/");
+        }
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+/* ---- the document ----------------------------------------------------------------------------- */
+
+static unsigned line_of(const char *text, const char *pos) {
+        unsigned line = 1;
+
+        for (const char *c = text; c < pos && *c; c++)
+                if (*c == '\n')
+                        line++;
+        return line;
+}
+
+/* cJSON decodes "\u0000" into a NUL that silently truncates the string
+ * ("kernel.perf_event_paranoid\u0000..." would read as the allowed name):
+ * refuse the escape anywhere. Returns a pointer to the first one, or NULL. */
+static const char *find_escaped_nul(const char *json) {
+        for (const char *c = json; *c; c++)
+                if (*c == '\\') {
+                        if (c[1] == 'u' && strncmp(c + 2, "0000", 4) == 0)
+                                return c;
+                        if (c[1] == '\0')
+                                break;
+                        c++; /* skip the escaped character, so "\\u0000" is not caught */
+                }
+        return NULL;
+}
+
+static int config_from_json(const cJSON *root, Config **ret, char **error) {
+        /* "targets" is dispatched last, by hand: profileRefs are checked
+         * against the profiles, including the implicit default one. */
+        static const JsonField fields[] = {
+                { "reportDir", dispatch_report_dir, offsetof(Config, report_dir) },
+                { "machineConfig", dispatch_machine_config },
+                { "restoreMachineConfig", dispatch_bool, offsetof(Config, restore_machine_config) },
+                { "machineConfigInterval", dispatch_positive_duration,
+                  offsetof(Config, machine_config_interval_usec) },
+                { "enableDefault", dispatch_bool, offsetof(Config, enable_default) },
+                { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
+                { "profiles", dispatch_profiles },
+                { "targets", NULL },
+                {},
+        };
+        _cleanup_(config_freep) Config *c = NULL;
+        const cJSON *targets;
+        int r;
+
+        c = calloc(1, sizeof(Config));
+        if (!c)
+                return -ENOMEM;
+        *c = (Config) {
+                .report_dir = strdup(CONFIG_DEFAULT_REPORT_DIR),
+                .restore_machine_config = true,
+                .machine_config_interval_usec = CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC,
+                .enable_default = false,
+                .default_profile_ref = strdup(CONFIG_DEFAULT_PROFILE_NAME),
+        };
+        if (!c->report_dir || !c->default_profile_ref)
+                return -ENOMEM;
+
+        r = json_dispatch(root, "", fields, c, error);
+        if (r < 0)
+                return r;
+
+        if (!config_find_profile(c, c->default_profile_ref)) {
+                Profile *n;
+
+                if (!streq(c->default_profile_ref, CONFIG_DEFAULT_PROFILE_NAME))
+                        return fail(error, "defaultProfileRef", "no profile named \"%s\"", c->default_profile_ref);
+
+                n = realloc(c->profiles, (c->n_profiles + 1) * sizeof(Profile));
+                if (!n)
+                        return -ENOMEM;
+                c->profiles = n;
+
+                r = profile_implicit_default(&c->profiles[c->n_profiles]);
+                if (r < 0)
+                        return r;
+                c->n_profiles++;
+        }
+
+        targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
+        if (targets) {
+                r = parse_targets(targets, "targets", c, error);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int config_parse(const char *json, Config **ret, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_(cJSON_Deletep) cJSON *root = NULL;
+        const char *end = NULL, *nul;
+        Config *c = NULL;
+        int r;
+
+        if (!json || !ret)
+                return -EINVAL;
+
+        /* Tolerate a UTF-8 byte order mark, as editors like to write one. */
+        if (strncmp(json, "\xEF\xBB\xBF", 3) == 0)
+                json += 3;
+
+        root = cJSON_ParseWithOpts(json, &end, /* require_null_terminated= */ true);
+        if (!root) {
+                r = fail(&error, "", "not valid JSON near line %u", line_of(json, end ?: json));
+                goto finish;
+        }
+
+        nul = find_escaped_nul(json);
+        if (nul) {
+                r = fail(&error, "", "not valid here: \"\\u0000\" in a string near line %u", line_of(json, nul));
+                goto finish;
+        }
+
+        r = config_from_json(root, &c, &error);
+        if (r < 0)
+                goto finish;
+
+        *ret = c;
+        return 0;
+
+finish:
+        if (r == -EINVAL && ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
+}
+
+/* Reads at most CONFIG_FILE_MAX bytes; larger files are -EFBIG. */
+static int read_config_file(const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, allocated = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        for (;;) {
+                ssize_t k;
+
+                if (allocated - n < 4096) {
+                        size_t na = allocated ? allocated * 2 : 16384;
+                        char *nb;
+
+                        if (na > CONFIG_FILE_MAX + 2)
+                                na = CONFIG_FILE_MAX + 2;
+                        if (na <= allocated)
+                                return -EFBIG;
+                        nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        allocated = na;
+                }
+
+                k = read(fd, buf + n, allocated - n - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (n > CONFIG_FILE_MAX)
+                        return -EFBIG;
+        }
+
+        buf[n] = '\0';
+        if (memchr(buf, '\0', n))
+                return -EBADMSG; /* a NUL byte: not a text file */
+
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int config_load_file(const char *path, Config **ret, char **ret_error) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        r = read_config_file(path, &text);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EBADMSG) {
+                if (ret_error && asprintf(ret_error, "$: not valid JSON (the file contains a NUL byte)") < 0) {
+                        *ret_error = NULL;
+                        return -ENOMEM;
+                }
+                return -EINVAL;
+        }
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0) {
+                        *ret_error = NULL;
+                        return -ENOMEM;
+                }
+                return r;
+        }
+
+        return config_parse(text, ret, ret_error);
+}
+
+/* ---- queries ---------------------------------------------------------------------------------- */
+
+const Profile *config_find_profile(const Config *c, const char *name) {
+        if (!c || !name)
+                return NULL;
+        for (size_t i = 0; i < c->n_profiles; i++)
+                if (streq(c->profiles[i].name, name))
+                        return &c->profiles[i];
+        return NULL;
+}
+
+const Profile *config_target_profile(const Config *c, const Target *t) {
+        if (!c || !t)
+                return NULL;
+        return config_find_profile(c, t->profile_ref ?: c->default_profile_ref);
+}
+
+static bool patterns_match(const Pattern *p, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (regexec(&p[i].regex, s, 0, NULL, 0) == 0)
+                        return true;
+        return false;
+}
+
+/* A process is wanted when its command line (arguments joined by spaces, as
+ * one string) matches at least one includePattern and no excludePattern.
+ * Patterns are searched, not anchored: use ^ and $ to anchor. A profile
+ * without includePatterns (not possible from config_parse()) includes all. */
+bool profile_process_wanted(const Profile *p, const char *cmdline) {
+        if (!p)
+                return false;
+        if (!cmdline)
+                cmdline = "";
+
+        if (p->n_include_patterns > 0 && !patterns_match(p->include_patterns, p->n_include_patterns, cmdline))
+                return false;
+
+        return !patterns_match(p->exclude_patterns, p->n_exclude_patterns, cmdline);
+}
+
+/* Whether the cgroup path matches any of the target's cgroupPatterns, with
+ * fnmatch(FNM_PATHNAME) semantics: '*', '?' and bracket expressions never
+ * match a '/', so "kubepods.slice/pod*" matches "kubepods.slice/pod1" but not
+ * "kubepods.slice/pod1/cri-x.scope"; a pattern spells out every level ("**"
+ * is not special, it is the same as "*"). The whole path must match. A
+ * leading '/' of the path is ignored. False when the target has no
+ * cgroupPatterns. */
+bool target_matches_cgroup(const Target *t, const char *cgroup_path) {
+        if (!t || !t->cgroup_patterns || !cgroup_path)
+                return false;
+
+        cgroup_path += strspn(cgroup_path, "/");
+
+        for (char **p = t->cgroup_patterns; *p; p++)
+                if (fnmatch(*p, cgroup_path, FNM_PATHNAME) == 0)
+                        return true;
+        return false;
+}

@@ -1,1 +1,509 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Function symbols, PT_LOAD segments and the GNU build ID of one ELF file,
+ * read with elfutils' libelf and copied out: no Elf* (nor the fd, nor the
+ * mapping) outlives elf_symtab_load().
+ *
+ * Symbols are sorted by address; aliases (several names at one address, e.g.
+ * "getpid" and "__getpid") are folded into one entry, named as perf would. A symbol without a size (hand-written assembly) ends at the next
+ * symbol or at the end of its section, whichever comes first. Symbols may
+ * nest (a sized function with local labels typed FUNC inside): each entry
+ * keeps the largest end of all entries up to it, so a lookup knows when no
+ * earlier symbol can contain an address and stops walking back. */
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include "elf-symtab.h"
+
+/* When a size-0 symbol is the last one and its section is unknown. */
+#define UNSIZED_SYMBOL_MAX 4096U
+/* The GNU build ID is 20 bytes (sha1) or 16 (md5/uuid); refuse silly ones. */
+#define BUILD_ID_SIZE_MAX 64U
+
+typedef struct ElfSym {
+        uint64_t addr;
+        uint64_t end;     /* exclusive */
+        uint64_t max_end; /* max(end) over this entry and every one before it */
+        const char *name; /* in the pool */
+} ElfSym;
+
+typedef struct ElfSegment {
+        uint64_t offset, filesz, vaddr;
+} ElfSegment;
+
+struct ElfSymtab {
+        ElfSym *syms;
+        size_t n_syms;
+        char *pool;
+        bool full_symtab;
+
+        ElfSegment *segments;
+        size_t n_segments;
+
+        char *build_id;
+};
+
+ElfSymtab *elf_symtab_free(ElfSymtab *s) {
+        if (!s)
+                return NULL;
+        free(s->syms);
+        free(s->pool);
+        free(s->segments);
+        free(s->build_id);
+        free(s);
+        return NULL;
+}
+
+static void elf_endp(Elf **e) {
+        if (*e)
+                elf_end(*e);
+}
+
+const char *elf_symtab_build_id(const ElfSymtab *s) {
+        return s ? s->build_id : NULL;
+}
+
+bool elf_symtab_has_full_symtab(const ElfSymtab *s) {
+        return s && s->full_symtab;
+}
+
+size_t elf_symtab_count(const ElfSymtab *s) {
+        return s ? s->n_syms : 0;
+}
+
+static int hexify(const uint8_t *p, size_t n, char **ret) {
+        static const char hex[] = "0123456789abcdef";
+        char *h;
+
+        h = malloc(n * 2 + 1);
+        if (!h)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                h[2 * i] = hex[p[i] >> 4];
+                h[2 * i + 1] = hex[p[i] & 15];
+        }
+        h[2 * n] = '\0';
+        *ret = h;
+        return 0;
+}
+
+/* Returns 1 and the hex build ID when data holds an NT_GNU_BUILD_ID note. */
+static int build_id_from_notes(Elf_Data *data, char **ret) {
+        size_t off = 0, next, name_off, desc_off;
+        GElf_Nhdr nhdr;
+
+        if (!data || !data->d_buf)
+                return 0;
+
+        while (off < data->d_size && (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+                if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == sizeof(ELF_NOTE_GNU) &&
+                    memcmp((const char *) data->d_buf + name_off, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 &&
+                    nhdr.n_descsz > 0 && nhdr.n_descsz <= BUILD_ID_SIZE_MAX) {
+                        int r = hexify((const uint8_t *) data->d_buf + desc_off, nhdr.n_descsz, ret);
+                        return r < 0 ? r : 1;
+                }
+                off = next;
+        }
+        return 0;
+}
+
+static int read_build_id(Elf *elf, size_t phnum, char **ret) {
+        Elf_Scn *scn = NULL;
+        int r;
+
+        /* Sections first: a separate debug file keeps its notes there, while
+         * its PT_NOTE may point at data objcopy dropped. */
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
+                        continue;
+                r = build_id_from_notes(elf_getdata(scn, NULL), ret);
+                if (r != 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr phdr;
+
+                if (!gelf_getphdr(elf, (int) i, &phdr) || phdr.p_type != PT_NOTE)
+                        continue;
+                r = build_id_from_notes(elf_getdata_rawchunk(elf, (int64_t) phdr.p_offset, phdr.p_filesz,
+                                                             phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
+                                        ret);
+                if (r != 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int segment_compare(const void *a, const void *b) {
+        const ElfSegment *x = a, *y = b;
+
+        return CMP(x->offset, y->offset);
+}
+
+static int read_segments(Elf *elf, size_t phnum, ElfSymtab *s) {
+        size_t n = 0;
+
+        if (phnum == 0)
+                return 0;
+        s->segments = calloc(phnum, sizeof(ElfSegment));
+        if (!s->segments)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr phdr;
+
+                if (!gelf_getphdr(elf, (int) i, &phdr))
+                        return -EBADMSG;
+                if (phdr.p_type != PT_LOAD || phdr.p_filesz == 0)
+                        continue;
+                s->segments[n++] = (ElfSegment) {
+                        .offset = phdr.p_offset,
+                        .filesz = phdr.p_filesz,
+                        .vaddr = phdr.p_vaddr,
+                };
+        }
+        s->n_segments = n;
+        qsort(s->segments, n, sizeof(ElfSegment), segment_compare);
+        return 0;
+}
+
+/* A symbol while loading, with what decides which of a set of aliases names
+ * the address (perf's choice): a sized one, then a global one, then a local
+ * one before a weak one, then the fewest leading underscores, then the
+ * longest name. */
+typedef struct RawSym {
+        ElfSym sym;
+        uint64_t section_end; /* 0: unknown */
+        uint8_t rank;
+} RawSym;
+
+static int bind_rank(unsigned bind) {
+        switch (bind) {
+        case STB_GLOBAL:
+                return 0;
+        case STB_WEAK:
+                return 2;
+        default:
+                return 1;
+        }
+}
+
+static int rawsym_compare(const void *a, const void *b) {
+        const RawSym *x = a, *y = b;
+        size_t ux, uy, lx, ly;
+        int r;
+
+        r = CMP(x->sym.addr, y->sym.addr);
+        if (r != 0)
+                return r;
+        r = CMP(y->sym.end > y->sym.addr, x->sym.end > x->sym.addr);
+        if (r != 0)
+                return r;
+        r = CMP(x->rank, y->rank);
+        if (r != 0)
+                return r;
+        ux = strspn(x->sym.name, "_");
+        uy = strspn(y->sym.name, "_");
+        r = CMP(ux, uy);
+        if (r != 0)
+                return r;
+        lx = strlen(x->sym.name);
+        ly = strlen(y->sym.name);
+        r = CMP(ly, lx);
+        if (r != 0)
+                return r;
+        return strcmp(x->sym.name, y->sym.name);
+}
+
+static bool sym_wanted(const GElf_Sym *sym, const char *name) {
+        unsigned type = GELF_ST_TYPE(sym->st_info);
+
+        if (type != STT_FUNC && type != STT_GNU_IFUNC)
+                return false;
+        if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0)
+                return false;
+        return name && name[0] != '\0';
+}
+
+static uint64_t section_end(Elf *elf, const GElf_Sym *sym) {
+        GElf_Shdr shdr;
+        Elf_Scn *scn;
+
+        if (sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE)
+                return 0;
+        scn = elf_getscn(elf, sym->st_shndx);
+        if (!scn || !gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_ALLOC))
+                return 0;
+        if (sym->st_value < shdr.sh_addr || sym->st_value >= shdr.sh_addr + shdr.sh_size)
+                return 0;
+        return shdr.sh_addr + shdr.sh_size;
+}
+
+static int read_symbols(Elf *elf, Elf_Scn *scn, ElfSymtab *s) {
+        _cleanup_free_ RawSym *raw = NULL;
+        _cleanup_free_ char *pool = NULL;
+        size_t n_entries, n_raw = 0, pool_size = 0, pool_used = 0, n;
+        GElf_Shdr shdr;
+        Elf_Data *data;
+        ElfSym *syms;
+
+        if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize == 0)
+                return -EBADMSG;
+        data = elf_getdata(scn, NULL);
+        if (!data)
+                return -EBADMSG;
+        n_entries = shdr.sh_size / shdr.sh_entsize;
+
+        /* Pass 1: how many, and how much room for their names. */
+        for (size_t i = 0; i < n_entries; i++) {
+                GElf_Sym sym;
+                const char *name;
+
+                if (!gelf_getsym(data, (int) i, &sym))
+                        break;
+                name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+                if (!sym_wanted(&sym, name))
+                        continue;
+                n_raw++;
+                pool_size += strlen(name) + 1;
+        }
+        if (n_raw == 0)
+                return 0;
+
+        raw = calloc(n_raw, sizeof(RawSym));
+        pool = malloc(pool_size);
+        if (!raw || !pool)
+                return -ENOMEM;
+
+        /* Pass 2: copy them out. */
+        n = 0;
+        for (size_t i = 0; i < n_entries && n < n_raw; i++) {
+                GElf_Sym sym;
+                const char *name;
+                size_t len;
+
+                if (!gelf_getsym(data, (int) i, &sym))
+                        break;
+                name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+                if (!sym_wanted(&sym, name))
+                        continue;
+                len = strlen(name) + 1;
+                if (pool_used + len > pool_size)
+                        break;
+                memcpy(pool + pool_used, name, len);
+                raw[n++] = (RawSym) {
+                        .sym = {
+                                .addr = sym.st_value,
+                                .end = sym.st_size > UINT64_MAX - sym.st_value ? UINT64_MAX
+                                                                               : sym.st_value + sym.st_size,
+                                .name = pool + pool_used,
+                        },
+                        .section_end = sym.st_size == 0 ? section_end(elf, &sym) : 0,
+                        .rank = (uint8_t) bind_rank(GELF_ST_BIND(sym.st_info)),
+                };
+                pool_used += len;
+        }
+        n_raw = n;
+
+        qsort(raw, n_raw, sizeof(RawSym), rawsym_compare);
+
+        /* Fold aliases into the first (preferred) entry at each address. */
+        n = 0;
+        for (size_t i = 0; i < n_raw; i++) {
+                if (n > 0 && raw[n - 1].sym.addr == raw[i].sym.addr) {
+                        raw[n - 1].sym.end = MAX(raw[n - 1].sym.end, raw[i].sym.end);
+                        raw[n - 1].section_end = MAX(raw[n - 1].section_end, raw[i].section_end);
+                        continue;
+                }
+                raw[n++] = raw[i];
+        }
+
+        syms = calloc(n, sizeof(ElfSym));
+        if (!syms)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                ElfSym *e = &syms[i];
+
+                *e = raw[i].sym;
+                if (e->end == e->addr) {
+                        uint64_t bound = raw[i].section_end > e->addr ? raw[i].section_end
+                                                                      : e->addr + UNSIZED_SYMBOL_MAX;
+
+                        if (i + 1 < n)
+                                bound = MIN(bound, raw[i + 1].sym.addr);
+                        e->end = bound;
+                }
+                e->max_end = i > 0 ? MAX(syms[i - 1].max_end, e->end) : e->end;
+        }
+
+        free(s->syms);
+        free(s->pool);
+        s->syms = syms;
+        s->n_syms = n;
+        s->pool = TAKE_PTR(pool);
+        return 0;
+}
+
+static int load_elf(Elf *elf, ElfSymtab **ret) {
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
+        Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+        GElf_Ehdr ehdr;
+        size_t phnum = 0;
+        int r;
+
+        if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+                return -ENOEXEC;
+        if (elf_getphdrnum(elf, &phnum) < 0)
+                return -EBADMSG;
+
+        s = calloc(1, sizeof(ElfSymtab));
+        if (!s)
+                return -ENOMEM;
+
+        r = read_segments(elf, phnum, s);
+        if (r < 0)
+                return r;
+
+        r = read_build_id(elf, phnum, &s->build_id);
+        if (r < 0)
+                return r;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+
+                if (!gelf_getshdr(scn, &shdr))
+                        continue;
+                if (shdr.sh_type == SHT_SYMTAB && !symtab)
+                        symtab = scn;
+                else if (shdr.sh_type == SHT_DYNSYM && !dynsym)
+                        dynsym = scn;
+        }
+
+        if (symtab) {
+                r = read_symbols(elf, symtab, s);
+                if (r < 0)
+                        return r;
+                s->full_symtab = true;
+        } else if (dynsym) {
+                r = read_symbols(elf, dynsym, s);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int elf_symtab_load(int fd, ElfSymtab **ret) {
+        _cleanup_(elf_endp) Elf *elf = NULL;
+
+        if (fd < 0 || !ret)
+                return -EINVAL;
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -EOPNOTSUPP;
+
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -ENOEXEC;
+
+        return load_elf(elf, ret);
+}
+
+int elf_symtab_load_memory(const void *image, size_t size, ElfSymtab **ret) {
+        _cleanup_(elf_endp) Elf *elf = NULL;
+        _cleanup_free_ char *copy = NULL;
+
+        if (!image || size == 0 || !ret)
+                return -EINVAL;
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -EOPNOTSUPP;
+
+        /* elf_memory() wants a writable image. */
+        copy = malloc(size);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, image, size);
+
+        elf = elf_memory(copy, size);
+        if (!elf)
+                return -ENOEXEC;
+
+        return load_elf(elf, ret);
+}
+
+int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug) {
+        if (!s || !debug)
+                return -EINVAL;
+        /* A debug file of another build would give plausible, wrong names. */
+        if (s->build_id && debug->build_id && !streq(s->build_id, debug->build_id))
+                return -EINVAL;
+
+        free(s->syms);
+        free(s->pool);
+        s->syms = TAKE_PTR(debug->syms);
+        s->pool = TAKE_PTR(debug->pool);
+        s->n_syms = debug->n_syms;
+        s->full_symtab = debug->full_symtab;
+        debug->n_syms = 0;
+        debug->full_symtab = false;
+        return 0;
+}
+
+int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *ret_vaddr) {
+        if (!s)
+                return -EINVAL;
+
+        for (size_t i = 0; i < s->n_segments; i++) {
+                const ElfSegment *g = &s->segments[i];
+
+                if (offset >= g->offset && offset - g->offset < g->filesz) {
+                        if (ret_vaddr)
+                                *ret_vaddr = g->vaddr + (offset - g->offset);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+/* Walking back over nested symbols is cut short after this many steps. */
+#define NESTED_WALK_MAX 1024U
+
+const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset) {
+        size_t lo = 0, hi, i;
+
+        if (!s || s->n_syms == 0)
+                return NULL;
+
+        /* First entry with addr > vaddr. */
+        hi = s->n_syms;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (s->syms[mid].addr <= vaddr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0)
+                return NULL;
+
+        i = lo - 1;
+        for (unsigned steps = 0; steps < NESTED_WALK_MAX; steps++) {
+                const ElfSym *e = &s->syms[i];
+
+                if (vaddr < e->end) {
+                        if (ret_offset)
+                                *ret_offset = vaddr - e->addr;
+                        return e->name;
+                }
+                /* Does any entry before this one reach vaddr? */
+                if (i == 0 || s->syms[i - 1].max_end <= vaddr)
+                        return NULL;
+                i--;
+        }
+        return NULL;
+}

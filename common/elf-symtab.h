@@ -11,6 +11,8 @@ typedef struct ElfSymtab ElfSymtab;
 
 /* Reads everything it needs from fd (the fd is not kept). */
 int elf_symtab_load(int fd, ElfSymtab **ret);
+/* The same from an ELF image in memory (the vDSO); the image is copied, not kept. */
+int elf_symtab_load_memory(const void *image, size_t size, ElfSymtab **ret);
 ElfSymtab *elf_symtab_free(ElfSymtab *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ElfSymtab *, elf_symtab_free);
 

@@ -1,1 +1,344 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+
+#define READ_FULL_FILE_MAX ((size_t) 64 * 1024 * 1024)
+
+int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, allocated = 0;
+
+        if (!path || !ret)
+                return -EINVAL;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        /* Read until EOF rather than trusting st_size: procfs and sysfs files
+         * report 0. */
+        for (;;) {
+                ssize_t k;
+
+                if (allocated - len < 2) {
+                        size_t a = allocated == 0 ? 4096 : allocated * 2;
+                        char *b;
+
+                        if (allocated >= READ_FULL_FILE_MAX + 1)
+                                return -E2BIG;
+                        a = MIN(a, READ_FULL_FILE_MAX + 2);
+                        b = realloc(buf, a);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        allocated = a;
+                }
+
+                k = read(fd, buf + len, allocated - len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+                if (len > READ_FULL_FILE_MAX)
+                        return -E2BIG;
+        }
+
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = len;
+        return 0;
+}
+
+int read_full_file(const char *path, char **ret, size_t *ret_size) {
+        return read_full_file_at(AT_FDCWD, path, ret, ret_size);
+}
+
+int read_one_line_file(const char *path, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+        char *nl;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+
+        r = read_full_file(path, &buf, &size);
+        if (r < 0)
+                return r;
+
+        nl = memchr(buf, '\n', size);
+        if (nl)
+                *nl = 0;
+
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int write_string_file(const char *path, const char *s) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t n;
+        ssize_t k;
+
+        if (!path || !s)
+                return -EINVAL;
+
+        /* No O_CREAT, no O_TRUNC: the file must exist (a sysctl, a cgroup
+         * attribute), and it receives exactly one write() so that the kernel
+         * parses the whole value at once. */
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        n = strlen(s);
+        do
+                k = write(fd, s, n);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return negative_errno();
+        if ((size_t) k != n)
+                return -EIO;
+
+        if (close(TAKE_FD(fd)) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static bool component_is_valid(const char *s, size_t n) {
+        if (n == 0)
+                return false;
+        if (n == 1 && s[0] == '.')
+                return false;
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+                return false;
+        return true;
+}
+
+/* Opens the directory 'name' (one component) below dirfd, without following
+ * a symlink. */
+static int open_dir_nofollow(int dirfd, const char *name) {
+        struct stat st;
+        int fd;
+
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+                return fd;
+        if (errno != ELOOP && errno != ENOTDIR)
+                return negative_errno();
+
+        /* O_NOFOLLOW|O_DIRECTORY on a symlink gives ELOOP or ENOTDIR depending
+         * on the kernel: say -ELOOP for every symlink, -ENOTDIR for anything
+         * else that is not a directory. */
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                return -ELOOP;
+        return -ENOTDIR;
+}
+
+int mkdir_below(int dirfd, const char *relpath) {
+        _cleanup_free_ char *copy = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char *p;
+
+        if (!relpath || !*relpath || relpath[0] == '/')
+                return -EINVAL;
+        if (dirfd < 0 && dirfd != AT_FDCWD)
+                return -EBADF;
+
+        /* Check every component before creating anything. */
+        for (const char *s = relpath;;) {
+                size_t n = strcspn(s, "/");
+
+                if (!component_is_valid(s, n))
+                        return -EINVAL;
+                if (s[n] == 0)
+                        break;
+                s += n + 1;
+        }
+
+        copy = strdup(relpath);
+        if (!copy)
+                return -ENOMEM;
+
+        p = copy;
+        for (;;) {
+                char *slash = strchr(p, '/');
+                int parent = fd >= 0 ? fd : dirfd;
+                int nfd = -EBADF;
+
+                if (slash)
+                        *slash = 0;
+
+                /* Try to open first, create on ENOENT. Someone else may create
+                 * (EEXIST) or even remove the directory meanwhile: retry a few
+                 * times. */
+                for (unsigned attempt = 0;; attempt++) {
+                        nfd = open_dir_nofollow(parent, p);
+                        if (nfd != -ENOENT || attempt >= 3)
+                                break;
+
+                        if (mkdirat(parent, p, 0755) < 0 && errno != EEXIST)
+                                return negative_errno();
+                }
+                if (nfd < 0)
+                        return nfd;
+
+                safe_close(fd);
+                fd = nfd;
+
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+
+        return TAKE_FD(fd);
+}
+
+int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *copy = NULL;
+        struct stat st;
+        char *p;
+
+        if (!path || !*path)
+                return -EINVAL;
+
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+
+        /* Create every prefix ending before a '/', then the path itself. */
+        for (p = copy + strspn(copy, "/");; p++) {
+                p += strcspn(p, "/");
+                if (*p == 0)
+                        break;
+
+                *p = 0;
+                if (mkdir(copy, mode) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *p = '/';
+                p += strspn(p, "/") - 1;
+        }
+
+        if (mkdir(copy, mode) >= 0)
+                return 0;
+        if (errno != EEXIST)
+                return negative_errno();
+
+        if (stat(copy, &st) < 0)
+                return negative_errno();
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        return 0;
+}
+
+static void random_suffix(char buf[static 7]) {
+        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        static uint64_t counter = 0;
+        uint8_t bytes[6];
+        uint64_t x = 0;
+
+        if (getrandom(bytes, sizeof(bytes), GRND_NONBLOCK) != (ssize_t) sizeof(bytes)) {
+                /* Uniqueness is enforced by O_EXCL; this only has to differ between attempts. */
+                x = ((uint64_t) getpid() << 20) ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^
+                    (uint64_t) (uintptr_t) &x;
+                for (size_t i = 0; i < sizeof(bytes); i++) {
+                        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+                        bytes[i] = (uint8_t) (x >> 56);
+                }
+        }
+
+        for (size_t i = 0; i < 6; i++)
+                buf[i] = alphabet[bytes[i] % (sizeof(alphabet) - 1)];
+        buf[6] = 0;
+}
+
+int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *userdata) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *tmp = NULL;
+        int fd = -EBADF, r;
+
+        if (!name || !cb || strchr(name, '/') || !component_is_valid(name, strlen(name)))
+                return -EINVAL;
+
+        for (unsigned attempt = 0;; attempt++) {
+                char suffix[7];
+
+                random_suffix(suffix);
+                free(tmp);
+                if (asprintf(&tmp, ".#%s.%s", name, suffix) < 0) {
+                        tmp = NULL;
+                        return -ENOMEM;
+                }
+
+                fd = openat(dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd >= 0)
+                        break;
+                if (errno != EEXIST || attempt >= 16)
+                        return negative_errno();
+        }
+
+        /* The mode does not depend on the umask: reports are meant to be read. */
+        if (fchmod(fd, 0644) < 0) {
+                r = negative_errno();
+                safe_close(fd);
+                goto fail;
+        }
+
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = negative_errno();
+                safe_close(fd);
+                goto fail;
+        }
+
+        r = cb(f, userdata);
+        if (r < 0)
+                goto fail;
+
+        if (fflush(f) != 0 || ferror(f)) {
+                r = errno > 0 ? -errno : -EIO;
+                goto fail;
+        }
+        if (fsync(fileno(f)) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        r = fclose(TAKE_PTR(f));
+        if (r != 0) {
+                r = negative_errno();
+                goto fail;
+        }
+
+        if (renameat(dirfd, tmp, dirfd, name) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+
+        /* Make the rename durable too; best effort (dirfd may be an O_PATH fd). */
+        if (dirfd >= 0)
+                (void) fsync(dirfd);
+        return 0;
+
+fail:
+        (void) unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
+static int write_string_cb(FILE *f, void *userdata) {
+        if (fputs(userdata, f) == EOF)
+                return negative_errno();
+        return 0;
+}
+
+int write_string_file_atomic_at(int dirfd, const char *name, const char *s) {
+        if (!s)
+                return -EINVAL;
+        return write_file_atomic_at(dirfd, name, write_string_cb, (void *) s);
+}

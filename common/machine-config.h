@@ -5,9 +5,12 @@
 
 /* machineConfig: perf-related sysctls. The original value of each setting is
  * saved in STATE_DIR/machine-config.json before the first write, so that a
- * crash and restart still restores the true originals. */
+ * crash and restart still restores the true originals. The file also records
+ * the kernel boot ID: one saved in an earlier boot is stale (the kernel reset
+ * the sysctls) and its originals are taken afresh from the node. */
 
 #define MACHINE_CONFIG_STATE_FILE "machine-config.json"
+#define MACHINE_CONFIG_SYSCTL_ROOT "/proc/sys" /* also what sysctl_root == NULL means */
 
 typedef enum MachineChange {
         MACHINE_CHANGE_APPLY,   /* set because the config asks for it */
@@ -23,7 +26,8 @@ typedef void (*MachineChangeCallback)(const char *name, const char *old_value, c
 
 /* Sysctl name -> path below sysctl_root ("kernel.perf_event_paranoid" ->
  * "<root>/kernel/perf_event_paranoid"). Refuses names that are not
- * allow-listed or contain '/' or "..". */
+ * allow-listed or contain '/' or "..": -EINVAL for a malformed name (only
+ * [a-z0-9_.] is allowed), -EPERM for one not in the allow-list. */
 int sysctl_path(const char *sysctl_root, const char *name, char **ret);
 
 /* Brings the sysctls to the settings: saves originals first, writes values

@@ -1,1 +1,582 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <endian.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "profile-data.h"
+#include "template.h"
+
+/* Frames and stacks are looked up through open-addressing hash tables
+ * (linear probing, at most half full) that map a key to an index into
+ * d->frames or d->stacks. Names come from the profiled programs, so the hash
+ * is SipHash-1-3 with a random key: a binary with crafted symbol names cannot
+ * turn lookups quadratic.
+ *
+ * Strings are stored as valid UTF-8 (invalid bytes become U+FFFD), so that
+ * every report format (JSON, pprof's proto3 strings) can carry them. */
+
+typedef struct SipHash {
+        uint64_t v0, v1, v2, v3;
+        uint64_t padding;
+        size_t n_padding;
+        size_t inlen;
+} SipHash;
+
+#define ROTL64(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+
+static inline void sipround(SipHash *s) {
+        s->v0 += s->v1;
+        s->v1 = ROTL64(s->v1, 13);
+        s->v1 ^= s->v0;
+        s->v0 = ROTL64(s->v0, 32);
+        s->v2 += s->v3;
+        s->v3 = ROTL64(s->v3, 16);
+        s->v3 ^= s->v2;
+        s->v0 += s->v3;
+        s->v3 = ROTL64(s->v3, 21);
+        s->v3 ^= s->v0;
+        s->v2 += s->v1;
+        s->v1 = ROTL64(s->v1, 17);
+        s->v1 ^= s->v2;
+        s->v2 = ROTL64(s->v2, 32);
+}
+
+static void siphash_init(SipHash *s, const uint64_t key[static 2]) {
+        *s = (SipHash) {
+                .v0 = UINT64_C(0x736f6d6570736575) ^ key[0],
+                .v1 = UINT64_C(0x646f72616e646f6d) ^ key[1],
+                .v2 = UINT64_C(0x6c7967656e657261) ^ key[0],
+                .v3 = UINT64_C(0x7465646279746573) ^ key[1],
+        };
+}
+
+static inline void siphash_block(SipHash *s, uint64_t m) {
+        s->v3 ^= m;
+        sipround(s);
+        s->v0 ^= m;
+}
+
+static void siphash_compress(SipHash *s, const void *data, size_t n) {
+        const uint8_t *p = data;
+
+        s->inlen += n;
+
+        if (s->n_padding > 0) {
+                for (; n > 0 && s->n_padding < 8; n--)
+                        s->padding |= (uint64_t) *p++ << (8 * s->n_padding++);
+                if (s->n_padding < 8)
+                        return;
+                siphash_block(s, s->padding);
+                s->padding = 0;
+                s->n_padding = 0;
+        }
+
+        for (; n >= 8; n -= 8, p += 8) {
+                uint64_t m;
+
+                memcpy(&m, p, sizeof(m));
+                siphash_block(s, le64toh(m));
+        }
+
+        for (; n > 0; n--)
+                s->padding |= (uint64_t) *p++ << (8 * s->n_padding++);
+}
+
+static uint64_t siphash_finalize(SipHash *s) {
+        uint64_t b = ((uint64_t) s->inlen << 56) | s->padding;
+
+        siphash_block(s, b);
+        s->v2 ^= 0xff;
+        sipround(s);
+        sipround(s);
+        sipround(s);
+        return s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+typedef struct Slot {
+        uint32_t entry; /* index + 1; 0: empty */
+        uint32_t hash;  /* low 32 bits of the hash: probe start and quick compare */
+} Slot;
+
+typedef struct Index {
+        Slot *slots;
+        size_t n_slots; /* 0 or a power of two */
+        size_t n_used;
+        uint64_t key[2];
+} Index;
+
+typedef bool (*EntryEqualFunc)(const ProfileData *d, uint32_t entry, const void *key);
+
+static Index *index_new(void) {
+        Index *ix = calloc(1, sizeof(Index));
+
+        if (!ix)
+                return NULL;
+
+        if (getrandom(ix->key, sizeof(ix->key), GRND_NONBLOCK) != (ssize_t) sizeof(ix->key)) {
+                /* Early boot without entropy: a weaker key still spreads normal input well. */
+                struct timespec ts = {};
+
+                (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+                ix->key[0] = ((uint64_t) ts.tv_sec << 32) ^ (uint64_t) ts.tv_nsec;
+                ix->key[0] ^= (uint64_t) (uintptr_t) ix;
+                ix->key[1] = ((uint64_t) getpid() << 32) ^ UINT64_C(0x9E3779B97F4A7C15);
+        }
+        return ix;
+}
+
+static Index *index_free(Index *ix) {
+        if (ix)
+                free(ix->slots);
+        free(ix);
+        return NULL;
+}
+
+/* The slot holding an entry equal to key, or the empty slot where it belongs. */
+static Slot *index_lookup(const Index *ix, uint32_t hash, EntryEqualFunc eq, const ProfileData *d,
+                          const void *key) {
+        size_t mask = ix->n_slots - 1;
+
+        for (size_t i = hash & mask;; i = (i + 1) & mask) {
+                Slot *s = ix->slots + i;
+
+                if (s->entry == 0)
+                        return s;
+                if (s->hash == hash && eq(d, s->entry - 1, key))
+                        return s;
+        }
+}
+
+/* Makes room for one more entry, keeping the table at most half full. */
+static int index_reserve(Index *ix) {
+        size_t n_slots, mask;
+        Slot *slots;
+
+        if ((ix->n_used + 1) * 2 <= ix->n_slots)
+                return 0;
+
+        n_slots = ix->n_slots == 0 ? 64 : ix->n_slots * 2;
+        if (n_slots > (size_t) UINT32_MAX + 1)
+                return -E2BIG;
+        slots = calloc(n_slots, sizeof(Slot));
+        if (!slots)
+                return -ENOMEM;
+
+        mask = n_slots - 1;
+        for (size_t i = 0; i < ix->n_slots; i++) {
+                Slot *s = ix->slots + i;
+                size_t j;
+
+                if (s->entry == 0)
+                        continue;
+                for (j = s->hash & mask; slots[j].entry != 0; j = (j + 1) & mask)
+                        ;
+                slots[j] = *s;
+        }
+
+        free(ix->slots);
+        ix->slots = slots;
+        ix->n_slots = n_slots;
+        return 0;
+}
+
+static int grow_array(void **array, size_t *allocated, size_t need, size_t size) {
+        size_t a;
+        void *p;
+
+        if (need <= *allocated)
+                return 0;
+
+        a = MAX(need, *allocated * 2);
+        a = MAX(a, (size_t) 16);
+        if (a > SIZE_MAX / size)
+                return -ENOMEM;
+        p = realloc(*array, a * size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *allocated = a;
+        return 0;
+}
+
+ProfileData *profile_data_new(void) {
+        ProfileData *d = calloc(1, sizeof(ProfileData));
+
+        if (!d)
+                return NULL;
+
+        d->frame_index = index_new();
+        d->stack_index = index_new();
+        if (!d->frame_index || !d->stack_index)
+                return profile_data_free(d);
+        return d;
+}
+
+ProfileData *profile_data_free(ProfileData *d) {
+        if (!d)
+                return NULL;
+
+        for (size_t i = 0; i < d->n_frames; i++) {
+                free(d->frames[i].name);
+                free(d->frames[i].module);
+        }
+        free(d->frames);
+
+        for (size_t i = 0; i < d->n_processes; i++) {
+                free(d->processes[i].comm);
+                free(d->processes[i].cmdline);
+        }
+        free(d->processes);
+
+        for (size_t i = 0; i < d->n_stacks; i++)
+                free(d->stacks[i].frames);
+        free(d->stacks);
+
+        index_free(d->frame_index);
+        index_free(d->stack_index);
+        free(d);
+        return NULL;
+}
+
+static bool utf8_is_valid(const char *s) {
+        for (size_t k; *s; s += k) {
+                k = utf8_valid_char_len(s);
+                if (k == 0)
+                        return false;
+        }
+        return true;
+}
+
+/* A malloc()ed valid UTF-8 copy of s. */
+static char *strdup_utf8(const char *s) {
+        return utf8_is_valid(s) ? strdup(s) : utf8_make_valid(s);
+}
+
+typedef struct FrameKey {
+        const char *name;
+        const char *module;
+        FrameKind kind;
+} FrameKey;
+
+static bool frame_equal(const ProfileData *d, uint32_t entry, const void *key) {
+        const FrameKey *k = key;
+        const Frame *f = d->frames + entry;
+
+        return f->kind == k->kind && streq(f->name, k->name) && streq_ptr(f->module, k->module);
+}
+
+static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
+        uint8_t kind = (uint8_t) k->kind, has_module = !!k->module;
+        SipHash s;
+
+        siphash_init(&s, ix->key);
+        siphash_compress(&s, k->name, strlen(k->name) + 1);
+        siphash_compress(&s, &has_module, 1);
+        if (k->module)
+                siphash_compress(&s, k->module, strlen(k->module) + 1);
+        siphash_compress(&s, &kind, 1);
+        return (uint32_t) siphash_finalize(&s);
+}
+
+int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
+                              uint32_t *ret_index) {
+        _cleanup_free_ char *valid_name = NULL, *valid_module = NULL;
+        _cleanup_free_ char *n = NULL, *m = NULL;
+        Index *ix;
+        FrameKey key;
+        uint32_t hash;
+        Slot *slot;
+        int r;
+
+        if (!d || !name || kind < 0 || kind >= _FRAME_KIND_MAX)
+                return -EINVAL;
+
+        /* The common case, a frame seen before with a valid name, allocates nothing. */
+        if (!utf8_is_valid(name)) {
+                valid_name = utf8_make_valid(name);
+                if (!valid_name)
+                        return -ENOMEM;
+                name = valid_name;
+        }
+        if (module && !utf8_is_valid(module)) {
+                valid_module = utf8_make_valid(module);
+                if (!valid_module)
+                        return -ENOMEM;
+                module = valid_module;
+        }
+
+        ix = d->frame_index;
+        key = (FrameKey) { .name = name, .module = module, .kind = kind };
+        hash = frame_hash(ix, &key);
+
+        if (ix->n_slots > 0) {
+                slot = index_lookup(ix, hash, frame_equal, d, &key);
+                if (slot->entry != 0) {
+                        if (ret_index)
+                                *ret_index = slot->entry - 1;
+                        return 0;
+                }
+        }
+
+        if (d->n_frames >= UINT32_MAX - 1)
+                return -E2BIG;
+
+        n = strdup(name);
+        if (!n)
+                return -ENOMEM;
+        if (module) {
+                m = strdup(module);
+                if (!m)
+                        return -ENOMEM;
+        }
+
+        r = grow_array((void **) &d->frames, &d->allocated_frames, d->n_frames + 1, sizeof(Frame));
+        if (r < 0)
+                return r;
+        r = index_reserve(ix);
+        if (r < 0)
+                return r;
+
+        slot = index_lookup(ix, hash, frame_equal, d, &key);
+        d->frames[d->n_frames] = (Frame) {
+                .name = TAKE_PTR(n),
+                .module = TAKE_PTR(m),
+                .kind = kind,
+        };
+        *slot = (Slot) { .entry = (uint32_t) d->n_frames + 1, .hash = hash };
+        ix->n_used++;
+
+        if (ret_index)
+                *ret_index = (uint32_t) d->n_frames;
+        d->n_frames++;
+        return 0;
+}
+
+int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline,
+                             uint32_t *ret_index) {
+        _cleanup_free_ char *c = NULL, *l = NULL;
+        int r;
+
+        if (!d)
+                return -EINVAL;
+        if (d->n_processes >= UINT32_MAX)
+                return -E2BIG;
+
+        c = strdup_utf8(comm ?: "[unknown]");
+        if (!c)
+                return -ENOMEM;
+        if (cmdline) {
+                l = strdup_utf8(cmdline);
+                if (!l)
+                        return -ENOMEM;
+        }
+
+        r = grow_array((void **) &d->processes, &d->allocated_processes, d->n_processes + 1,
+                       sizeof(ProfileProcess));
+        if (r < 0)
+                return r;
+
+        d->processes[d->n_processes] = (ProfileProcess) {
+                .pid = pid,
+                .comm = TAKE_PTR(c),
+                .cmdline = TAKE_PTR(l),
+        };
+        if (ret_index)
+                *ret_index = (uint32_t) d->n_processes;
+        d->n_processes++;
+        return 0;
+}
+
+typedef struct StackKey {
+        uint32_t process;
+        const uint32_t *frames;
+        uint32_t n_frames;
+} StackKey;
+
+static bool stack_equal(const ProfileData *d, uint32_t entry, const void *key) {
+        const StackKey *k = key;
+        const ProfileStack *s = d->stacks + entry;
+
+        return s->process == k->process && s->n_frames == k->n_frames &&
+               (k->n_frames == 0 || memcmp(s->frames, k->frames, k->n_frames * sizeof(uint32_t)) == 0);
+}
+
+static uint32_t stack_hash(const Index *ix, const StackKey *k) {
+        SipHash s;
+
+        siphash_init(&s, ix->key);
+        siphash_compress(&s, &k->process, sizeof(k->process));
+        siphash_compress(&s, &k->n_frames, sizeof(k->n_frames));
+        if (k->n_frames > 0)
+                siphash_compress(&s, k->frames, k->n_frames * sizeof(uint32_t));
+        return (uint32_t) siphash_finalize(&s);
+}
+
+int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames,
+                           uint64_t count) {
+        _cleanup_free_ uint32_t *copy = NULL;
+        Index *ix;
+        StackKey key;
+        uint32_t hash;
+        Slot *slot;
+        int r;
+
+        if (!d || process >= d->n_processes || (n_frames > 0 && !frames))
+                return -EINVAL;
+        if (n_frames > UINT32_MAX)
+                return -E2BIG;
+        for (size_t i = 0; i < n_frames; i++)
+                if (frames[i] >= d->n_frames)
+                        return -EINVAL;
+
+        ix = d->stack_index;
+        key = (StackKey) { .process = process, .frames = frames, .n_frames = (uint32_t) n_frames };
+        hash = stack_hash(ix, &key);
+
+        if (ix->n_slots > 0) {
+                slot = index_lookup(ix, hash, stack_equal, d, &key);
+                if (slot->entry != 0) {
+                        d->stacks[slot->entry - 1].count += count;
+                        d->processes[process].samples += count;
+                        return 0;
+                }
+        }
+
+        if (d->n_stacks >= UINT32_MAX - 1)
+                return -E2BIG;
+
+        if (n_frames > 0) {
+                copy = malloc(n_frames * sizeof(uint32_t));
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, frames, n_frames * sizeof(uint32_t));
+        }
+
+        r = grow_array((void **) &d->stacks, &d->allocated_stacks, d->n_stacks + 1, sizeof(ProfileStack));
+        if (r < 0)
+                return r;
+        r = index_reserve(ix);
+        if (r < 0)
+                return r;
+
+        slot = index_lookup(ix, hash, stack_equal, d, &key);
+        d->stacks[d->n_stacks] = (ProfileStack) {
+                .process = process,
+                .frames = TAKE_PTR(copy),
+                .n_frames = (uint32_t) n_frames,
+                .count = count,
+        };
+        *slot = (Slot) { .entry = (uint32_t) d->n_stacks + 1, .hash = hash };
+        ix->n_used++;
+        d->n_stacks++;
+
+        d->processes[process].samples += count;
+        return 0;
+}
+
+uint64_t profile_data_total(const ProfileData *d) {
+        uint64_t total = 0;
+
+        if (!d)
+                return 0;
+        for (size_t i = 0; i < d->n_stacks; i++)
+                total += d->stacks[i].count;
+        return total;
+}
+
+static int top_function_compare(const void *a, const void *b, void *userdata) {
+        const TopFunction *x = a, *y = b;
+        const ProfileData *d = userdata;
+        const Frame *fx = d->frames + x->frame, *fy = d->frames + y->frame;
+        int r;
+
+        r = CMP(y->self, x->self);
+        if (r != 0)
+                return r;
+        r = CMP(y->total, x->total);
+        if (r != 0)
+                return r;
+        r = strcmp(fx->name, fy->name);
+        if (r != 0)
+                return r;
+        /* Same name, different module or kind: keep the order stable anyway. */
+        r = strcmp(strempty(fx->module), strempty(fy->module));
+        if (r != 0)
+                return r;
+        r = CMP(fx->kind, fy->kind);
+        if (r != 0)
+                return r;
+        return CMP(x->frame, y->frame);
+}
+
+int profile_data_top_functions(const ProfileData *d, size_t max, TopFunction **ret, size_t *ret_n) {
+        _cleanup_free_ uint64_t *self = NULL, *total = NULL;
+        _cleanup_free_ size_t *last_stack = NULL;
+        _cleanup_free_ TopFunction *top = NULL;
+        size_t n = 0;
+
+        if (!d || !ret || !ret_n)
+                return -EINVAL;
+
+        if (d->n_frames > 0) {
+                self = calloc(d->n_frames, sizeof(uint64_t));
+                total = calloc(d->n_frames, sizeof(uint64_t));
+                last_stack = calloc(d->n_frames, sizeof(size_t));
+                if (!self || !total || !last_stack)
+                        return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (s->n_frames == 0)
+                        continue;
+
+                self[s->frames[s->n_frames - 1]] += s->count;
+
+                /* Inclusive samples count a frame once per stack, so that
+                 * recursion does not count a sample several times. */
+                for (uint32_t j = 0; j < s->n_frames; j++) {
+                        uint32_t f = s->frames[j];
+
+                        if (last_stack[f] == i + 1)
+                                continue;
+                        last_stack[f] = i + 1;
+                        total[f] += s->count;
+                }
+        }
+
+        for (size_t i = 0; i < d->n_frames; i++)
+                if (total[i] > 0)
+                        n++;
+
+        if (n > 0) {
+                size_t k = 0;
+
+                top = calloc(n, sizeof(TopFunction));
+                if (!top)
+                        return -ENOMEM;
+                for (size_t i = 0; i < d->n_frames; i++)
+                        if (total[i] > 0)
+                                top[k++] = (TopFunction) {
+                                        .frame = (uint32_t) i,
+                                        .self = self[i],
+                                        .total = total[i],
+                                };
+
+                qsort_r(top, n, sizeof(TopFunction), top_function_compare, (void *) d);
+
+                if (max > 0 && n > max) {
+                        TopFunction *t;
+
+                        n = max;
+                        t = realloc(top, n * sizeof(TopFunction));
+                        if (t)
+                                top = t;
+                }
+        }
+
+        *ret = TAKE_PTR(top);
+        *ret_n = n;
+        return 0;
+}

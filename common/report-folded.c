@@ -1,1 +1,185 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
+#include "report.h"
+
+/* Collapsed stacks, as read by flamegraph.pl, inferno and speedscope:
+ *
+ *     comm;root;...;leaf count
+ *
+ * Names are rendered once: ';' (the separator), control characters (newline
+ * included) become '_'; an empty name becomes "[unknown]"; kernel frames get
+ * "_[k]". Spaces stay: the readers split the count off at the last space.
+ *
+ * Every distinct rendered name gets an ID, so two stacks render to the same
+ * line exactly when their ID sequences are equal (';' never occurs inside a
+ * name, so a line splits into names one way only). Stacks are sorted by
+ * their rendered text, comparing IDs while they are equal and the strings
+ * where they differ, and runs of equal lines are merged: stacks of different
+ * processes with the same comm, or of frames that differ only in their
+ * module, become one line. */
+
+typedef struct FoldedContext {
+        const ProfileData *d;
+        uint32_t *ids;      /* the ID of each rendered name: frames, then the comm of each process */
+        const char **by_id; /* the rendered name of each ID */
+} FoldedContext;
+
+static char *render_name(const char *name, bool kernel) {
+        size_t n;
+        char *r;
+
+        if (!name || !*name)
+                name = "[unknown]";
+
+        n = strlen(name);
+        r = malloc(n + (kernel ? 4 : 0) + 1);
+        if (!r)
+                return NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) name[i];
+                r[i] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char) c;
+        }
+        if (kernel)
+                memcpy(r + n, "_[k]", 4);
+        r[n + (kernel ? 4 : 0)] = 0;
+        return r;
+}
+
+static int name_compare(const void *a, const void *b, void *userdata) {
+        char **names = userdata;
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+        return strcmp(names[x], names[y]);
+}
+
+static uint32_t stack_segment(const FoldedContext *c, const ProfileStack *s, size_t k) {
+        if (k == 0)
+                return c->ids[c->d->n_frames + s->process];
+        return c->ids[s->frames[k - 1]];
+}
+
+/* Compares two lines at the first segment where they differ: x and y are
+ * different strings, each followed by ';' when more_x/more_y, else by the end. */
+static int segment_compare(const char *x, const char *y, bool more_x, bool more_y) {
+        size_t i = 0;
+
+        while (x[i] && x[i] == y[i])
+                i++;
+
+        if (x[i] && y[i])
+                return CMP((unsigned char) x[i], (unsigned char) y[i]);
+        if (!x[i]) /* x is a prefix of y: what follows x decides */
+                return !more_x ? -1 : CMP((unsigned char) ';', (unsigned char) y[i]);
+        return !more_y ? 1 : CMP((unsigned char) x[i], (unsigned char) ';');
+}
+
+static int stack_compare(const void *a, const void *b, void *userdata) {
+        const FoldedContext *c = userdata;
+        const ProfileStack *x = c->d->stacks + *(const size_t *) a, *y = c->d->stacks + *(const size_t *) b;
+        size_t nx = (size_t) x->n_frames + 1, ny = (size_t) y->n_frames + 1;
+
+        for (size_t k = 0; k < MIN(nx, ny); k++) {
+                uint32_t ix = stack_segment(c, x, k), iy = stack_segment(c, y, k);
+
+                if (ix != iy)
+                        return segment_compare(c->by_id[ix], c->by_id[iy], k + 1 < nx, k + 1 < ny);
+        }
+
+        /* One is a prefix of the other (or both are equal). */
+        return CMP(nx, ny);
+}
+
+static bool stack_same_line(const FoldedContext *c, const ProfileStack *x, const ProfileStack *y) {
+        if (x->n_frames != y->n_frames)
+                return false;
+        for (size_t k = 0; k <= x->n_frames; k++)
+                if (stack_segment(c, x, k) != stack_segment(c, y, k))
+                        return false;
+        return true;
+}
+
+static int write_line(FILE *f, const FoldedContext *c, const ProfileStack *s, uint64_t count) {
+        for (size_t k = 0; k <= s->n_frames; k++) {
+                if (k > 0)
+                        fputc(';', f);
+                fputs(c->by_id[stack_segment(c, s, k)], f);
+        }
+        fprintf(f, " %" PRIu64 "\n", count);
+        return ferror(f) ? -EIO : 0;
+}
+
+int report_write_folded(FILE *f, const ProfileData *d) {
+        _cleanup_free_ uint32_t *order = NULL, *ids = NULL;
+        _cleanup_free_ const char **by_id = NULL;
+        _cleanup_free_ size_t *stacks = NULL;
+        size_t n_names, n_ids = 0;
+        char **names = NULL;
+        FoldedContext c;
+        int r;
+
+        if (!f || !d)
+                return -EINVAL;
+        if (d->n_stacks == 0)
+                return 0;
+
+        n_names = d->n_frames + d->n_processes;
+        names = calloc(n_names, sizeof(char *));
+        order = calloc(n_names, sizeof(uint32_t));
+        ids = calloc(n_names, sizeof(uint32_t));
+        by_id = calloc(n_names, sizeof(char *));
+        stacks = calloc(d->n_stacks, sizeof(size_t));
+        if (!names || !order || !ids || !by_id || !stacks) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        for (size_t i = 0; i < n_names; i++) {
+                if (i < d->n_frames)
+                        names[i] = render_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL);
+                else
+                        names[i] = render_name(d->processes[i - d->n_frames].comm, false);
+                if (!names[i]) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                order[i] = (uint32_t) i;
+        }
+
+        /* One ID per distinct rendered name. */
+        qsort_r(order, n_names, sizeof(uint32_t), name_compare, names);
+        for (size_t i = 0; i < n_names; i++) {
+                if (i == 0 || !streq(names[order[i]], names[order[i - 1]]))
+                        by_id[n_ids++] = names[order[i]];
+                ids[order[i]] = (uint32_t) n_ids - 1;
+        }
+
+        c = (FoldedContext) { .d = d, .ids = ids, .by_id = by_id };
+
+        for (size_t i = 0; i < d->n_stacks; i++)
+                stacks[i] = i;
+        qsort_r(stacks, d->n_stacks, sizeof(size_t), stack_compare, &c);
+
+        r = 0;
+        for (size_t i = 0; i < d->n_stacks;) {
+                const ProfileStack *s = d->stacks + stacks[i];
+                uint64_t count = 0;
+
+                for (; i < d->n_stacks && stack_same_line(&c, s, d->stacks + stacks[i]); i++)
+                        count += d->stacks[stacks[i]].count;
+
+                if (count == 0)
+                        continue;
+                r = write_line(f, &c, s, count);
+                if (r < 0)
+                        break;
+        }
+
+finish:
+        if (names)
+                for (size_t i = 0; i < n_names; i++)
+                        free(names[i]);
+        free(names);
+        return r;
+}

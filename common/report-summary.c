@@ -1,1 +1,286 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cjson/cJSON.h>
+#include <time.h>
+
+#include "report.h"
+
+#define SUMMARY_TOP_FUNCTIONS 20
+
+static void cjson_deletep(cJSON **j) {
+        if (*j)
+                cJSON_Delete(*j);
+}
+#define _cleanup_cjson_ _cleanup_(cjson_deletep)
+
+static void cjson_freep(char **p) {
+        if (*p)
+                cJSON_free(*p);
+}
+
+/* cJSON returns NULL when it cannot allocate: fail the whole summary. */
+#define ADD_OR_ENOMEM(expr)                                                                   \
+        do {                                                                                  \
+                if (!(expr))                                                                  \
+                        return -ENOMEM;                                                       \
+        } while (0)
+
+static cJSON *add_string_or_null(cJSON *o, const char *key, const char *value) {
+        return value ? cJSON_AddStringToObject(o, key, value) : cJSON_AddNullToObject(o, key);
+}
+
+/* RFC 3339, UTC, milliseconds: "2024-05-06T07:08:09.123Z". */
+static int format_rfc3339(uint64_t usec, char buf[static 32]) {
+        time_t sec = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        size_t n;
+
+        if (!gmtime_r(&sec, &tm))
+                return -EOVERFLOW;
+        n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (n == 0 || n + 6 > 32)
+                return -EOVERFLOW;
+        (void) snprintf(buf + n, 32 - n, ".%03uZ", (unsigned) ((usec % USEC_PER_SEC) / USEC_PER_MSEC));
+        return 0;
+}
+
+/* part/whole in percent, rounded half up to 2 decimals; integer arithmetic
+ * (no libm, no overflow). */
+static double percent(uint64_t part, uint64_t whole) {
+        unsigned __int128 hundredths;
+
+        if (whole == 0)
+                return 0;
+        hundredths = ((unsigned __int128) part * 20000 + whole) / ((unsigned __int128) whole * 2);
+        return (double) hundredths / 100.0;
+}
+
+static const char *frame_kind_to_string(FrameKind k) {
+        switch (k) {
+        case FRAME_USER:
+                return "user";
+        case FRAME_KERNEL:
+                return "kernel";
+        default:
+                return "unknown";
+        }
+}
+
+static int process_compare(const void *a, const void *b, void *userdata) {
+        const ProfileData *d = userdata;
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        const ProfileProcess *x = d->processes + i, *y = d->processes + j;
+        int r;
+
+        r = CMP(y->samples, x->samples);
+        if (r != 0)
+                return r;
+        r = CMP(x->pid, y->pid);
+        if (r != 0)
+                return r;
+        r = strcmp(strempty(x->comm), strempty(y->comm));
+        if (r != 0)
+                return r;
+        return CMP(i, j);
+}
+
+static int add_samples(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info, uint64_t total) {
+        cJSON *samples, *per_cpu;
+        uint64_t kernel = 0, expected;
+
+        samples = cJSON_AddObjectToObject(root, "samples");
+        if (!samples)
+                return -ENOMEM;
+
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "total", (double) total));
+
+        per_cpu = cJSON_AddArrayToObject(samples, "perCpu");
+        if (!per_cpu)
+                return -ENOMEM;
+        for (size_t i = 0; info->samples_per_cpu && i < info->n_cpus; i++) {
+                cJSON *n = cJSON_CreateNumber((double) info->samples_per_cpu[i]);
+                if (!n)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(per_cpu, n);
+                kernel += info->samples_per_cpu[i];
+        }
+
+        /* Without overflow: frequency × usec can exceed 2^64. */
+        expected = (uint64_t) (((unsigned __int128) info->frequency * info->cpu_usage_usec +
+                                USEC_PER_SEC / 2) / USEC_PER_SEC);
+
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "kernel", (double) kernel));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "lost", (double) info->lost));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "excluded", (double) info->excluded));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "expected", (double) expected));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "cpuUsageSec",
+                                              (double) info->cpu_usage_usec / (double) USEC_PER_SEC));
+        return 0;
+}
+
+static int add_top_functions(cJSON *root, const ProfileData *d, uint64_t total) {
+        _cleanup_free_ TopFunction *top = NULL;
+        size_t n_top = 0;
+        cJSON *array;
+        int r;
+
+        r = profile_data_top_functions(d, SUMMARY_TOP_FUNCTIONS, &top, &n_top);
+        if (r < 0)
+                return r;
+
+        array = cJSON_AddArrayToObject(root, "topFunctions");
+        if (!array)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n_top; i++) {
+                const Frame *fr = d->frames + top[i].frame;
+                cJSON *o = cJSON_CreateObject();
+
+                if (!o)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(array, o);
+
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "name", fr->name));
+                ADD_OR_ENOMEM(add_string_or_null(o, "module", fr->module));
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "kind", frame_kind_to_string(fr->kind)));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "self", (double) top[i].self));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "selfPercent", percent(top[i].self, total)));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "total", (double) top[i].total));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "totalPercent", percent(top[i].total, total)));
+        }
+        return 0;
+}
+
+static int add_processes(cJSON *root, const ProfileData *d) {
+        _cleanup_free_ size_t *order = NULL;
+        cJSON *array;
+
+        array = cJSON_AddArrayToObject(root, "processes");
+        if (!array)
+                return -ENOMEM;
+        if (d->n_processes == 0)
+                return 0;
+
+        order = calloc(d->n_processes, sizeof(size_t));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                order[i] = i;
+        qsort_r(order, d->n_processes, sizeof(size_t), process_compare, (void *) d);
+
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const ProfileProcess *p = d->processes + order[i];
+                cJSON *o = cJSON_CreateObject();
+
+                if (!o)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(array, o);
+
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "pid", (double) p->pid));
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "comm", strempty(p->comm)));
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "cmdline", strempty(p->cmdline)));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
+        }
+        return 0;
+}
+
+static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info) {
+        uint64_t total = profile_data_total(d);
+        double duration = 0.0, unsymbolized = 0.0;
+        char start[32], end[32];
+        cJSON *files;
+        int r;
+
+        ADD_OR_ENOMEM(add_string_or_null(root, "session", info->session_id));
+        ADD_OR_ENOMEM(add_string_or_null(root, "profile", info->profile));
+        ADD_OR_ENOMEM(add_string_or_null(root, "target", info->target));
+        ADD_OR_ENOMEM(add_string_or_null(root, "cgroup", info->cgroup));
+
+        /* Kubernetes metadata only when known (absent on a plain host). */
+        if (info->namespace)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "namespace", info->namespace));
+        if (info->pod)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "pod", info->pod));
+        if (info->container)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "container", info->container));
+        if (info->container_id)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "containerId", info->container_id));
+        if (info->node)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "node", info->node));
+
+        r = format_rfc3339(info->start_usec, start);
+        if (r < 0)
+                return r;
+        r = format_rfc3339(info->end_usec, end);
+        if (r < 0)
+                return r;
+        ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "start", start));
+        ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "end", end));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "startUsec", (double) info->start_usec));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "endUsec", (double) info->end_usec));
+        if (info->end_usec > info->start_usec)
+                duration = (double) (info->end_usec - info->start_usec) / (double) USEC_PER_SEC;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "durationSec", duration));
+
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "frequency", (double) info->frequency));
+        ADD_OR_ENOMEM(add_string_or_null(root, "event", info->event));
+        ADD_OR_ENOMEM(add_string_or_null(root, "requestedEvent", info->requested_event ?: info->event));
+        ADD_OR_ENOMEM(add_string_or_null(root, "eventFallback", info->event_fallback_reason));
+        ADD_OR_ENOMEM(add_string_or_null(root, "attachMode", info->attach_mode));
+        ADD_OR_ENOMEM(add_string_or_null(root, "endReason", info->end_reason));
+
+        r = add_samples(root, d, info, total);
+        if (r < 0)
+                return r;
+
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "uniqueStacks", (double) d->n_stacks));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "collisions", (double) info->collisions));
+        if (info->total_frames > 0)
+                unsymbolized = (double) info->unsymbolized_frames / (double) info->total_frames;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(root, "unsymbolizedShare", unsymbolized));
+
+        r = add_top_functions(root, d, total);
+        if (r < 0)
+                return r;
+        r = add_processes(root, d);
+        if (r < 0)
+                return r;
+
+        ADD_OR_ENOMEM(add_string_or_null(root, "reportDir", info->report_dir));
+
+        files = cJSON_AddArrayToObject(root, "files");
+        if (!files)
+                return -ENOMEM;
+        for (const char *const *i = info->formats; i && *i; i++) {
+                cJSON *s = cJSON_CreateString(*i);
+                if (!s)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(files, s);
+        }
+
+        return 0;
+}
+
+int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        _cleanup_cjson_ cJSON *root = NULL;
+        _cleanup_(cjson_freep) char *text = NULL;
+        int r;
+
+        if (!f || !d || !info)
+                return -EINVAL;
+
+        root = cJSON_CreateObject();
+        if (!root)
+                return -ENOMEM;
+
+        r = build_summary(root, d, info);
+        if (r < 0)
+                return r;
+
+        text = cJSON_Print(root);
+        if (!text)
+                return -ENOMEM;
+
+        if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
+                return negative_errno();
+        return 0;
+}

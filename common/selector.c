@@ -1,1 +1,435 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <stdarg.h>
+
+#include "selector.h"
+
+#define LABEL_NAME_MAX 63
+#define LABEL_PREFIX_MAX 253
+
+static const char *const label_operator_table[_LABEL_OPERATOR_MAX] = {
+        [LABEL_OPERATOR_IN] = "In",
+        [LABEL_OPERATOR_NOT_IN] = "NotIn",
+        [LABEL_OPERATOR_EXISTS] = "Exists",
+        [LABEL_OPERATOR_DOES_NOT_EXIST] = "DoesNotExist",
+};
+
+static LabelOperator label_operator_from_string(const char *s) {
+        if (!s)
+                return _LABEL_OPERATOR_INVALID;
+        for (LabelOperator o = 0; o < _LABEL_OPERATOR_MAX; o++)
+                if (streq(s, label_operator_table[o]))
+                        return o;
+        return _LABEL_OPERATOR_INVALID;
+}
+
+/* In and NotIn compare against a list of values; Exists and DoesNotExist take none. */
+static bool label_operator_has_values(LabelOperator op) {
+        return op == LABEL_OPERATOR_IN || op == LABEL_OPERATOR_NOT_IN;
+}
+
+/* Stores "<path>: <message>" in *error and returns -EINVAL (-ENOMEM if the
+ * message cannot be allocated). */
+static _printf_(3, 4) int fail(char **error, const char *path, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+
+        free(*error);
+        *error = NULL;
+        if (asprintf(error, "%s: %s", path, msg) < 0) {
+                *error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+static bool is_alnum(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The Kubernetes "qualified name" / label value shape: [A-Za-z0-9._-],
+ * starting and ending with an alphanumeric character. */
+static bool name_part_valid(const char *s, size_t n) {
+        if (n == 0 || !is_alnum(s[0]) || !is_alnum(s[n - 1]))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!is_alnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+                        return false;
+        return true;
+}
+
+/* RFC 1123 subdomain: lowercase alphanumeric labels joined by '.', labels may
+ * contain '-' but not start or end with it. */
+static bool dns_subdomain_valid(const char *s, size_t n) {
+        size_t label_len = 0;
+
+        if (n == 0 || n > LABEL_PREFIX_MAX)
+                return false;
+
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+
+                if (c == '.') {
+                        if (label_len == 0 || s[i - 1] == '-')
+                                return false;
+                        label_len = 0;
+                } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+                        label_len++;
+                } else if (c == '-') {
+                        if (label_len == 0)
+                                return false;
+                        label_len++;
+                } else
+                        return false;
+        }
+        return label_len > 0 && s[n - 1] != '-';
+}
+
+/* Validates a label key as the API server does (a qualified name: optional
+ * "<dns-subdomain>/" prefix, then a name part). Returns NULL if valid, else a
+ * static reason. */
+static const char *label_key_invalid_reason(const char *key) {
+        const char *slash, *name;
+
+        slash = strchr(key, '/');
+        if (slash) {
+                if (slash == key)
+                        return "prefix part must be non-empty";
+                if ((size_t) (slash - key) > LABEL_PREFIX_MAX)
+                        return "prefix part must be no more than 253 characters";
+                if (!dns_subdomain_valid(key, (size_t) (slash - key)))
+                        return "prefix part must be a lowercase RFC 1123 subdomain (lowercase alphanumeric "
+                               "characters, '-' or '.', starting and ending with an alphanumeric character)";
+                name = slash + 1;
+                if (strchr(name, '/'))
+                        return "must be a qualified name: an optional prefix and a name separated by one '/'";
+        } else
+                name = key;
+
+        if (*name == '\0')
+                return "name part must be non-empty";
+        if (strlen(name) > LABEL_NAME_MAX)
+                return "name part must be no more than 63 characters";
+        if (!name_part_valid(name, strlen(name)))
+                return "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+                       "and end with an alphanumeric character";
+        return NULL;
+}
+
+static const char *label_value_invalid_reason(const char *value) {
+        size_t n = strlen(value);
+
+        if (n == 0)
+                return NULL;
+        if (n > LABEL_NAME_MAX)
+                return "must be no more than 63 characters";
+        if (!name_part_valid(value, n))
+                return "must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start "
+                       "and end with an alphanumeric character";
+        return NULL;
+}
+
+static void label_requirement_done(LabelRequirement *r) {
+        free(r->key);
+        strv_free(r->values);
+        *r = (LabelRequirement) {};
+}
+
+LabelSelector *label_selector_free(LabelSelector *s) {
+        if (!s)
+                return NULL;
+
+        strv_free(s->match_labels);
+        for (size_t i = 0; i < s->n_requirements; i++)
+                label_requirement_done(&s->requirements[i]);
+        free(s->requirements);
+        free(s);
+        return NULL;
+}
+
+/* Rejects keys other than the allowed ones, and keys given twice (cJSON keeps
+ * both; the rest of the parser would silently see only the first). */
+static int check_keys(const cJSON *obj, const char *path, const char *const *allowed, char **error) {
+        const cJSON *i, *k;
+
+        cJSON_ArrayForEach(i, obj) {
+                _cleanup_free_ char *p = NULL;
+                bool ok = false;
+
+                for (const char *const *a = allowed; *a; a++)
+                        if (streq(i->string, *a))
+                                ok = true;
+
+                if (asprintf(&p, "%s.%s", path, i->string) < 0)
+                        return -ENOMEM;
+                if (!ok)
+                        return fail(error, p, "unknown key");
+
+                for (k = obj->child; k != i; k = k->next)
+                        if (streq(k->string, i->string))
+                                return fail(error, p, "duplicate key");
+        }
+        return 0;
+}
+
+static int parse_match_labels(const cJSON *j, const char *path, char ***ret, char **error) {
+        _cleanup_strv_free_ char **l = NULL;
+        const cJSON *i;
+        size_t n = 0;
+
+        if (!cJSON_IsObject(j))
+                return fail(error, path, "must be an object");
+
+        l = calloc(2 * (size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, j) {
+                const char *reason;
+
+                for (const cJSON *k = j->child; k != i; k = k->next)
+                        if (streq(k->string, i->string))
+                                return fail(error, path, "duplicate key \"%s\"", i->string);
+
+                reason = label_key_invalid_reason(i->string);
+                if (reason)
+                        return fail(error, path, "invalid label key \"%s\": %s", i->string, reason);
+
+                if (!cJSON_IsString(i))
+                        return fail(error, path, "value of \"%s\" must be a string", i->string);
+
+                reason = label_value_invalid_reason(i->valuestring);
+                if (reason)
+                        return fail(error, path, "invalid value \"%s\" for label \"%s\": %s", i->valuestring,
+                                    i->string, reason);
+
+                l[n] = strdup(i->string);
+                if (!l[n])
+                        return -ENOMEM;
+                n++;
+                l[n] = strdup(i->valuestring);
+                if (!l[n])
+                        return -ENOMEM;
+                n++;
+        }
+
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int parse_requirement(const cJSON *j, const char *path, LabelRequirement *ret, char **error) {
+        static const char *const allowed[] = { "key", "operator", "values", NULL };
+        _cleanup_free_ char *p = NULL;
+        _cleanup_strv_free_ char **values = NULL;
+        _cleanup_free_ char *key = NULL;
+        const cJSON *k, *o, *v, *i;
+        const char *reason;
+        LabelOperator op;
+        size_t n = 0;
+        int r;
+
+        if (!cJSON_IsObject(j))
+                return fail(error, path, "must be an object");
+
+        r = check_keys(j, path, allowed, error);
+        if (r < 0)
+                return r;
+
+        if (asprintf(&p, "%s.key", path) < 0)
+                return -ENOMEM;
+        k = cJSON_GetObjectItemCaseSensitive(j, "key");
+        if (!k)
+                return fail(error, p, "required key is missing");
+        if (!cJSON_IsString(k))
+                return fail(error, p, "must be a string");
+        reason = label_key_invalid_reason(k->valuestring);
+        if (reason)
+                return fail(error, p, "invalid label key \"%s\": %s", k->valuestring, reason);
+        free(p);
+        p = NULL;
+
+        if (asprintf(&p, "%s.operator", path) < 0)
+                return -ENOMEM;
+        o = cJSON_GetObjectItemCaseSensitive(j, "operator");
+        if (!o)
+                return fail(error, p, "required key is missing");
+        op = cJSON_IsString(o) ? label_operator_from_string(o->valuestring) : _LABEL_OPERATOR_INVALID;
+        if (op < 0)
+                return fail(error, p, "must be one of In, NotIn, Exists, DoesNotExist");
+        free(p);
+        p = NULL;
+
+        if (asprintf(&p, "%s.values", path) < 0)
+                return -ENOMEM;
+        v = cJSON_GetObjectItemCaseSensitive(j, "values");
+        if (v && !cJSON_IsArray(v))
+                return fail(error, p, "must be an array of strings");
+
+        values = calloc((v ? (size_t) cJSON_GetArraySize(v) : 0) + 1, sizeof(char *));
+        if (!values)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach(i, v) {
+                if (!cJSON_IsString(i))
+                        return fail(error, p, "must be an array of strings");
+                reason = label_value_invalid_reason(i->valuestring);
+                if (reason)
+                        return fail(error, p, "invalid value \"%s\": %s", i->valuestring, reason);
+                values[n] = strdup(i->valuestring);
+                if (!values[n])
+                        return -ENOMEM;
+                n++;
+        }
+
+        if (label_operator_has_values(op) && n == 0)
+                return fail(error, p, "must be non-empty when operator is %s", label_operator_table[op]);
+        if (!label_operator_has_values(op) && n > 0)
+                return fail(error, p, "must be empty when operator is %s", label_operator_table[op]);
+
+        key = strdup(k->valuestring);
+        if (!key)
+                return -ENOMEM;
+
+        *ret = (LabelRequirement) {
+                .key = TAKE_PTR(key),
+                .op = op,
+                .values = TAKE_PTR(values),
+        };
+        return 0;
+}
+
+int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **ret, char **ret_error) {
+        static const char *const allowed[] = { "matchLabels", "matchExpressions", NULL };
+        _cleanup_(label_selector_freep) LabelSelector *s = NULL;
+        _cleanup_free_ char *error = NULL;
+        const cJSON *ml, *me, *i;
+        int r;
+
+        if (!path)
+                path = "$";
+
+        if (!cJSON_IsObject(j)) {
+                r = fail(&error, path, "must be an object");
+                goto finish;
+        }
+
+        r = check_keys(j, path, allowed, &error);
+        if (r < 0)
+                goto finish;
+
+        s = calloc(1, sizeof(LabelSelector));
+        if (!s)
+                return -ENOMEM;
+
+        ml = cJSON_GetObjectItemCaseSensitive(j, "matchLabels");
+        if (ml) {
+                _cleanup_free_ char *p = NULL;
+
+                if (asprintf(&p, "%s.matchLabels", path) < 0)
+                        return -ENOMEM;
+                r = parse_match_labels(ml, p, &s->match_labels, &error);
+                if (r < 0)
+                        goto finish;
+        }
+
+        me = cJSON_GetObjectItemCaseSensitive(j, "matchExpressions");
+        if (me) {
+                size_t n = 0;
+
+                if (!cJSON_IsArray(me)) {
+                        _cleanup_free_ char *p = NULL;
+
+                        if (asprintf(&p, "%s.matchExpressions", path) < 0)
+                                return -ENOMEM;
+                        r = fail(&error, p, "must be an array");
+                        goto finish;
+                }
+
+                s->requirements = calloc((size_t) cJSON_GetArraySize(me) + 1, sizeof(LabelRequirement));
+                if (!s->requirements)
+                        return -ENOMEM;
+
+                cJSON_ArrayForEach(i, me) {
+                        _cleanup_free_ char *p = NULL;
+
+                        if (asprintf(&p, "%s.matchExpressions[%zu]", path, n) < 0)
+                                return -ENOMEM;
+                        r = parse_requirement(i, p, &s->requirements[n], &error);
+                        if (r < 0)
+                                goto finish;
+                        s->n_requirements = ++n;
+                }
+        }
+
+        *ret = TAKE_PTR(s);
+        return 0;
+
+finish:
+        if (r == -EINVAL && ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
+}
+
+/* The value of a label, or NULL if the set does not carry the key. */
+static const char *labels_get(Labels labels, const char *key) {
+        if (!labels)
+                return NULL;
+        for (size_t i = 0; labels[i] && labels[i + 1]; i += 2)
+                if (streq(labels[i], key))
+                        return labels[i + 1];
+        return NULL;
+}
+
+static bool strv_contains(char *const *l, const char *s) {
+        if (!l)
+                return false;
+        for (; *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+static bool label_requirement_matches(const LabelRequirement *req, Labels labels) {
+        const char *v = labels_get(labels, req->key);
+
+        switch (req->op) {
+        case LABEL_OPERATOR_IN:
+                return v && strv_contains(req->values, v);
+        case LABEL_OPERATOR_NOT_IN:
+                /* Kubernetes: NotIn also matches when the key is absent. */
+                return !v || !strv_contains(req->values, v);
+        case LABEL_OPERATOR_EXISTS:
+                return v;
+        case LABEL_OPERATOR_DOES_NOT_EXIST:
+                return !v;
+        default:
+                return false;
+        }
+}
+
+bool label_selector_matches(const LabelSelector *s, Labels labels) {
+        /* Not set: no condition, like an empty selector. */
+        if (!s)
+                return true;
+
+        if (s->match_labels)
+                for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2) {
+                        const char *v = labels_get(labels, s->match_labels[i]);
+
+                        if (!v || !streq(v, s->match_labels[i + 1]))
+                                return false;
+                }
+
+        for (size_t i = 0; i < s->n_requirements; i++)
+                if (!label_requirement_matches(&s->requirements[i], labels))
+                        return false;
+
+        return true;
+}

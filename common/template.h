@@ -45,5 +45,13 @@ bool template_is_per_process(const char *tmpl);
 /* Sanitizes one value into a single safe path component (malloc()ed). */
 char *path_component_sanitize(const char *value);
 
+/* Length (1..4) of the valid UTF-8 character at the start of the
+ * NUL-terminated s, or 0 when s is empty or starts with an invalid sequence
+ * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
+size_t utf8_valid_char_len(const char *s);
+/* A malloc()ed copy of s with every byte that is not part of a valid UTF-8
+ * sequence replaced by U+FFFD. NULL for NULL or on OOM. */
+char *utf8_make_valid(const char *s);
+
 /* 8 random alphanumerics + NUL into buf[9]. */
 void random_uid(char buf[static 9]);

@@ -2,6 +2,7 @@
 /* The integration tests' workload: spends its CPU time in three functions in
  * a known 5:3:2 ratio, called through a known caller chain:
  *   main -> run_workload -> work_cycle -> hot_alpha (5) / hot_beta (3) / hot_gamma (2)
+ * (each hot function runs the same loop body for its share: self time).
  *
  * cgprof-workload [--seconds S] [--name NAME]
  *   --seconds S  run for S seconds (fractions allowed; default 5)
@@ -20,24 +21,34 @@ static volatile uint64_t sink;
 
 #define UNIT 200000 /* loop iterations per unit of work */
 
-__attribute__((noinline)) static void spin(uint64_t n) {
-        for (uint64_t i = 0; i < n; i++)
-                sink += i ^ (sink >> 3);
-}
+/* The loop is in each hot function itself (self time), the same body everywhere. */
+/* A register-only, latency-bound loop (a multiply-add chain), so an
+ * iteration costs the same in every function whatever the code alignment.
+ * The stack local gives each hot function a real frame: GCC omits the frame
+ * pointer setup in frameless leaf functions even with
+ * -mno-omit-leaf-frame-pointer, and the caller would vanish from the stack. */
+#define SPIN(units)                                                          \
+        do {                                                                 \
+                volatile uint64_t _frame = 0;                                \
+                uint64_t _x = sink;                                          \
+                for (uint64_t _i = 0; _i < (uint64_t) (units) * UNIT; _i++) { \
+                        _x = _x * 6364136223846793005ULL + 1442695040888963407ULL; \
+                        __asm__ volatile("" : "+r"(_x));                     \
+                }                                                            \
+                _frame = _x;                                                 \
+                sink = _frame;                                               \
+        } while (0)
 
 __attribute__((noinline)) void hot_alpha(void) {
-        for (int i = 0; i < 5; i++)
-                spin(UNIT);
+        SPIN(5);
 }
 
 __attribute__((noinline)) void hot_beta(void) {
-        for (int i = 0; i < 3; i++)
-                spin(UNIT);
+        SPIN(3);
 }
 
 __attribute__((noinline)) void hot_gamma(void) {
-        for (int i = 0; i < 2; i++)
-                spin(UNIT);
+        SPIN(2);
 }
 
 __attribute__((noinline)) void work_cycle(void) {

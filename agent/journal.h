@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "machine-config.h"
+
+/* Structured journal entries: one per session start, end and failure, and
+ * one per machine-config change, each kind with a fixed MESSAGE_ID (see
+ * systemd/cgprof.catalog). Without a journal socket they go to stderr. */
+
+#define CGPROF_MESSAGE_SESSION_START "22a9421dda4449b4a16d369fcaece6bf"
+#define CGPROF_MESSAGE_SESSION_END "1a54d886fa99449d8c335898f05aa9fe"
+#define CGPROF_MESSAGE_SESSION_FAILURE "67da3839196441e9bd8eab33f19bd0ae"
+#define CGPROF_MESSAGE_MACHINE_APPLY "30bae784dc024758944a1b223fbeff2d"
+#define CGPROF_MESSAGE_MACHINE_DRIFT "8d1df35c14ec4855af996675b8b01149"
+#define CGPROF_MESSAGE_MACHINE_RESTORE "43b5e54dc6a144ee89f3469a3b47b339"
+
+typedef enum JournalSessionEvent {
+        JOURNAL_SESSION_START,
+        JOURNAL_SESSION_END,
+        JOURNAL_SESSION_FAILURE,
+        _JOURNAL_SESSION_EVENT_MAX,
+} JournalSessionEvent;
+
+typedef struct JournalSessionFields {
+        const char *session;
+        const char *profile;
+        const char *target;
+        const char *namespace;
+        const char *pod;
+        const char *container;
+        const char *cgroup;
+        const char *report;     /* report directory, END only */
+        uint64_t samples;       /* END only */
+        uint64_t lost;          /* END only */
+        int error;              /* FAILURE only: negative errno */
+} JournalSessionFields;
+
+/* Whether entries go to journald (its socket exists) rather than stderr. */
+bool journal_available(void);
+
+void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, const char *format, ...) _printf_(3, 4);
+void journal_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change);

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-id128.h>
+
+#include "manager.h"
+#include "profile-data.h"
+
+/* A session: one profile applied to one target cgroup for a span of time.
+ * It owns its slot in the sampler, the processes seen in it (with their
+ * mapping snapshots, so processes that exit early are still symbolized), and
+ * the symbolized samples, which it writes as reports when it ends. Samples
+ * are symbolized as they are drained (every second), so the work on the
+ * event loop is bounded by one second of samples; ending a session only
+ * formats what is already symbolized. */
+
+typedef enum SessionState {
+        SESSION_ARMED,    /* manual start: waiting for cgprofctl start */
+        SESSION_RUNNING,
+        SESSION_ENDED,
+} SessionState;
+
+struct Session {
+        Manager *manager;
+        sd_id128_t id;
+        char id_string[SD_ID128_STRING_MAX];
+        SessionState state;
+
+        ConfigRef *config;
+        const Profile *profile;
+        const Target *target;
+
+        char *cgroup;          /* relative to the cgroup root */
+        int cgroup_fd;
+        uint64_t cgroup_id;
+        uint32_t slot;
+        const char *event;     /* the event sampled */
+        char *event_fallback;
+
+        uint64_t start_realtime, start_monotonic, end_realtime;
+        uint64_t cpu_usage_start, cpu_usage_last;
+        sd_event_source *timer;
+
+        ProfileData *data;
+        void *processes;       /* tsearch: SessionProcess by (pid, start time) */
+        uint64_t excluded;     /* samples of excluded processes */
+        uint64_t stack_lost;   /* samples whose stack was lost */
+        uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
+};
+
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, Session **ret);
+Session *session_free(Session *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
+
+/* Opens the perf events and starts sampling (or arms a manual session). */
+int session_start(Session *s);
+/* Ends the session: stops sampling, drains, writes the reports, logs the
+ * end to the journal, and frees the session. */
+void session_end(Session *s, const char *reason);
+
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time);
+void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
+                       size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost);
+/* Called on every drain tick: updates the cgroup's CPU usage. */
+void session_tick(Session *s);

@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Helpers for cgprof's integration tests: run cgprofd as a user does (a
+config file, real cgroups, real perf events and BPF, a real journal), run
+the test workload in a cgroup, and read the reports back.
+
+Every test exits 77 (skipped) when a facility is missing, and cleans up the
+cgroups, processes and sysctls it touched."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+BUILD = os.environ.get("CGPROF_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+CGPROFD = os.path.join(BUILD, "agent", "cgprofd")
+CGPROFCTL = os.path.join(BUILD, "agent", "cgprofctl")
+WORKLOAD = os.environ.get("CGPROF_WORKLOAD", os.path.join(BUILD, "tests", "cgprof-workload"))
+HOT = ("hot_alpha", "hot_beta", "hot_gamma")
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def skip(why):
+    log("SKIP:", why)
+    sys.exit(SKIP)
+
+
+def require_root():
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("no kernel BTF")
+
+
+def cgroup_root():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[0] == "cgroup2" and pre.split()[3] == "/":
+                return pre.split()[4].replace("\\040", " ")
+    skip("no cgroup2 mount")
+
+
+def wait_for(pred, timeout=30.0, what="condition", interval=0.05):
+    """Polls pred() until it returns a true value; fails the test after timeout.
+    (A bound on waiting, not a timing assertion.)"""
+    end = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+class Cgroup:
+    def __init__(self, rel):
+        self.root = cgroup_root()
+        self.rel = rel
+        self.path = os.path.join(self.root, rel)
+        os.makedirs(self.path, exist_ok=True)
+
+    def child(self, name):
+        return Cgroup(os.path.join(self.rel, name))
+
+    def kill_all(self):
+        for dirpath, dirnames, _ in os.walk(self.path, topdown=False):
+            try:
+                with open(os.path.join(dirpath, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+
+    def remove(self):
+        """Kills what runs in it and removes it and its children."""
+        if not os.path.isdir(self.path):
+            return
+        self.kill_all()
+        for dirpath, dirnames, _ in os.walk(self.path, topdown=False):
+            for _ in range(100):
+                try:
+                    os.rmdir(dirpath)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+    def usage_usec(self):
+        with open(os.path.join(self.path, "cpu.stat")) as f:
+            for line in f:
+                k, v = line.split()
+                if k == "usage_usec":
+                    return int(v)
+        return 0
+
+
+def run_in_cgroup(cg, argv, **kw):
+    """Starts argv inside cgroup cg (the child moves itself before exec)."""
+    procs = os.path.join(cg.path, "cgroup.procs")
+
+    def enter():
+        with open(procs, "w") as f:
+            f.write("0")
+
+    return subprocess.Popen(argv, preexec_fn=enter, stdout=subprocess.PIPE, **kw)
+
+
+def workload(cg, seconds, name=None, extra=()):
+    argv = [WORKLOAD, "--seconds", str(seconds)]
+    if name:
+        argv += ["--name", name]
+    argv += list(extra)
+    p = run_in_cgroup(cg, argv)
+    line = p.stdout.readline().decode()
+    assert line.startswith("ready"), f"workload did not start: {line!r}"
+    return p
+
+
+def profile(**kw):
+    p = {
+        "name": "test",
+        "event": "cpu-clock",
+        "frequency": 999,
+        "duration": "0",
+        "formats": ["folded", "json"],
+    }
+    p.update(kw)
+    return p
+
+
+class Agent:
+    """cgprofd with a config file, a private state dir, report dir and control
+    socket. Waits for READY=1 through a real NOTIFY_SOCKET."""
+
+    def __init__(self, config, attach_mode=None, tmp=None, extra_args=(), state_dir=None):
+        self.tmp = tmp or tempfile.mkdtemp(prefix="cgprof-test-")
+        self.report_dir = config.setdefault("reportDir", os.path.join(self.tmp, "reports"))
+        self.state_dir = state_dir or os.path.join(self.tmp, "state")
+        self.config_path = os.path.join(self.tmp, "config.json")
+        self.bus = os.path.join(self.tmp, "bus")
+        self.log_path = os.path.join(self.tmp, "cgprofd.log")
+        self.write_config(config)
+        self.attach_mode = attach_mode
+        self.extra_args = list(extra_args)
+        self.proc = None
+
+    def write_config(self, config):
+        with open(self.config_path + ".new", "w") as f:
+            json.dump(config, f, indent=2)
+        os.rename(self.config_path + ".new", self.config_path)
+
+    def argv(self):
+        a = [CGPROFD, "--config", self.config_path, "--state-dir", self.state_dir,
+             "--bus-socket", self.bus, "--no-kubernetes", "--log-level", "debug"]
+        if self.attach_mode:
+            a += ["--attach-mode", self.attach_mode]
+        return a + self.extra_args
+
+    def start(self, wait_ready=True):
+        notify_path = os.path.join(self.tmp, "notify")
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        self.logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env)
+        if wait_ready:
+            self.wait_notify("READY=1")
+        return self
+
+    def wait_notify(self, what, timeout=60):
+        self.notify.settimeout(0.2)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                msg = self.notify.recv(4096).decode()
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise AssertionError(f"cgprofd exited ({self.proc.returncode}) before {what}:\n{self.log()}")
+                continue
+            if what in msg.split("\n"):
+                return msg
+        raise AssertionError(f"cgprofd did not send {what}:\n{self.log()}")
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=60):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=timeout)
+        rc = self.proc.returncode if self.proc else None
+        return rc
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([CGPROFCTL, "--bus-socket", self.bus, *args], capture_output=True, text=True,
+                           timeout=30)
+        if check and r.returncode != 0:
+            raise AssertionError(f"cgprofctl {args} failed ({r.returncode}): {r.stderr}")
+        return r
+
+    def status(self):
+        return json.loads(self.ctl("--json", "status").stdout)
+
+    def summaries(self):
+        out = []
+        for dirpath, _, files in os.walk(self.report_dir):
+            if "summary.json" in files:
+                with open(os.path.join(dirpath, "summary.json")) as f:
+                    s = json.load(f)
+                s["_dir"] = dirpath
+                out.append(s)
+        return out
+
+    def wait_summary(self, pred=lambda s: True, timeout=60, what="a report"):
+        return wait_for(lambda: next((s for s in self.summaries() if pred(s)), None), timeout, what)
+
+    def cleanup(self):
+        self.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def folded(report):
+    """{stack tuple: count} of a report's profile.folded."""
+    out = {}
+    with open(os.path.join(report["_dir"], "profile.folded")) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            out[tuple(stack.split(";"))] = out.get(tuple(stack.split(";")), 0) + int(count)
+    return out
+
+
+def self_shares(report, names=HOT):
+    """Self (leaf) samples of each function as a percentage of all samples."""
+    f = folded(report)
+    total = sum(f.values())
+    assert total > 0, "empty profile"
+    return {n: 100.0 * sum(c for st, c in f.items() if st[-1] == n) / total for n in names}, total
+
+
+def assert_shares(report, expected=(50, 30, 20), tolerance=5):
+    shares, total = self_shares(report)
+    log(f"shares over {total} samples: " + ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
+    for name, want in zip(HOT, expected):
+        assert abs(shares[name] - want) <= tolerance, f"{name}: {shares[name]:.1f}% is not {want}±{tolerance}%"
+
+
+def main(tests):
+    """Runs test functions in order; prints a line per test."""
+    require_root()
+    failed = 0
+    for t in tests:
+        log(f"=== {t.__name__}")
+        try:
+            t()
+            log(f"--- {t.__name__}: ok")
+        except SystemExit:
+            raise
+        except Exception:
+            import traceback
+            traceback.print_exc()
+            log(f"--- {t.__name__}: FAILED")
+            failed += 1
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "elf-symtab.h"
+#include "tests.h"
+
+static const char *env_or_skip(const char *name) {
+        const char *v = getenv(name);
+
+        if (!v || access(v, R_OK) < 0) {
+                fprintf(stderr, "%s not set or not readable (run through meson test), skipping\n", name);
+                exit(EXIT_TEST_SKIP);
+        }
+        return v;
+}
+
+static ElfSymtab *load_path(const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        ElfSymtab *s = NULL;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(elf_symtab_load(fd, &s));
+        ASSERT_NOT_NULL(s);
+        return s;
+}
+
+/* The test's own reading of the ELF file (an oracle independent of the
+ * code under test): a symbol's value and size, searched by name in .symtab
+ * and .dynsym. Returns false when not found. */
+static bool oracle_symbol(const char *path, const char *name, uint64_t *ret_value, uint64_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        Elf_Scn *scn = NULL;
+        bool found = false;
+        Elf *elf;
+
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        ASSERT_NOT_NULL(elf);
+
+        while (!found && (scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+                Elf_Data *data;
+
+                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
+                if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
+                        continue;
+                data = elf_getdata(scn, NULL);
+                ASSERT_NOT_NULL(data);
+                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
+                        GElf_Sym sym;
+                        const char *n;
+
+                        ASSERT_NOT_NULL(gelf_getsym(data, (int) i, &sym));
+                        n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+                        if (n && streq(n, name) && sym.st_shndx != SHN_UNDEF) {
+                                *ret_value = sym.st_value;
+                                *ret_size = sym.st_size;
+                                found = true;
+                                break;
+                        }
+                }
+        }
+        elf_end(elf);
+        return found;
+}
+
+TEST(full_symtab) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(path);
+        static const char *const names[] = {
+                "fixture_alpha", "fixture_beta", "fixture_static_gamma", "fixture_static_delta", "main",
+        };
+        const char *bid;
+        uint64_t off;
+
+        ASSERT_TRUE(elf_symtab_has_full_symtab(s));
+        ASSERT_TRUE(elf_symtab_count(s) >= ELEMENTSOF(names));
+
+        bid = elf_symtab_build_id(s);
+        ASSERT_NOT_NULL(bid);
+        ASSERT_EQ(strlen(bid), 40); /* sha1 */
+        ASSERT_EQ(strspn(bid, "0123456789abcdef"), 40);
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                uint64_t value, size;
+                const char *n;
+
+                ASSERT_TRUE(oracle_symbol(path, names[i], &value, &size));
+                ASSERT_TRUE(size > 1);
+
+                ASSERT_STREQ(elf_symtab_lookup(s, value, &off), names[i]);
+                ASSERT_EQ(off, 0);
+                ASSERT_STREQ(elf_symtab_lookup(s, value + 1, &off), names[i]);
+                ASSERT_EQ(off, 1);
+                ASSERT_STREQ(elf_symtab_lookup(s, value + size - 1, &off), names[i]);
+                ASSERT_EQ(off, size - 1);
+
+                /* Just past its end: some other function, or nothing. */
+                n = elf_symtab_lookup(s, value + size, NULL);
+                ASSERT_FALSE(streq_ptr(n, names[i]));
+        }
+
+        /* Below every symbol, and far above. */
+        off = 4242;
+        ASSERT_NULL(elf_symtab_lookup(s, 0, &off));
+        ASSERT_NULL(elf_symtab_lookup(s, 1, &off));
+        ASSERT_NULL(elf_symtab_lookup(s, UINT64_MAX, &off));
+        ASSERT_EQ(off, 4242);
+}
+
+TEST(stripped_has_dynsym_only) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        _cleanup_(elf_symtab_freep) ElfSymtab *full = load_path(path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *stripped = load_path(stripped_path);
+        uint64_t value, size;
+
+        ASSERT_FALSE(elf_symtab_has_full_symtab(stripped));
+        ASSERT_STREQ(elf_symtab_build_id(stripped), elf_symtab_build_id(full));
+
+        ASSERT_FALSE(oracle_symbol(stripped_path, "fixture_static_gamma", &value, &size));
+        ASSERT_TRUE(oracle_symbol(path, "fixture_static_gamma", &value, &size));
+        ASSERT_FALSE(streq_ptr(elf_symtab_lookup(stripped, value + 1, NULL), "fixture_static_gamma"));
+        ASSERT_TRUE(oracle_symbol(path, "fixture_alpha", &value, &size));
+        ASSERT_FALSE(streq_ptr(elf_symtab_lookup(stripped, value + 1, NULL), "fixture_alpha"));
+}
+
+TEST(debug_file) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        const char *debug_path = env_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
+        _cleanup_(elf_symtab_freep) ElfSymtab *stripped = load_path(stripped_path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *debug = load_path(debug_path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *full = load_path(path);
+        uint64_t value, size, off, before, after;
+        size_t n_debug;
+
+        ASSERT_TRUE(elf_symtab_has_full_symtab(debug));
+        ASSERT_NOT_NULL(elf_symtab_build_id(debug));
+        ASSERT_STREQ(elf_symtab_build_id(debug), elf_symtab_build_id(stripped));
+        ASSERT_STREQ(elf_symtab_build_id(debug), elf_symtab_build_id(full));
+        ASSERT_EQ(elf_symtab_count(debug), elf_symtab_count(full));
+
+        /* Segments of the stripped file, before and after. */
+        ASSERT_TRUE(oracle_symbol(path, "fixture_static_gamma", &value, &size));
+        ASSERT_OK(elf_symtab_offset_to_vaddr(stripped, 0, &before));
+
+        n_debug = elf_symtab_count(debug);
+        ASSERT_OK(elf_symtab_take_symbols(stripped, debug));
+        ASSERT_EQ(elf_symtab_count(stripped), n_debug);
+        ASSERT_TRUE(elf_symtab_has_full_symtab(stripped));
+        ASSERT_EQ(elf_symtab_count(debug), 0);
+
+        ASSERT_STREQ(elf_symtab_lookup(stripped, value + 2, &off), "fixture_static_gamma");
+        ASSERT_EQ(off, 2);
+        ASSERT_TRUE(oracle_symbol(path, "fixture_static_delta", &value, &size));
+        ASSERT_STREQ(elf_symtab_lookup(stripped, value, &off), "fixture_static_delta");
+        ASSERT_EQ(off, 0);
+
+        ASSERT_OK(elf_symtab_offset_to_vaddr(stripped, 0, &after));
+        ASSERT_EQ(before, after);
+        ASSERT_NOT_NULL(elf_symtab_build_id(stripped));
+}
+
+TEST(take_symbols_refuses_other_build) {
+        const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        _cleanup_(elf_symtab_freep) ElfSymtab *stripped = load_path(stripped_path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *other = NULL;
+        const char *workload = getenv("CGPROF_WORKLOAD");
+
+        if (!workload || access(workload, R_OK) < 0)
+                return;
+        other = load_path(workload);
+        ASSERT_NOT_NULL(elf_symtab_build_id(other));
+        ASSERT_ERROR(elf_symtab_take_symbols(stripped, other), EINVAL);
+        ASSERT_FALSE(elf_symtab_has_full_symtab(stripped));
+        ASSERT_TRUE(elf_symtab_count(other) > 0);
+}
+
+TEST(offset_to_vaddr) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(path);
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t max_end = 0, vaddr;
+        size_t phnum, n_load = 0;
+        Elf *elf;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        ASSERT_NOT_NULL(elf);
+        ASSERT_EQ(elf_getphdrnum(elf, &phnum), 0);
+
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr p;
+
+                ASSERT_NOT_NULL(gelf_getphdr(elf, (int) i, &p));
+                if (p.p_type != PT_LOAD || p.p_filesz == 0)
+                        continue;
+                n_load++;
+                ASSERT_OK(elf_symtab_offset_to_vaddr(s, p.p_offset, &vaddr));
+                ASSERT_EQ(vaddr, p.p_vaddr);
+                ASSERT_OK(elf_symtab_offset_to_vaddr(s, p.p_offset + p.p_filesz - 1, &vaddr));
+                ASSERT_EQ(vaddr, p.p_vaddr + p.p_filesz - 1);
+                if (p.p_flags & PF_X) {
+                        uint64_t value, size;
+
+                        /* The text: a function's file offset maps to its vaddr. */
+                        ASSERT_TRUE(oracle_symbol(path, "fixture_alpha", &value, &size));
+                        ASSERT_TRUE(value >= p.p_vaddr && value < p.p_vaddr + p.p_filesz);
+                        ASSERT_OK(elf_symtab_offset_to_vaddr(s, value - p.p_vaddr + p.p_offset + 3, &vaddr));
+                        ASSERT_EQ(vaddr, value + 3);
+                        ASSERT_STREQ(elf_symtab_lookup(s, vaddr, NULL), "fixture_alpha");
+                }
+                max_end = MAX(max_end, p.p_offset + p.p_filesz);
+        }
+        elf_end(elf);
+
+        ASSERT_TRUE(n_load >= 2);
+        vaddr = 4242;
+        ASSERT_ERROR(elf_symtab_offset_to_vaddr(s, max_end + 0x100000, &vaddr), ENOENT);
+        ASSERT_EQ(vaddr, 4242);
+}
+
+TEST(shared_library) {
+        /* libc: a shared library, usually without .symtab; getpid() taken
+         * from our own process, less libc's load bias, is its vaddr. */
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
+        char path[512] = "";
+        uint64_t fn = (uint64_t) (uintptr_t) getpid, start = 0, pgoff = 0, vaddr, off;
+        size_t alloc = 0;
+        const char *name;
+
+        f = fopen("/proc/self/maps", "re");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &alloc, f) > 0) {
+                uint64_t a, b, o;
+                char perms[8];
+                int pos = 0;
+
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &a, &b, perms, &o, &pos) < 4 ||
+                    pos == 0)
+                        continue;
+                if (fn >= a && fn < b && perms[2] == 'x') {
+                        start = a;
+                        pgoff = o;
+                        snprintf(path, sizeof(path), "%s", line + pos);
+                        path[strcspn(path, "\n")] = '\0';
+                        break;
+                }
+        }
+        if (path[0] != '/') {
+                fprintf(stderr, "getpid() not in a file mapping, skipping\n");
+                return;
+        }
+
+        s = load_path(path);
+        ASSERT_NOT_NULL(elf_symtab_build_id(s));
+        ASSERT_TRUE(elf_symtab_count(s) > 100);
+        ASSERT_OK(elf_symtab_offset_to_vaddr(s, fn - start + pgoff, &vaddr));
+        name = elf_symtab_lookup(s, vaddr + 1, &off);
+        ASSERT_NOT_NULL(name);
+        fprintf(stderr, "getpid in %s: %s+%" PRIu64 "\n", path, name, off);
+        ASSERT_TRUE(strstr(name, "getpid") != NULL);
+        ASSERT_EQ(off, 1);
+}
+
+TEST(vdso_from_memory) {
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        unsigned long base = getauxval(AT_SYSINFO_EHDR);
+        uint64_t start = 0, end = 0, off;
+        size_t alloc = 0;
+
+        if (base == 0) {
+                fprintf(stderr, "no vDSO, skipping\n");
+                return;
+        }
+        f = fopen("/proc/self/maps", "re");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &alloc, f) > 0)
+                if (strstr(line, "[vdso]")) {
+                        ASSERT_EQ(sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end), 2);
+                        break;
+                }
+        ASSERT_EQ(start, base);
+
+        ASSERT_OK(elf_symtab_load_memory((const void *) base, end - start, &s));
+        ASSERT_TRUE(elf_symtab_count(s) > 0);
+        ASSERT_FALSE(elf_symtab_has_full_symtab(s));
+        /* Something in its text is a function (e.g. __vdso_clock_gettime). */
+        for (uint64_t o = 0; o < end - start; o += 16) {
+                uint64_t vaddr;
+                const char *n;
+
+                if (elf_symtab_offset_to_vaddr(s, o, &vaddr) < 0)
+                        continue;
+                n = elf_symtab_lookup(s, vaddr, &off);
+                if (n && strstr(n, "gettime")) {
+                        fprintf(stderr, "vdso: %s\n", n);
+                        return;
+                }
+        }
+        ASSERT_TRUE(false);
+}
+
+TEST(not_elf) {
+        _cleanup_close_ int fd = -EBADF;
+        ElfSymtab *s = NULL;
+        static const char junk[] = "#!/bin/sh\necho not an ELF file\n";
+
+        fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_ERROR(elf_symtab_load(fd, &s), ENOEXEC);
+        ASSERT_ERROR(elf_symtab_load_memory(junk, sizeof(junk), &s), ENOEXEC);
+        ASSERT_ERROR(elf_symtab_load(-1, &s), EINVAL);
+        ASSERT_NULL(s);
+
+        ASSERT_NULL(elf_symtab_lookup(NULL, 1, NULL));
+        ASSERT_NULL(elf_symtab_build_id(NULL));
+        ASSERT_EQ(elf_symtab_count(NULL), 0);
+        ASSERT_FALSE(elf_symtab_has_full_symtab(NULL));
+}
+
+DEFINE_TEST_MAIN

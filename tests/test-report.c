@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+
+#include "report.h"
+#include "tests.h"
+
+static uint32_t frame(ProfileData *d, const char *name, const char *module, FrameKind kind) {
+        uint32_t i;
+
+        ASSERT_OK(profile_data_intern_frame(d, name, module, kind, &i));
+        return i;
+}
+
+static uint32_t process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline) {
+        uint32_t i;
+
+        ASSERT_OK(profile_data_add_process(d, pid, comm, cmdline, &i));
+        return i;
+}
+
+static void add(ProfileData *d, uint32_t p, uint64_t count, size_t n, ...) {
+        uint32_t frames[16];
+        va_list ap;
+
+        ASSERT_TRUE(n <= ELEMENTSOF(frames));
+        va_start(ap, n);
+        for (size_t i = 0; i < n; i++)
+                frames[i] = va_arg(ap, uint32_t);
+        va_end(ap);
+        ASSERT_OK(profile_data_add_stack(d, p, frames, n, count));
+}
+
+/* Runs a writer into a memory buffer. */
+static char *folded(const ProfileData *d) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&buf, &size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(report_write_folded(f, d));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_NOT_NULL(buf);
+        return buf;
+}
+
+TEST(folded) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_free_ char *out = NULL;
+        uint32_t p1, p2, p3, main_, work_a, work_b, sys, op, nl, opnew;
+
+        p1 = process(d, 100, "app", "app --serve");
+        p2 = process(d, 101, "app", "app --worker");
+        p3 = process(d, 200, "db;x", "db");
+
+        main_ = frame(d, "main", "app", FRAME_USER);
+        work_a = frame(d, "work", "liba.so", FRAME_USER);
+        work_b = frame(d, "work", "libb.so", FRAME_USER);
+        sys = frame(d, "do_syscall_64", "[kernel.kallsyms]", FRAME_KERNEL);
+        op = frame(d, "op;erator", "db", FRAME_USER);
+        nl = frame(d, "a\nb\tc", "app", FRAME_USER);
+        opnew = frame(d, "operator new(unsigned long)", "libstdc++.so.6", FRAME_USER);
+
+        add(d, p1, 3, 2, main_, work_a);
+        add(d, p2, 2, 2, main_, work_a);        /* same comm, other process: merged */
+        add(d, p1, 1, 2, main_, work_b);        /* same name, other module: merged */
+        add(d, p1, 1, 3, main_, work_a, sys);
+        add(d, p3, 4, 2, main_, op);
+        add(d, p1, 6, 0);                       /* no frames */
+        add(d, p2, 1, 2, main_, nl);
+        add(d, p1, 2, 2, main_, opnew);
+        add(d, p2, 0, 1, main_);                /* no samples: no line */
+
+        out = folded(d);
+        ASSERT_STREQ(out,
+                     "app 6\n"
+                     "app;main;a_b_c 1\n"
+                     "app;main;operator new(unsigned long) 2\n"
+                     "app;main;work 6\n"
+                     "app;main;work;do_syscall_64_[k] 1\n"
+                     "db_x;main;op_erator 4\n");
+}
+
+TEST(folded_order) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_free_ char *out = NULL;
+        uint32_t p, ab, ab_c, ab0, abA, z, e;
+
+        /* Bytewise order of the stack text, where a name that is a prefix of
+         * another meets the ';' separator: '-' < '0' < ';' < 'A'. */
+        p = process(d, 1, "s", NULL);
+        abA = frame(d, "abA", NULL, FRAME_USER);
+        z = frame(d, "z", NULL, FRAME_USER);
+        ab = frame(d, "ab", NULL, FRAME_USER);
+        ab0 = frame(d, "ab0", NULL, FRAME_USER);
+        ab_c = frame(d, "ab-c", NULL, FRAME_USER);
+        e = frame(d, "", NULL, FRAME_UNKNOWN);
+
+        add(d, p, 1, 1, abA);
+        add(d, p, 2, 2, ab, z);
+        add(d, p, 3, 1, ab0);
+        add(d, p, 4, 1, ab_c);
+        add(d, p, 5, 1, ab);
+        add(d, p, 6, 2, e, ab);
+
+        out = folded(d);
+        ASSERT_STREQ(out,
+                     "s;[unknown];ab 6\n"
+                     "s;ab 5\n"
+                     "s;ab-c 4\n"
+                     "s;ab0 3\n"
+                     "s;ab;z 2\n"
+                     "s;abA 1\n");
+}
+
+TEST(folded_empty) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_free_ char *out = NULL;
+
+        out = folded(d);
+        ASSERT_STREQ(out, "");
+}
+
+TEST(folded_many) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_free_ char *out = NULL;
+        uint32_t fr[16], st[6], p[4];
+        size_t lines = 0;
+        char *prev = NULL;
+
+        /* 4 processes, two with the same comm: 3 × 16^4 distinct lines. */
+        p[0] = process(d, 1, "a", NULL);
+        p[1] = process(d, 2, "b", NULL);
+        p[2] = process(d, 3, "c", NULL);
+        p[3] = process(d, 4, "a", NULL);
+        for (unsigned i = 0; i < 16; i++) {
+                char name[8];
+                snprintf(name, sizeof(name), "f%x", i);
+                fr[i] = frame(d, name, NULL, i % 3 == 0 ? FRAME_KERNEL : FRAME_USER);
+        }
+        for (unsigned k = 0; k < 4; k++)
+                for (unsigned i = 0; i < 65536; i++) {
+                        st[0] = fr[i & 15];
+                        st[1] = fr[(i >> 4) & 15];
+                        st[2] = fr[(i >> 8) & 15];
+                        st[3] = fr[(i >> 12) & 15];
+                        ASSERT_OK(profile_data_add_stack(d, p[k], st, 4, 1));
+                }
+
+        out = folded(d);
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+                char *sp = strrchr(line, ' ');
+                ASSERT_NOT_NULL(sp);
+                ASSERT_STREQ(sp + 1, line[0] == 'a' ? "2" : "1");
+                *sp = 0;
+                if (prev)
+                        ASSERT_TRUE(strcmp(prev, line) < 0);
+                prev = line;
+                lines++;
+        }
+        ASSERT_EQ(lines, 3 * 65536);
+}
+
+static cJSON *summary(const ProfileData *d, const ReportSummaryInfo *info) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        cJSON *j;
+        FILE *f;
+
+        f = open_memstream(&buf, &size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(report_write_summary(f, d, info));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_TRUE(size > 2);
+        ASSERT_EQ(buf[size - 1], '\n');
+        ASSERT_EQ(buf[size - 2], '}');
+
+        j = cJSON_Parse(buf);
+        ASSERT_NOT_NULL(j);
+        return j;
+}
+
+static void cjson_deletep(cJSON **j) {
+        cJSON_Delete(*j);
+}
+
+static const char *get_string(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        ASSERT_TRUE(cJSON_IsString(v));
+        return v->valuestring;
+}
+
+static double get_number(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+        if (!cJSON_IsNumber(v)) {
+                fprintf(stderr, "\"%s\" is not a number\n", key);
+                abort();
+        }
+        return v->valuedouble;
+}
+
+#define ASSERT_NUMBER(o, key, expected) ASSERT_TRUE(get_number(o, key) == (double) (expected))
+
+static void build_profile(ProfileData *d) {
+        uint32_t p1, p2, main_, fib, leaf, k;
+
+        p1 = process(d, 300, "python3", "python3 train.py --epochs 3");
+        p2 = process(d, 301, "python3", "python3 -c pass");
+        main_ = frame(d, "main", "python3", FRAME_USER);
+        fib = frame(d, "fib", "python3", FRAME_USER);
+        leaf = frame(d, "[libc.so.6]", "libc.so.6", FRAME_UNKNOWN);
+        k = frame(d, "do_syscall_64", "[kernel.kallsyms]", FRAME_KERNEL);
+
+        /* total 3 + 1 + 1 + 1 + 1 = 7 (percentages that need rounding) */
+        add(d, p1, 3, 3, main_, fib, fib);
+        add(d, p1, 1, 3, main_, fib, leaf);
+        add(d, p1, 1, 4, main_, fib, leaf, k);
+        add(d, p2, 1, 1, main_);
+        add(d, p2, 1, 2, main_, leaf);
+}
+
+TEST(summary) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        uint64_t per_cpu[] = { 3, 0, 4, 2 };
+        const char *formats[] = { "profile.folded", "summary.json", NULL };
+        const cJSON *samples, *array, *o;
+        ReportSummaryInfo info = {
+                .session_id = "0123456789abcdef0123456789abcdef",
+                .profile = "default",
+                .target = "labelled",
+                .cgroup = "kubepods.slice/x.scope",
+                .namespace = "ml",
+                .pod = "trainer-0",
+                .container = "main",
+                .container_id = "abc123",
+                .node = NULL,
+                .start_usec = UINT64_C(1700000000123456),
+                .end_usec = UINT64_C(1700000020623999),
+                .frequency = 99,
+                .event = "cpu-clock",
+                .requested_event = "cycles",
+                .event_fallback_reason = "cycles: not supported (ENOENT)",
+                .attach_mode = "cgroup",
+                .end_reason = "duration",
+                .samples_per_cpu = per_cpu,
+                .n_cpus = ELEMENTSOF(per_cpu),
+                .lost = 2,
+                .excluded = 5,
+                .collisions = 1,
+                .cpu_usage_usec = UINT64_C(15505000), /* 99 × 15.505 = 1534.995 → 1535 */
+                .unsymbolized_frames = 3,
+                .total_frames = 12,
+                .report_dir = "/var/lib/cgprof/reports/ml/trainer-0/main/1700000000123_abcd1234",
+                .formats = formats,
+        };
+
+        build_profile(d);
+        j = summary(d, &info);
+
+        ASSERT_STREQ(get_string(j, "session"), "0123456789abcdef0123456789abcdef");
+        ASSERT_STREQ(get_string(j, "profile"), "default");
+        ASSERT_STREQ(get_string(j, "target"), "labelled");
+        ASSERT_STREQ(get_string(j, "cgroup"), "kubepods.slice/x.scope");
+        ASSERT_STREQ(get_string(j, "namespace"), "ml");
+        ASSERT_STREQ(get_string(j, "pod"), "trainer-0");
+        ASSERT_STREQ(get_string(j, "container"), "main");
+        ASSERT_STREQ(get_string(j, "containerId"), "abc123");
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "node"));
+
+        ASSERT_STREQ(get_string(j, "start"), "2023-11-14T22:13:20.123Z");
+        ASSERT_STREQ(get_string(j, "end"), "2023-11-14T22:13:40.623Z");
+        ASSERT_NUMBER(j, "startUsec", UINT64_C(1700000000123456));
+        ASSERT_NUMBER(j, "endUsec", UINT64_C(1700000020623999));
+        ASSERT_TRUE(get_number(j, "durationSec") > 20.500542 && get_number(j, "durationSec") < 20.500544);
+        ASSERT_NUMBER(j, "frequency", 99);
+        ASSERT_STREQ(get_string(j, "event"), "cpu-clock");
+        ASSERT_STREQ(get_string(j, "requestedEvent"), "cycles");
+        ASSERT_STREQ(get_string(j, "eventFallback"), "cycles: not supported (ENOENT)");
+        ASSERT_STREQ(get_string(j, "attachMode"), "cgroup");
+        ASSERT_STREQ(get_string(j, "endReason"), "duration");
+
+        samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
+        ASSERT_TRUE(cJSON_IsObject(samples));
+        ASSERT_NUMBER(samples, "total", 7);
+        ASSERT_NUMBER(samples, "kernel", 9);
+        ASSERT_NUMBER(samples, "lost", 2);
+        ASSERT_NUMBER(samples, "excluded", 5);
+        ASSERT_NUMBER(samples, "expected", 1535);
+        ASSERT_NUMBER(samples, "cpuUsageSec", 15.505);
+        array = cJSON_GetObjectItemCaseSensitive(samples, "perCpu");
+        ASSERT_TRUE(cJSON_IsArray(array));
+        ASSERT_EQ(cJSON_GetArraySize(array), 4);
+        for (int i = 0; i < 4; i++)
+                ASSERT_TRUE(cJSON_GetArrayItem(array, i)->valuedouble == (double) per_cpu[i]);
+
+        ASSERT_NUMBER(j, "uniqueStacks", 5);
+        ASSERT_NUMBER(j, "collisions", 1);
+        ASSERT_NUMBER(j, "unsymbolizedShare", 0.25);
+
+        /* self: fib 3, [libc.so.6] 2, main 1, do_syscall_64 1;
+         * total: main 7, fib 5, [libc.so.6] 3, do_syscall_64 1. */
+        array = cJSON_GetObjectItemCaseSensitive(j, "topFunctions");
+        ASSERT_TRUE(cJSON_IsArray(array));
+        ASSERT_EQ(cJSON_GetArraySize(array), 4);
+
+        o = cJSON_GetArrayItem(array, 0);
+        ASSERT_STREQ(get_string(o, "name"), "fib");
+        ASSERT_STREQ(get_string(o, "module"), "python3");
+        ASSERT_STREQ(get_string(o, "kind"), "user");
+        ASSERT_NUMBER(o, "self", 3);
+        ASSERT_NUMBER(o, "selfPercent", 42.86); /* 3/7 = 42.857... */
+        ASSERT_NUMBER(o, "total", 5);
+        ASSERT_NUMBER(o, "totalPercent", 71.43); /* 5/7 = 71.428... */
+
+        o = cJSON_GetArrayItem(array, 1);
+        ASSERT_STREQ(get_string(o, "name"), "[libc.so.6]");
+        ASSERT_STREQ(get_string(o, "kind"), "unknown");
+        ASSERT_NUMBER(o, "self", 2);
+        ASSERT_NUMBER(o, "selfPercent", 28.57);
+        ASSERT_NUMBER(o, "total", 3);
+        ASSERT_NUMBER(o, "totalPercent", 42.86);
+
+        /* main and do_syscall_64 tie on self (1): main has the larger total. */
+        o = cJSON_GetArrayItem(array, 2);
+        ASSERT_STREQ(get_string(o, "name"), "main");
+        ASSERT_NUMBER(o, "selfPercent", 14.29);
+        ASSERT_NUMBER(o, "totalPercent", 100);
+
+        o = cJSON_GetArrayItem(array, 3);
+        ASSERT_STREQ(get_string(o, "name"), "do_syscall_64");
+        ASSERT_STREQ(get_string(o, "module"), "[kernel.kallsyms]");
+        ASSERT_STREQ(get_string(o, "kind"), "kernel");
+
+        array = cJSON_GetObjectItemCaseSensitive(j, "processes");
+        ASSERT_TRUE(cJSON_IsArray(array));
+        ASSERT_EQ(cJSON_GetArraySize(array), 2);
+        o = cJSON_GetArrayItem(array, 0);
+        ASSERT_NUMBER(o, "pid", 300);
+        ASSERT_STREQ(get_string(o, "comm"), "python3");
+        ASSERT_STREQ(get_string(o, "cmdline"), "python3 train.py --epochs 3");
+        ASSERT_NUMBER(o, "samples", 5);
+        o = cJSON_GetArrayItem(array, 1);
+        ASSERT_NUMBER(o, "pid", 301);
+        ASSERT_NUMBER(o, "samples", 2);
+
+        ASSERT_STREQ(get_string(j, "reportDir"), info.report_dir);
+        array = cJSON_GetObjectItemCaseSensitive(j, "files");
+        ASSERT_EQ(cJSON_GetArraySize(array), 2);
+        ASSERT_STREQ(cJSON_GetArrayItem(array, 0)->valuestring, "profile.folded");
+        ASSERT_STREQ(cJSON_GetArrayItem(array, 1)->valuestring, "summary.json");
+}
+
+TEST(summary_minimal) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        const cJSON *samples;
+        ReportSummaryInfo info = {
+                .session_id = "00000000000000000000000000000000",
+                .profile = "p",
+                .target = "t",
+                .cgroup = "system.slice/nginx.service",
+                .start_usec = 5 * USEC_PER_SEC,
+                .end_usec = 5 * USEC_PER_SEC,
+                .frequency = 99,
+                .event = "cpu-clock",
+                .attach_mode = "cpu",
+                .end_reason = "stopped",
+        };
+
+        j = summary(d, &info);
+
+        /* No Kubernetes metadata on a host. */
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "namespace"));
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "pod"));
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "container"));
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "containerId"));
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(j, "node"));
+
+        ASSERT_STREQ(get_string(j, "start"), "1970-01-01T00:00:05.000Z");
+        ASSERT_NUMBER(j, "durationSec", 0);
+        ASSERT_STREQ(get_string(j, "requestedEvent"), "cpu-clock");
+        ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "eventFallback")));
+        ASSERT_NUMBER(j, "unsymbolizedShare", 0);
+        ASSERT_NUMBER(j, "uniqueStacks", 0);
+
+        samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
+        ASSERT_NUMBER(samples, "total", 0);
+        ASSERT_NUMBER(samples, "kernel", 0);
+        ASSERT_NUMBER(samples, "expected", 0);
+        ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(samples, "perCpu")), 0);
+
+        ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "topFunctions")), 0);
+        ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "processes")), 0);
+        ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "files")), 0);
+        ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "reportDir")));
+}
+
+TEST(summary_top_limit) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        ReportSummaryInfo info = { .frequency = 1000, .cpu_usage_usec = UINT64_MAX };
+        const cJSON *array;
+        uint32_t p;
+
+        p = process(d, 1, "x\xff", "x \xfe");
+        for (unsigned i = 0; i < 30; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "fn%02u", i);
+                add(d, p, i + 1, 1, frame(d, name, NULL, FRAME_USER));
+        }
+
+        j = summary(d, &info);
+        array = cJSON_GetObjectItemCaseSensitive(j, "topFunctions");
+        ASSERT_EQ(cJSON_GetArraySize(array), 20);
+        ASSERT_STREQ(get_string(cJSON_GetArrayItem(array, 0), "name"), "fn29");
+        ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(array, 0), "module")));
+
+        /* Invalid UTF-8 never reaches the JSON. */
+        array = cJSON_GetObjectItemCaseSensitive(j, "processes");
+        ASSERT_STREQ(get_string(cJSON_GetArrayItem(array, 0), "comm"), "x\xef\xbf\xbd");
+
+        /* frequency × usage beyond 2^64 does not wrap. */
+        ASSERT_TRUE(get_number(cJSON_GetObjectItemCaseSensitive(j, "samples"), "expected") > 1.8e16);
+}
+
+DEFINE_TEST_MAIN

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "elf-symtab.h"
+#include "symbolizer.h"
+#include "tests.h"
+
+static const char *env_or_skip(const char *name) {
+        const char *v = getenv(name);
+
+        if (!v || access(v, R_OK) < 0) {
+                fprintf(stderr, "%s not set or not readable (run through meson test), skipping\n", name);
+                exit(EXIT_TEST_SKIP);
+        }
+        return v;
+}
+
+static const char *basename_of(const char *path) {
+        const char *s = strrchr(path, '/');
+        return s ? s + 1 : path;
+}
+
+/* ---- a child process to symbolize ---- */
+
+typedef struct Child {
+        pid_t pid;
+        int stdin_fd;
+        FILE *out;
+        char names[8][64];
+        uint64_t addrs[8];
+        size_t n;
+} Child;
+
+/* Starts argv and reads its "NAME 0xADDR" lines up to "ready PID". */
+static void child_start(Child *c, char *const argv[]) {
+        int in[2], out[2];
+        _cleanup_free_ char *line = NULL;
+        size_t alloc = 0;
+
+        *c = (Child) { .stdin_fd = -EBADF };
+        ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+        ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+
+        c->pid = fork();
+        ASSERT_TRUE(c->pid >= 0);
+        if (c->pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (dup2(in[0], STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0)
+                        _exit(127);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        c->stdin_fd = in[1];
+        c->out = fdopen(out[0], "re");
+        ASSERT_NOT_NULL(c->out);
+
+        for (;;) {
+                char name[64];
+                uint64_t addr;
+
+                ASSERT_TRUE(getline(&line, &alloc, c->out) > 0);
+                if (strncmp(line, "ready ", 6) == 0)
+                        break;
+                ASSERT_EQ(sscanf(line, "%63s %" SCNx64, name, &addr), 2);
+                ASSERT_TRUE(c->n < ELEMENTSOF(c->names));
+                snprintf(c->names[c->n], sizeof(c->names[c->n]), "%s", name);
+                c->addrs[c->n++] = addr;
+        }
+}
+
+static uint64_t child_addr(const Child *c, const char *name) {
+        for (size_t i = 0; i < c->n; i++)
+                if (streq(c->names[i], name))
+                        return c->addrs[i];
+        fprintf(stderr, "child did not print %s\n", name);
+        abort();
+}
+
+/* Ends the child and reaps it: its PID is gone afterwards. */
+static void child_stop(Child *c) {
+        if (c->pid > 0) {
+                (void) kill(c->pid, SIGKILL);
+                (void) waitpid(c->pid, NULL, 0);
+                c->pid = 0;
+        }
+        c->stdin_fd = safe_close(c->stdin_fd);
+        if (c->out) {
+                fclose(c->out);
+                c->out = NULL;
+        }
+}
+
+static void fixture_wait_start(Child *c, const char *path) {
+        char *argv[] = { (char *) path, (char *) "--wait", NULL };
+
+        child_start(c, argv);
+}
+
+/* ---- an oracle, independent of the code under test ---- */
+
+typedef struct OracleSym {
+        uint64_t value, size;
+        uint64_t seg_vaddr, seg_offset; /* the PT_LOAD holding it */
+} OracleSym;
+
+static bool oracle_elf(Elf *elf, const char *name, OracleSym *ret) {
+        Elf_Scn *scn = NULL;
+        size_t phnum;
+        bool found = false;
+
+        while (!found && (scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+                Elf_Data *data;
+
+                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
+                if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
+                        continue;
+                data = elf_getdata(scn, NULL);
+                ASSERT_NOT_NULL(data);
+                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
+                        GElf_Sym sym;
+                        const char *n;
+
+                        ASSERT_NOT_NULL(gelf_getsym(data, (int) i, &sym));
+                        n = elf_strptr(elf, shdr.sh_link, sym.st_name);
+                        if (n && streq(n, name) && sym.st_shndx != SHN_UNDEF) {
+                                ret->value = sym.st_value;
+                                ret->size = sym.st_size;
+                                found = true;
+                                break;
+                        }
+                }
+        }
+        if (!found)
+                return false;
+
+        ASSERT_EQ(elf_getphdrnum(elf, &phnum), 0);
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr p;
+
+                ASSERT_NOT_NULL(gelf_getphdr(elf, (int) i, &p));
+                if (p.p_type == PT_LOAD && ret->value >= p.p_vaddr && ret->value < p.p_vaddr + p.p_filesz) {
+                        ret->seg_vaddr = p.p_vaddr;
+                        ret->seg_offset = p.p_offset;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool oracle_symbol(const char *path, const char *name, OracleSym *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        bool found;
+        Elf *elf;
+
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        ASSERT_NOT_NULL(elf);
+        found = oracle_elf(elf, name, ret);
+        elf_end(elf);
+        return found;
+}
+
+/* The runtime address of a symbol of 'path' in process pid: its file offset,
+ * found in an executable mapping of that file in /proc/PID/maps. */
+static uint64_t runtime_address(pid_t pid, const char *path, const char *name) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        char maps[64], real[PATH_MAX];
+        OracleSym o;
+        uint64_t file_off;
+        size_t alloc = 0;
+
+        ASSERT_TRUE(oracle_symbol(path, name, &o));
+        file_off = o.value - o.seg_vaddr + o.seg_offset;
+        ASSERT_NOT_NULL(realpath(path, real));
+
+        snprintf(maps, sizeof(maps), "/proc/%d/maps", (int) pid);
+        f = fopen(maps, "re");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &alloc, f) > 0) {
+                uint64_t start, end, pgoff;
+                char perms[8];
+                int pos = 0;
+
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &start, &end, perms, &pgoff,
+                           &pos) < 4 ||
+                    pos == 0 || perms[2] != 'x')
+                        continue;
+                line[strcspn(line, "\n")] = '\0';
+                if (!streq(line + pos, real))
+                        continue;
+                if (file_off >= pgoff && file_off - pgoff < end - start)
+                        return start + file_off - pgoff;
+        }
+        fprintf(stderr, "%s not mapped in PID %d\n", name, (int) pid);
+        abort();
+}
+
+/* ---- temporary directories ---- */
+
+static void rm_rf(const char *path) {
+        char cmd[PATH_MAX + 32];
+
+        if (!path || !path[0] || strncmp(path, "/tmp/test-symbolizer.", 21) != 0)
+                return;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+        (void) system(cmd);
+}
+
+typedef struct TmpDir {
+        char path[64];
+} TmpDir;
+
+static void tmp_dir_done(TmpDir *t) {
+        rm_rf(t->path);
+}
+
+static void tmp_dir_make(TmpDir *t) {
+        snprintf(t->path, sizeof(t->path), "/tmp/test-symbolizer.XXXXXX");
+        ASSERT_NOT_NULL(mkdtemp(t->path));
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode) {
+        _cleanup_close_ int in = -EBADF, out = -EBADF;
+        char buf[65536];
+        ssize_t n;
+
+        in = open(from, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(in >= 0);
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+        ASSERT_TRUE(out >= 0);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                ASSERT_EQ(write(out, buf, (size_t) n), n);
+        ASSERT_EQ(n, 0);
+}
+
+static void write_file(const char *path, const char *contents) {
+        FILE *f = fopen(path, "we");
+
+        ASSERT_NOT_NULL(f);
+        ASSERT_TRUE(fputs(contents, f) >= 0);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+/* ---- tests ---- */
+
+static void assert_resolves(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *name, const char *module,
+                            uint64_t offset) {
+        ResolvedFrame f = { .name = "unset" };
+
+        ASSERT_OK(symbolizer_resolve_user(s, m, addr, &f));
+        ASSERT_STREQ(f.name, name);
+        ASSERT_STREQ(f.module, module);
+        ASSERT_EQ(f.offset, offset);
+}
+
+TEST(resolve_live_then_after_exit) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(child_stop) Child c = {};
+        static const char *const names[] = {
+                "fixture_alpha", "fixture_beta", "fixture_static_gamma", "fixture_static_delta",
+        };
+        const char *module = basename_of(path);
+        ProcessMaps *gone = NULL;
+        ResolvedFrame f;
+        pid_t pid;
+
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        fixture_wait_start(&c, path);
+        pid = c.pid;
+
+        ASSERT_OK(symbolizer_capture(s, pid, &m));
+        ASSERT_NOT_NULL(m);
+
+        /* The ELF's own vaddr plus the load base from the maps (PIE) is the
+         * address the process itself reports. */
+        ASSERT_EQ(runtime_address(pid, path, "fixture_alpha"), child_addr(&c, "fixture_alpha"));
+        ASSERT_EQ(runtime_address(pid, path, "fixture_static_gamma"), child_addr(&c, "fixture_static_gamma"));
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                uint64_t addr = child_addr(&c, names[i]);
+
+                ASSERT_TRUE(process_maps_covers(m, addr));
+                assert_resolves(s, m, addr, names[i], module, 0);
+                assert_resolves(s, m, addr + 3, names[i], module, 3);
+        }
+
+        /* A libc frame. */
+        ASSERT_OK(symbolizer_resolve_user(s, m, child_addr(&c, "getpid") + 1, &f));
+        ASSERT_NOT_NULL(f.name);
+        ASSERT_TRUE(strstr(f.name, "getpid") != NULL);
+        ASSERT_STREQ(f.module, "libc.so.6");
+        ASSERT_EQ(f.offset, 1);
+
+        /* The process exits (and is reaped): a new capture fails, a refresh
+         * keeps the snapshot, and the snapshot still symbolizes. */
+        child_stop(&c);
+        ASSERT_EQ(kill(pid, 0), -1);
+        ASSERT_ERROR(symbolizer_capture(s, pid, &gone), ESRCH);
+        ASSERT_NULL(gone);
+        ASSERT_ERROR(symbolizer_refresh(s, m), ESRCH);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                assert_resolves(s, m, child_addr(&c, names[i]) + 1, names[i], module, 1);
+        ASSERT_OK(symbolizer_resolve_user(s, m, child_addr(&c, "getpid"), &f));
+        ASSERT_STREQ(f.module, "libc.so.6");
+        ASSERT_TRUE(f.name && strstr(f.name, "getpid"));
+}
+
+TEST(unresolved) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(child_stop) Child c = {};
+        ResolvedFrame f;
+
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        fixture_wait_start(&c, path);
+        ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+
+        /* Not mapped at all. */
+        ASSERT_FALSE(process_maps_covers(m, 0x10));
+        ASSERT_OK(symbolizer_resolve_user(s, m, 0x10, &f));
+        ASSERT_NULL(f.name);
+        ASSERT_NULL(f.module);
+        ASSERT_EQ(f.offset, 0x10);
+
+        ASSERT_ERROR(symbolizer_capture(s, 0, &m), EINVAL);
+        ASSERT_ERROR(symbolizer_resolve_user(s, NULL, 0x10, &f), EINVAL);
+}
+
+TEST(stripped_binary_with_debug_dir) {
+        const char *stripped = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        const char *debug = env_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
+        _cleanup_(tmp_dir_done) TmpDir t = {}, empty = {};
+        _cleanup_(elf_symtab_freep) ElfSymtab *e = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char dir[PATH_MAX], file[PATH_MAX];
+        const char *bid, *module = basename_of(stripped);
+
+        fd = open(stripped, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(elf_symtab_load(fd, &e));
+        bid = elf_symtab_build_id(e);
+        ASSERT_NOT_NULL(bid);
+        ASSERT_FALSE(elf_symtab_has_full_symtab(e));
+
+        /* <tmp>/.build-id/xx/yyyy.debug, as a -dbgsym package lays it out. */
+        tmp_dir_make(&t);
+        tmp_dir_make(&empty);
+        snprintf(dir, sizeof(dir), "%s/.build-id", t.path);
+        ASSERT_EQ(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof(dir), "%s/.build-id/%.2s", t.path, bid);
+        ASSERT_EQ(mkdir(dir, 0755), 0);
+        snprintf(file, sizeof(file), "%s/%s.debug", dir, bid + 2);
+        copy_file(debug, file, 0644);
+
+        for (int with_debug = 0; with_debug <= 1; with_debug++) {
+                SymbolizerOptions opts = { .debug_dir = with_debug ? t.path : empty.path };
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+                _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+                _cleanup_(child_stop) Child c = {};
+                uint64_t gamma, alpha;
+                ResolvedFrame f;
+
+                ASSERT_OK(symbolizer_new(&opts, &s));
+                fixture_wait_start(&c, stripped);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+                gamma = child_addr(&c, "fixture_static_gamma");
+                alpha = child_addr(&c, "fixture_alpha");
+
+                if (with_debug) {
+                        assert_resolves(s, m, gamma + 5, "fixture_static_gamma", module, 5);
+                        assert_resolves(s, m, alpha, "fixture_alpha", module, 0);
+                } else {
+                        /* Only .dynsym: neither static nor exported
+                         * functions of an executable are there. */
+                        ASSERT_OK(symbolizer_resolve_user(s, m, gamma + 5, &f));
+                        ASSERT_NULL(f.name);
+                        ASSERT_STREQ(f.module, module);
+                        /* The file offset, for offline symbolization. */
+                        ASSERT_TRUE(f.offset > 0 && f.offset < gamma);
+                }
+        }
+}
+
+TEST(deleted_binary) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(child_stop) Child c = {};
+        char copy[PATH_MAX];
+
+        if (geteuid() != 0) {
+                fprintf(stderr, "deleted_binary: /proc/PID/map_files needs root, skipping\n");
+                return;
+        }
+
+        tmp_dir_make(&t);
+        snprintf(copy, sizeof(copy), "%s/upgraded-binary", t.path);
+        copy_file(path, copy, 0755);
+        fixture_wait_start(&c, copy);
+        /* Removed (an upgrade, a cleanup) while it runs. */
+        ASSERT_EQ(unlink(copy), 0);
+
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+        assert_resolves(s, m, child_addr(&c, "fixture_static_delta") + 2, "fixture_static_delta",
+                        "upgraded-binary", 2);
+}
+
+TEST(cache_shared_and_bounded) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        const char *workload = env_or_skip("CGPROF_WORKLOAD");
+        SymbolizerOptions opts = { .max_files = 1 };
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(child_stop) Child a = {}, b = {}, w = {};
+        ProcessMaps *ma = NULL, *mb = NULL, *mw = NULL;
+        char *wargv[] = { (char *) workload, (char *) "--seconds", (char *) "3", NULL };
+        size_t n_a, n_all;
+
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        ASSERT_EQ(symbolizer_cached_files(s), 0);
+
+        fixture_wait_start(&a, path);
+        ASSERT_OK(symbolizer_capture(s, a.pid, &ma));
+        n_a = symbolizer_cached_files(s);
+        /* The fixture, libc, the dynamic loader: referenced, so all kept
+         * whatever max_files says. */
+        ASSERT_TRUE(n_a >= 3);
+
+        /* The same binary again: nothing new to load. */
+        fixture_wait_start(&b, path);
+        ASSERT_OK(symbolizer_capture(s, b.pid, &mb));
+        ASSERT_EQ(symbolizer_cached_files(s), n_a);
+
+        /* Another binary: one more file (its libc and loader are shared). */
+        child_start(&w, wargv);
+        ASSERT_OK(symbolizer_capture(s, w.pid, &mw));
+        n_all = symbolizer_cached_files(s);
+        ASSERT_EQ(n_all, n_a + 1);
+
+        /* Resolution works through each snapshot. */
+        assert_resolves(s, ma, child_addr(&a, "fixture_alpha"), "fixture_alpha", basename_of(path), 0);
+        assert_resolves(s, mb, child_addr(&b, "fixture_beta") + 1, "fixture_beta", basename_of(path), 1);
+
+        /* Dropping the snapshots leaves at most max_files unreferenced. */
+        process_maps_free(mw);
+        ASSERT_EQ(symbolizer_cached_files(s), n_a + 1 - 0 - (n_all - n_a)); /* workload only was its own */
+        process_maps_free(ma);
+        ASSERT_EQ(symbolizer_cached_files(s), n_a); /* b still holds the shared ones */
+        process_maps_free(mb);
+        ASSERT_TRUE(symbolizer_cached_files(s) <= 1);
+
+        /* And the cache still works after evictions. */
+        ASSERT_OK(symbolizer_capture(s, a.pid, &ma));
+        assert_resolves(s, ma, child_addr(&a, "fixture_alpha") + 7, "fixture_alpha", basename_of(path), 7);
+        process_maps_free(ma);
+        ASSERT_TRUE(symbolizer_cached_files(s) <= 1);
+}
+
+TEST(snapshot_outlives_symbolizer) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(child_stop) Child c = {};
+        Symbolizer *s = NULL;
+
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        fixture_wait_start(&c, path);
+        ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+        s = symbolizer_free(s);
+        ASSERT_NULL(s);
+
+        /* The snapshot keeps its files: resolution needs no Symbolizer. */
+        assert_resolves(NULL, m, child_addr(&c, "fixture_alpha") + 1, "fixture_alpha", basename_of(path), 1);
+}
+
+TEST(refresh_sees_new_mappings) {
+        /* A fake proc root: maps listing the fixture at an address of our
+         * choosing, no map_files (so the path, through root/, is used) and no
+         * stat. */
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        char dir[PATH_MAX], file[PATH_MAX], real[PATH_MAX], maps[3 * PATH_MAX];
+        const uint64_t base1 = 0x100000000ULL, base2 = 0x200000000ULL;
+        uint64_t pgoff, alpha_off, len;
+        OracleSym o;
+        SymbolizerOptions opts = {};
+        ResolvedFrame f;
+
+        ASSERT_TRUE(oracle_symbol(path, "fixture_alpha", &o));
+        alpha_off = o.value - o.seg_vaddr + o.seg_offset;
+        pgoff = o.seg_offset & ~UINT64_C(0xfff);
+        len = ((alpha_off - pgoff + o.size) | 0xfff) + 1;
+        ASSERT_NOT_NULL(realpath(path, real));
+
+        tmp_dir_make(&t);
+        snprintf(dir, sizeof(dir), "%s/4242", t.path);
+        ASSERT_EQ(mkdir(dir, 0755), 0);
+        snprintf(file, sizeof(file), "%s/root", dir);
+        ASSERT_EQ(symlink("/", file), 0);
+        snprintf(file, sizeof(file), "%s/maps", dir);
+        snprintf(maps, sizeof(maps),
+                 "%" PRIx64 "-%" PRIx64 " r--p 00000000 00:00 0          %s\n"
+                 "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " 00:00 0          %s\n"
+                 "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n",
+                 base1 - 0x1000, base1, real, base1, base1 + len, pgoff, real);
+        write_file(file, maps);
+
+        opts.proc_root = t.path;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        ASSERT_OK(symbolizer_capture(s, 4242, &m));
+
+        ASSERT_FALSE(process_maps_covers(m, base1 - 0x800)); /* not executable */
+        assert_resolves(s, m, base1 + alpha_off - pgoff + 2, "fixture_alpha", basename_of(path), 2);
+
+        /* Anonymous executable memory (JIT): covered, nameless. */
+        ASSERT_TRUE(process_maps_covers(m, 0x7f0000000010ULL));
+        ASSERT_OK(symbolizer_resolve_user(s, m, 0x7f0000000010ULL, &f));
+        ASSERT_NULL(f.name);
+        ASSERT_NULL(f.module);
+        ASSERT_EQ(f.offset, 0x7f0000000010ULL);
+
+        /* A dlopen(): the same file mapped again elsewhere. */
+        ASSERT_FALSE(process_maps_covers(m, base2 + alpha_off - pgoff));
+        snprintf(maps + strlen(maps), sizeof(maps) - strlen(maps),
+                 "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " 00:00 0          %s (deleted)\n", base2,
+                 base2 + len, pgoff, real);
+        write_file(file, maps);
+        ASSERT_OK(symbolizer_refresh(s, m));
+        ASSERT_TRUE(process_maps_covers(m, base2 + alpha_off - pgoff));
+        /* Deleted and no map_files: not opened by path (it could be another file). */
+        ASSERT_OK(symbolizer_resolve_user(s, m, base2 + alpha_off - pgoff, &f));
+        ASSERT_NULL(f.name);
+        ASSERT_STREQ(f.module, basename_of(path));
+        assert_resolves(s, m, base1 + alpha_off - pgoff, "fixture_alpha", basename_of(path), 0);
+        ASSERT_EQ(symbolizer_cached_files(s), 1);
+
+        /* The process is gone: refresh keeps the snapshot. */
+        ASSERT_EQ(unlink(file), 0);
+        ASSERT_ERROR(symbolizer_refresh(s, m), ESRCH);
+        assert_resolves(s, m, base1 + alpha_off - pgoff, "fixture_alpha", basename_of(path), 0);
+}
+
+TEST(vdso) {
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        unsigned long base = getauxval(AT_SYSINFO_EHDR);
+        const char *names[] = { "__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time" };
+        ResolvedFrame f;
+        Elf *elf;
+        bool checked = false;
+
+        if (base == 0) {
+                fprintf(stderr, "vdso: no vDSO, skipping\n");
+                return;
+        }
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        ASSERT_OK(symbolizer_capture(s, getpid(), &m));
+        ASSERT_TRUE(process_maps_covers(m, base));
+
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        elf = elf_memory((char *) base, 2 * (size_t) sysconf(_SC_PAGESIZE));
+        ASSERT_NOT_NULL(elf);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                OracleSym o;
+                uint64_t addr;
+
+                if (!oracle_elf(elf, names[i], &o))
+                        continue;
+                addr = base + o.value - o.seg_vaddr + o.seg_offset;
+                ASSERT_OK(symbolizer_resolve_user(s, m, addr + 1, &f));
+                ASSERT_STREQ(f.module, "[vdso]");
+                ASSERT_NOT_NULL(f.name);
+                /* An alias (clock_gettime) may name it. */
+                ASSERT_TRUE(strstr(f.name, names[i] + strlen("__vdso_")) != NULL);
+                ASSERT_EQ(f.offset, 1);
+                checked = true;
+        }
+        elf_end(elf);
+        ASSERT_TRUE(checked);
+}
+
+TEST(kernel) {
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL, *missing = NULL;
+        SymbolizerOptions opts = {};
+        char file[PATH_MAX];
+        ResolvedFrame f;
+
+        tmp_dir_make(&t);
+        snprintf(file, sizeof(file), "%s/kallsyms", t.path);
+        write_file(file,
+                   "ffffffff81000000 T _text\n"
+                   "ffffffff81200000 T schedule\n"
+                   "ffffffff81300000 D jiffies\n"
+                   "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
+                   "ffffffffc0100000 t xfs_bmap\t[xfs]\n");
+        opts.kallsyms_path = file;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffff81200010ULL, &f));
+        ASSERT_STREQ(f.name, "schedule");
+        ASSERT_STREQ(f.module, "[kernel.kallsyms]");
+        ASSERT_EQ(f.offset, 0x10);
+
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0001004ULL, &f));
+        ASSERT_STREQ(f.name, "ext4_get_block");
+        ASSERT_STREQ(f.module, "[ext4]");
+        ASSERT_EQ(f.offset, 4);
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0100000ULL, &f));
+        ASSERT_STREQ(f.module, "[xfs]");
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0001008ULL, &f));
+        ASSERT_STREQ(f.module, "[ext4]");
+
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0x1000, &f));
+        ASSERT_NULL(f.name);
+        ASSERT_STREQ(f.module, "[kernel.kallsyms]");
+        ASSERT_EQ(f.offset, 0x1000);
+
+        /* No kallsyms: unnamed kernel frames, not an error. */
+        snprintf(file, sizeof(file), "%s/none", t.path);
+        ASSERT_OK(symbolizer_new(&opts, &missing));
+        ASSERT_OK(symbolizer_resolve_kernel(missing, 0xffffffff81200010ULL, &f));
+        ASSERT_NULL(f.name);
+        ASSERT_STREQ(f.module, "[kernel.kallsyms]");
+}
+
+DEFINE_TEST_MAIN
