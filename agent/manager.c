@@ -238,11 +238,11 @@ static void manager_retarget(Manager *m) {
 
 /* ---- sampling ---- */
 
-static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, void *userdata) {
+static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm, void *userdata) {
         Manager *m = userdata;
         if (slot >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[slot])
                 return;
-        session_on_process(m->sessions_by_slot[slot], pid, start_time);
+        session_on_process(m->sessions_by_slot[slot], pid, start_time, comm);
 }
 
 static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -268,6 +268,7 @@ int manager_drain(Manager *m, bool full) {
         /* New processes first, so their mappings are captured before their samples are resolved. */
         (void) sampler_proc_events_consume(m->sampler);
         for (int i = 0; i < (full ? 2 : 1); i++) {
+                m->drain_seq++;
                 r = sampler_drain(m->sampler, on_sample, m);
                 if (r < 0)
                         return log_error_errno(r, "Failed to drain the sample maps: %m");
@@ -338,10 +339,14 @@ static int manager_load_config(Manager *m, bool initial) {
 
         r = config_load_file(m->config_path, &c, &error);
         if (r < 0) {
+                /* Read errors already start with the path; validation errors with the key path. */
+                const char *prefix = error && strncmp(error, m->config_path, strlen(m->config_path)) == 0 ? "" :
+                                                                                                          m->config_path;
                 if (initial)
-                        return log_error_errno(r, "Invalid configuration %s: %s", m->config_path, strna(error));
-                return log_error_errno(r, "Invalid configuration %s, keeping the last good one: %s", m->config_path,
-                                       strna(error));
+                        return log_error_errno(r, "Invalid configuration %s%s%s", prefix, prefix[0] ? ": " : "",
+                                               strna(error));
+                return log_error_errno(r, "Invalid configuration %s%s%s (keeping the last good one)", prefix,
+                                       prefix[0] ? ": " : "", strna(error));
         }
 
         r = manager_open_report_dir(m, c->report_dir);

@@ -79,6 +79,7 @@ typedef struct Manager {
         sd_bus **bus_clients;
         size_t n_bus_clients;
 
+        uint64_t drain_seq;          /* incremented on every drain */
         uint64_t start_usec;
         bool stopping;
 } Manager;

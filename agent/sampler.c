@@ -159,8 +159,10 @@ static int handle_proc_event(void *ctx, void *data, size_t size) {
 
         if (size < sizeof(*e))
                 return 0;
+        char comm[CGPROF_COMM_LEN + 1] = {};
+        memcpy(comm, e->comm, CGPROF_COMM_LEN);
         if (s->proc_cb)
-                s->proc_cb(e->session, e->pid, e->start_time, s->userdata);
+                s->proc_cb(e->session, e->pid, e->start_time, comm, s->userdata);
         return 0;
 }
 

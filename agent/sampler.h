@@ -42,7 +42,8 @@ typedef struct SamplerSessionStats {
 void sampler_session_stats_done(SamplerSessionStats *s);
 
 /* New-process notifications from the kernel. */
-typedef void (*SamplerProcCallback)(uint32_t slot, uint32_t pid, uint64_t start_time, void *userdata);
+typedef void (*SamplerProcCallback)(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm,
+                                    void *userdata);
 
 /* One drained count: stacks are leaf first as the kernel records them;
  * n_user/n_kernel 0 when the stack is absent or was lost (stack_lost set). */

@@ -20,6 +20,7 @@ typedef struct SessionProcess {
         ProcessMaps *maps;
         bool wanted;
         bool refreshed;        /* maps re-read once for an uncovered address */
+        uint64_t comm_checked; /* drain sequence number of the last comm check */
         uint32_t data_index;   /* index in data->processes (wanted only) */
 } SessionProcess;
 
@@ -179,16 +180,40 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
 
 /* Reads the process's command line and decides whether it is wanted; captures
  * its mappings while it is alive. */
-static void process_examine(Session *s, SessionProcess *sp) {
+static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
         Manager *m = s->manager;
         _cleanup_free_ char *comm = NULL, *cmdline = NULL;
         int r;
 
         r = process_reader_read(m->process_reader, (pid_t) sp->pid, &comm, &cmdline);
+        if (r >= 0 && sp->cmdline && cmdline[0] == '[') {
+                /* Exited meanwhile (a zombie has no command line): keep what we knew. */
+                free(cmdline);
+                cmdline = strdup(sp->cmdline);
+                if (!cmdline)
+                        return (void) log_oom();
+        }
+        if (comm_hint && comm_hint[0]) {
+                /* The name the kernel saw at the sample beats a later read. */
+                free(comm);
+                comm = strdup(comm_hint);
+                if (!comm)
+                        return (void) log_oom();
+        }
+        if (r < 0 && sp->comm) {
+                /* Gone: only the name can have changed. */
+                if (comm && !streq(comm, sp->comm) && sp->wanted) {
+                        free(sp->comm);
+                        sp->comm = TAKE_PTR(comm);
+                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
+                                                        &sp->data_index);
+                }
+                return;
+        }
         if (r < 0) {
                 if (!sp->comm) {
                         /* Gone before we could look: we cannot know its command line. */
-                        sp->comm = strdup("[exited]");
+                        sp->comm = comm ? TAKE_PTR(comm) : strdup("[exited]");
                         sp->cmdline = strdup("");
                         sp->wanted = profile_process_wanted(s->profile, "");
                         if (sp->wanted)
@@ -236,13 +261,13 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
         return sp;
 }
 
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time) {
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const char *comm) {
         bool is_new;
         SessionProcess *sp = process_get(s, pid, start_time, &is_new);
         if (!sp)
                 return (void) log_oom();
-        /* New, or re-reported after exec(): (re-)examine. */
-        process_examine(s, sp);
+        /* New, or re-reported after exec() or a rename: (re-)examine. */
+        process_examine(s, sp, comm);
 }
 
 static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, uint32_t *ret) {
@@ -292,13 +317,28 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         if (!sp)
                 return (void) log_oom();
         if (is_new)
-                process_examine(s, sp); /* its ring buffer event was missed */
+                process_examine(s, sp, NULL); /* its ring buffer event was missed */
         if (!sp->wanted) {
                 s->excluded += count;
                 return;
         }
         if (stack_lost)
                 s->stack_lost += count;
+
+        /* A process may rename itself (prctl(PR_SET_NAME), pthread_setname_np)
+         * after its first sample: look again once per drain while it lives,
+         * and attribute later samples to the new name. */
+        if (sp->comm_checked != s->manager->drain_seq) {
+                _cleanup_free_ char *path = NULL, *comm = NULL;
+                sp->comm_checked = s->manager->drain_seq;
+                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_one_line_file(path, &comm) >= 0 &&
+                    !streq_ptr(comm, sp->comm)) {
+                        free(sp->comm);
+                        sp->comm = TAKE_PTR(comm);
+                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
+                                                        &sp->data_index);
+                }
+        }
 
         /* Root first: the outermost user frame ... the innermost kernel frame.
          * Return addresses point after the call: look up addr - 1 for all

@@ -58,7 +58,8 @@ int session_start(Session *s);
  * end to the journal, and frees the session. */
 void session_end(Session *s, const char *reason);
 
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time);
+/* The kernel saw the process (first sample, exec() or rename); comm is its name then. */
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const char *comm);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
                        size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost);
 /* Called on every drain tick: updates the cgroup's CPU usage. */

@@ -722,7 +722,8 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                 goto fail;
         }
 
-        qsort(mappings, n, sizeof(Mapping), mapping_compare);
+        if (n > 1)
+                qsort(mappings, n, sizeof(Mapping), mapping_compare);
         *ret = mappings;
         *ret_n = n;
         return 0;

@@ -31,6 +31,7 @@ struct task_struct {
         __u64 start_time;
         struct task_struct *group_leader;
         __s32 tgid;
+        char comm[16];
 } __attribute__((preserve_access_index));
 
 /* Which counts/stacks set the program writes to (0 or 1). */
@@ -90,12 +91,19 @@ struct {
         __uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
 
-static __always_inline void note_process(__u32 pid, __u64 start_time, __u32 slot) {
+static __always_inline int comm_equal(const char *a, const char *b) {
+        /* 16 bytes compared as two words. */
+        return ((const __u64 *) a)[0] == ((const __u64 *) b)[0] && ((const __u64 *) a)[1] == ((const __u64 *) b)[1];
+}
+
+static __always_inline void note_process(struct task_struct *task, __u32 pid, __u64 start_time, __u32 slot) {
         struct cgprof_proc_seen *seen, v = {.start_time = start_time, .session = slot};
         struct cgprof_proc_event *e;
 
+        BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
+
         seen = bpf_map_lookup_elem(&procs_seen, &pid);
-        if (seen && seen->start_time == start_time && seen->session == slot)
+        if (seen && seen->start_time == start_time && seen->session == slot && comm_equal(seen->comm, v.comm))
                 return;
 
         e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
@@ -104,6 +112,7 @@ static __always_inline void note_process(__u32 pid, __u64 start_time, __u32 slot
         e->start_time = start_time;
         e->pid = pid;
         e->session = slot;
+        __builtin_memcpy(e->comm, v.comm, sizeof(e->comm));
         bpf_ringbuf_submit(e, 0);
         bpf_map_update_elem(&procs_seen, &pid, &v, BPF_ANY);
 }
@@ -197,7 +206,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         __sync_fetch_and_add(&st->samples, 1);
         }
 
-        note_process(key.pid, key.start_time, slot);
+        note_process(task, key.pid, key.start_time, slot);
         return 0;
 }
 

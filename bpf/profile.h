@@ -38,16 +38,21 @@ struct cgprof_session_stats {
         __u64 stack_errors; /* stack map full or other errors (-ENOMEM, ...) */
 };
 
+#define CGPROF_COMM_LEN 16
+
 /* Ring buffer event: the first sample of a process (pid, start time) in a
- * session, or the first after it called exec(). */
+ * session, the first after it called exec(), or the first after it renamed
+ * itself (comm is the thread group leader's name). */
 struct cgprof_proc_event {
         __u64 start_time;
         __u32 pid;
         __u32 session;
+        char comm[CGPROF_COMM_LEN];
 };
 
 struct cgprof_proc_seen {
         __u64 start_time;
         __u32 session;
         __u32 pad;
+        char comm[CGPROF_COMM_LEN];
 };

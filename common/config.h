@@ -101,7 +101,7 @@ typedef struct Config {
 /* Parses and validates a config document. On error returns a negative errno
  * (-EINVAL for invalid content, -ENOMEM) and, if ret_error is non-NULL,
  * a malloc()ed message that starts with the key path ("profiles[1].frequency:
- * must be 1..100000"; "$: not valid JSON at line 3" for syntax errors). */
+ * must be 1..100000"; "$: not valid JSON near line 3" for syntax errors). */
 int config_parse(const char *json, Config **ret, char **ret_error);
 /* Same for a file; read errors are reported as "<path>: <strerror>". */
 int config_load_file(const char *path, Config **ret, char **ret_error);
@@ -116,9 +116,12 @@ const Profile *config_target_profile(const Config *c, const Target *t);
 /* Whether a sysctl name is in the machineConfig allow-list. */
 bool machine_setting_allowed(const char *name);
 
-/* Whether a command line passes the profile's include/exclude patterns. */
+/* Whether a command line passes the profile's include/exclude patterns: at
+ * least one includePattern and no excludePattern matches (unanchored search
+ * in the whole string; NULL is ""). */
 bool profile_process_wanted(const Profile *p, const char *cmdline);
 
 /* Glob match of a cgroup path (relative to the cgroup root, no leading '/')
- * against a target's cgroupPatterns. */
+ * against a target's cgroupPatterns: fnmatch(FNM_PATHNAME), so '*' does not
+ * cross '/'. False when the target has no cgroupPatterns. */
 bool target_matches_cgroup(const Target *t, const char *cgroup_path);

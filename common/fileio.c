@@ -302,6 +302,7 @@ int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *us
         if (r < 0)
                 goto fail;
 
+        errno = 0;
         if (fflush(f) != 0 || ferror(f)) {
                 r = errno > 0 ? -errno : -EIO;
                 goto fail;

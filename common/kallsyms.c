@@ -238,7 +238,8 @@ int kallsyms_load(const char *path, Kallsyms **ret) {
                 goto fail;
         }
 
-        qsort(l.syms, l.n_syms, sizeof(KSym), ksym_compare);
+        if (l.n_syms > 1)
+                qsort(l.syms, l.n_syms, sizeof(KSym), ksym_compare);
 
         k = malloc(sizeof(Kallsyms));
         if (!k) {

@@ -52,7 +52,9 @@ ProfileData *profile_data_new(void);
 ProfileData *profile_data_free(ProfileData *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProfileData *, profile_data_free);
 
-/* Returns the index of the frame (name, module, kind), adding it if new. */
+/* Returns the index of the frame (name, module, kind), adding it if new.
+ * Strings (frame names, modules, comm, cmdline) are stored as valid UTF-8:
+ * invalid bytes become U+FFFD, so every report format can carry them. */
 int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind, uint32_t *ret_index);
 /* Adds a process; returns its index. Processes are not deduplicated: the
  * caller keeps one index per process instance. */
@@ -64,7 +66,9 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
 uint64_t profile_data_total(const ProfileData *d);
 
 /* A function with its self (leaf) and total (inclusive, counted once per
- * stack) samples, sorted by self samples, descending, ties by name. */
+ * stack) samples, sorted by self samples, descending, ties by name.
+ * (Precisely: self desc, then total desc, then name; functions without
+ * samples are left out; max 0 means no limit; *ret is NULL when *ret_n is 0.) */
 typedef struct TopFunction {
         uint32_t frame;
         uint64_t self;

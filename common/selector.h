@@ -42,4 +42,6 @@ int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **r
 LabelSelector *label_selector_free(LabelSelector *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(LabelSelector *, label_selector_free);
 
+/* labels may be NULL (no labels). A NULL selector means "not set" and matches
+ * everything, like an empty one (unlike a nil selector in the API). */
 bool label_selector_matches(const LabelSelector *s, Labels labels);

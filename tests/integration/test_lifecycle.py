@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Session lifecycle as a user sees it: processes excluded by pattern are in
+no report, a process that lives 300 ms is still symbolized, a cgroup created
+after the agent started is picked up, SIGTERM mid-session writes the report,
+a bad config is refused with its key path, an invalid reload keeps the last
+good config, and cgprofctl status answers."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from cgproflib import (CGPROFD, Agent, Cgroup, HOT, folded, log, main, profile, wait_for, workload)
+
+
+def test_excluded_process_absent():
+    cg = Cgroup(f"cgprof-test-exclude-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="p", excludePatterns=["--name excluded-worker"])],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        a = workload(cg, 1.5, name="wanted-worker")
+        b = workload(cg, 1.5, name="excluded-worker")
+        assert a.wait(60) == 0 and b.wait(60) == 0
+        cg.remove()
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        roots = {st[0] for st in folded(r)}
+        log("roots:", roots, "samples:", r["samples"])
+        assert roots == {"wanted-worker"}, roots
+        assert all("excluded-worker" not in p["cmdline"] for p in r["processes"]), r["processes"]
+        assert r["samples"]["excluded"] > 0
+        with open(os.path.join(r["_dir"], "profile.folded")) as f:
+            assert "excluded-worker" not in f.read()
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_short_lived_process_symbolized():
+    cg = Cgroup(f"cgprof-test-short-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="p")],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        # Mid-session: a process that exits after 300 ms, long before the
+        # session ends (and within one drain interval).
+        time.sleep(0.5)
+        p = workload(cg, 0.3, name="short-lived")
+        assert p.wait(60) == 0
+        pid = p.pid
+        time.sleep(1.5)
+        agent.signal(signal.SIGTERM)
+        assert agent.proc.wait(60) == 0
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        procs = [x for x in r["processes"] if x["pid"] == pid]
+        assert procs and procs[0]["comm"] == "short-lived", r["processes"]
+        stacks = folded(r)
+        resolved = {st[-1] for st in stacks if st[0] == "short-lived"}
+        log("short-lived leaf frames:", resolved)
+        for name in HOT:
+            assert name in resolved, f"{name} not symbolized for the short-lived process"
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_cgroup_created_later_and_sigterm():
+    parent = f"cgprof-test-later-{os.getpid()}"
+    agent = Agent({
+        "profiles": [profile(name="p")],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [parent + "/job-*"]}],
+    })
+    outer = Cgroup(parent)
+    try:
+        agent.start()
+        assert agent.status()["sessions"] == []
+        cg = outer.child("job-1")   # created after the agent started: inotify
+        wait_for(lambda: any(s["cgroup"] == cg.rel for s in agent.status()["sessions"]), what="a session")
+        p = workload(cg, 30)
+        time.sleep(1.5)
+        # SIGTERM mid-session: the session's report is written before exit.
+        agent.signal(signal.SIGTERM)
+        assert agent.proc.wait(60) == 0, agent.log()
+        p.kill()
+        p.wait()
+        reports = [s for s in agent.summaries() if s["cgroup"] == cg.rel]
+        assert len(reports) == 1, reports
+        r = reports[0]
+        assert r["endReason"] == "agent-stopped"
+        assert r["samples"]["total"] > 0
+        assert {st[-1] for st in folded(r)} & set(HOT)
+        # Default output template for a host cgroup: {CGROUP}/{TIMESTAMP}_{UID}.
+        rel = os.path.relpath(r["_dir"], agent.report_dir)
+        assert rel.split("/")[0] == cg.rel.replace("/", "_"), rel
+    finally:
+        agent.cleanup()
+        outer.remove()
+
+
+def test_output_template_and_per_process():
+    cg = Cgroup(f"cgprof-test-template-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="pp", output="by-proc/{PROFILE}/{PROCESS_NAME}-{PROCESS_ID}/{UID}")],
+        "targets": [{"name": "t", "profileRef": "pp", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        a = workload(cg, 1, name="../../escape")
+        b = workload(cg, 1, name="second")
+        assert a.wait(60) == 0 and b.wait(60) == 0
+        cg.remove()
+        wait_for(lambda: len(agent.summaries()) >= 2, what="two per-process reports")
+        dirs = sorted(os.path.relpath(s["_dir"], agent.report_dir) for s in agent.summaries())
+        log("report dirs:", dirs)
+        # Every report stays inside reportDir, one per process.
+        for d in dirs:
+            parts = d.split("/")
+            assert parts[0] == "by-proc" and parts[1] == "pp" and ".." not in parts, d
+        names = {d.split("/")[2].rsplit("-", 1)[0] for d in dirs}
+        assert names == {".._.._escape", "second"}, names
+        assert not os.path.exists(os.path.join(os.path.dirname(agent.report_dir), "escape"))
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_bad_config_and_reload():
+    # Invalid at start: exit non-zero, error names the key path.
+    agent = Agent({"profiles": [profile(name="p", frequency=0)], "targets": []})
+    try:
+        agent.start(wait_ready=False)
+        rc = agent.proc.wait(30)
+        assert rc != 0
+        assert "profiles[0].frequency" in agent.log(), agent.log()
+    finally:
+        agent.cleanup()
+
+    cg = Cgroup(f"cgprof-test-reload-{os.getpid()}")
+    good = {
+        "profiles": [profile(name="p")],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": ["nothing-matches-this"]}],
+    }
+    agent = Agent(dict(good))
+    try:
+        agent.start()
+        # An invalid reload is logged with its key path and the old config kept.
+        agent.write_config({"profiles": [profile(name="p")], "targets": [{"name": "t", "bogus": 1}]})
+        agent.signal(signal.SIGHUP)
+        wait_for(lambda: "targets[0].bogus" in agent.log(), what="the reload error")
+        assert agent.proc.poll() is None
+        assert agent.status()["sessions"] == []
+        # A valid reload that targets the cgroup starts its session.
+        good["targets"][0]["cgroupPatterns"] = [cg.rel]
+        agent.write_config(good)
+        agent.signal(signal.SIGHUP)
+        wait_for(lambda: any(s["cgroup"] == cg.rel for s in agent.status()["sessions"]), what="a session")
+        # cgprofctl status in text form too.
+        out = agent.ctl("status").stdout
+        assert "Active sessions: 1" in out and cg.rel in out, out
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_cgprofctl_usage():
+    r = subprocess.run([CGPROFD.replace("cgprofd", "cgprofctl"), "frobnicate"], capture_output=True, text=True)
+    assert r.returncode == 2, r
+    r = subprocess.run([CGPROFD.replace("cgprofd", "cgprofctl"), "--bus-socket", "/nonexistent/bus", "status"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "/nonexistent/bus" in r.stderr, r
+
+
+if __name__ == "__main__":
+    main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm,
+          test_output_template_and_per_process, test_bad_config_and_reload, test_cgprofctl_usage])
