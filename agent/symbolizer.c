@@ -21,8 +21,10 @@
  * code calls it once per new process, not per sample.
  *
  * Kernel addresses go through /proc/kallsyms, loaded on the first kernel
- * frame. vDSO addresses resolve through our own vDSO, which is the same image
- * for every process of our ABI on this kernel (checked by size). */
+ * frame (and, while its addresses are hidden, tried again a minute later).
+ * vDSO addresses resolve through our own vDSO, the same image for every
+ * process of our ABI on this kernel (compared with the process's through
+ * /proc/PID/mem where we may read it, by size otherwise). */
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 #include "elf-symtab.h"
 #include "kallsyms.h"
@@ -41,6 +44,9 @@
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define VDSO_MODULE "[vdso]"
 #define DELETED_SUFFIX " (deleted)"
+/* When kallsyms hides its addresses (kptr_restrict), look again this much
+ * later: the machine config may change kernel.kptr_restrict. */
+#define KALLSYMS_RETRY_USEC (60 * USEC_PER_SEC)
 
 typedef struct FileEntry FileEntry;
 struct FileEntry {
@@ -98,12 +104,13 @@ struct Symbolizer {
         size_t n_lru;
 
         Kallsyms *kallsyms;
-        bool kallsyms_tried;
+        uint64_t kallsyms_next_try; /* CLOCK_MONOTONIC usec; UINT64_MAX: loaded */
         KernelModule *modules;
         size_t n_modules, n_modules_alloc;
 
         FileEntry *vdso; /* we hold one reference */
-        uint64_t vdso_size;
+        void *vdso_image;
+        size_t vdso_size;
         bool vdso_tried;
 };
 
@@ -318,55 +325,55 @@ static int open_in_process_root(const Symbolizer *s, pid_t pid, const char *path
         return open_regular_at(root_fd, path, true);
 }
 
-static int open_debug_file(const Symbolizer *s, pid_t pid, const char *build_id, int *ret_fd) {
-        _cleanup_free_ char *rel = NULL, *host = NULL;
-        int fd;
+/* Loads the debug file at fd if it is one of the build build_id, with symbols. */
+static int load_debug_file(int fd, const char *what, const char *build_id, ElfSymtab **ret) {
+        _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
+        int r;
 
-        if (strlen(build_id) < 3)
-                return -ENOENT;
-        if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
-                return -ENOMEM;
-
-        /* The process's own root first (a container image with -dbgsym
-         * packages installed), then the host's debug directory. */
-        fd = open_in_process_root(s, pid, rel);
-        if (fd >= 0) {
-                *ret_fd = fd;
-                return 0;
+        r = elf_symtab_load(fd, &debug);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read %s debug file of build ID %s, ignoring: %m", what,
+                                       build_id);
+        if (!streq_ptr(elf_symtab_build_id(debug), build_id) || !elf_symtab_has_full_symtab(debug)) {
+                log_debug("The %s debug file of build ID %s does not match or has no symbols, ignoring.", what,
+                          build_id);
+                return -EBADMSG;
         }
-
-        if (asprintf(&host, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
-                return -ENOMEM;
-        fd = open_regular_at(AT_FDCWD, host, false);
-        if (fd < 0)
-                return fd;
-        *ret_fd = fd;
+        *ret = TAKE_PTR(debug);
         return 0;
 }
 
-/* Adopts a separate debug file's symbols when the file has only .dynsym. */
+/* Adopts a separate debug file's symbols when the file has only .dynsym:
+ * <build-id dir>/xx/yyyy.debug in the process's own root first (a container
+ * image with -dbgsym packages installed), then in the host's debug directory. */
 static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
+        _cleanup_free_ char *rel = NULL, *host = NULL;
         _cleanup_close_ int fd = -EBADF;
         const char *build_id = elf_symtab_build_id(symtab);
         int r;
 
-        if (!build_id || elf_symtab_has_full_symtab(symtab))
+        if (!build_id || strlen(build_id) < 3 || elf_symtab_has_full_symtab(symtab))
                 return;
 
-        r = open_debug_file(s, pid, build_id, &fd);
-        if (r < 0)
+        if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
                 return;
+        fd = open_in_process_root(s, pid, rel);
+        if (fd >= 0) {
+                (void) load_debug_file(fd, "process's", build_id, &debug);
+                fd = safe_close(fd);
+        }
 
-        r = elf_symtab_load(fd, &debug);
-        if (r < 0) {
-                log_debug_errno(r, "Failed to read debug file of build ID %s, ignoring: %m", build_id);
-                return;
+        if (!debug) {
+                if (asprintf(&host, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
+                        return;
+                fd = open_regular_at(AT_FDCWD, host, false);
+                if (fd < 0)
+                        return;
+                if (load_debug_file(fd, "host's", build_id, &debug) < 0)
+                        return;
         }
-        if (!streq_ptr(elf_symtab_build_id(debug), build_id) || !elf_symtab_has_full_symtab(debug)) {
-                log_debug("Debug file for build ID %s does not match or has no symbols, ignoring.", build_id);
-                return;
-        }
+
         r = elf_symtab_take_symbols(symtab, debug);
         if (r < 0)
                 log_debug_errno(r, "Failed to adopt debug symbols of build ID %s, ignoring: %m", build_id);
@@ -424,6 +431,7 @@ static void symbolizer_load_vdso(Symbolizer *s) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
         _cleanup_free_ FileEntry *e = NULL;
+        _cleanup_free_ void *image = NULL;
         unsigned long base;
         uint64_t start = 0, end = 0;
         size_t alloc = 0;
@@ -454,16 +462,43 @@ static void symbolizer_load_vdso(Symbolizer *s) {
                 return;
 
         e = calloc(1, sizeof(FileEntry));
-        if (!e)
+        image = malloc(end - start);
+        if (!e || !image)
                 return;
-        r = elf_symtab_load_memory((const void *) (uintptr_t) start, end - start, &e->symtab);
+        memcpy(image, (const void *) (uintptr_t) start, end - start);
+        r = elf_symtab_load_memory(image, end - start, &e->symtab);
         if (r < 0) {
                 log_debug_errno(r, "Failed to read the vDSO's symbols, ignoring: %m");
                 return;
         }
         e->owner = s;
+        s->vdso_image = TAKE_PTR(image);
         s->vdso_size = end - start;
         s->vdso = file_entry_ref(TAKE_PTR(e));
+}
+
+/* Whether the process's vDSO is ours (a 32-bit process has another): the
+ * same bytes, or, where its memory cannot be read, the same size. */
+static bool vdso_matches(Symbolizer *s, pid_t pid, const Mapping *mp) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ void *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        symbolizer_load_vdso(s);
+        if (!s->vdso || mp->end - mp->start != s->vdso_size)
+                return false;
+
+        if (asprintf(&path, "%s/%d/mem", s->proc_root, (int) pid) < 0)
+                return false;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        buf = malloc(s->vdso_size);
+        if (fd < 0 || !buf)
+                return true;
+        n = pread(fd, buf, s->vdso_size, (off_t) mp->start);
+        if (n != (ssize_t) s->vdso_size)
+                return true;
+        return memcmp(buf, s->vdso_image, s->vdso_size) == 0;
 }
 
 /* ---- /proc/PID/maps ---- */
@@ -708,11 +743,8 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                                 mapping_done(&mp);
                                 goto fail;
                         }
-                } else if (mp.module && streq(mp.module, VDSO_MODULE)) {
-                        symbolizer_load_vdso(s);
-                        if (s->vdso && mp.end - mp.start == s->vdso_size)
-                                mp.file = file_entry_ref(s->vdso);
-                }
+                } else if (mp.module && streq(mp.module, VDSO_MODULE) && vdso_matches(s, pid, &mp))
+                        mp.file = file_entry_ref(s->vdso);
 
                 mappings[n++] = mp;
         }
@@ -828,6 +860,14 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
         return 0;
 }
 
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
 static const char *kernel_module_name(Symbolizer *s, const char *module) {
         char *b;
 
@@ -858,12 +898,17 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
         if (!s || !ret)
                 return -EINVAL;
 
-        if (!s->kallsyms_tried) {
-                s->kallsyms_tried = true;
+        /* Loaded once, on the first kernel frame; never reloaded, since
+         * names handed out must stay valid while s lives. */
+        if (!s->kallsyms && now_usec() >= s->kallsyms_next_try) {
                 r = kallsyms_load(s->kallsyms_path, &s->kallsyms);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to load %s, kernel frames stay unnamed: %m", s->kallsyms_path);
-                else
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        log_debug_errno(r, "Failed to load %s, kernel frames stay unnamed for now: %m",
+                                        s->kallsyms_path);
+                        s->kallsyms_next_try = now_usec() + KALLSYMS_RETRY_USEC;
+                } else
                         log_debug("Loaded %zu kernel symbols from %s.", kallsyms_count(s->kallsyms),
                                   s->kallsyms_path);
         }
@@ -932,6 +977,7 @@ Symbolizer *symbolizer_free(Symbolizer *s) {
                 s->vdso->owner = NULL;
                 file_entry_unref(s->vdso);
         }
+        free(s->vdso_image);
 
         for (size_t i = 0; i < s->n_modules; i++)
                 free(s->modules[i].bracketed);

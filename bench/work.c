@@ -41,8 +41,18 @@ static double now(clockid_t clock) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+/* Returns n, opaquely. Each compute function calls it first so that it is
+ * not a leaf: GCC 12 drops the frame pointer of leaf functions that need no
+ * stack even with -mno-omit-leaf-frame-pointer, which would hide the caller
+ * from a frame-pointer unwinder. */
+NOINLINE static unsigned bench_count(unsigned n) {
+        __asm__ volatile("" : "+r"(n));
+        return n;
+}
+
 /* Integer mixing (splitmix64 steps). */
 NOINLINE static uint64_t bench_hash(uint64_t x, unsigned n) {
+        n = bench_count(n);
         for (unsigned i = 0; i < n; i++) {
                 x += UINT64_C(0x9e3779b97f4a7c15);
                 uint64_t z = x;
@@ -55,6 +65,7 @@ NOINLINE static uint64_t bench_hash(uint64_t x, unsigned n) {
 
 /* Dependent floating-point arithmetic (a logistic map). */
 NOINLINE static double bench_float(double v, unsigned n) {
+        n = bench_count(n);
         for (unsigned i = 0; i < n; i++)
                 v = 3.9 * v * (1.0 - v) + 1e-9;
         return v;
@@ -62,6 +73,7 @@ NOINLINE static double bench_float(double v, unsigned n) {
 
 /* A pointer-chasing walk through walk_table. */
 NOINLINE static uint32_t bench_walk(uint32_t pos, unsigned n) {
+        n = bench_count(n);
         for (unsigned i = 0; i < n; i++)
                 pos = walk_table[pos];
         return pos;

@@ -117,6 +117,58 @@ TEST(full_symtab) {
         ASSERT_EQ(off, 4242);
 }
 
+/* The end of the allocated section holding vaddr, per the oracle. */
+static uint64_t oracle_section_end(const char *path, uint64_t vaddr) {
+        _cleanup_close_ int fd = -EBADF;
+        Elf_Scn *scn = NULL;
+        uint64_t end = 0;
+        Elf *elf;
+
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        ASSERT_NOT_NULL(elf);
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+
+                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
+                if ((shdr.sh_flags & SHF_ALLOC) && vaddr >= shdr.sh_addr && vaddr < shdr.sh_addr + shdr.sh_size) {
+                        end = shdr.sh_addr + shdr.sh_size;
+                        break;
+                }
+        }
+        elf_end(elf);
+        ASSERT_TRUE(end > 0);
+        return end;
+}
+
+TEST(unsized_symbols) {
+        /* crti.o's _init and _fini are FUNC symbols of size 0, alone in
+         * their sections: they reach to the end of the section, no further. */
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(path);
+        static const char *const names[] = { "_init", "_fini" };
+        size_t checked = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                uint64_t value, size, end, off;
+
+                if (!oracle_symbol(path, names[i], &value, &size) || size != 0)
+                        continue;
+                end = oracle_section_end(path, value);
+                ASSERT_STREQ(elf_symtab_lookup(s, value + 1, &off), names[i]);
+                ASSERT_EQ(off, 1);
+                ASSERT_STREQ(elf_symtab_lookup(s, end - 1, &off), names[i]);
+                ASSERT_EQ(off, end - 1 - value);
+                ASSERT_FALSE(streq_ptr(elf_symtab_lookup(s, end, NULL), names[i]));
+                ASSERT_FALSE(streq_ptr(elf_symtab_lookup(s, end + 0x10000, NULL), names[i]));
+                checked++;
+        }
+        if (checked == 0)
+                fprintf(stderr, "no unsized _init/_fini in the fixture, nothing checked\n");
+}
+
 TEST(stripped_has_dynsym_only) {
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");

@@ -582,18 +582,23 @@ TEST(refresh_sees_new_mappings) {
         ASSERT_NULL(gone);
 }
 
-static size_t vdso_size(unsigned long base) {
+/* The [vdso] mapping of pid (0: ours): its start, and its size. */
+static uint64_t vdso_of(pid_t pid, size_t *ret_size) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
+        char path[64];
         size_t alloc = 0;
 
-        f = fopen("/proc/self/maps", "re");
+        snprintf(path, sizeof(path), "/proc/%d/maps", pid > 0 ? (int) pid : (int) getpid());
+        f = fopen(path, "re");
         ASSERT_NOT_NULL(f);
         while (getline(&line, &alloc, f) > 0) {
                 uint64_t a, b;
 
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2 && a == base)
-                        return (size_t) (b - a);
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2 && strstr(line, " [vdso]")) {
+                        *ret_size = (size_t) (b - a);
+                        return a;
+                }
         }
         abort();
 }
@@ -601,9 +606,14 @@ static size_t vdso_size(unsigned long base) {
 TEST(vdso) {
         _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
         _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *mc = NULL;
+        _cleanup_(child_stop) Child c = {};
+        const char *fixture = getenv("CGPROF_ELF_FIXTURE");
         unsigned long base = getauxval(AT_SYSINFO_EHDR);
         const char *names[] = { "__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time" };
+        uint64_t child_base = 0;
         ResolvedFrame f;
+        size_t size;
         Elf *elf;
         bool checked = false;
 
@@ -611,26 +621,41 @@ TEST(vdso) {
                 fprintf(stderr, "vdso: no vDSO, skipping\n");
                 return;
         }
+        ASSERT_EQ(vdso_of(0, &size), base);
         ASSERT_OK(symbolizer_new(NULL, &s));
         ASSERT_OK(symbolizer_capture(s, getpid(), &m));
         ASSERT_TRUE(process_maps_covers(m, base));
+        if (fixture && access(fixture, X_OK) >= 0) {
+                /* Another process's vDSO, elsewhere in its address space. */
+                fixture_wait_start(&c, fixture);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &mc));
+                child_base = vdso_of(c.pid, &size);
+        }
 
         ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        elf = elf_memory((char *) base, vdso_size(base));
+        elf = elf_memory((char *) base, size);
         ASSERT_NOT_NULL(elf);
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 OracleSym o;
-                uint64_t addr;
+                uint64_t off;
 
                 if (!oracle_elf(elf, names[i], &o))
                         continue;
-                addr = base + o.value - o.seg_vaddr + o.seg_offset;
-                ASSERT_OK(symbolizer_resolve_user(s, m, addr + 1, &f));
+                off = o.value - o.seg_vaddr + o.seg_offset;
+                ASSERT_OK(symbolizer_resolve_user(s, m, base + off + 1, &f));
                 ASSERT_STREQ(f.module, "[vdso]");
                 ASSERT_NOT_NULL(f.name);
                 /* An alias (clock_gettime) may name it. */
                 ASSERT_TRUE(strstr(f.name, names[i] + strlen("__vdso_")) != NULL);
                 ASSERT_EQ(f.offset, 1);
+                if (mc) {
+                        ResolvedFrame g;
+
+                        ASSERT_OK(symbolizer_resolve_user(s, mc, child_base + off + 1, &g));
+                        ASSERT_STREQ(g.module, "[vdso]");
+                        ASSERT_STREQ(g.name, f.name);
+                        ASSERT_EQ(g.offset, 1);
+                }
                 checked = true;
         }
         elf_end(elf);

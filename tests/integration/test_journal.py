@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Journal entries as a user reads them: a session's start and end can be
+read back with `journalctl CGPROF_SESSION=<id>`, with their MESSAGE_IDs and
+fields; machineConfig changes are logged the same way. Starts
+systemd-journald itself when no journal socket exists (and stops it after)."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+from cgproflib import Agent, Cgroup, log, main, profile, skip, wait_for, workload
+
+SOCKET = "/run/systemd/journal/socket"
+JOURNALD = "/lib/systemd/systemd-journald"
+MSG_START = "22a9421dda4449b4a16d369fcaece6bf"
+MSG_END = "1a54d886fa99449d8c335898f05aa9fe"
+MSG_APPLY = "30bae784dc024758944a1b223fbeff2d"
+MSG_RESTORE = "43b5e54dc6a144ee89f3469a3b47b339"
+
+journald = None
+
+
+def journal_alive():
+    """A socket file can outlive its journald: connect to know."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.connect(SOCKET)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def ensure_journald():
+    global journald
+    if journal_alive():
+        return
+    if not os.access(JOURNALD, os.X_OK):
+        skip("no journal socket and no systemd-journald")
+    journald = subprocess.Popen([JOURNALD], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(journal_alive, timeout=30, what="the journal socket")
+
+
+def stop_journald():
+    if journald:
+        journald.terminate()
+        journald.wait(30)
+        for sock in ("socket", "stdout", "dev-log", "io.systemd.journal"):
+            try:
+                os.unlink(f"/run/systemd/journal/{sock}")
+            except OSError:
+                pass
+
+
+def journal(*matches):
+    r = subprocess.run(["journalctl", "--no-pager", "-o", "json", *matches], capture_output=True, text=True,
+                       timeout=60)
+    return [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+
+
+def test_session_entries():
+    cg = Cgroup(f"cgprof-test-journal-{os.getpid()}")
+    mlock = open("/proc/sys/kernel/perf_event_mlock_kb").read().strip()
+    want = str(int(mlock) + 4)
+    agent = Agent({
+        "machineConfig": [{"name": "kernel.perf_event_mlock_kb", "value": want}],
+        "profiles": [profile(name="journalled")],
+        "targets": [{"name": "jt", "profileRef": "journalled", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        p = workload(cg, 1, name="journal-work")
+        assert p.wait(60) == 0
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        assert agent.stop() == 0
+        sid = report["session"]
+
+        entries = wait_for(lambda: (lambda e: e if len(e) >= 2 else None)(journal(f"CGPROF_SESSION={sid}")),
+                           what="the session's journal entries")
+        by_id = {e["MESSAGE_ID"]: e for e in entries}
+        log("journal:", [(e["MESSAGE_ID"], e["MESSAGE"]) for e in entries])
+        assert set(by_id) == {MSG_START, MSG_END}, by_id.keys()
+        start, end = by_id[MSG_START], by_id[MSG_END]
+        for e in (start, end):
+            assert e["CGPROF_PROFILE"] == "journalled"
+            assert e["CGPROF_CGROUP"] == cg.rel
+            assert e["CGPROF_TARGET"] == "jt"
+        assert end["CGPROF_REPORT"] == report["_dir"]
+        assert int(end["CGPROF_SAMPLES"]) == report["samples"]["total"]
+        assert int(end["CGPROF_LOST"]) == report["samples"]["lost"]
+
+        # machineConfig changes: applied at start, restored at exit.
+        changes = [e for e in journal("CGPROF_SYSCTL=kernel.perf_event_mlock_kb")
+                   if e.get("_PID") == str(agent.proc.pid)]
+        kinds = {e["MESSAGE_ID"]: e for e in changes}
+        assert MSG_APPLY in kinds and MSG_RESTORE in kinds, changes
+        assert kinds[MSG_APPLY]["CGPROF_NEW_VALUE"] == want
+        assert kinds[MSG_RESTORE]["CGPROF_NEW_VALUE"] == mlock
+    finally:
+        agent.cleanup()
+        cg.remove()
+        with open("/proc/sys/kernel/perf_event_mlock_kb", "w") as f:
+            f.write(mlock)
+
+
+if __name__ == "__main__":
+    ensure_journald()
+    try:
+        main([test_session_entries])
+    finally:
+        stop_journald()
