@@ -474,11 +474,11 @@ void session_end(Session *s, const char *reason) {
                 return;
         }
 
+        (void) sampler_session_deactivate(m->sampler, s->slot);
+        session_tick(s); /* the cgroup's CPU time up to the end */
         s->state = SESSION_ENDED;
         s->end_realtime = now_usec(CLOCK_REALTIME);
         s->timer = sd_event_source_disable_unref(s->timer);
-        (void) sampler_session_deactivate(m->sampler, s->slot);
-        session_tick(s);
 
         /* Everything the kernel recorded up to now. */
         (void) manager_drain(m, true);

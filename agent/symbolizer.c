@@ -667,7 +667,8 @@ static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *path = NULL, *line = NULL;
         size_t alloc = 0;
-        char *p, *tok, *save = NULL;
+        char *p, *tok, *end, *save = NULL;
+        unsigned long long v;
 
         if (asprintf(&path, "%s/%d/stat", s->proc_root, (int) pid) < 0)
                 return -ENOMEM;
@@ -691,8 +692,11 @@ static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
                 return -EBADMSG;
 
         errno = 0;
-        *ret = strtoull(tok, NULL, 10);
-        return errno ? -errno : 0;
+        v = strtoull(tok, &end, 10);
+        if (errno != 0 || end == tok)
+                return errno ? -errno : -EBADMSG;
+        *ret = v;
+        return 0;
 }
 
 /* Reads the executable mappings of pid. Mappings found unchanged in 'old'
