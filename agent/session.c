@@ -288,7 +288,9 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                 return profile_data_intern_frame(s->data, rf.name, rf.module, FRAME_USER, ret);
 
         s->frames_unsymbolized += count;
-        if (rf.module)
+        if (rf.module && rf.module[0] == '[')
+                snprintf(buf, sizeof(buf), "%s", rf.module); /* [vdso], [vsyscall] */
+        else if (rf.module)
                 snprintf(buf, sizeof(buf), "[%s]", rf.module);
         else
                 snprintf(buf, sizeof(buf), "[unknown]");

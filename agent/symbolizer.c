@@ -804,7 +804,7 @@ int symbolizer_capture(Symbolizer *s, pid_t pid, ProcessMaps **ret) {
 
 int symbolizer_refresh(Symbolizer *s, ProcessMaps *m) {
         Mapping *mappings = NULL;
-        uint64_t start_time;
+        uint64_t start_time = 0;
         size_t n = 0;
         int r;
 
