@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -172,6 +173,11 @@ class Agent:
             os.unlink(notify_path)
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.notify.bind(notify_path)
+        # Like systemd, always read the notify socket: a full socket would
+        # block the agent's sd_notify().
+        self.messages = []
+        self.notify_cv = threading.Condition()
+        threading.Thread(target=self._read_notify, args=(self.notify,), daemon=True).start()
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         self.logf = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env)
@@ -179,19 +185,30 @@ class Agent:
             self.wait_notify("READY=1")
         return self
 
-    def wait_notify(self, what, timeout=60):
-        self.notify.settimeout(0.2)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+    def _read_notify(self, sock):
+        while True:
             try:
-                msg = self.notify.recv(4096).decode()
-            except socket.timeout:
+                msg = sock.recv(4096).decode()
+            except OSError:
+                return
+            with self.notify_cv:
+                self.messages.extend(msg.split("\n"))
+                self.notify_cv.notify_all()
+
+    def wait_notify(self, what, timeout=60):
+        """Waits for a notify message sent since the last wait for the same one."""
+        end = time.monotonic() + timeout
+        with self.notify_cv:
+            while True:
+                if what in self.messages:
+                    self.messages = self.messages[self.messages.index(what) + 1:]
+                    return what
                 if self.proc.poll() is not None:
                     raise AssertionError(f"cgprofd exited ({self.proc.returncode}) before {what}:\n{self.log()}")
-                continue
-            if what in msg.split("\n"):
-                return msg
-        raise AssertionError(f"cgprofd did not send {what}:\n{self.log()}")
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"cgprofd did not send {what}:\n{self.log()}")
+                self.notify_cv.wait(min(left, 0.2))
 
     def log(self):
         try:

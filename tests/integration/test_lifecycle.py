@@ -169,6 +169,41 @@ def test_bad_config_and_reload():
         cg.remove()
 
 
+def test_notify_duration_and_event_fallback():
+    """sd_notify READY/WATCHDOG/STOPPING as under systemd (Type=notify,
+    WatchdogSec=); a session ends at its duration; a hardware event the
+    machine lacks falls back to cpu-clock and the summary says so."""
+    cg = Cgroup(f"cgprof-test-duration-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="short", duration="1500ms", event="cycles")],
+        "targets": [{"name": "t", "profileRef": "short", "cgroupPatterns": [cg.rel]}],
+    })
+    os.environ["WATCHDOG_USEC"] = "400000"
+    try:
+        agent.start()
+        agent.wait_notify("WATCHDOG=1", timeout=10)
+        p = workload(cg, 4)
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel, what="the duration to end the session")
+        assert p.poll() is None, "the session must end at its duration, not with the workload"
+        assert r["endReason"] == "duration", r["endReason"]
+        assert 1.4 <= r["durationSec"] <= 10, r["durationSec"]
+        assert r["requestedEvent"] == "cycles"
+        if r["event"] == "cpu-clock":
+            assert r["eventFallback"], r
+        else:
+            assert r["event"] == "cycles" and not r["eventFallback"]
+        p.wait(60)
+        # A session that ended is not restarted for the same cgroup.
+        assert agent.status()["sessions"] == []
+        agent.signal(signal.SIGTERM)
+        agent.wait_notify("STOPPING=1", timeout=30)
+        assert agent.proc.wait(60) == 0
+    finally:
+        del os.environ["WATCHDOG_USEC"]
+        agent.cleanup()
+        cg.remove()
+
+
 def test_cgprofctl_usage():
     r = subprocess.run([CGPROFD.replace("cgprofd", "cgprofctl"), "frobnicate"], capture_output=True, text=True)
     assert r.returncode == 2, r
@@ -179,4 +214,5 @@ def test_cgprofctl_usage():
 
 if __name__ == "__main__":
     main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm,
-          test_output_template_and_per_process, test_bad_config_and_reload, test_cgprofctl_usage])
+          test_output_template_and_per_process, test_bad_config_and_reload, test_notify_duration_and_event_fallback,
+          test_cgprofctl_usage])
