@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "fileio.h"
 #include "duration.h"
 #include "template.h"
 
@@ -1137,46 +1138,13 @@ finish:
 
 /* Reads at most CONFIG_FILE_MAX bytes; larger files are -EFBIG. */
 static int read_config_file(const char *path, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
-        size_t n = 0, allocated = 0;
+        size_t n;
+        int r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
-        for (;;) {
-                ssize_t k;
-
-                if (allocated - n < 4096) {
-                        size_t na = allocated ? allocated * 2 : 16384;
-                        char *nb;
-
-                        if (na > CONFIG_FILE_MAX + 2)
-                                na = CONFIG_FILE_MAX + 2;
-                        if (na <= allocated)
-                                return -EFBIG;
-                        nb = realloc(buf, na);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        allocated = na;
-                }
-
-                k = read(fd, buf + n, allocated - n - 1);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n > CONFIG_FILE_MAX)
-                        return -EFBIG;
-        }
-
-        buf[n] = '\0';
+        r = read_full_file_max(AT_FDCWD, path, CONFIG_FILE_MAX, &buf, &n);
+        if (r < 0)
+                return r;
         if (memchr(buf, '\0', n))
                 return -EBADMSG; /* a NUL byte: not a text file */
 

@@ -7,13 +7,15 @@
 
 #define READ_FULL_FILE_MAX ((size_t) 64 * 1024 * 1024)
 
-int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size) {
+int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, allocated = 0;
 
         if (!path || !ret)
                 return -EINVAL;
+        if (max == 0)
+                max = READ_FULL_FILE_MAX;
 
         fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
@@ -28,9 +30,9 @@ int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size)
                         size_t a = allocated == 0 ? 4096 : allocated * 2;
                         char *b;
 
-                        if (allocated >= READ_FULL_FILE_MAX + 1)
-                                return -E2BIG;
-                        a = MIN(a, READ_FULL_FILE_MAX + 2);
+                        if (allocated >= max + 1)
+                                return -EFBIG;
+                        a = MIN(a, max + 2);
                         b = realloc(buf, a);
                         if (!b)
                                 return -ENOMEM;
@@ -47,8 +49,8 @@ int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size)
                 if (k == 0)
                         break;
                 len += (size_t) k;
-                if (len > READ_FULL_FILE_MAX)
-                        return -E2BIG;
+                if (len > max)
+                        return -EFBIG;
         }
 
         buf[len] = 0;
@@ -58,8 +60,12 @@ int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size)
         return 0;
 }
 
+int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size) {
+        return read_full_file_max(dirfd, path, 0, ret, ret_size);
+}
+
 int read_full_file(const char *path, char **ret, size_t *ret_size) {
-        return read_full_file_at(AT_FDCWD, path, ret, ret_size);
+        return read_full_file_max(AT_FDCWD, path, 0, ret, ret_size);
 }
 
 int read_one_line_file(const char *path, char **ret) {

@@ -5,7 +5,9 @@
 
 #include "macro.h"
 
-/* Reads a whole file (up to max bytes; 0: 64 MiB) into a NUL-terminated buffer. */
+/* Reads a whole file, up to max bytes (0: 64 MiB; larger files are -EFBIG),
+ * into a NUL-terminated buffer. */
+int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size);
 int read_full_file(const char *path, char **ret, size_t *ret_size);
 int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size);
 /* Reads the first line, without the trailing newline. */

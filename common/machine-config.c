@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
 #include "machine-config.h"
 
 /* State file layout:
@@ -141,42 +142,6 @@ static int read_first_line(const char *path, char **ret) {
         return 0;
 }
 
-static int read_small_file(const char *path, size_t max, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
-        buf = malloc(max + 1);
-        if (!buf)
-                return -ENOMEM;
-
-        for (;;) {
-                ssize_t k;
-
-                if (size > max)
-                        return -EFBIG;
-                k = read(fd, buf + size, max + 1 - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-        }
-        if (size > max)
-                return -EFBIG;
-
-        buf[size] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 /* Writes value + "\n" in one write(), as the kernel wants a sysctl written. */
 static int write_sysctl(const char *path, const char *value) {
         _cleanup_free_ char *s = NULL;
@@ -303,7 +268,7 @@ static int state_load(const char *state_dir, cJSON **ret) {
         if (!path)
                 return -ENOMEM;
 
-        r = read_small_file(path, STATE_FILE_MAX, &text);
+        r = read_full_file_max(AT_FDCWD, path, STATE_FILE_MAX, &text, NULL);
         if (r == -ENOENT) {
                 originals = cJSON_CreateObject();
                 if (!originals)
