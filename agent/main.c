@@ -10,7 +10,8 @@ static const char *arg_state_dir = DEFAULT_STATE_DIR;
 static const char *arg_bus_socket = DEFAULT_BUS_SOCKET;
 static const char *arg_node_name = NULL;
 static bool arg_no_kubernetes = false;
-static SamplerMode arg_attach_mode = SAMPLER_MODE_CPU;
+/* The default is chosen by bench/overhead's numbers: see the README. */
+static SamplerMode arg_attach_mode = SAMPLER_MODE_CGROUP;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -22,7 +23,7 @@ static void help(void) {
                "     --bus-socket PATH    Control socket for cgprofctl (default: %s)\n"
                "     --node-name NAME     Node name for {NODE} (default: $NODE_NAME or the host name)\n"
                "     --attach-mode MODE   'cpu' (one perf event per CPU, filtered in BPF) or\n"
-               "                          'cgroup' (perf events scoped to each target cgroup) (default: cpu)\n"
+               "                          'cgroup' (perf events scoped to each target cgroup) (default: cgroup)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
                "     --log-level LEVEL    debug, info, notice, warning, err (default: info)\n",
                program_invocation_short_name, CGPROF_DEFAULT_CONFIG, DEFAULT_STATE_DIR, DEFAULT_BUS_SOCKET);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <search.h>
+#include <sys/inotify.h>
 #include <time.h>
 
 #include "cgroup-util.h"
@@ -90,6 +91,7 @@ Session *session_free(Session *s) {
         if (!s)
                 return NULL;
         sd_event_source_disable_unref(s->timer);
+        sd_event_source_disable_unref(s->events_watch);
         tdestroy(s->processes, process_free);
         profile_data_free(s->data);
         free(s->event_fallback);
@@ -107,6 +109,14 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
                 .target = s->target->name,
                 .cgroup = s->cgroup,
         };
+}
+
+/* cgroup.events changes when the cgroup's last process exits ("populated 0"):
+ * its CPU time is final then, and cpu.stat can no longer be read once the
+ * cgroup is removed. */
+static int on_cgroup_events(sd_event_source *source, const struct inotify_event *event, void *userdata) {
+        session_tick(userdata);
+        return 0;
 }
 
 static int on_duration_timer(sd_event_source *source, uint64_t usec, void *userdata) {
@@ -157,6 +167,13 @@ int session_start(Session *s) {
                                 s->cgroup, strerror(-r));
                 return r;
         }
+
+        _cleanup_free_ char *events = NULL;
+        if (asprintf(&events, "%s/%s/cgroup.events", m->cgroup_root, s->cgroup) < 0)
+                return -ENOMEM;
+        r = sd_event_add_inotify(m->event, &s->events_watch, events, IN_MODIFY, on_cgroup_events, s);
+        if (r < 0)
+                log_debug_errno(r, "Failed to watch %s, ignoring: %m", events);
 
         if (s->profile->duration_usec > 0) {
                 r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, s->profile->duration_usec,
@@ -481,6 +498,7 @@ void session_end(Session *s, const char *reason) {
         s->state = SESSION_ENDED;
         s->end_realtime = now_usec(CLOCK_REALTIME);
         s->timer = sd_event_source_disable_unref(s->timer);
+        s->events_watch = sd_event_source_disable_unref(s->events_watch);
 
         /* Everything the kernel recorded up to now. */
         (void) manager_drain(m, true);

@@ -40,6 +40,7 @@ struct Session {
         uint64_t start_realtime, start_monotonic, end_realtime;
         uint64_t cpu_usage_start, cpu_usage_last;
         sd_event_source *timer;
+        sd_event_source *events_watch; /* inotify on cgroup.events: read cpu.stat when it empties */
 
         ProfileData *data;
         void *processes;       /* tsearch: SessionProcess by (pid, start time) */
