@@ -61,7 +61,8 @@ static int cmd_status(sd_bus *bus) {
         const char *json;
         int r;
 
-        r = sd_bus_call_method(bus, NULL, "/io/cgprof/Agent1", "io.cgprof.Agent1", "GetStatus", &error, &reply, "");
+        r = sd_bus_call_method(bus, NULL, "/io/cgprof/Agent1", "io.cgprof.Agent1", "GetStatus", &error,
+                               &reply, "");
         if (r < 0) {
                 log_error("Failed to get the agent's status: %s", error.message ?: strerror(-r));
                 sd_bus_error_free(&error);
@@ -96,9 +97,11 @@ static int cmd_status(sd_bus *bus) {
                 print_kv(j, "sessionsFailed", "Sessions failed");
                 const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(j, "sessions"), *s;
                 printf("%18s: %d\n", "Active sessions", cJSON_GetArraySize(sessions));
-                cJSON_ArrayForEach(s, sessions) {
-                        const cJSON *id = cJSON_GetObjectItem(s, "id"), *cg = cJSON_GetObjectItem(s, "cgroup"),
-                                    *st = cJSON_GetObjectItem(s, "state"), *n = cJSON_GetObjectItem(s, "samples");
+                cJSON_ArrayForEach (s, sessions) {
+                        const cJSON *id = cJSON_GetObjectItem(s, "id"),
+                                    *cg = cJSON_GetObjectItem(s, "cgroup"),
+                                    *st = cJSON_GetObjectItem(s, "state"),
+                                    *n = cJSON_GetObjectItem(s, "samples");
                         printf("%18s  %s %s %s (%.0f samples)\n", "", cJSON_GetStringValue(id),
                                cJSON_GetStringValue(st), cJSON_GetStringValue(cg), cJSON_GetNumberValue(n));
                 }
@@ -109,12 +112,16 @@ static int cmd_status(sd_bus *bus) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_BUS_SOCKET, ARG_JSON };
+        enum {
+                ARG_VERSION = 0x100,
+                ARG_BUS_SOCKET,
+                ARG_JSON
+        };
         static const struct option options[] = {
-                {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, ARG_VERSION},
-                {"bus-socket", required_argument, NULL, ARG_BUS_SOCKET},
-                {"json", no_argument, NULL, ARG_JSON},
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
+                { "json", no_argument, NULL, ARG_JSON },
                 {},
         };
         sd_bus *bus = NULL;
@@ -144,7 +151,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
         if (!streq(argv[optind], "status") || optind + 1 < argc) {
-                log_error("Unknown command or argument '%s'. See --help.", argv[optind + (streq(argv[optind], "status") ? 1 : 0)]);
+                log_error("Unknown command or argument '%s'. See --help.",
+                          argv[optind + (streq(argv[optind], "status") ? 1 : 0)]);
                 return EXIT_USAGE;
         }
 

@@ -21,7 +21,7 @@ struct CgroupWatch {
         int root_fd;
         char *root;
         void *by_path; /* tsearch: Node by path */
-        void *by_wd;   /* tsearch: Node by wd */
+        void *by_wd; /* tsearch: Node by wd */
         size_t n;
         CgroupWatchCallback cb;
         void *userdata;
@@ -36,12 +36,12 @@ static int node_wd_cmp(const void *a, const void *b) {
 }
 
 static Node *find_path(const CgroupWatch *w, const char *path) {
-        Node key = {.path = (char *) path}, **n = tfind(&key, &w->by_path, node_path_cmp);
+        Node key = { .path = (char *) path }, **n = tfind(&key, &w->by_path, node_path_cmp);
         return n ? *n : NULL;
 }
 
 static Node *find_wd(const CgroupWatch *w, int wd) {
-        Node key = {.wd = wd}, **n = tfind(&key, &w->by_wd, node_wd_cmp);
+        Node key = { .wd = wd }, **n = tfind(&key, &w->by_wd, node_wd_cmp);
         return n ? *n : NULL;
 }
 
@@ -173,7 +173,7 @@ static void collect(CgroupWatch *w, Collect *c) {
 }
 
 static void remove_tree(CgroupWatch *w, const char *path) {
-        Collect c = {.prefix = path, .len = strlen(path)};
+        Collect c = { .prefix = path, .len = strlen(path) };
         collect(w, &c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
@@ -190,7 +190,7 @@ static int rescan(CgroupWatch *w) {
 
         twalk(w->by_path, seen_clear);
         r = add_tree(w, "");
-        Collect c = {.unseen_only = true};
+        Collect c = { .unseen_only = true };
         collect(w, &c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
@@ -248,7 +248,8 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void *userdata, CgroupWatch **ret) {
+int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void *userdata,
+                     CgroupWatch **ret) {
         _cleanup_(cgroup_watch_freep) CgroupWatch *w = NULL;
         int r;
 
@@ -311,9 +312,9 @@ bool cgroup_watch_has(const CgroupWatch *w, const char *path) {
         return find_path(w, path) != NULL;
 }
 
-void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path, void (*f)(const char *path, void *ud),
-                                void *ud) {
-        Collect c = {.prefix = path, .len = strlen(path)};
+void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path,
+                                void (*f)(const char *path, void *ud), void *ud) {
+        Collect c = { .prefix = path, .len = strlen(path) };
         collect((CgroupWatch *) w, &c);
         /* Parents first. */
         for (size_t i = c.n; i > 0; i--)

@@ -18,7 +18,8 @@ typedef void (*CgroupWatchCallback)(const char *path, bool added, void *userdata
 
 /* Scans the tree synchronously (calling cb for each existing cgroup) and
  * then watches it on the event loop. */
-int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void *userdata, CgroupWatch **ret);
+int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void *userdata,
+                     CgroupWatch **ret);
 CgroupWatch *cgroup_watch_free(CgroupWatch *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupWatch *, cgroup_watch_free);
 
@@ -27,5 +28,5 @@ size_t cgroup_watch_count(const CgroupWatch *w);
 /* Whether a cgroup is known. */
 bool cgroup_watch_has(const CgroupWatch *w, const char *path);
 /* Calls f for every known cgroup below (and including) 'path'. */
-void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path, void (*f)(const char *path, void *ud),
-                                void *ud);
+void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path,
+                                void (*f)(const char *path, void *ud), void *ud);

@@ -33,7 +33,7 @@ static void fields_add(Fields *f, const char *name, const char *value) {
         if (asprintf(&s, "%s=%s", name, value) < 0)
                 return;
         f->buf[f->n] = s;
-        f->iov[f->n] = (struct iovec) {.iov_base = s, .iov_len = strlen(s)};
+        f->iov[f->n] = (struct iovec){ .iov_base = s, .iov_len = strlen(s) };
         f->n++;
 }
 
@@ -45,7 +45,7 @@ static void fields_add_u64(Fields *f, const char *name, uint64_t v) {
 
 /* Sends the entry to journald, or prints MESSAGE and the CGPROF_ fields to stderr. */
 static void fields_send(Fields *f, int priority, const char *message) {
-        char prio[2] = {(char) ('0' + priority), 0};
+        char prio[2] = { (char) ('0' + priority), 0 };
 
         fields_add(f, "MESSAGE", message);
         fields_add(f, "PRIORITY", prio);
@@ -106,11 +106,13 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
                 fields_add_u64(&f, "ERRNO", (uint64_t) -sf->error);
         }
 
-        fields_send(&f, ev == JOURNAL_SESSION_FAILURE ? LOG_ERR : LOG_INFO, message ?: "cgprof session event");
+        fields_send(&f, ev == JOURNAL_SESSION_FAILURE ? LOG_ERR : LOG_INFO,
+                    message ?: "cgprof session event");
         fields_done(&f);
 }
 
-void journal_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change) {
+void journal_machine_change(const char *name, const char *old_value, const char *new_value,
+                            MachineChange change) {
         static const char *const ids[_MACHINE_CHANGE_MAX] = {
                 [MACHINE_CHANGE_APPLY] = CGPROF_MESSAGE_MACHINE_APPLY,
                 [MACHINE_CHANGE_DRIFT] = CGPROF_MESSAGE_MACHINE_DRIFT,
@@ -139,6 +141,7 @@ void journal_machine_change(const char *name, const char *old_value, const char 
         fields_add(&f, "CGPROF_SYSCTL", name);
         fields_add(&f, "CGPROF_OLD_VALUE", old_value);
         fields_add(&f, "CGPROF_NEW_VALUE", new_value);
-        fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE, message ?: "machineConfig change");
+        fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
+                    message ?: "machineConfig change");
         fields_done(&f);
 }

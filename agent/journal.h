@@ -29,14 +29,16 @@ typedef struct JournalSessionFields {
         const char *pod;
         const char *container;
         const char *cgroup;
-        const char *report;     /* report directory, END only */
-        uint64_t samples;       /* END only */
-        uint64_t lost;          /* END only */
-        int error;              /* FAILURE only: negative errno */
+        const char *report; /* report directory, END only */
+        uint64_t samples; /* END only */
+        uint64_t lost; /* END only */
+        int error; /* FAILURE only: negative errno */
 } JournalSessionFields;
 
 /* Whether entries go to journald (its socket exists) rather than stderr. */
 bool journal_available(void);
 
-void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, const char *format, ...) _printf_(3, 4);
-void journal_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change);
+void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, const char *format, ...)
+        _printf_(3, 4);
+void journal_machine_change(const char *name, const char *old_value, const char *new_value,
+                            MachineChange change);

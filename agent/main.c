@@ -23,7 +23,8 @@ static void help(void) {
                "     --bus-socket PATH    Control socket for cgprofctl (default: %s)\n"
                "     --node-name NAME     Node name for {NODE} (default: $NODE_NAME or the host name)\n"
                "     --attach-mode MODE   'cpu' (one perf event per CPU, filtered in BPF) or\n"
-               "                          'cgroup' (perf events scoped to each target cgroup) (default: cgroup)\n"
+               "                          'cgroup' (perf events scoped to each target cgroup) (default: "
+               "cgroup)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
                "     --log-level LEVEL    debug, info, notice, warning, err (default: info)\n",
                program_invocation_short_name, CGPROF_DEFAULT_CONFIG, DEFAULT_STATE_DIR, DEFAULT_BUS_SOCKET);
@@ -40,15 +41,15 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_LOG_LEVEL,
         };
         static const struct option options[] = {
-                {"help", no_argument, NULL, 'h'},
-                {"version", no_argument, NULL, ARG_VERSION},
-                {"config", required_argument, NULL, 'c'},
-                {"state-dir", required_argument, NULL, ARG_STATE_DIR},
-                {"bus-socket", required_argument, NULL, ARG_BUS_SOCKET},
-                {"node-name", required_argument, NULL, ARG_NODE_NAME},
-                {"attach-mode", required_argument, NULL, ARG_ATTACH_MODE},
-                {"no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES},
-                {"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "config", required_argument, NULL, 'c' },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
+                { "node-name", required_argument, NULL, ARG_NODE_NAME },
+                { "attach-mode", required_argument, NULL, ARG_ATTACH_MODE },
+                { "no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {},
         };
         int c, r;
@@ -76,7 +77,8 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_ATTACH_MODE:
                         arg_attach_mode = sampler_mode_from_string(optarg);
                         if (arg_attach_mode < 0)
-                                return log_error_errno(EINVAL, "--attach-mode: must be 'cpu' or 'cgroup', not '%s'.",
+                                return log_error_errno(EINVAL,
+                                                       "--attach-mode: must be 'cpu' or 'cgroup', not '%s'.",
                                                        optarg);
                         break;
                 case ARG_NO_KUBERNETES:

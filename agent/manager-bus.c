@@ -24,8 +24,8 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", status_json), method_get_status,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", status_json),
+                                method_get_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
@@ -62,7 +62,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 return 0;
         }
         if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
-                log_notice("Refusing bus connection from UID %d: only root may control cgprofd.", (int) cred.uid);
+                log_notice("Refusing bus connection from UID %d: only root may control cgprofd.",
+                           (int) cred.uid);
                 return 0;
         }
 
@@ -78,9 +79,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         if ((r = sd_bus_set_fd(bus, nfd, nfd)) < 0 || (r = sd_bus_set_server(bus, 1, id)) < 0 ||
             (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
             (r = sd_bus_add_object_vtable(bus, NULL, AGENT_PATH, AGENT_INTERFACE, agent_vtable, m)) < 0 ||
-            (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
-                                     "Disconnected", on_disconnected, m)) < 0 ||
-            (r = sd_bus_start(bus)) < 0 || (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+            (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
+                                     "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m)) <
+                    0 ||
+            (r = sd_bus_start(bus)) < 0 ||
+            (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
                 TAKE_FD(nfd); /* owned by the bus now, or closed by it */
                 sd_bus_close(bus);
                 sd_bus_unref(bus);
@@ -94,7 +97,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 int manager_bus_listen(Manager *m) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *dir = NULL;
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int r;
 
         if (strlen(m->bus_socket) >= sizeof(sa.sun_path))

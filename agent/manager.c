@@ -53,7 +53,7 @@ static int cgroup_state_cmp(const void *a, const void *b) {
 }
 
 static CgroupState *cgroup_state_find(Manager *m, const char *path) {
-        CgroupState key = {.path = (char *) path}, **c = tfind(&key, &m->cgroups, cgroup_state_cmp);
+        CgroupState key = { .path = (char *) path }, **c = tfind(&key, &m->cgroups, cgroup_state_cmp);
         return c ? *c : NULL;
 }
 
@@ -113,7 +113,8 @@ int manager_add_session(Manager *m, Session *s) {
 void manager_remove_session(Manager *m, Session *s) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 if (m->sessions[i] == s) {
-                        memmove(m->sessions + i, m->sessions + i + 1, (m->n_sessions - i - 1) * sizeof(Session *));
+                        memmove(m->sessions + i, m->sessions + i + 1,
+                                (m->n_sessions - i - 1) * sizeof(Session *));
                         m->n_sessions--;
                         break;
                 }
@@ -134,7 +135,8 @@ static const Target *host_target_for(const Config *c, const char *path) {
                 const Target *t = &c->targets[i];
                 if (t->disabled || !t->cgroup_patterns)
                         continue;
-                if (t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers)
+                if (t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner ||
+                    t->containers)
                         continue;
                 if (target_matches_cgroup(t, path))
                         return t;
@@ -155,8 +157,8 @@ static void maybe_start_session(Manager *m, CgroupState *c) {
 
         r = session_new(m, m->config, t, c->path, &s);
         if (r < 0) {
-                log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m", c->path,
-                                  t->name);
+                log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
+                                  c->path, t->name);
                 return;
         }
         r = manager_add_session(m, s);
@@ -164,7 +166,8 @@ static void maybe_start_session(Manager *m, CgroupState *c) {
                 return (void) log_oom();
         r = session_start(s);
         if (r < 0) {
-                log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path, t->name);
+                log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path,
+                                  t->name);
                 manager_remove_session(m, s);
                 return;
         }
@@ -238,7 +241,8 @@ static void manager_retarget(Manager *m) {
 
 /* ---- sampling ---- */
 
-static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm, void *userdata) {
+static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm,
+                          void *userdata) {
         Manager *m = userdata;
         if (slot >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[slot])
                 return;
@@ -253,8 +257,9 @@ static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void 
         return 0;
 }
 
-static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user, size_t n_user,
-                      const uint64_t *kernel, size_t n_kernel, bool stack_lost, void *userdata) {
+static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
+                      size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
+                      void *userdata) {
         Manager *m = userdata;
         if (key->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[key->session])
                 return;
@@ -282,21 +287,22 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) manager_drain(m, false);
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_tick(m->sessions[i]);
-        return sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC) < 0 ? 0 :
-               sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC) < 0
+                       ? 0
+                       : sd_event_source_set_enabled(s, SD_EVENT_ON);
 }
 
 /* ---- machine config ---- */
 
-static void on_machine_change(const char *name, const char *old_value, const char *new_value, MachineChange change,
-                              void *userdata) {
+static void on_machine_change(const char *name, const char *old_value, const char *new_value,
+                              MachineChange change, void *userdata) {
         journal_machine_change(name, old_value, new_value, change);
 }
 
 static void machine_apply(Manager *m, bool initial) {
         const Config *c = m->config->config;
-        int r = machine_config_apply(m->state_dir, "/proc/sys", c->machine_config, c->n_machine_config, initial,
-                                     on_machine_change, m);
+        int r = machine_config_apply(m->state_dir, "/proc/sys", c->machine_config, c->n_machine_config,
+                                     initial, on_machine_change, m);
         if (r < 0)
                 log_error_errno(r, "Failed to apply machineConfig: %m");
 }
@@ -340,11 +346,12 @@ static int manager_load_config(Manager *m, bool initial) {
         r = config_load_file(m->config_path, &c, &error);
         if (r < 0) {
                 /* Read errors already start with the path; validation errors with the key path. */
-                const char *prefix = error && strncmp(error, m->config_path, strlen(m->config_path)) == 0 ? "" :
-                                                                                                          m->config_path;
+                const char *prefix = error && strncmp(error, m->config_path, strlen(m->config_path)) == 0
+                                             ? ""
+                                             : m->config_path;
                 if (initial)
-                        return log_error_errno(r, "Invalid configuration %s%s%s", prefix, prefix[0] ? ": " : "",
-                                               strna(error));
+                        return log_error_errno(r, "Invalid configuration %s%s%s", prefix,
+                                               prefix[0] ? ": " : "", strna(error));
                 return log_error_errno(r, "Invalid configuration %s%s%s (keeping the last good one)", prefix,
                                        prefix[0] ? ": " : "", strna(error));
         }
@@ -353,14 +360,16 @@ static int manager_load_config(Manager *m, bool initial) {
         if (r < 0) {
                 if (initial)
                         return log_error_errno(r, "Failed to open report directory %s: %m", c->report_dir);
-                return log_error_errno(r, "Failed to open report directory %s, keeping the last good configuration: %m",
-                                       c->report_dir);
+                return log_error_errno(
+                        r, "Failed to open report directory %s, keeping the last good configuration: %m",
+                        c->report_dir);
         }
 
         for (size_t i = 0; i < c->n_profiles; i++)
                 for (ReportFormat f = REPORT_FORMAT_PPROF; f < _REPORT_FORMAT_MAX; f++)
                         if (c->profiles[i].formats & (1u << f))
-                                log_warning("profiles[%zu].formats: \"%s\" is not written yet, only folded and json are.",
+                                log_warning("profiles[%zu].formats: \"%s\" is not written yet, only folded "
+                                            "and json are.",
                                             i, report_format_to_string(f));
 
         r = config_ref_new(TAKE_PTR(c), &ref);
@@ -368,8 +377,8 @@ static int manager_load_config(Manager *m, bool initial) {
                 return log_oom();
         config_unref(m->config);
         m->config = ref;
-        log_info("Loaded configuration %s: %zu profiles, %zu targets.", m->config_path, ref->config->n_profiles,
-                 ref->config->n_targets);
+        log_info("Loaded configuration %s: %zu profiles, %zu targets.", m->config_path,
+                 ref->config->n_profiles, ref->config->n_targets);
         return 0;
 }
 
@@ -380,8 +389,8 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (manager_load_config(m, false) >= 0) {
                 machine_apply(m, true);
                 if (m->machine_timer)
-                        (void) sd_event_source_set_time_relative(m->machine_timer,
-                                                                 m->config->config->machine_config_interval_usec);
+                        (void) sd_event_source_set_time_relative(
+                                m->machine_timer, m->config->config->machine_config_interval_usec);
                 manager_retarget(m);
         }
         (void) sd_notify(false, "READY=1");
@@ -517,14 +526,16 @@ int manager_startup(Manager *m) {
 
         r = manager_bus_listen(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m", m->bus_socket);
+                log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
+                                  m->bus_socket);
 
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable watchdog pings, ignoring: %m");
 
         log_info("cgprofd running: %zu cgroups watched, %zu sessions, attach mode %s.",
-                 cgroup_watch_count(m->cgroup_watch), m->n_sessions, sampler_mode_to_string(m->opts.attach_mode));
+                 cgroup_watch_count(m->cgroup_watch), m->n_sessions,
+                 sampler_mode_to_string(m->opts.attach_mode));
         (void) sd_notify(false, "READY=1\nSTATUS=Profiling.");
         return 0;
 }
@@ -592,7 +603,8 @@ char *manager_status_json(Manager *m) {
         cJSON_AddBoolToObject(j, "kubernetes", false);
         cJSON_AddBoolToObject(j, "journal", journal_available());
         cJSON_AddNumberToObject(j, "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6);
-        cJSON_AddNumberToObject(j, "cgroupsWatched", m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0);
+        cJSON_AddNumberToObject(j, "cgroupsWatched",
+                                m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0);
         cJSON_AddNumberToObject(j, "sessionsStarted", (double) m->sessions_started);
         cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
         cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);

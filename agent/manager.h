@@ -30,8 +30,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigRef *, config_unref);
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
         char *path;
-        Session *session;   /* running or armed session for this cgroup, if any */
-        bool done;          /* a session for it ended: do not start another automatically */
+        Session *session; /* running or armed session for this cgroup, if any */
+        bool done; /* a session for it ended: do not start another automatically */
 } CgroupState;
 
 typedef struct ManagerOptions {
@@ -58,14 +58,14 @@ typedef struct Manager {
         char *cgroup_root;
         int cgroup_root_fd;
         CgroupWatch *cgroup_watch;
-        void *cgroups;               /* tsearch: CgroupState by path */
+        void *cgroups; /* tsearch: CgroupState by path */
 
         Sampler *sampler;
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
 
         Session *sessions_by_slot[CGPROF_MAX_SESSIONS];
-        Session **sessions;          /* running and armed sessions */
+        Session **sessions; /* running and armed sessions */
         size_t n_sessions;
         uint64_t sessions_started, sessions_ended, sessions_failed;
 
@@ -79,7 +79,7 @@ typedef struct Manager {
         sd_bus **bus_clients;
         size_t n_bus_clients;
 
-        uint64_t drain_seq;          /* incremented on every drain */
+        uint64_t drain_seq; /* incremented on every drain */
         uint64_t start_usec;
         bool stopping;
 } Manager;

@@ -7,8 +7,11 @@ struct ProcessReader {
         struct pids_info *info;
 };
 
-enum { ITEM_CMD, ITEM_CMDLINE };
-static enum pids_item items[] = {PIDS_CMD, PIDS_CMDLINE};
+enum {
+        ITEM_CMD,
+        ITEM_CMDLINE
+};
+static enum pids_item items[] = { PIDS_CMD, PIDS_CMDLINE };
 
 int process_reader_new(ProcessReader **ret) {
         ProcessReader *p = calloc(1, sizeof(*p));

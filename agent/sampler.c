@@ -14,16 +14,16 @@
 
 typedef struct SamplerGroup {
         bool used;
-        char *event;              /* the event as asked for */
+        char *event; /* the event as asked for */
         uint64_t frequency;
         unsigned refcount;
-        struct bpf_link **links;  /* per CPU; the link owns the perf fd */
+        struct bpf_link **links; /* per CPU; the link owns the perf fd */
 } SamplerGroup;
 
 typedef struct SamplerSlot {
         bool used;
-        uint32_t group;           /* CPU mode: group id (index + 1) */
-        struct bpf_link **links;  /* cgroup mode: per CPU */
+        uint32_t group; /* CPU mode: group id (index + 1) */
+        struct bpf_link **links; /* cgroup mode: per CPU */
         struct cgprof_session session;
 } SamplerSlot;
 
@@ -58,7 +58,7 @@ SamplerMode sampler_mode_from_string(const char *s) {
 
 void sampler_session_stats_done(SamplerSessionStats *s) {
         free(s->per_cpu);
-        *s = (SamplerSessionStats) {};
+        *s = (SamplerSessionStats){};
 }
 
 static const struct {
@@ -66,14 +66,14 @@ static const struct {
         uint32_t type;
         uint64_t config;
 } event_table[] = {
-        {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
-        {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
-        {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
-        {"cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
-        {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
-        {"ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES},
-        {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
-        {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+        { "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+        { "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+        { "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+        { "cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+        { "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+        { "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
+        { "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
+        { "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
 };
 
 static int event_attr(const char *event, uint64_t frequency, struct perf_event_attr *ret) {
@@ -289,7 +289,7 @@ static void group_unref(Sampler *s, uint32_t id) {
                 return;
         links_free(s, TAKE_PTR(g->links));
         free(TAKE_PTR(g->event));
-        *g = (SamplerGroup) {};
+        *g = (SamplerGroup){};
 }
 
 static uint32_t slot_alloc(Sampler *s) {
@@ -331,8 +331,8 @@ static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
         return 0;
 }
 
-int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, int cgroup_fd,
-                         uint32_t *ret_slot, const char **ret_event, char **ret_fallback) {
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
+                         int cgroup_fd, uint32_t *ret_slot, const char **ret_event, char **ret_fallback) {
         _cleanup_free_ char *fallback = NULL;
         struct perf_event_attr attr;
         const char *used_event = event;
@@ -349,8 +349,9 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
                 probe.disabled = 1;
                 int fd = perf_event_open(&probe, -1, 0, 0);
                 if (fd < 0) {
-                        if (asprintf(&fallback, "hardware event %s is not available (%s), sampling cpu-clock",
-                                     event, strerror(-fd)) < 0)
+                        if (asprintf(&fallback,
+                                     "hardware event %s is not available (%s), sampling cpu-clock", event,
+                                     strerror(-fd)) < 0)
                                 return -ENOMEM;
                         used_event = "cpu-clock";
                         r = event_attr(used_event, frequency, &attr);
@@ -376,13 +377,14 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
         } else {
                 if (cgroup_fd < 0)
                         return -EBADF;
-                r = links_open(s, &attr, cgroup_fd, ((uint64_t) CGPROF_ATTACH_CGROUP << 32) | slot, &sl->links);
+                r = links_open(s, &attr, cgroup_fd, ((uint64_t) CGPROF_ATTACH_CGROUP << 32) | slot,
+                               &sl->links);
                 if (r < 0)
                         return r;
         }
 
         sl->used = true;
-        sl->session = (struct cgprof_session) {
+        sl->session = (struct cgprof_session){
                 .group = sl->group,
                 .flags = kernel_stacks ? CGPROF_SESSION_KERNEL_STACKS : 0,
         };
@@ -419,7 +421,7 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         (void) slot_update(s, slot);
         links_free(s, TAKE_PTR(sl->links));
         group_unref(s, sl->group);
-        *sl = (SamplerSlot) {};
+        *sl = (SamplerSlot){};
 }
 
 int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot) {
@@ -427,15 +429,15 @@ int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot) {
                 int r = bpf_map__delete_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), 0);
                 return r == -ENOENT ? 0 : r;
         }
-        return bpf_map__update_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), &slot, sizeof(slot),
-                                    BPF_ANY);
+        return bpf_map__update_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), &slot,
+                                    sizeof(slot), BPF_ANY);
 }
 
 int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
         size_t n = s->n_cpus;
         _cleanup_free_ struct cgprof_session_stats *v = calloc(n, sizeof(*v));
         _cleanup_free_ uint64_t *per_cpu = calloc(n, sizeof(uint64_t));
-        SamplerSessionStats st = {.n_cpus = n};
+        SamplerSessionStats st = { .n_cpus = n };
         int r;
 
         if (!v || !per_cpu)
@@ -454,7 +456,6 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
         return 0;
 }
 
-
 typedef struct StackCache {
         uint32_t id;
         size_t n;
@@ -467,7 +468,7 @@ static int stack_cache_cmp(const void *a, const void *b) {
 }
 
 static const StackCache *stack_get(void **root, int fd, int32_t id) {
-        StackCache key = {.id = (uint32_t) id}, **found, *e;
+        StackCache key = { .id = (uint32_t) id }, **found, *e;
 
         found = tfind(&key, root, stack_cache_cmp);
         if (found)

@@ -32,7 +32,7 @@ SamplerMode sampler_mode_from_string(const char *s);
 typedef struct Sampler Sampler;
 
 typedef struct SamplerSessionStats {
-        uint64_t *per_cpu;   /* n_cpus entries: samples recorded in the kernel */
+        uint64_t *per_cpu; /* n_cpus entries: samples recorded in the kernel */
         size_t n_cpus;
         uint64_t lost;
         uint64_t collisions;
@@ -47,9 +47,9 @@ typedef void (*SamplerProcCallback)(uint32_t slot, uint32_t pid, uint64_t start_
 
 /* One drained count: stacks are leaf first as the kernel records them;
  * n_user/n_kernel 0 when the stack is absent or was lost (stack_lost set). */
-typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
-                                      size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
-                                      void *userdata);
+typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count,
+                                      const uint64_t *user, size_t n_user, const uint64_t *kernel,
+                                      size_t n_kernel, bool stack_lost, void *userdata);
 
 int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, Sampler **ret);
 Sampler *sampler_free(Sampler *s);
@@ -68,8 +68,8 @@ int sampler_proc_events_consume(Sampler *s);
  * machine lacks falls back to cpu-clock: *ret_event is the event used and
  * *ret_fallback (malloc()ed or NULL) says why. cgroup_fd is used in cgroup
  * mode. The session does not sample until sampler_session_activate(). */
-int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, int cgroup_fd,
-                         uint32_t *ret_slot, const char **ret_event, char **ret_fallback);
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
+                         int cgroup_fd, uint32_t *ret_slot, const char **ret_event, char **ret_fallback);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be
  * drained and its stats read. */

@@ -20,9 +20,9 @@ typedef struct SessionProcess {
         char *cmdline;
         ProcessMaps *maps;
         bool wanted;
-        bool refreshed;        /* maps re-read once for an uncovered address */
+        bool refreshed; /* maps re-read once for an uncovered address */
         uint64_t comm_checked; /* drain sequence number of the last comm check */
-        uint32_t data_index;   /* index in data->processes (wanted only) */
+        uint32_t data_index; /* index in data->processes (wanted only) */
 } SessionProcess;
 
 static int process_cmp(const void *a, const void *b) {
@@ -103,7 +103,7 @@ Session *session_free(Session *s) {
 }
 
 static void session_fields(const Session *s, JournalSessionFields *f) {
-        *f = (JournalSessionFields) {
+        *f = (JournalSessionFields){
                 .session = s->id_string,
                 .profile = s->profile->name,
                 .target = s->target->name,
@@ -133,13 +133,14 @@ int session_start(Session *s) {
 
         if (s->profile->start == PROFILE_START_MANUAL && s->state != SESSION_ARMED) {
                 s->state = SESSION_ARMED;
-                log_info("Session %s armed for cgroup %s (profile %s, manual start).", s->id_string, s->cgroup,
-                         s->profile->name);
+                log_info("Session %s armed for cgroup %s (profile %s, manual start).", s->id_string,
+                         s->cgroup, s->profile->name);
                 return 0;
         }
 
-        r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency, s->profile->kernel_stacks,
-                                 s->cgroup_fd, &s->slot, &s->event, &s->event_fallback);
+        r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
+                                 s->profile->kernel_stacks, s->cgroup_fd, &s->slot, &s->event,
+                                 &s->event_fallback);
         if (r < 0) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
@@ -176,21 +177,23 @@ int session_start(Session *s) {
                 log_debug_errno(r, "Failed to watch %s, ignoring: %m", events);
 
         if (s->profile->duration_usec > 0) {
-                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, s->profile->duration_usec,
-                                               10 * USEC_PER_MSEC, on_duration_timer, s);
+                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC,
+                                               s->profile->duration_usec, 10 * USEC_PER_MSEC,
+                                               on_duration_timer, s);
                 if (r < 0)
                         return r;
                 (void) sd_event_source_set_description(s->timer, "session-duration");
         }
 
         m->sessions_started++;
-        journal_session(JOURNAL_SESSION_START, &f, "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
+        journal_session(JOURNAL_SESSION_START, &f,
+                        "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
                         s->cgroup, s->id_string, s->profile->name, s->event, s->profile->frequency);
         return 0;
 }
 
 static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_time) {
-        SessionProcess key = {.pid = pid, .start_time = start_time}, **p;
+        SessionProcess key = { .pid = pid, .start_time = start_time }, **p;
         p = tfind(&key, &s->processes, process_cmp);
         return p ? *p : NULL;
 }
@@ -234,8 +237,8 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                         sp->cmdline = strdup("");
                         sp->wanted = profile_process_wanted(s->profile, "");
                         if (sp->wanted)
-                                (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
-                                                                &sp->data_index);
+                                (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm,
+                                                                sp->cmdline, &sp->data_index);
                 }
                 return;
         }
@@ -320,8 +323,8 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
         (void) symbolizer_resolve_kernel(s->manager->symbolizer, addr, &rf);
         s->frames_total += count;
         if (rf.name)
-                return profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]", FRAME_KERNEL,
-                                                 ret);
+                return profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]",
+                                                 FRAME_KERNEL, ret);
         s->frames_unsymbolized += count;
         return profile_data_intern_frame(s->data, "[kernel]", "[kernel.kallsyms]", FRAME_UNKNOWN, ret);
 }
@@ -395,8 +398,8 @@ static int write_summary_cb(FILE *f, void *userdata) {
 }
 
 /* Writes the reports of 'data' below reportDir and returns the directory. */
-static int write_report(Session *s, const ProfileData *data, const TemplateVars *vars, ReportSummaryInfo *info,
-                        char **ret_dir) {
+static int write_report(Session *s, const ProfileData *data, const TemplateVars *vars,
+                        ReportSummaryInfo *info, char **ret_dir) {
         Manager *m = s->manager;
         _cleanup_free_ char *rel = NULL, *full = NULL;
         _cleanup_close_ int dfd = -EBADF;
@@ -422,7 +425,7 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
         info->report_dir = full;
         info->formats = files;
 
-        WriteCtx ctx = {.data = data, .info = info};
+        WriteCtx ctx = { .data = data, .info = info };
         if (s->profile->formats & (1u << REPORT_FORMAT_FOLDED)) {
                 r = write_file_atomic_at(dfd, "profile.folded", write_folded_cb, &ctx);
                 if (r < 0)
@@ -461,12 +464,14 @@ static ProfileData *profile_data_of_process(const ProfileData *d, uint32_t proce
                         uint32_t f = st->frames[k];
                         if (map[f] == UINT32_MAX) {
                                 const Frame *fr = &d->frames[f];
-                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind, &map[f]) < 0)
+                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind, &map[f]) <
+                                    0)
                                         goto fail;
                         }
                         frames[k] = map[f];
                 }
-                if (profile_data_add_stack(p, idx, frames, MIN(st->n_frames, ELEMENTSOF(frames)), st->count) < 0)
+                if (profile_data_add_stack(p, idx, frames, MIN(st->n_frames, ELEMENTSOF(frames)),
+                                           st->count) < 0)
                         goto fail;
         }
         free(map);
@@ -487,7 +492,8 @@ void session_end(Session *s, const char *reason) {
         session_fields(s, &f);
 
         if (s->state != SESSION_RUNNING) {
-                log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup, reason);
+                log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup,
+                         reason);
                 manager_remove_session(m, s);
                 session_free(s);
                 return;
@@ -576,14 +582,15 @@ void session_end(Session *s, const char *reason) {
         if (r < 0) {
                 f.error = r;
                 m->sessions_failed++;
-                journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to write the report of session %s (cgroup %s): %s",
-                                s->id_string, s->cgroup, strerror(-r));
+                journal_session(JOURNAL_SESSION_FAILURE, &f,
+                                "Failed to write the report of session %s (cgroup %s): %s", s->id_string,
+                                s->cgroup, strerror(-r));
         } else {
                 f.report = dirs;
                 m->sessions_ended++;
                 journal_session(JOURNAL_SESSION_END, &f,
-                                "Finished profiling cgroup %s (session %s, %s): %" PRIu64 " samples, %" PRIu64
-                                " lost; report in %s.",
+                                "Finished profiling cgroup %s (session %s, %s): %" PRIu64
+                                " samples, %" PRIu64 " lost; report in %s.",
                                 s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
         }
 

@@ -15,7 +15,7 @@
  * formats what is already symbolized. */
 
 typedef enum SessionState {
-        SESSION_ARMED,    /* manual start: waiting for cgprofctl start */
+        SESSION_ARMED, /* manual start: waiting for cgprofctl start */
         SESSION_RUNNING,
         SESSION_ENDED,
 } SessionState;
@@ -30,11 +30,11 @@ struct Session {
         const Profile *profile;
         const Target *target;
 
-        char *cgroup;          /* relative to the cgroup root */
+        char *cgroup; /* relative to the cgroup root */
         int cgroup_fd;
         uint64_t cgroup_id;
         uint32_t slot;
-        const char *event;     /* the event sampled */
+        const char *event; /* the event sampled */
         char *event_fallback;
 
         uint64_t start_realtime, start_monotonic, end_realtime;
@@ -43,9 +43,9 @@ struct Session {
         sd_event_source *events_watch; /* inotify on cgroup.events: read cpu.stat when it empties */
 
         ProfileData *data;
-        void *processes;       /* tsearch: SessionProcess by (pid, start time) */
-        uint64_t excluded;     /* samples of excluded processes */
-        uint64_t stack_lost;   /* samples whose stack was lost */
+        void *processes; /* tsearch: SessionProcess by (pid, start time) */
+        uint64_t excluded; /* samples of excluded processes */
+        uint64_t stack_lost; /* samples whose stack was lost */
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
 };
 

@@ -51,7 +51,7 @@
 typedef struct FileEntry FileEntry;
 struct FileEntry {
         Symbolizer *owner; /* NULL once the Symbolizer is gone */
-        bool cached;       /* in owner's hash table (else: vDSO, or detached) */
+        bool cached; /* in owner's hash table (else: vDSO, or detached) */
 
         dev_t dev;
         ino_t ino;
@@ -71,23 +71,23 @@ typedef struct Mapping {
         /* As /proc/PID/maps shows them, to recognize an unchanged mapping on refresh. */
         unsigned maps_major, maps_minor;
         uint64_t maps_inode;
-        char *path;         /* without " (deleted)"; NULL for anonymous memory */
+        char *path; /* without " (deleted)"; NULL for anonymous memory */
         const char *module; /* points into path, or a static string */
         bool file_backed;
-        bool deleted;       /* the path said " (deleted)" */
-        FileEntry *file;    /* a reference; NULL: nothing to resolve with */
+        bool deleted; /* the path said " (deleted)" */
+        FileEntry *file; /* a reference; NULL: nothing to resolve with */
 } Mapping;
 
 struct ProcessMaps {
         pid_t pid;
         uint64_t start_time; /* clock ticks after boot (stat field 22); 0: unknown */
-        Mapping *mappings;   /* executable mappings only, sorted by start */
+        Mapping *mappings; /* executable mappings only, sorted by start */
         size_t n_mappings;
 };
 
 typedef struct KernelModule {
         const char *name; /* owned by the Kallsyms */
-        char *bracketed;  /* "[ext4]" */
+        char *bracketed; /* "[ext4]" */
 } KernelModule;
 
 struct Symbolizer {
@@ -125,7 +125,8 @@ static FileEntry *file_entry_free(FileEntry *e) {
 }
 
 static size_t bucket_of(const Symbolizer *s, dev_t dev, ino_t ino) {
-        uint64_t h = (uint64_t) ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) dev * UINT64_C(0xc2b2ae3d27d4eb4f);
+        uint64_t h = (uint64_t) ino * UINT64_C(0x9e3779b97f4a7c15) ^
+                     (uint64_t) dev * UINT64_C(0xc2b2ae3d27d4eb4f);
 
         h ^= h >> 29;
         return (size_t) (h & (s->n_buckets - 1));
@@ -263,8 +264,8 @@ static FileEntry *cache_find(Symbolizer *s, const struct stat *st) {
 
                 /* The inode number was reused, or the file rewritten in place:
                  * forget the old entry (snapshots holding it keep it). */
-                log_debug("Inode %ju on device %u:%u changed, reloading its symbols.", (uintmax_t) st->st_ino,
-                          major(st->st_dev), minor(st->st_dev));
+                log_debug("Inode %ju on device %u:%u changed, reloading its symbols.",
+                          (uintmax_t) st->st_ino, major(st->st_dev), minor(st->st_dev));
                 hash_remove(s, e);
                 e->owner = NULL;
                 if (e->n_ref == 0) {
@@ -335,8 +336,8 @@ static int load_debug_file(int fd, const char *what, const char *build_id, ElfSy
                 return log_debug_errno(r, "Failed to read %s debug file of build ID %s, ignoring: %m", what,
                                        build_id);
         if (!streq_ptr(elf_symtab_build_id(debug), build_id) || !elf_symtab_has_full_symtab(debug)) {
-                log_debug("The %s debug file of build ID %s does not match or has no symbols, ignoring.", what,
-                          build_id);
+                log_debug("The %s debug file of build ID %s does not match or has no symbols, ignoring.",
+                          what, build_id);
                 return -EBADMSG;
         }
         *ret = TAKE_PTR(debug);
@@ -506,7 +507,7 @@ static bool vdso_matches(Symbolizer *s, pid_t pid, const Mapping *mp) {
 static void mapping_done(Mapping *m) {
         file_entry_unref(m->file);
         free(m->path);
-        *m = (Mapping) {};
+        *m = (Mapping){};
 }
 
 static void mappings_free(Mapping *mappings, size_t n) {
@@ -575,7 +576,7 @@ static int parse_maps_line(char *line, Mapping *ret) {
         len = strcspn(p, "\n");
         p[len] = '\0';
 
-        *ret = (Mapping) {
+        *ret = (Mapping){
                 .start = start,
                 .end = end,
                 .pgoff = pgoff,
@@ -614,8 +615,9 @@ static int parse_maps_line(char *line, Mapping *ret) {
 }
 
 static bool mapping_same(const Mapping *a, const Mapping *b) {
-        return a->start == b->start && a->end == b->end && a->pgoff == b->pgoff && a->maps_major == b->maps_major &&
-               a->maps_minor == b->maps_minor && a->maps_inode == b->maps_inode && a->file_backed == b->file_backed &&
+        return a->start == b->start && a->end == b->end && a->pgoff == b->pgoff &&
+               a->maps_major == b->maps_major && a->maps_minor == b->maps_minor &&
+               a->maps_inode == b->maps_inode && a->file_backed == b->file_backed &&
                streq_ptr(a->path, b->path);
 }
 
@@ -645,7 +647,8 @@ static int mapping_attach_file(Symbolizer *s, pid_t pid, Mapping *mp) {
                                 return negative_errno();
                         if (major(st.st_dev) == mp->maps_major && minor(st.st_dev) == mp->maps_minor &&
                             (uint64_t) st.st_ino != mp->maps_inode) {
-                                log_debug("%s of PID %d was replaced, not symbolizing it.", mp->path, (int) pid);
+                                log_debug("%s of PID %d was replaced, not symbolizing it.", mp->path,
+                                          (int) pid);
                                 return -ESTALE;
                         }
                 }
@@ -657,7 +660,8 @@ static int mapping_attach_file(Symbolizer *s, pid_t pid, Mapping *mp) {
 
         r = file_entry_get(s, pid, fd, mp->path, &mp->file);
         if (r < 0)
-                log_debug_errno(r, "Failed to load symbols of %s of PID %d, ignoring: %m", mp->path, (int) pid);
+                log_debug_errno(r, "Failed to load symbols of %s of PID %d, ignoring: %m", mp->path,
+                                (int) pid);
         return r;
 }
 
@@ -844,20 +848,21 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
 
         mp = mappings_find(m->mappings, m->n_mappings, addr);
         if (!mp) {
-                *ret = (ResolvedFrame) { .offset = addr };
+                *ret = (ResolvedFrame){ .offset = addr };
                 return 0;
         }
 
         file_off = addr - mp->start + mp->pgoff;
-        if (mp->file && mp->file->symtab && elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
+        if (mp->file && mp->file->symtab &&
+            elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
                 name = elf_symtab_lookup(mp->file->symtab, vaddr, &off);
                 if (name) {
-                        *ret = (ResolvedFrame) { .name = name, .module = mp->module, .offset = off };
+                        *ret = (ResolvedFrame){ .name = name, .module = mp->module, .offset = off };
                         return 0;
                 }
         }
 
-        *ret = (ResolvedFrame) {
+        *ret = (ResolvedFrame){
                 .module = mp->module,
                 .offset = mp->file_backed || mp->file ? file_off : addr,
         };
@@ -890,7 +895,7 @@ static const char *kernel_module_name(Symbolizer *s, const char *module) {
         }
         if (asprintf(&b, "[%s]", module) < 0)
                 return NULL;
-        s->modules[s->n_modules++] = (KernelModule) { .name = module, .bracketed = b };
+        s->modules[s->n_modules++] = (KernelModule){ .name = module, .bracketed = b };
         return b;
 }
 
@@ -919,7 +924,7 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
 
         name = kallsyms_lookup(s->kallsyms, addr, &off, &module);
         if (!name) {
-                *ret = (ResolvedFrame) { .module = KERNEL_MODULE, .offset = addr };
+                *ret = (ResolvedFrame){ .module = KERNEL_MODULE, .offset = addr };
                 return 0;
         }
         if (module) {
@@ -928,7 +933,7 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
                         return -ENOMEM;
         }
 
-        *ret = (ResolvedFrame) { .name = name, .module = bracketed, .offset = off };
+        *ret = (ResolvedFrame){ .name = name, .module = bracketed, .offset = off };
         return 0;
 }
 
@@ -936,7 +941,7 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
 
 int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret) {
         _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
-        SymbolizerOptions o = opts ? *opts : (SymbolizerOptions) {};
+        SymbolizerOptions o = opts ? *opts : (SymbolizerOptions){};
 
         if (!ret)
                 return -EINVAL;

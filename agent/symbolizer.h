@@ -23,10 +23,10 @@ typedef struct Symbolizer Symbolizer;
 typedef struct ProcessMaps ProcessMaps;
 
 typedef struct SymbolizerOptions {
-        size_t max_files;          /* 0: 256 */
+        size_t max_files; /* 0: 256 */
         const char *kallsyms_path; /* NULL: /proc/kallsyms */
-        const char *debug_dir;     /* host debug directory, NULL: /usr/lib/debug */
-        const char *proc_root;     /* NULL: /proc */
+        const char *debug_dir; /* host debug directory, NULL: /usr/lib/debug */
+        const char *proc_root; /* NULL: /proc */
 } SymbolizerOptions;
 
 int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret);
@@ -45,9 +45,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessMaps *, process_maps_free);
 bool process_maps_covers(const ProcessMaps *m, uint64_t addr);
 
 typedef struct ResolvedFrame {
-        const char *name;    /* function name, NULL when unresolved */
-        const char *module;  /* basename of the mapped file, "[kernel.kallsyms]", "[vdso]", or NULL */
-        uint64_t offset;     /* addr - symbol start (resolved), or file offset / addr otherwise */
+        const char *name; /* function name, NULL when unresolved */
+        const char *module; /* basename of the mapped file, "[kernel.kallsyms]", "[vdso]", or NULL */
+        uint64_t offset; /* addr - symbol start (resolved), or file offset / addr otherwise */
 } ResolvedFrame;
 
 /* Pointers in ret stay valid while m (user) or s (kernel) lives. Returns 0

@@ -136,7 +136,7 @@ int main(int argc, char *argv[]) {
         c1 = now(CLOCK_PROCESS_CPUTIME_ID);
         w1 = now(CLOCK_MONOTONIC);
 
-        printf("elapsed %.6f cpu %.6f iterations %llu checksum %016" PRIx64 "\n", w1 - w0, c1 - c0, iterations,
-               sum);
+        printf("elapsed %.6f cpu %.6f iterations %llu checksum %016" PRIx64 "\n", w1 - w0, c1 - c0,
+               iterations, sum);
         return fflush(stdout) == 0 ? 0 : 1;
 }

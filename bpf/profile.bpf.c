@@ -40,7 +40,7 @@ __u32 active_set = 0;
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, CGPROF_MAX_CGROUPS);
-        __type(key, __u64);   /* cgroup ID */
+        __type(key, __u64); /* cgroup ID */
         __type(value, __u32); /* session slot */
 } cgroups SEC(".maps");
 
@@ -58,19 +58,19 @@ struct {
         __type(value, struct cgprof_session_stats);
 } stats SEC(".maps");
 
-#define COUNTS_MAP(n)                                          \
-        struct {                                               \
-                __uint(type, BPF_MAP_TYPE_HASH);               \
-                __uint(max_entries, 65536);                    \
-                __type(key, struct cgprof_sample_key);         \
-                __type(value, __u64);                          \
+#define COUNTS_MAP(n)                                  \
+        struct {                                       \
+                __uint(type, BPF_MAP_TYPE_HASH);       \
+                __uint(max_entries, 65536);            \
+                __type(key, struct cgprof_sample_key); \
+                __type(value, __u64);                  \
         } n SEC(".maps")
 
-#define STACKS_MAP(n)                                          \
-        struct {                                               \
-                __uint(type, BPF_MAP_TYPE_STACK_TRACE);        \
-                __uint(max_entries, 16384);                    \
-                __uint(key_size, sizeof(__u32));               \
+#define STACKS_MAP(n)                                                       \
+        struct {                                                            \
+                __uint(type, BPF_MAP_TYPE_STACK_TRACE);                     \
+                __uint(max_entries, 16384);                                 \
+                __uint(key_size, sizeof(__u32));                            \
                 __uint(value_size, CGPROF_MAX_STACK_DEPTH * sizeof(__u64)); \
         } n SEC(".maps")
 
@@ -93,17 +93,19 @@ struct {
 
 static __always_inline int comm_equal(const char *a, const char *b) {
         /* 16 bytes compared as two words. */
-        return ((const __u64 *) a)[0] == ((const __u64 *) b)[0] && ((const __u64 *) a)[1] == ((const __u64 *) b)[1];
+        return ((const __u64 *) a)[0] == ((const __u64 *) b)[0] &&
+               ((const __u64 *) a)[1] == ((const __u64 *) b)[1];
 }
 
 static __always_inline void note_process(struct task_struct *task, __u32 pid, __u64 start_time, __u32 slot) {
-        struct cgprof_proc_seen *seen, v = {.start_time = start_time, .session = slot};
+        struct cgprof_proc_seen *seen, v = { .start_time = start_time, .session = slot };
         struct cgprof_proc_event *e;
 
         BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
 
         seen = bpf_map_lookup_elem(&procs_seen, &pid);
-        if (seen && seen->start_time == start_time && seen->session == slot && comm_equal(seen->comm, v.comm))
+        if (seen && seen->start_time == start_time && seen->session == slot &&
+            comm_equal(seen->comm, v.comm))
                 return;
 
         e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);

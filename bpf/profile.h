@@ -4,20 +4,20 @@
 /* Structures shared by profile.bpf.c and the agent's sampler: fixed-width
  * fields only. */
 
-#define CGPROF_MAX_SESSIONS 4096       /* session slots; slot 0 is never used */
-#define CGPROF_MAX_STACK_DEPTH 127     /* PERF_MAX_STACK_DEPTH */
+#define CGPROF_MAX_SESSIONS 4096 /* session slots; slot 0 is never used */
+#define CGPROF_MAX_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
 #define CGPROF_MAX_CGROUPS 16384
 
 /* bpf_cookie of each perf event link: (mode << 32) | id. */
-#define CGPROF_ATTACH_CPU 0u     /* id: sampler group; filter by the cgroup map */
-#define CGPROF_ATTACH_CGROUP 1u  /* id: the session slot of the cgroup-scoped event */
+#define CGPROF_ATTACH_CPU 0u /* id: sampler group; filter by the cgroup map */
+#define CGPROF_ATTACH_CGROUP 1u /* id: the session slot of the cgroup-scoped event */
 
 #define CGPROF_SESSION_ACTIVE (1u << 0)
 #define CGPROF_SESSION_KERNEL_STACKS (1u << 1)
 
 struct cgprof_session {
-        __u32 group;   /* sampler group (event, frequency) in CPU mode */
-        __u32 flags;   /* CGPROF_SESSION_* */
+        __u32 group; /* sampler group (event, frequency) in CPU mode */
+        __u32 flags; /* CGPROF_SESSION_* */
 };
 
 /* Key of the in-kernel counts: one (session, process, user stack, kernel
@@ -25,16 +25,16 @@ struct cgprof_session {
 struct cgprof_sample_key {
         __u64 start_time; /* the process's (thread group leader's) start time, ns since boot */
         __u32 session;
-        __u32 pid;        /* tgid */
+        __u32 pid; /* tgid */
         __s32 user_stack;
         __s32 kernel_stack;
 };
 
 /* Per session slot, per CPU. */
 struct cgprof_session_stats {
-        __u64 samples;     /* samples recorded in the counts map */
-        __u64 lost;        /* samples not recorded: counts map full */
-        __u64 collisions;  /* stack map hash collisions (-EEXIST): stack lost */
+        __u64 samples; /* samples recorded in the counts map */
+        __u64 lost; /* samples not recorded: counts map full */
+        __u64 collisions; /* stack map hash collisions (-EEXIST): stack lost */
         __u64 stack_errors; /* stack map full or other errors (-ENOMEM, ...) */
 };
 

@@ -8,8 +8,8 @@
 void mountinfo_unescape(char *s) {
         char *w = s;
         for (char *r = s; *r;) {
-                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
-                    r[3] <= '7') {
+                if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+                    r[3] >= '0' && r[3] <= '7') {
                         *w++ = (char) (((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
                         r += 4;
                 } else
@@ -56,7 +56,7 @@ int cg_get_id_at(int dirfd, const char *path, uint64_t *ret) {
         union {
                 struct file_handle fh;
                 char buf[sizeof(struct file_handle) + sizeof(uint64_t)];
-        } h = {.fh.handle_bytes = sizeof(uint64_t)};
+        } h = { .fh.handle_bytes = sizeof(uint64_t) };
         int mnt_id;
 
         if (name_to_handle_at(dirfd, path, &h.fh, &mnt_id, path[0] ? 0 : AT_EMPTY_PATH) >= 0 &&

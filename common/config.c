@@ -19,10 +19,8 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete);
 
 static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
-        [REPORT_FORMAT_FOLDED] = "folded",
-        [REPORT_FORMAT_JSON] = "json",
-        [REPORT_FORMAT_PPROF] = "pprof",
-        [REPORT_FORMAT_SVG] = "svg",
+        [REPORT_FORMAT_FOLDED] = "folded",         [REPORT_FORMAT_JSON] = "json",
+        [REPORT_FORMAT_PPROF] = "pprof",           [REPORT_FORMAT_SVG] = "svg",
         [REPORT_FORMAT_SPEEDSCOPE] = "speedscope",
 };
 
@@ -33,32 +31,24 @@ static const char *const profile_start_table[_PROFILE_START_MAX] = {
 
 /* perf events a profile may sample on (the names perf(1) uses). */
 static const char *const profile_events[] = {
-        "cpu-clock",
-        "task-clock",
-        "cycles",
-        "cpu-cycles",
-        "instructions",
-        "ref-cycles",
-        "cache-misses",
-        "branch-misses",
+        "cpu-clock",    "task-clock", "cycles",       "cpu-cycles",
+        "instructions", "ref-cycles", "cache-misses", "branch-misses",
 };
 
 /* The only sysctls machineConfig may set: perf-related knobs. Anything else
  * (kernel.core_pattern, ...) must never be reachable through a ConfigMap. */
 static const char *const machine_setting_allow_list[] = {
-        "kernel.perf_event_paranoid",
-        "kernel.perf_event_max_stack",
-        "kernel.perf_event_mlock_kb",
-        "kernel.perf_event_max_sample_rate",
-        "kernel.perf_cpu_time_max_percent",
-        "kernel.kptr_restrict",
+        "kernel.perf_event_paranoid",       "kernel.perf_event_max_stack",
+        "kernel.perf_event_mlock_kb",       "kernel.perf_event_max_sample_rate",
+        "kernel.perf_cpu_time_max_percent", "kernel.kptr_restrict",
 };
 
-#define MACHINE_SETTINGS_ALLOWED                                                                  \
-        "kernel.perf_event_paranoid, kernel.perf_event_max_stack, kernel.perf_event_mlock_kb, "   \
+#define MACHINE_SETTINGS_ALLOWED                                                                \
+        "kernel.perf_event_paranoid, kernel.perf_event_max_stack, kernel.perf_event_mlock_kb, " \
         "kernel.perf_event_max_sample_rate, kernel.perf_cpu_time_max_percent, kernel.kptr_restrict"
 
-#define TARGET_CONDITIONS "namespaceSelector, podSelector, podNamePatterns, owner, containers, cgroupPatterns"
+#define TARGET_CONDITIONS \
+        "namespaceSelector, podSelector, podNamePatterns, owner, containers, cgroupPatterns"
 
 const char *report_format_to_string(ReportFormat f) {
         if (f < 0 || f >= _REPORT_FORMAT_MAX)
@@ -115,7 +105,7 @@ static void profile_done(Profile *p) {
         free(p->output);
         patterns_free(p->include_patterns, p->n_include_patterns);
         patterns_free(p->exclude_patterns, p->n_exclude_patterns);
-        *p = (Profile) {};
+        *p = (Profile){};
 }
 
 static void owner_ref_free(OwnerRef *o) {
@@ -130,7 +120,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(OwnerRef *, owner_ref_free);
 static void machine_setting_done(MachineSetting *m) {
         free(m->name);
         free(m->value);
-        *m = (MachineSetting) {};
+        *m = (MachineSetting){};
 }
 
 static void target_done(Target *t) {
@@ -142,7 +132,7 @@ static void target_done(Target *t) {
         owner_ref_free(t->owner);
         strv_free(t->containers);
         strv_free(t->cgroup_patterns);
-        *t = (Target) {};
+        *t = (Target){};
 }
 
 Config *config_free(Config *c) {
@@ -229,14 +219,15 @@ struct JsonField {
 /* Rejects keys the table does not know ("profiles[0].frequncy: unknown key"),
  * and keys given twice (cJSON keeps both; lookups would silently see the
  * first), then dispatches every known key in table order. */
-static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fields, void *base, char **error) {
+static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fields, void *base,
+                         char **error) {
         const cJSON *i;
         int r;
 
         if (!cJSON_IsObject(obj))
                 return fail(error, path, "must be an object");
 
-        cJSON_ArrayForEach(i, obj) {
+        cJSON_ArrayForEach (i, obj) {
                 _cleanup_free_ char *p = NULL;
                 const JsonField *f;
 
@@ -318,14 +309,16 @@ static int dispatch_name(const cJSON *j, const char *path, void *base, const Jso
                 return fail(error, path, "must not be empty");
         for (const char *c = j->valuestring; *c; c++)
                 if (!name_char_valid(*c))
-                        return fail(error, path, "\"%s\" must consist of letters, digits, '.', '_' and '-' only",
+                        return fail(error, path,
+                                    "\"%s\" must consist of letters, digits, '.', '_' and '-' only",
                                     j->valuestring);
         if (streq(j->valuestring, ".") || streq(j->valuestring, ".."))
                 return fail(error, path, "must not be \".\" or \"..\"");
         return string_dup(j, path, FIELD(base, f), error);
 }
 
-static int dispatch_duration(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+static int dispatch_duration(const cJSON *j, const char *path, void *base, const JsonField *f,
+                             char **error) {
         uint64_t usec;
         int r;
 
@@ -336,10 +329,11 @@ static int dispatch_duration(const cJSON *j, const char *path, void *base, const
         if (r == -ERANGE)
                 return fail(error, path, "duration \"%s\" is out of range", j->valuestring);
         if (r < 0)
-                return fail(error, path,
-                            "invalid duration \"%s\" (a number with a unit us, ms, s, m, h or d, e.g. \"20s\", "
-                            "\"1m30s\"; or \"0\")",
-                            j->valuestring);
+                return fail(
+                        error, path,
+                        "invalid duration \"%s\" (a number with a unit us, ms, s, m, h or d, e.g. \"20s\", "
+                        "\"1m30s\"; or \"0\")",
+                        j->valuestring);
         *(uint64_t *) FIELD(base, f) = usec;
         return 0;
 }
@@ -379,7 +373,7 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
         if (!l)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
 
                 if (!p)
@@ -413,7 +407,7 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
         if (!patterns)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
                 char *source;
                 int k;
@@ -475,7 +469,8 @@ static int dispatch_patterns_impl(const cJSON *j, const char *path, void *base, 
         return 0;
 }
 
-static int dispatch_patterns(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+static int dispatch_patterns(const cJSON *j, const char *path, void *base, const JsonField *f,
+                             char **error) {
         return dispatch_patterns_impl(j, path, base, f, /* allow_empty= */ false, error);
 }
 
@@ -519,7 +514,8 @@ static int dispatch_event(const cJSON *j, const char *path, void *base, const Js
                     j->valuestring);
 }
 
-static int dispatch_frequency(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+static int dispatch_frequency(const cJSON *j, const char *path, void *base, const JsonField *f,
+                              char **error) {
         double d;
 
         if (!cJSON_IsNumber(j))
@@ -553,7 +549,7 @@ static int dispatch_formats(const cJSON *j, const char *path, void *base, const 
         if (r < 0)
                 return r;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n++);
                 ReportFormat fmt;
 
@@ -563,7 +559,8 @@ static int dispatch_formats(const cJSON *j, const char *path, void *base, const 
                         return fail(error, p, "must be a string");
                 fmt = report_format_from_string(i->valuestring);
                 if (fmt < 0)
-                        return fail(error, p, "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
+                        return fail(error, p,
+                                    "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
                                     i->valuestring);
                 if (mask & (1u << fmt))
                         return fail(error, p, "duplicate format \"%s\"", i->valuestring);
@@ -591,7 +588,7 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
 }
 
 static int profile_init_defaults(Profile *p) {
-        *p = (Profile) {
+        *p = (Profile){
                 .frequency = CONFIG_DEFAULT_FREQUENCY,
                 .duration_usec = CONFIG_DEFAULT_DURATION_USEC,
                 .start = PROFILE_START_AUTO,
@@ -632,7 +629,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 return r;
 
         *ret = p;
-        p = (Profile) {};
+        p = (Profile){};
         return 0;
 }
 
@@ -650,11 +647,12 @@ static int profile_implicit_default(Profile *ret) {
                 return -ENOMEM;
 
         *ret = p;
-        p = (Profile) {};
+        p = (Profile){};
         return 0;
 }
 
-static int dispatch_profiles(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+static int dispatch_profiles(const cJSON *j, const char *path, void *base, const JsonField *f,
+                             char **error) {
         Config *c = base;
         const cJSON *i;
         size_t n = 0;
@@ -668,7 +666,7 @@ static int dispatch_profiles(const cJSON *j, const char *path, void *base, const
         if (!c->profiles)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
                 const Profile *new;
 
@@ -792,7 +790,8 @@ static int dispatch_cgroup_patterns(const cJSON *j, const char *path, void *base
         return 0;
 }
 
-static int dispatch_selector(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+static int dispatch_selector(const cJSON *j, const char *path, void *base, const JsonField *f,
+                             char **error) {
         LabelSelector **s = FIELD(base, f);
         int r;
 
@@ -862,7 +861,7 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, Targe
                 return fail(error, path, "needs at least one condition (" TARGET_CONDITIONS ")");
 
         *ret = t;
-        t = (Target) {};
+        t = (Target){};
         return 0;
 }
 
@@ -879,7 +878,7 @@ static int parse_targets(const cJSON *j, const char *path, Config *c, char **err
         if (!c->targets)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
                 const Target *new;
 
@@ -910,7 +909,8 @@ static int dispatch_sysctl_name(const cJSON *j, const char *path, void *base, co
         if (!cJSON_IsString(j))
                 return fail(error, path, "must be a string");
         if (!machine_setting_allowed(j->valuestring))
-                return fail(error, path, "\"%s\" is not an allowed sysctl (allowed: " MACHINE_SETTINGS_ALLOWED ")",
+                return fail(error, path,
+                            "\"%s\" is not an allowed sysctl (allowed: " MACHINE_SETTINGS_ALLOWED ")",
                             j->valuestring);
         return string_dup(j, path, FIELD(base, f), error);
 }
@@ -963,7 +963,7 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         if (!c->machine_config)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
                 _cleanup_(machine_setting_done) MachineSetting m = {};
 
@@ -983,7 +983,7 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
                         }
 
                 c->machine_config[n] = m;
-                m = (MachineSetting) {};
+                m = (MachineSetting){};
                 c->n_machine_config = ++n;
         }
         return 0;
@@ -1055,7 +1055,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
         c = calloc(1, sizeof(Config));
         if (!c)
                 return -ENOMEM;
-        *c = (Config) {
+        *c = (Config){
                 .report_dir = strdup(CONFIG_DEFAULT_REPORT_DIR),
                 .restore_machine_config = true,
                 .machine_config_interval_usec = CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC,
@@ -1073,7 +1073,8 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 Profile *n;
 
                 if (!streq(c->default_profile_ref, CONFIG_DEFAULT_PROFILE_NAME))
-                        return fail(error, "defaultProfileRef", "no profile named \"%s\"", c->default_profile_ref);
+                        return fail(error, "defaultProfileRef", "no profile named \"%s\"",
+                                    c->default_profile_ref);
 
                 n = realloc(c->profiles, (c->n_profiles + 1) * sizeof(Profile));
                 if (!n)
@@ -1119,7 +1120,8 @@ int config_parse(const char *json, Config **ret, char **ret_error) {
 
         nul = find_escaped_nul(json);
         if (nul) {
-                r = fail(&error, "", "not valid here: \"\\u0000\" in a string near line %u", line_of(json, nul));
+                r = fail(&error, "", "not valid here: \"\\u0000\" in a string near line %u",
+                         line_of(json, nul));
                 goto finish;
         }
 
@@ -1163,7 +1165,8 @@ int config_load_file(const char *path, Config **ret, char **ret_error) {
         if (r == -ENOMEM)
                 return r;
         if (r == -EBADMSG) {
-                if (ret_error && asprintf(ret_error, "$: not valid JSON (the file contains a NUL byte)") < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "$: not valid JSON (the file contains a NUL byte)") < 0) {
                         *ret_error = NULL;
                         return -ENOMEM;
                 }
@@ -1214,7 +1217,8 @@ bool profile_process_wanted(const Profile *p, const char *cmdline) {
         if (!cmdline)
                 cmdline = "";
 
-        if (p->n_include_patterns > 0 && !patterns_match(p->include_patterns, p->n_include_patterns, cmdline))
+        if (p->n_include_patterns > 0 &&
+            !patterns_match(p->include_patterns, p->n_include_patterns, cmdline))
                 return false;
 
         return !patterns_match(p->exclude_patterns, p->n_exclude_patterns, cmdline);

@@ -27,10 +27,10 @@ typedef enum ProfileStart {
 } ProfileStart;
 
 typedef enum ReportFormat {
-        REPORT_FORMAT_FOLDED,     /* profile.folded */
-        REPORT_FORMAT_JSON,       /* summary.json */
-        REPORT_FORMAT_PPROF,      /* profile.pb.gz */
-        REPORT_FORMAT_SVG,        /* flame.svg */
+        REPORT_FORMAT_FOLDED, /* profile.folded */
+        REPORT_FORMAT_JSON, /* summary.json */
+        REPORT_FORMAT_PPROF, /* profile.pb.gz */
+        REPORT_FORMAT_SVG, /* flame.svg */
         REPORT_FORMAT_SPEEDSCOPE, /* profile.speedscope.json */
         _REPORT_FORMAT_MAX,
         _REPORT_FORMAT_INVALID = -EINVAL,
@@ -42,19 +42,19 @@ const char *profile_start_to_string(ProfileStart s);
 ProfileStart profile_start_from_string(const char *s);
 
 typedef struct Pattern {
-        char *source;  /* as written in the config */
+        char *source; /* as written in the config */
         regex_t regex; /* compiled, REG_EXTENDED|REG_NOSUB */
 } Pattern;
 
 typedef struct Profile {
         char *name;
-        char *event;              /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
-        uint64_t frequency;       /* Hz, 1..100000 */
-        uint64_t duration_usec;   /* 0: until stopped */
+        char *event; /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
+        uint64_t frequency; /* Hz, 1..100000 */
+        uint64_t duration_usec; /* 0: until stopped */
         ProfileStart start;
         bool kernel_stacks;
-        unsigned formats;         /* bit mask of 1u << ReportFormat */
-        char *output;             /* template relative to reportDir, NULL: default by target kind */
+        unsigned formats; /* bit mask of 1u << ReportFormat */
+        char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */
         size_t n_include_patterns;
         Pattern *exclude_patterns;
@@ -68,31 +68,31 @@ typedef struct OwnerRef {
 
 typedef struct Target {
         char *name;
-        char *profile_ref;               /* NULL: the config's defaultProfileRef */
+        char *profile_ref; /* NULL: the config's defaultProfileRef */
         LabelSelector *namespace_selector; /* NULL: not set */
-        LabelSelector *pod_selector;       /* NULL: not set */
-        Pattern *pod_name_patterns;      /* POSIX extended regexes on the pod name */
+        LabelSelector *pod_selector; /* NULL: not set */
+        Pattern *pod_name_patterns; /* POSIX extended regexes on the pod name */
         size_t n_pod_name_patterns;
-        OwnerRef *owner;                 /* NULL: not set */
-        char **containers;               /* strv; NULL: not set */
-        char **cgroup_patterns;          /* strv of fnmatch() globs; NULL: not set */
+        OwnerRef *owner; /* NULL: not set */
+        char **containers; /* strv; NULL: not set */
+        char **cgroup_patterns; /* strv of fnmatch() globs; NULL: not set */
         bool disabled;
 } Target;
 
 typedef struct MachineSetting {
-        char *name;  /* sysctl name, e.g. "kernel.perf_event_paranoid" (allow-listed) */
+        char *name; /* sysctl name, e.g. "kernel.perf_event_paranoid" (allow-listed) */
         char *value;
 } MachineSetting;
 
 typedef struct Config {
-        char *report_dir;                 /* absolute path */
+        char *report_dir; /* absolute path */
         MachineSetting *machine_config;
         size_t n_machine_config;
-        bool restore_machine_config;      /* default true */
+        bool restore_machine_config; /* default true */
         uint64_t machine_config_interval_usec; /* default 30s, > 0 */
-        bool enable_default;              /* default false */
-        char *default_profile_ref;        /* default "default" */
-        Profile *profiles;                /* always contains the profile default_profile_ref names */
+        bool enable_default; /* default false */
+        char *default_profile_ref; /* default "default" */
+        Profile *profiles; /* always contains the profile default_profile_ref names */
         size_t n_profiles;
         Target *targets;
         size_t n_targets;

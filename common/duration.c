@@ -13,10 +13,10 @@ static const struct {
 } units[] = {
         { "us", 1 },
         { "ms", USEC_PER_MSEC },
-        { "s",  USEC_PER_SEC },
-        { "m",  60 * USEC_PER_SEC },
-        { "h",  60 * 60 * USEC_PER_SEC },
-        { "d",  24 * 60 * 60 * USEC_PER_SEC },
+        { "s", USEC_PER_SEC },
+        { "m", 60 * USEC_PER_SEC },
+        { "h", 60 * 60 * USEC_PER_SEC },
+        { "d", 24 * 60 * 60 * USEC_PER_SEC },
 };
 
 static bool is_digit(char c) {
@@ -135,8 +135,8 @@ static _printf_(4, 5) bool append(char *buf, size_t size, size_t *n, const char 
 
 /* Appends "<whole>[.<frac>]<unit>" where frac has 'digits' places with
  * trailing zeros removed. */
-static bool append_decimal(char *buf, size_t size, size_t *n, uint64_t whole, uint64_t frac,
-                           unsigned digits, const char *unit) {
+static bool append_decimal(char *buf, size_t size, size_t *n, uint64_t whole, uint64_t frac, unsigned digits,
+                           const char *unit) {
         if (frac == 0)
                 return append(buf, size, n, "%" PRIu64 "%s", whole, unit);
 

@@ -22,7 +22,7 @@
 
 typedef struct ElfSym {
         uint64_t addr;
-        uint64_t end;     /* exclusive */
+        uint64_t end; /* exclusive */
         uint64_t max_end; /* max(end) over this entry and every one before it */
         const char *name; /* in the pool */
 } ElfSym;
@@ -159,7 +159,7 @@ static int read_segments(Elf *elf, size_t phnum, ElfSymtab *s) {
                         return -EBADMSG;
                 if (phdr.p_type != PT_LOAD || phdr.p_filesz == 0)
                         continue;
-                s->segments[n++] = (ElfSegment) {
+                s->segments[n++] = (ElfSegment){
                         .offset = phdr.p_offset,
                         .filesz = phdr.p_filesz,
                         .vaddr = phdr.p_vaddr,

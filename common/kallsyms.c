@@ -12,9 +12,9 @@
 
 typedef struct KSym {
         uint64_t addr;
-        uint32_t name;   /* offset into the pool; grows in file order */
+        uint32_t name; /* offset into the pool; grows in file order */
         uint16_t module; /* index into modules[], NO_MODULE: the kernel image */
-        uint8_t rank;    /* preference among aliases at the same address */
+        uint8_t rank; /* preference among aliases at the same address */
 } KSym;
 
 struct Kallsyms {
@@ -192,7 +192,7 @@ static int loader_line(Loader *l, char *line, bool *nonzero) {
         memcpy(l->pool + l->pool_size, name, name_len);
         l->pool[l->pool_size + name_len] = '\0';
 
-        l->syms[l->n_syms] = (KSym) {
+        l->syms[l->n_syms] = (KSym){
                 .addr = addr,
                 .name = (uint32_t) l->pool_size,
                 .module = module,
@@ -246,7 +246,7 @@ int kallsyms_load(const char *path, Kallsyms **ret) {
                 r = -ENOMEM;
                 goto fail;
         }
-        *k = (Kallsyms) {
+        *k = (Kallsyms){
                 .syms = l.syms,
                 .n_syms = l.n_syms,
                 .pool = l.pool,
@@ -261,7 +261,8 @@ fail:
         return r;
 }
 
-const char *kallsyms_lookup(const Kallsyms *k, uint64_t addr, uint64_t *ret_offset, const char **ret_module) {
+const char *kallsyms_lookup(const Kallsyms *k, uint64_t addr, uint64_t *ret_offset,
+                            const char **ret_module) {
         size_t lo = 0, hi, i;
         const KSym *s;
 

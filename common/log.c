@@ -19,7 +19,7 @@ int log_get_max_level(void) {
 
 int log_level_from_string(const char *s) {
         static const char *const names[] = {
-                [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",   [LOG_CRIT] = "crit",
+                [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert",     [LOG_CRIT] = "crit",
                 [LOG_ERR] = "err",     [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
                 [LOG_INFO] = "info",   [LOG_DEBUG] = "debug",
         };
@@ -62,8 +62,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 if (log_prefix_levels)
                         fprintf(stderr, "<%d>%s\n", level, buf);
                 else if (log_max_level >= LOG_DEBUG)
-                        fprintf(stderr, "%s%s(%s:%d %s) %s\n", strempty(log_ident), log_ident ? ": " : "", file,
-                                line, func, buf);
+                        fprintf(stderr, "%s%s(%s:%d %s) %s\n", strempty(log_ident), log_ident ? ": " : "",
+                                file, line, func, buf);
                 else
                         fprintf(stderr, "%s%s%s\n", strempty(log_ident), log_ident ? ": " : "", buf);
         }

@@ -290,7 +290,7 @@ static int state_load(const char *state_dir, cJSON **ret) {
         if (b && !cJSON_IsString(b))
                 return -EBADMSG;
 
-        cJSON_ArrayForEach(item, o) {
+        cJSON_ArrayForEach (item, o) {
                 _cleanup_free_ char *p = NULL;
 
                 if (!cJSON_IsString(item) || !sysctl_value_valid(item->valuestring))
@@ -405,11 +405,11 @@ static void pending_free_many(PendingWrite *p, size_t n) {
         free(p);
 }
 
-#define RET_GATHER(ret, r)                                                                                  \
-        do {                                                                                                \
-                int _r_ = (r);                                                                              \
-                if ((ret) == 0 && _r_ < 0)                                                                  \
-                        (ret) = _r_;                                                                        \
+#define RET_GATHER(ret, r)                 \
+        do {                               \
+                int _r_ = (r);             \
+                if ((ret) == 0 && _r_ < 0) \
+                        (ret) = _r_;       \
         } while (0)
 
 int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,

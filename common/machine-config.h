@@ -13,8 +13,8 @@
 #define MACHINE_CONFIG_SYSCTL_ROOT "/proc/sys" /* also what sysctl_root == NULL means */
 
 typedef enum MachineChange {
-        MACHINE_CHANGE_APPLY,   /* set because the config asks for it */
-        MACHINE_CHANGE_DRIFT,   /* someone changed it; set back */
+        MACHINE_CHANGE_APPLY, /* set because the config asks for it */
+        MACHINE_CHANGE_DRIFT, /* someone changed it; set back */
         MACHINE_CHANGE_RESTORE, /* original value written back */
         _MACHINE_CHANGE_MAX,
 } MachineChange;

@@ -26,25 +26,25 @@
 #define USEC_INFINITY ((uint64_t) UINT64_MAX)
 
 /* Take ownership of a pointer: returns it and sets the variable to NULL. */
-#define TAKE_PTR(p)                                  \
-        ({                                           \
-                __typeof__(p) _ptr_ = (p);           \
-                (p) = NULL;                          \
-                _ptr_;                               \
+#define TAKE_PTR(p)                        \
+        ({                                 \
+                __typeof__(p) _ptr_ = (p); \
+                (p) = NULL;                \
+                _ptr_;                     \
         })
 
-#define TAKE_FD(fd)                                  \
-        ({                                           \
-                int _fd_ = (fd);                     \
-                (fd) = -EBADF;                       \
-                _fd_;                                \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -EBADF;   \
+                _fd_;            \
         })
 
 /* Defines func##p(type **p) that calls func(*p) when *p is not NULL. */
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)      \
-        static inline void func##p(type *p) {        \
-                if (*p)                              \
-                        func(*p);                    \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
         }
 
 static inline void freep(void *p) {

@@ -42,7 +42,7 @@ static inline void sipround(SipHash *s) {
 }
 
 static void siphash_init(SipHash *s, const uint64_t key[static 2]) {
-        *s = (SipHash) {
+        *s = (SipHash){
                 .v0 = UINT64_C(0x736f6d6570736575) ^ key[0],
                 .v1 = UINT64_C(0x646f72616e646f6d) ^ key[1],
                 .v2 = UINT64_C(0x6c7967656e657261) ^ key[0],
@@ -95,7 +95,7 @@ static uint64_t siphash_finalize(SipHash *s) {
 
 typedef struct Slot {
         uint32_t entry; /* index + 1; 0: empty */
-        uint32_t hash;  /* low 32 bits of the hash: probe start and quick compare */
+        uint32_t hash; /* low 32 bits of the hash: probe start and quick compare */
 } Slot;
 
 typedef struct Index {
@@ -306,7 +306,7 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
         }
 
         ix = d->frame_index;
-        key = (FrameKey) { .name = name, .module = module, .kind = kind };
+        key = (FrameKey){ .name = name, .module = module, .kind = kind };
         hash = frame_hash(ix, &key);
 
         if (ix->n_slots > 0) {
@@ -338,12 +338,12 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
                 return r;
 
         slot = index_lookup(ix, hash, frame_equal, d, &key);
-        d->frames[d->n_frames] = (Frame) {
+        d->frames[d->n_frames] = (Frame){
                 .name = TAKE_PTR(n),
                 .module = TAKE_PTR(m),
                 .kind = kind,
         };
-        *slot = (Slot) { .entry = (uint32_t) d->n_frames + 1, .hash = hash };
+        *slot = (Slot){ .entry = (uint32_t) d->n_frames + 1, .hash = hash };
         ix->n_used++;
 
         if (ret_index)
@@ -376,7 +376,7 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
         if (r < 0)
                 return r;
 
-        d->processes[d->n_processes] = (ProfileProcess) {
+        d->processes[d->n_processes] = (ProfileProcess){
                 .pid = pid,
                 .comm = TAKE_PTR(c),
                 .cmdline = TAKE_PTR(l),
@@ -430,7 +430,7 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
                         return -EINVAL;
 
         ix = d->stack_index;
-        key = (StackKey) { .process = process, .frames = frames, .n_frames = (uint32_t) n_frames };
+        key = (StackKey){ .process = process, .frames = frames, .n_frames = (uint32_t) n_frames };
         hash = stack_hash(ix, &key);
 
         if (ix->n_slots > 0) {
@@ -460,13 +460,13 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
                 return r;
 
         slot = index_lookup(ix, hash, stack_equal, d, &key);
-        d->stacks[d->n_stacks] = (ProfileStack) {
+        d->stacks[d->n_stacks] = (ProfileStack){
                 .process = process,
                 .frames = TAKE_PTR(copy),
                 .n_frames = (uint32_t) n_frames,
                 .count = count,
         };
-        *slot = (Slot) { .entry = (uint32_t) d->n_stacks + 1, .hash = hash };
+        *slot = (Slot){ .entry = (uint32_t) d->n_stacks + 1, .hash = hash };
         ix->n_used++;
         d->n_stacks++;
 
@@ -558,7 +558,7 @@ int profile_data_top_functions(const ProfileData *d, size_t max, TopFunction **r
                         return -ENOMEM;
                 for (size_t i = 0; i < d->n_frames; i++)
                         if (total[i] > 0)
-                                top[k++] = (TopFunction) {
+                                top[k++] = (TopFunction){
                                         .frame = (uint32_t) i,
                                         .self = self[i],
                                         .total = total[i],

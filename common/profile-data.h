@@ -10,28 +10,28 @@
  * symbolizer fill it, the report writers read it. */
 
 typedef enum FrameKind {
-        FRAME_USER,     /* resolved user-space function */
-        FRAME_KERNEL,   /* kernel function */
-        FRAME_UNKNOWN,  /* unresolved address (module known or not) */
+        FRAME_USER, /* resolved user-space function */
+        FRAME_KERNEL, /* kernel function */
+        FRAME_UNKNOWN, /* unresolved address (module known or not) */
         _FRAME_KIND_MAX,
 } FrameKind;
 
 typedef struct Frame {
-        char *name;    /* "function", or "[module]" / "[unknown]" when unresolved */
-        char *module;  /* basename of the ELF file ("libc.so.6"), "[kernel.kallsyms]", or NULL */
+        char *name; /* "function", or "[module]" / "[unknown]" when unresolved */
+        char *module; /* basename of the ELF file ("libc.so.6"), "[kernel.kallsyms]", or NULL */
         FrameKind kind;
 } Frame;
 
 typedef struct ProfileProcess {
         pid_t pid;
-        char *comm;     /* short name: the root frame of its stacks */
-        char *cmdline;  /* full command line, args separated by spaces */
+        char *comm; /* short name: the root frame of its stacks */
+        char *cmdline; /* full command line, args separated by spaces */
         uint64_t samples;
 } ProfileProcess;
 
 typedef struct ProfileStack {
-        uint32_t process;    /* index into processes */
-        uint32_t *frames;    /* frame indices, ROOT FIRST (outermost user frame ... innermost kernel frame) */
+        uint32_t process; /* index into processes */
+        uint32_t *frames; /* frame indices, ROOT FIRST (outermost user frame ... innermost kernel frame) */
         uint32_t n_frames;
         uint64_t count;
 } ProfileStack;
@@ -43,7 +43,7 @@ typedef struct ProfileData {
         size_t n_processes;
         ProfileStack *stacks;
         size_t n_stacks;
-        void *frame_index;   /* private lookup structures */
+        void *frame_index; /* private lookup structures */
         void *stack_index;
         size_t allocated_frames, allocated_processes, allocated_stacks;
 } ProfileData;
@@ -55,13 +55,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProfileData *, profile_data_free);
 /* Returns the index of the frame (name, module, kind), adding it if new.
  * Strings (frame names, modules, comm, cmdline) are stored as valid UTF-8:
  * invalid bytes become U+FFFD, so every report format can carry them. */
-int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind, uint32_t *ret_index);
+int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
+                              uint32_t *ret_index);
 /* Adds a process; returns its index. Processes are not deduplicated: the
  * caller keeps one index per process instance. */
-int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline, uint32_t *ret_index);
+int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline,
+                             uint32_t *ret_index);
 /* Adds count samples of the stack (frames root first) of a process; equal
  * (process, frames) stacks are merged. Also adds to the process's samples. */
-int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames, uint64_t count);
+int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames,
+                           uint64_t count);
 
 uint64_t profile_data_total(const ProfileData *d);
 

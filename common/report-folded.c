@@ -21,7 +21,7 @@
 
 typedef struct FoldedContext {
         const ProfileData *d;
-        uint32_t *ids;      /* the ID of each rendered name: frames, then the comm of each process */
+        uint32_t *ids; /* the ID of each rendered name: frames, then the comm of each process */
         const char **by_id; /* the rendered name of each ID */
 } FoldedContext;
 
@@ -155,7 +155,7 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                 ids[order[i]] = (uint32_t) n_ids - 1;
         }
 
-        c = (FoldedContext) { .d = d, .ids = ids, .by_id = by_id };
+        c = (FoldedContext){ .d = d, .ids = ids, .by_id = by_id };
 
         for (size_t i = 0; i < d->n_stacks; i++)
                 stacks[i] = i;

@@ -18,10 +18,10 @@ static void cjson_freep(char **p) {
 }
 
 /* cJSON returns NULL when it cannot allocate: fail the whole summary. */
-#define ADD_OR_ENOMEM(expr)                                                                   \
-        do {                                                                                  \
-                if (!(expr))                                                                  \
-                        return -ENOMEM;                                                       \
+#define ADD_OR_ENOMEM(expr)             \
+        do {                            \
+                if (!(expr))            \
+                        return -ENOMEM; \
         } while (0)
 
 static cJSON *add_string_or_null(cJSON *o, const char *key, const char *value) {
@@ -105,8 +105,9 @@ static int add_samples(cJSON *root, const ProfileData *d, const ReportSummaryInf
         }
 
         /* Without overflow: frequency × usec can exceed 2^64. */
-        expected = (uint64_t) (((unsigned __int128) info->frequency * info->cpu_usage_usec +
-                                USEC_PER_SEC / 2) / USEC_PER_SEC);
+        expected =
+                (uint64_t) (((unsigned __int128) info->frequency * info->cpu_usage_usec + USEC_PER_SEC / 2) /
+                            USEC_PER_SEC);
 
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "kernel", (double) kernel));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "lost", (double) info->lost));

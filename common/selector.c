@@ -109,7 +109,8 @@ static const char *label_key_invalid_reason(const char *key) {
                                "characters, '-' or '.', starting and ending with an alphanumeric character)";
                 name = slash + 1;
                 if (strchr(name, '/'))
-                        return "must be a qualified name: an optional prefix and a name separated by one '/'";
+                        return "must be a qualified name: an optional prefix and a name separated by one "
+                               "'/'";
         } else
                 name = key;
 
@@ -131,7 +132,8 @@ static const char *label_value_invalid_reason(const char *value) {
         if (n > LABEL_NAME_MAX)
                 return "must be no more than 63 characters";
         if (!name_part_valid(value, n))
-                return "must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start "
+                return "must be empty or consist of alphanumeric characters, '-', '_' or '.', and must "
+                       "start "
                        "and end with an alphanumeric character";
         return NULL;
 }
@@ -139,7 +141,7 @@ static const char *label_value_invalid_reason(const char *value) {
 static void label_requirement_done(LabelRequirement *r) {
         free(r->key);
         strv_free(r->values);
-        *r = (LabelRequirement) {};
+        *r = (LabelRequirement){};
 }
 
 LabelSelector *label_selector_free(LabelSelector *s) {
@@ -159,7 +161,7 @@ LabelSelector *label_selector_free(LabelSelector *s) {
 static int check_keys(const cJSON *obj, const char *path, const char *const *allowed, char **error) {
         const cJSON *i, *k;
 
-        cJSON_ArrayForEach(i, obj) {
+        cJSON_ArrayForEach (i, obj) {
                 _cleanup_free_ char *p = NULL;
                 bool ok = false;
 
@@ -191,7 +193,7 @@ static int parse_match_labels(const cJSON *j, const char *path, char ***ret, cha
         if (!l)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, j) {
+        cJSON_ArrayForEach (i, j) {
                 const char *reason;
 
                 for (const cJSON *k = j->child; k != i; k = k->next)
@@ -276,7 +278,7 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
         if (!values)
                 return -ENOMEM;
 
-        cJSON_ArrayForEach(i, v) {
+        cJSON_ArrayForEach (i, v) {
                 if (!cJSON_IsString(i))
                         return fail(error, p, "must be an array of strings");
                 reason = label_value_invalid_reason(i->valuestring);
@@ -297,7 +299,7 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
         if (!key)
                 return -ENOMEM;
 
-        *ret = (LabelRequirement) {
+        *ret = (LabelRequirement){
                 .key = TAKE_PTR(key),
                 .op = op,
                 .values = TAKE_PTR(values),
@@ -356,7 +358,7 @@ int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **r
                 if (!s->requirements)
                         return -ENOMEM;
 
-                cJSON_ArrayForEach(i, me) {
+                cJSON_ArrayForEach (i, me) {
                         _cleanup_free_ char *p = NULL;
 
                         if (asprintf(&p, "%s.matchExpressions[%zu]", path, n) < 0)

@@ -25,7 +25,7 @@ typedef struct LabelRequirement {
 } LabelRequirement;
 
 typedef struct LabelSelector {
-        char **match_labels;   /* strv of key, value, key, value, ... */
+        char **match_labels; /* strv of key, value, key, value, ... */
         LabelRequirement *requirements;
         size_t n_requirements;
 } LabelSelector;

@@ -239,10 +239,10 @@ void random_uid(char buf[static 9]) {
 /* Tokenizer shared by validation, expansion and template_is_per_process(). */
 
 typedef enum TokenType {
-        TOKEN_TEXT,        /* literal text without '/' */
+        TOKEN_TEXT, /* literal text without '/' */
         TOKEN_SLASH,
         TOKEN_PLACEHOLDER, /* {NAME} */
-        TOKEN_ENV,         /* %{VAR}: start/len is the variable name */
+        TOKEN_ENV, /* %{VAR}: start/len is the variable name */
         TOKEN_END,
 } TokenType;
 
@@ -291,11 +291,11 @@ static int template_next_token(const char *tmpl, const char **p, Token *ret, cha
         bool env;
 
         if (*s == 0) {
-                *ret = (Token) { .type = TOKEN_END, .start = s };
+                *ret = (Token){ .type = TOKEN_END, .start = s };
                 return 0;
         }
         if (*s == '/') {
-                *ret = (Token) { .type = TOKEN_SLASH, .start = s, .len = 1 };
+                *ret = (Token){ .type = TOKEN_SLASH, .start = s, .len = 1 };
                 *p = s + 1;
                 return 0;
         }
@@ -316,13 +316,13 @@ static int template_next_token(const char *tmpl, const char **p, Token *ret, cha
                         if (!env_name_valid(name, (size_t) (e - name)))
                                 return errorf(ret_error, "invalid environment variable name %%{%.*s}",
                                               (int) (e - name), name);
-                        *ret = (Token) { .type = TOKEN_ENV, .start = name, .len = (size_t) (e - name) };
+                        *ret = (Token){ .type = TOKEN_ENV, .start = name, .len = (size_t) (e - name) };
                 } else {
                         Placeholder ph = placeholder_from_string(name, (size_t) (e - name));
                         if (ph < 0)
                                 return errorf(ret_error, "unknown placeholder {%.*s}", (int) (e - name),
                                               name);
-                        *ret = (Token) {
+                        *ret = (Token){
                                 .type = TOKEN_PLACEHOLDER,
                                 .start = name,
                                 .len = (size_t) (e - name),
@@ -336,7 +336,7 @@ static int template_next_token(const char *tmpl, const char **p, Token *ret, cha
         /* Literal text up to the next '/', '{', '}' or "%{". */
         for (e = s; *e && *e != '/' && *e != '{' && *e != '}' && !(e[0] == '%' && e[1] == '{'); e++)
                 ;
-        *ret = (Token) { .type = TOKEN_TEXT, .start = s, .len = (size_t) (e - s) };
+        *ret = (Token){ .type = TOKEN_TEXT, .start = s, .len = (size_t) (e - s) };
         *p = e;
         return 0;
 }

@@ -18,14 +18,14 @@ typedef struct TemplateVars {
         const char *pod;
         const char *container;
         const char *container_id;
-        const char *cgroup;       /* relative to the cgroup root; '/' becomes '_' when substituted */
+        const char *cgroup; /* relative to the cgroup root; '/' becomes '_' when substituted */
         const char *node;
         const char *profile;
         const char *process_name;
         const char *process_id;
-        uint64_t timestamp_ms;    /* {TIMESTAMP}: UNIX ms */
-        const char *uid;          /* {UID}: 8 random alphanumerics; generated when NULL */
-        const char *const *env;   /* environ-style array for %{ENV}; NULL: the process environment */
+        uint64_t timestamp_ms; /* {TIMESTAMP}: UNIX ms */
+        const char *uid; /* {UID}: 8 random alphanumerics; generated when NULL */
+        const char *const *env; /* environ-style array for %{ENV}; NULL: the process environment */
 } TemplateVars;
 
 /* Checks a template at config time: relative, no ".." or "." component, no

@@ -14,8 +14,9 @@
 static char *cg_root;
 static bool skip;
 
-static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user, size_t n_user,
-                     const uint64_t *kernel, size_t n_kernel, bool stack_lost, void *userdata) {
+static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
+                     size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
+                     void *userdata) {
         uint64_t *total = userdata;
         *total += count;
         ASSERT_TRUE(key->pid > 0);

@@ -15,10 +15,10 @@ static char *write_tmp(const char *content) {
 }
 
 TEST(find_unified_root_hybrid) {
-        _cleanup_free_ char *p = write_tmp(
-                "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-                "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n");
+        _cleanup_free_ char *p =
+                write_tmp("31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+                          "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+                          "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime shared:9 - cgroup2 cgroup2 rw\n");
         _cleanup_free_ char *root = NULL;
         ASSERT_OK(cg_find_unified_root(p, &root));
         ASSERT_STREQ(root, "/sys/fs/cgroup/unified");
@@ -26,9 +26,9 @@ TEST(find_unified_root_hybrid) {
 }
 
 TEST(find_unified_root_unified_escaped) {
-        _cleanup_free_ char *p = write_tmp(
-                "50 23 0:40 /sub /mnt/bind rw - cgroup2 cgroup2 rw\n"
-                "51 23 0:40 / /sys/fs/my\\040cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+        _cleanup_free_ char *p =
+                write_tmp("50 23 0:40 /sub /mnt/bind rw - cgroup2 cgroup2 rw\n"
+                          "51 23 0:40 / /sys/fs/my\\040cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
         _cleanup_free_ char *root = NULL;
         ASSERT_OK(cg_find_unified_root(p, &root));
         ASSERT_STREQ(root, "/sys/fs/my cgroup");
@@ -36,7 +36,8 @@ TEST(find_unified_root_unified_escaped) {
 }
 
 TEST(find_unified_root_none) {
-        _cleanup_free_ char *p = write_tmp("32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n");
+        _cleanup_free_ char *p =
+                write_tmp("32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n");
         char *root = NULL;
         ASSERT_ERROR(cg_find_unified_root(p, &root), ENOENT);
         ASSERT_NULL(root);

@@ -165,8 +165,9 @@ TEST(explicit_default_profile) {
 }
 
 TEST(default_profile_ref) {
-        Config *c = parse_ok("{\"defaultProfileRef\": \"fast\", \"profiles\": [{\"name\": \"fast\", "
-                             "\"frequency\": 999}], \"targets\": [{\"name\": \"t\", \"containers\": [\"a\"]}]}");
+        Config *c =
+                parse_ok("{\"defaultProfileRef\": \"fast\", \"profiles\": [{\"name\": \"fast\", "
+                         "\"frequency\": 999}], \"targets\": [{\"name\": \"t\", \"containers\": [\"a\"]}]}");
 
         /* No implicit "default" when another default is named. */
         ASSERT_EQ(c->n_profiles, 1);
@@ -178,7 +179,8 @@ TEST(default_profile_ref) {
         ASSERT_STREQ(err, "defaultProfileRef: no profile named \"x\"");
         free(err);
 
-        check_fail("{\"defaultProfileRef\": \"x\", \"profiles\": [{\"name\": \"default\"}]}", "defaultProfileRef: ");
+        check_fail("{\"defaultProfileRef\": \"x\", \"profiles\": [{\"name\": \"default\"}]}",
+                   "defaultProfileRef: ");
         check_fail("{\"defaultProfileRef\": \"\"}", "defaultProfileRef: ");
         check_fail("{\"defaultProfileRef\": 1}", "defaultProfileRef: must be a string");
         check_fail("{\"defaultProfileRef\": \"a/b\"}", "defaultProfileRef: ");
@@ -215,7 +217,8 @@ static const char full_example[] =
         "      \"name\": \"labelled\",\n"
         "      \"profileRef\": \"other.profile_1-x\",\n"
         "      \"namespaceSelector\": { \"matchLabels\": { \"team\": \"ml\" } },\n"
-        "      \"podSelector\": { \"matchExpressions\": [ { \"key\": \"app\", \"operator\": \"In\", \"values\": "
+        "      \"podSelector\": { \"matchExpressions\": [ { \"key\": \"app\", \"operator\": \"In\", "
+        "\"values\": "
         "[\"trainer\"] } ] },\n"
         "      \"podNamePatterns\": [\"^trainer-\"],\n"
         "      \"owner\": { \"kind\": \"DaemonSet\", \"name\": \"collector\" },\n"
@@ -313,7 +316,8 @@ TEST(json_syntax) {
         /* An escaped NUL would truncate strings: refused. */
         check_fail("{\"profiles\": [{\"name\": \"a\\u0000b\"}]}", "$: ");
         /* ... but an escaped backslash followed by "u0000" is fine. */
-        Config *c = parse_ok("{\"profiles\": [{\"name\": \"default\", \"includePatterns\": [\"\\\\u0000\"]}]}");
+        Config *c =
+                parse_ok("{\"profiles\": [{\"name\": \"default\", \"includePatterns\": [\"\\\\u0000\"]}]}");
         ASSERT_STREQ(c->profiles[0].include_patterns[0].source, "\\u0000");
         config_free(c);
 }
@@ -345,9 +349,12 @@ TEST(unknown_keys) {
         ASSERT_STREQ(err, "profiles[0].frequncy: unknown key");
         free(err);
 
-        check_target_fail("\"containers\": [\"a\"], \"podselector\": {}", "targets[1].podselector: unknown key");
-        check_target_fail("\"owner\": {\"kind\": \"Job\", \"uid\": \"x\"}", "targets[1].owner.uid: unknown key");
-        check_target_fail("\"podSelector\": {\"matchLabel\": {}}", "targets[1].podSelector.matchLabel: unknown key");
+        check_target_fail("\"containers\": [\"a\"], \"podselector\": {}",
+                          "targets[1].podselector: unknown key");
+        check_target_fail("\"owner\": {\"kind\": \"Job\", \"uid\": \"x\"}",
+                          "targets[1].owner.uid: unknown key");
+        check_target_fail("\"podSelector\": {\"matchLabel\": {}}",
+                          "targets[1].podSelector.matchLabel: unknown key");
         check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\", \"x\": 1}",
                            "machineConfig[0].x: unknown key");
 }
@@ -380,9 +387,10 @@ TEST(booleans) {
         check_profile_fail("\"kernelStacks\": \"yes\"", "profiles[1].kernelStacks: must be a boolean");
 
         _cleanup_free_ char *doc = NULL;
-        ASSERT_TRUE(asprintf(&doc, "{\"targets\": [{\"name\": \"a\", \"containers\": [\"x\"]}, {\"name\": \"b\", "
-                                   "\"containers\": [\"x\"]}, {\"name\": \"c\", \"containers\": [\"x\"], "
-                                   "\"disabled\": 0}]}") >= 0);
+        ASSERT_TRUE(asprintf(&doc,
+                             "{\"targets\": [{\"name\": \"a\", \"containers\": [\"x\"]}, {\"name\": \"b\", "
+                             "\"containers\": [\"x\"]}, {\"name\": \"c\", \"containers\": [\"x\"], "
+                             "\"disabled\": 0}]}") >= 0);
         char *err = parse_fail(doc, "targets[2].disabled: ");
         ASSERT_STREQ(err, "targets[2].disabled: must be a boolean");
         free(err);
@@ -427,10 +435,12 @@ TEST(machine_config_allowed) {
 TEST(machine_config_refused) {
         char *err;
 
-        err = parse_fail("{\"machineConfig\": [{\"name\": \"kernel.core_pattern\", \"value\": \"|/bin/sh\"}]}",
-                         "machineConfig[0].name: ");
-        ASSERT_TRUE(startswith(err, "machineConfig[0].name: \"kernel.core_pattern\" is not an allowed sysctl "
-                                    "(allowed: kernel.perf_event_paranoid, "));
+        err = parse_fail(
+                "{\"machineConfig\": [{\"name\": \"kernel.core_pattern\", \"value\": \"|/bin/sh\"}]}",
+                "machineConfig[0].name: ");
+        ASSERT_TRUE(startswith(err,
+                               "machineConfig[0].name: \"kernel.core_pattern\" is not an allowed sysctl "
+                               "(allowed: kernel.perf_event_paranoid, "));
         ASSERT_NOT_NULL(strstr(err, "kernel.kptr_restrict)"));
         free(err);
 
@@ -439,13 +449,18 @@ TEST(machine_config_refused) {
                            "machineConfig[1].name: \"kernel/perf_event_paranoid\" is not an allowed sysctl");
         check_machine_fail("{\"name\": \"kernel.perf_event_paranoid/../../core_pattern\", \"value\": \"1\"}",
                            "machineConfig[0].name: ");
-        check_machine_fail("{\"name\": \"kernel..perf_event_paranoid\", \"value\": \"1\"}", "machineConfig[0].name: ");
-        check_machine_fail("{\"name\": \"../kernel.perf_event_paranoid\", \"value\": \"1\"}", "machineConfig[0].name: ");
+        check_machine_fail("{\"name\": \"kernel..perf_event_paranoid\", \"value\": \"1\"}",
+                           "machineConfig[0].name: ");
+        check_machine_fail("{\"name\": \"../kernel.perf_event_paranoid\", \"value\": \"1\"}",
+                           "machineConfig[0].name: ");
         check_machine_fail("{\"name\": \"/proc/sys/kernel/perf_event_paranoid\", \"value\": \"1\"}",
                            "machineConfig[0].name: ");
-        check_machine_fail("{\"name\": \"KERNEL.PERF_EVENT_PARANOID\", \"value\": \"1\"}", "machineConfig[0].name: ");
-        check_machine_fail("{\"name\": \"kernel.perf_event_paranoid \", \"value\": \"1\"}", "machineConfig[0].name: ");
-        check_machine_fail("{\"name\": \"vm.overcommit_memory\", \"value\": \"1\"}", "machineConfig[0].name: ");
+        check_machine_fail("{\"name\": \"KERNEL.PERF_EVENT_PARANOID\", \"value\": \"1\"}",
+                           "machineConfig[0].name: ");
+        check_machine_fail("{\"name\": \"kernel.perf_event_paranoid \", \"value\": \"1\"}",
+                           "machineConfig[0].name: ");
+        check_machine_fail("{\"name\": \"vm.overcommit_memory\", \"value\": \"1\"}",
+                           "machineConfig[0].name: ");
         check_machine_fail("{\"name\": \"\", \"value\": \"1\"}", "machineConfig[0].name: ");
         check_machine_fail("{\"name\": 5, \"value\": \"1\"}", "machineConfig[0].name: must be a string");
         check_machine_fail("{\"value\": \"1\"}", "machineConfig[0].name: ");
@@ -465,13 +480,20 @@ TEST(machine_config_refused) {
 
 TEST(machine_config_values) {
         check_machine_fail("{\"name\": \"kernel.kptr_restrict\"}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"\"}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\\n2\"}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\\r\"}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1.5}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": true}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": null}", "machineConfig[0].value: ");
-        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1e300}", "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"\"}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\\n2\"}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\\r\"}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1.5}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": true}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": null}",
+                           "machineConfig[0].value: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1e300}",
+                           "machineConfig[0].value: ");
 }
 
 TEST(machine_config_structure) {
@@ -511,7 +533,7 @@ TEST(profile_name) {
 
 TEST(profile_event) {
         static const char *const events[] = {
-                "cpu-clock", "task-clock", "cycles", "cpu-cycles",
+                "cpu-clock",    "task-clock", "cycles",       "cpu-cycles",
                 "instructions", "ref-cycles", "cache-misses", "branch-misses",
         };
 
@@ -595,12 +617,14 @@ TEST(profile_formats) {
         check_profile_fail("\"formats\": \"json\"", "profiles[1].formats: must be an array");
         check_profile_fail("\"formats\": [\"json\", \"html\"]", "profiles[1].formats[1]: ");
         check_profile_fail("\"formats\": [\"json\", 1]", "profiles[1].formats[1]: ");
-        check_profile_fail("\"formats\": [\"json\", \"folded\", \"json\"]", "profiles[1].formats[2]: duplicate");
+        check_profile_fail("\"formats\": [\"json\", \"folded\", \"json\"]",
+                           "profiles[1].formats[2]: duplicate");
 }
 
 TEST(profile_output) {
         Config *c = parse_profile_ok("\"output\": \"{CGROUP}/{PROFILE}-%{HOSTNAME}/{TIMESTAMP}_{UID}\"");
-        ASSERT_STREQ(config_find_profile(c, "q")->output, "{CGROUP}/{PROFILE}-%{HOSTNAME}/{TIMESTAMP}_{UID}");
+        ASSERT_STREQ(config_find_profile(c, "q")->output,
+                     "{CGROUP}/{PROFILE}-%{HOSTNAME}/{TIMESTAMP}_{UID}");
         config_free(c);
 
         /* The reason comes from template_validate(). */
@@ -695,16 +719,19 @@ TEST(target_profile_ref) {
         char *err;
         Config *c;
 
-        err = parse_fail("{\"targets\": [{\"name\": \"a\", \"profileRef\": \"x\", \"containers\": [\"a\"]}]}",
-                         "targets[0].profileRef: ");
+        err = parse_fail(
+                "{\"targets\": [{\"name\": \"a\", \"profileRef\": \"x\", \"containers\": [\"a\"]}]}",
+                "targets[0].profileRef: ");
         ASSERT_STREQ(err, "targets[0].profileRef: no profile named \"x\"");
         free(err);
 
-        check_target_fail("\"profileRef\": 1, \"containers\": [\"a\"]", "targets[1].profileRef: must be a string");
+        check_target_fail("\"profileRef\": 1, \"containers\": [\"a\"]",
+                          "targets[1].profileRef: must be a string");
         check_target_fail("\"profileRef\": \"\", \"containers\": [\"a\"]", "targets[1].profileRef: ");
 
         /* The implicit default profile can be referenced by name. */
-        c = parse_ok("{\"targets\": [{\"name\": \"a\", \"profileRef\": \"default\", \"containers\": [\"a\"]}]}");
+        c = parse_ok(
+                "{\"targets\": [{\"name\": \"a\", \"profileRef\": \"default\", \"containers\": [\"a\"]}]}");
         ASSERT_TRUE(config_target_profile(c, &c->targets[0]) == config_find_profile(c, "default"));
         config_free(c);
 
@@ -745,7 +772,8 @@ TEST(target_conditions) {
         ASSERT_NULL(c->targets[1].owner->kind);
         ASSERT_STREQ(c->targets[1].owner->name, "nightly");
         config_free(c);
-        c = parse_target_ok("\"cgroupPatterns\": [\"system.slice/*.service\", \"user.slice/user-[0-9]*.slice\"]");
+        c = parse_target_ok(
+                "\"cgroupPatterns\": [\"system.slice/*.service\", \"user.slice/user-[0-9]*.slice\"]");
         ASSERT_EQ(strv_length(c->targets[1].cgroup_patterns), 2);
         config_free(c);
 }
@@ -755,12 +783,14 @@ TEST(target_condition_errors) {
         check_target_fail("\"podSelector\": []", "targets[1].podSelector: must be an object");
         check_target_fail("\"namespaceSelector\": {\"matchLabels\": {\"-x\": \"y\"}}",
                           "targets[1].namespaceSelector.matchLabels: ");
-        check_target_fail("\"podSelector\": {\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}, "
-                          "{\"key\": \"a\", \"operator\": \"Has\"}]}",
-                          "targets[1].podSelector.matchExpressions[1].operator: ");
+        check_target_fail(
+                "\"podSelector\": {\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}, "
+                "{\"key\": \"a\", \"operator\": \"Has\"}]}",
+                "targets[1].podSelector.matchExpressions[1].operator: ");
 
         check_target_fail("\"podNamePatterns\": []", "targets[1].podNamePatterns: must not be empty");
-        check_target_fail("\"podNamePatterns\": [\"(x\"]", "targets[1].podNamePatterns[0]: invalid regular expression");
+        check_target_fail("\"podNamePatterns\": [\"(x\"]",
+                          "targets[1].podNamePatterns[0]: invalid regular expression");
 
         check_target_fail("\"owner\": {}", "targets[1].owner: ");
         check_target_fail("\"owner\": \"Job\"", "targets[1].owner: must be an object");
@@ -775,7 +805,8 @@ TEST(target_condition_errors) {
 
         check_target_fail("\"cgroupPatterns\": []", "targets[1].cgroupPatterns: must not be empty");
         check_target_fail("\"cgroupPatterns\": [\"\"]", "targets[1].cgroupPatterns[0]: must not be empty");
-        check_target_fail("\"cgroupPatterns\": [\"a\", \"/system.slice/x\"]", "targets[1].cgroupPatterns[1]: ");
+        check_target_fail("\"cgroupPatterns\": [\"a\", \"/system.slice/x\"]",
+                          "targets[1].cgroupPatterns[1]: ");
         check_target_fail("\"cgroupPatterns\": [\"system.slice/../x\"]", "targets[1].cgroupPatterns[0]: ");
         check_target_fail("\"cgroupPatterns\": [\"..\"]", "targets[1].cgroupPatterns[0]: ");
         check_target_fail("\"cgroupPatterns\": [\"a/..\"]", "targets[1].cgroupPatterns[0]: ");
@@ -789,14 +820,16 @@ TEST(target_condition_errors) {
         check_target_fail("\"cgroupPatterns\": [\"a[[:nosuchclass:]]\"]", "targets[1].cgroupPatterns[0]: ");
 
         /* Valid tricky ones. */
-        Config *c = parse_target_ok("\"cgroupPatterns\": [\"a[]]b\", \"x[!.]y\", \"[[:alnum:]]*\", \"a\\\\[b\", "
-                                    "\"..a\", \"a..\"]");
+        Config *c =
+                parse_target_ok("\"cgroupPatterns\": [\"a[]]b\", \"x[!.]y\", \"[[:alnum:]]*\", \"a\\\\[b\", "
+                                "\"..a\", \"a..\"]");
         config_free(c);
 }
 
 TEST(cgroup_matching) {
-        Config *c = parse_target_ok("\"cgroupPatterns\": [\"system.slice/*.service\", "
-                                    "\"kubepods.slice/kubepods-burstable.slice/pod*\", \"user.slice/user-100[0-9].slice\"]");
+        Config *c = parse_target_ok(
+                "\"cgroupPatterns\": [\"system.slice/*.service\", "
+                "\"kubepods.slice/kubepods-burstable.slice/pod*\", \"user.slice/user-100[0-9].slice\"]");
         const Target *t = &c->targets[1];
 
         ASSERT_TRUE(target_matches_cgroup(t, "system.slice/nginx.service"));
@@ -806,7 +839,8 @@ TEST(cgroup_matching) {
         ASSERT_FALSE(target_matches_cgroup(t, "system.slice/a/b.service"));
         ASSERT_FALSE(target_matches_cgroup(t, "system.slice/x.service/child"));
         ASSERT_TRUE(target_matches_cgroup(t, "kubepods.slice/kubepods-burstable.slice/pod123"));
-        ASSERT_FALSE(target_matches_cgroup(t, "kubepods.slice/kubepods-burstable.slice/pod123/cri-containerd-x.scope"));
+        ASSERT_FALSE(target_matches_cgroup(
+                t, "kubepods.slice/kubepods-burstable.slice/pod123/cri-containerd-x.scope"));
         ASSERT_TRUE(target_matches_cgroup(t, "user.slice/user-1000.slice"));
         ASSERT_FALSE(target_matches_cgroup(t, "user.slice/user-1010.slice"));
         ASSERT_FALSE(target_matches_cgroup(t, ""));

@@ -53,8 +53,9 @@ TEST(parse_fractions) {
 
 TEST(parse_invalid) {
         static const char *const bad[] = {
-                "", "20", "1", "00", "1.5", "s", "ms", ".s", ".", "-1s", "+1s", " 1s", "1s ", "1 s",
-                "1x", "1sec", "1S", "1M", "1m30", "1s-", "1..5s", "1.5.s", "0x10s", "1e3s", "1ns",
+                "",     "20",  "1",     "00",    "1.5",   "s",    "ms",   ".s", ".",
+                "-1s",  "+1s", " 1s",   "1s ",   "1 s",   "1x",   "1sec", "1S", "1M",
+                "1m30", "1s-", "1..5s", "1.5.s", "0x10s", "1e3s", "1ns",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {

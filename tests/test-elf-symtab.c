@@ -133,7 +133,8 @@ static uint64_t oracle_section_end(const char *path, uint64_t vaddr) {
                 GElf_Shdr shdr;
 
                 ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
-                if ((shdr.sh_flags & SHF_ALLOC) && vaddr >= shdr.sh_addr && vaddr < shdr.sh_addr + shdr.sh_size) {
+                if ((shdr.sh_flags & SHF_ALLOC) && vaddr >= shdr.sh_addr &&
+                    vaddr < shdr.sh_addr + shdr.sh_size) {
                         end = shdr.sh_addr + shdr.sh_size;
                         break;
                 }
@@ -302,7 +303,8 @@ TEST(shared_library) {
                 char perms[8];
                 int pos = 0;
 
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &a, &b, perms, &o, &pos) < 4 ||
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &a, &b, perms, &o,
+                           &pos) < 4 ||
                     pos == 0)
                         continue;
                 if (fn >= a && fn < b && perms[2] == 'x') {

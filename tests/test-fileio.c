@@ -227,7 +227,11 @@ TEST(mkdir_below) {
         ASSERT_OK(write_string_file_atomic_at(fd, "x", "y"));
         ASSERT_EQ(fstatat(dfd, "ns/pod/container/123_abc/x", &st, AT_SYMLINK_NOFOLLOW), 0);
         ASSERT_EQ(fstatat(dfd, "ns/pod", &st, 0), 0);
-        ASSERT_EQ(st.st_mode & 0777, 0755 & ~({ mode_t m = umask(0); umask(m); m; }));
+        ASSERT_EQ(st.st_mode & 0777, 0755 & ~({
+                                             mode_t m = umask(0);
+                                             umask(m);
+                                             m;
+                                     }));
 
         /* Existing directories are fine. */
         fd2 = mkdir_below(dfd, "ns/pod");

@@ -33,24 +33,23 @@ static void write_tmp(TmpFile *t, const char *contents) {
 }
 
 /* Out of order on purpose, with data symbols and module symbols mixed in. */
-static const char synthetic[] =
-        "ffffffff81200000 T schedule\n"
-        "ffffffff81000000 T _text\n"
-        "ffffffff81000000 t startup_64\n"
-        "ffffffff81100000 t do_one_initcall\n"
-        "ffffffff82000000 D jiffies\n"
-        "ffffffff82100000 b some_bss\n"
-        "ffffffff82200000 R some_rodata\n"
-        "ffffffff81300000 W weak_function\n"
-        "ffffffff81400000 w weak_local\n"
-        "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
-        "ffffffffc0000000 T ext4_init_fs\t[ext4]\n"
-        "ffffffffc0002000 d ext4_data\t[ext4]\n"
-        "ffffffffc0100000 t xfs_bmap\t[xfs]\n"
-        "ffffffffc0200000 t bpf_prog_6deef7357e7b4530_foo\t[bpf]\n"
-        "garbage line\n"
-        "\n"
-        "ffffffff81500000 T\n";
+static const char synthetic[] = "ffffffff81200000 T schedule\n"
+                                "ffffffff81000000 T _text\n"
+                                "ffffffff81000000 t startup_64\n"
+                                "ffffffff81100000 t do_one_initcall\n"
+                                "ffffffff82000000 D jiffies\n"
+                                "ffffffff82100000 b some_bss\n"
+                                "ffffffff82200000 R some_rodata\n"
+                                "ffffffff81300000 W weak_function\n"
+                                "ffffffff81400000 w weak_local\n"
+                                "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
+                                "ffffffffc0000000 T ext4_init_fs\t[ext4]\n"
+                                "ffffffffc0002000 d ext4_data\t[ext4]\n"
+                                "ffffffffc0100000 t xfs_bmap\t[xfs]\n"
+                                "ffffffffc0200000 t bpf_prog_6deef7357e7b4530_foo\t[bpf]\n"
+                                "garbage line\n"
+                                "\n"
+                                "ffffffff81500000 T\n";
 
 TEST(synthetic_count_and_order) {
         _cleanup_(tmp_file_done) TmpFile t = {};
@@ -123,10 +122,9 @@ TEST(zero_addresses) {
         _cleanup_(tmp_file_done) TmpFile t = {};
         Kallsyms *k = NULL;
 
-        write_tmp(&t,
-                  "0000000000000000 T _text\n"
-                  "0000000000000000 T schedule\n"
-                  "0000000000000000 t ext4_get_block\t[ext4]\n");
+        write_tmp(&t, "0000000000000000 T _text\n"
+                      "0000000000000000 T schedule\n"
+                      "0000000000000000 t ext4_get_block\t[ext4]\n");
         ASSERT_ERROR(kallsyms_load(t.path, &k), ENODATA);
         ASSERT_NULL(k);
 }

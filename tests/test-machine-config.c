@@ -200,16 +200,16 @@ static size_t state_count(const Fixture *fx) {
         return n;
 }
 
-#define ASSERT_FILE(fx, rel, content)                                                                       \
-        do {                                                                                                \
-                _cleanup_free_ char *_c = sysctl_get((fx), (rel));                                          \
-                ASSERT_STREQ(_c, (content));                                                                \
+#define ASSERT_FILE(fx, rel, content)                              \
+        do {                                                       \
+                _cleanup_free_ char *_c = sysctl_get((fx), (rel)); \
+                ASSERT_STREQ(_c, (content));                       \
         } while (0)
 
-#define ASSERT_ORIGINAL(fx, name, value)                                                                    \
-        do {                                                                                                \
-                _cleanup_free_ char *_o = state_original((fx), (name));                                     \
-                ASSERT_STREQ(_o, (value));                                                                  \
+#define ASSERT_ORIGINAL(fx, name, value)                                \
+        do {                                                            \
+                _cleanup_free_ char *_o = state_original((fx), (name)); \
+                ASSERT_STREQ(_o, (value));                              \
         } while (0)
 
 static const MachineSetting two_settings[] = {

@@ -27,9 +27,9 @@ TEST(intern) {
         a = frame(d, "main", "app", FRAME_USER);
         b = frame(d, "main", "app", FRAME_USER);
         ASSERT_EQ(a, b);
-        c = frame(d, "main", "other", FRAME_USER);   /* different module */
-        e = frame(d, "main", NULL, FRAME_USER);      /* no module */
-        f = frame(d, "main", "app", FRAME_UNKNOWN);  /* different kind */
+        c = frame(d, "main", "other", FRAME_USER); /* different module */
+        e = frame(d, "main", NULL, FRAME_USER); /* no module */
+        f = frame(d, "main", "app", FRAME_UNKNOWN); /* different kind */
         g = frame(d, "main", NULL, FRAME_USER);
         ASSERT_TRUE(a != c && a != e && a != f && c != e && c != f && e != f);
         ASSERT_EQ(e, g);

@@ -63,23 +63,22 @@ TEST(folded) {
         opnew = frame(d, "operator new(unsigned long)", "libstdc++.so.6", FRAME_USER);
 
         add(d, p1, 3, 2, main_, work_a);
-        add(d, p2, 2, 2, main_, work_a);        /* same comm, other process: merged */
-        add(d, p1, 1, 2, main_, work_b);        /* same name, other module: merged */
+        add(d, p2, 2, 2, main_, work_a); /* same comm, other process: merged */
+        add(d, p1, 1, 2, main_, work_b); /* same name, other module: merged */
         add(d, p1, 1, 3, main_, work_a, sys);
         add(d, p3, 4, 2, main_, op);
-        add(d, p1, 6, 0);                       /* no frames */
+        add(d, p1, 6, 0); /* no frames */
         add(d, p2, 1, 2, main_, nl);
         add(d, p1, 2, 2, main_, opnew);
-        add(d, p2, 0, 1, main_);                /* no samples: no line */
+        add(d, p2, 0, 1, main_); /* no samples: no line */
 
         out = folded(d);
-        ASSERT_STREQ(out,
-                     "app 6\n"
-                     "app;main;a_b_c 1\n"
-                     "app;main;operator new(unsigned long) 2\n"
-                     "app;main;work 6\n"
-                     "app;main;work;do_syscall_64_[k] 1\n"
-                     "db_x;main;op_erator 4\n");
+        ASSERT_STREQ(out, "app 6\n"
+                          "app;main;a_b_c 1\n"
+                          "app;main;operator new(unsigned long) 2\n"
+                          "app;main;work 6\n"
+                          "app;main;work;do_syscall_64_[k] 1\n"
+                          "db_x;main;op_erator 4\n");
 }
 
 TEST(folded_order) {
@@ -105,13 +104,12 @@ TEST(folded_order) {
         add(d, p, 6, 2, e, ab);
 
         out = folded(d);
-        ASSERT_STREQ(out,
-                     "s;[unknown];ab 6\n"
-                     "s;ab 5\n"
-                     "s;ab-c 4\n"
-                     "s;ab0 3\n"
-                     "s;ab;z 2\n"
-                     "s;abA 1\n");
+        ASSERT_STREQ(out, "s;[unknown];ab 6\n"
+                          "s;ab 5\n"
+                          "s;ab-c 4\n"
+                          "s;ab0 3\n"
+                          "s;ab;z 2\n"
+                          "s;abA 1\n");
 }
 
 TEST(folded_empty) {

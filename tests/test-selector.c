@@ -56,7 +56,8 @@ static bool matches(const char *json, Labels labels) {
 }
 
 TEST(parse_match_labels) {
-        LabelSelector *s = parse_ok("{\"matchLabels\": {\"app\": \"web\", \"app.kubernetes.io/name\": \"x\"}}");
+        LabelSelector *s =
+                parse_ok("{\"matchLabels\": {\"app\": \"web\", \"app.kubernetes.io/name\": \"x\"}}");
 
         ASSERT_EQ(strv_length(s->match_labels), 4);
         ASSERT_STREQ(s->match_labels[0], "app");
@@ -114,7 +115,8 @@ TEST(parse_errors_structure) {
         check_fail("{\"matchLabels\": []}", "targets[0].podSelector.matchLabels: ");
         check_fail("{\"matchLabels\": {\"a\": 1}}", "targets[0].podSelector.matchLabels: ");
         check_fail("{\"matchLabels\": {\"a\": null}}", "targets[0].podSelector.matchLabels: ");
-        check_fail("{\"matchLabels\": {\"a\": \"x\", \"a\": \"y\"}}", "targets[0].podSelector.matchLabels: ");
+        check_fail("{\"matchLabels\": {\"a\": \"x\", \"a\": \"y\"}}",
+                   "targets[0].podSelector.matchLabels: ");
         check_fail("{\"matchExpressions\": {}}", "targets[0].podSelector.matchExpressions: ");
         check_fail("{\"matchExpressions\": [\"app\"]}", "targets[0].podSelector.matchExpressions[0]: ");
         check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\", \"value\": []}]}",
@@ -127,8 +129,10 @@ TEST(parse_errors_expressions) {
         err = parse_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"},"
                          "{\"key\": \"a\", \"operator\": \"in\", \"values\": [\"x\"]}]}",
                          "targets[0].podSelector.matchExpressions[1].operator: ");
-        ASSERT_STREQ(err, "targets[0].podSelector.matchExpressions[1].operator: must be one of In, NotIn, Exists, "
-                          "DoesNotExist");
+        ASSERT_STREQ(
+                err,
+                "targets[0].podSelector.matchExpressions[1].operator: must be one of In, NotIn, Exists, "
+                "DoesNotExist");
         free(err);
 
         check_fail("{\"matchExpressions\": [{\"operator\": \"Exists\"}]}",
@@ -148,9 +152,11 @@ TEST(parse_errors_expressions) {
         check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"NotIn\", \"values\": []}]}",
                    "targets[0].podSelector.matchExpressions[0].values: ");
         /* Exists and DoesNotExist take none. */
-        check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\", \"values\": [\"x\"]}]}",
-                   "targets[0].podSelector.matchExpressions[0].values: ");
-        check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"DoesNotExist\", \"values\": [\"x\"]}]}",
+        check_fail(
+                "{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\", \"values\": [\"x\"]}]}",
+                "targets[0].podSelector.matchExpressions[0].values: ");
+        check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"DoesNotExist\", \"values\": "
+                   "[\"x\"]}]}",
                    "targets[0].podSelector.matchExpressions[0].values: ");
         /* Values are label values. */
         check_fail("{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", \"values\": [\"-x\"]}]}",
@@ -173,7 +179,8 @@ static void check_key(const char *key, bool valid) {
                 check_fail(json, "targets[0].podSelector.matchLabels: ");
 
         free(json);
-        ASSERT_TRUE(asprintf(&json, "{\"matchExpressions\": [{\"key\": \"%s\", \"operator\": \"Exists\"}]}", key) >= 0);
+        ASSERT_TRUE(asprintf(&json, "{\"matchExpressions\": [{\"key\": \"%s\", \"operator\": \"Exists\"}]}",
+                             key) >= 0);
         if (valid)
                 label_selector_free(parse_ok(json));
         else
@@ -271,7 +278,8 @@ TEST(error_message_names_key) {
         ASSERT_NOT_NULL(strstr(err, "\"bad key\""));
         free(err);
 
-        err = parse_fail("{\"matchLabels\": {\"k\": \"bad value\"}}", "targets[0].podSelector.matchLabels: ");
+        err = parse_fail("{\"matchLabels\": {\"k\": \"bad value\"}}",
+                         "targets[0].podSelector.matchLabels: ");
         ASSERT_NOT_NULL(strstr(err, "\"bad value\""));
         free(err);
 }
@@ -342,7 +350,8 @@ TEST(match_exists) {
         static char *const empty[] = { "app", "", NULL };
         static char *const none[] = { "x", "y", NULL };
         const char *exists = "{\"matchExpressions\": [{\"key\": \"app\", \"operator\": \"Exists\"}]}";
-        const char *not_exists = "{\"matchExpressions\": [{\"key\": \"app\", \"operator\": \"DoesNotExist\"}]}";
+        const char *not_exists =
+                "{\"matchExpressions\": [{\"key\": \"app\", \"operator\": \"DoesNotExist\"}]}";
 
         ASSERT_TRUE(matches(exists, web));
         ASSERT_TRUE(matches(exists, empty));

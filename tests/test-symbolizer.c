@@ -50,7 +50,7 @@ static void child_start(Child *c, char *const argv[]) {
         _cleanup_free_ char *line = NULL;
         size_t alloc = 0;
 
-        *c = (Child) { .started = true, .stdin_fd = -EBADF };
+        *c = (Child){ .started = true, .stdin_fd = -EBADF };
         ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
         ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
 
@@ -202,8 +202,8 @@ static uint64_t runtime_address(pid_t pid, const char *path, const char *name) {
                 char perms[8];
                 int pos = 0;
 
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &start, &end, perms, &pgoff,
-                           &pos) < 4 ||
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*u %n", &start, &end, perms,
+                           &pgoff, &pos) < 4 ||
                     pos == 0 || perms[2] != 'x')
                         continue;
                 line[strcspn(line, "\n")] = '\0';
@@ -264,8 +264,8 @@ static void write_file(const char *path, const char *contents) {
 
 /* ---- tests ---- */
 
-static void assert_resolves(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *name, const char *module,
-                            uint64_t offset) {
+static void assert_resolves(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *name,
+                            const char *module, uint64_t offset) {
         ResolvedFrame f = { .name = "unset" };
 
         ASSERT_OK(symbolizer_resolve_user(s, m, addr, &f));
@@ -280,7 +280,10 @@ TEST(resolve_live_then_after_exit) {
         _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
         _cleanup_(child_stop) Child c = {};
         static const char *const names[] = {
-                "fixture_alpha", "fixture_beta", "fixture_static_gamma", "fixture_static_delta",
+                "fixture_alpha",
+                "fixture_beta",
+                "fixture_static_gamma",
+                "fixture_static_delta",
         };
         const char *module = basename_of(path);
         ProcessMaps *gone = NULL;
@@ -297,7 +300,8 @@ TEST(resolve_live_then_after_exit) {
         /* The ELF's own vaddr plus the load base from the maps (PIE) is the
          * address the process itself reports. */
         ASSERT_EQ(runtime_address(pid, path, "fixture_alpha"), child_addr(&c, "fixture_alpha"));
-        ASSERT_EQ(runtime_address(pid, path, "fixture_static_gamma"), child_addr(&c, "fixture_static_gamma"));
+        ASSERT_EQ(runtime_address(pid, path, "fixture_static_gamma"),
+                  child_addr(&c, "fixture_static_gamma"));
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 uint64_t addr = child_addr(&c, names[i]);
@@ -671,12 +675,11 @@ TEST(kernel) {
 
         tmp_dir_make(&t);
         snprintf(file, sizeof(file), "%s/kallsyms", t.path);
-        write_file(file,
-                   "ffffffff81000000 T _text\n"
-                   "ffffffff81200000 T schedule\n"
-                   "ffffffff81300000 D jiffies\n"
-                   "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
-                   "ffffffffc0100000 t xfs_bmap\t[xfs]\n");
+        write_file(file, "ffffffff81000000 T _text\n"
+                         "ffffffff81200000 T schedule\n"
+                         "ffffffff81300000 D jiffies\n"
+                         "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
+                         "ffffffffc0100000 t xfs_bmap\t[xfs]\n");
         opts.kallsyms_path = file;
         ASSERT_OK(symbolizer_new(&opts, &s));
 

@@ -24,10 +24,10 @@ static char *expand(const char *tmpl, const TemplateVars *vars) {
         return s;
 }
 
-#define ASSERT_EXPANDS(tmpl, vars, expected)                                                   \
-        do {                                                                                  \
-                _cleanup_free_ char *_s = expand(tmpl, vars);                                 \
-                ASSERT_STREQ(_s, expected);                                                   \
+#define ASSERT_EXPANDS(tmpl, vars, expected)                  \
+        do {                                                  \
+                _cleanup_free_ char *_s = expand(tmpl, vars); \
+                ASSERT_STREQ(_s, expected);                   \
         } while (0)
 
 TEST(each_placeholder) {
@@ -142,10 +142,12 @@ TEST(climbing_out) {
 TEST(control_characters) {
         TemplateVars v = test_vars;
 
-        v.pod = "a\nb\tc\x7f" "d\x01";
+        v.pod = "a\nb\tc\x7f"
+                "d\x01";
         ASSERT_EXPANDS("{POD}", &v, "a_b_c_d_");
         /* C1 control (U+0085), invalid UTF-8, valid UTF-8 kept. */
-        v.pod = "x\xc2\x85y\xff\xfe" "z\xc3\xa9";
+        v.pod = "x\xc2\x85y\xff\xfe"
+                "z\xc3\xa9";
         ASSERT_EXPANDS("{POD}", &v, "x_y__z\xc3\xa9");
         /* Truncated sequence at the end. */
         v.pod = "ok\xe2\x82";
@@ -181,12 +183,14 @@ TEST(long_names) {
 
         /* 3-byte '€' straddling the limit. */
         memset(utf, 'a', 198);
-        strcpy(utf + 198, "\xe2\x82\xac" "bbb");
+        strcpy(utf + 198, "\xe2\x82\xac"
+                          "bbb");
         _cleanup_free_ char *w = expand("{POD}", &v);
         ASSERT_EQ(strlen(w), 198);
 
         memset(utf, 'a', 197);
-        strcpy(utf + 197, "\xe2\x82\xac" "bbb");
+        strcpy(utf + 197, "\xe2\x82\xac"
+                          "bbb");
         _cleanup_free_ char *x = expand("{POD}", &v);
         ASSERT_EQ(strlen(x), 200);
         ASSERT_STREQ(x + 197, "\xe2\x82\xac");
@@ -304,14 +308,16 @@ TEST(utf8) {
         ASSERT_EQ(utf8_valid_char_len("\xc3\xa9"), 2);
         ASSERT_EQ(utf8_valid_char_len("\xe2\x82\xac"), 3);
         ASSERT_EQ(utf8_valid_char_len("\xf0\x9f\x98\x80"), 4);
-        ASSERT_EQ(utf8_valid_char_len("\xc0\xaf"), 0);         /* overlong '/' */
-        ASSERT_EQ(utf8_valid_char_len("\xe0\x80\xaf"), 0);     /* overlong */
-        ASSERT_EQ(utf8_valid_char_len("\xed\xa0\x80"), 0);     /* surrogate */
+        ASSERT_EQ(utf8_valid_char_len("\xc0\xaf"), 0); /* overlong '/' */
+        ASSERT_EQ(utf8_valid_char_len("\xe0\x80\xaf"), 0); /* overlong */
+        ASSERT_EQ(utf8_valid_char_len("\xed\xa0\x80"), 0); /* surrogate */
         ASSERT_EQ(utf8_valid_char_len("\xf4\x90\x80\x80"), 0); /* > U+10FFFF */
-        ASSERT_EQ(utf8_valid_char_len("\xe2\x82"), 0);         /* truncated */
+        ASSERT_EQ(utf8_valid_char_len("\xe2\x82"), 0); /* truncated */
 
-        _cleanup_free_ char *s = utf8_make_valid("a\xff" "b\xc3\xa9");
-        ASSERT_STREQ(s, "a\xef\xbf\xbd" "b\xc3\xa9");
+        _cleanup_free_ char *s = utf8_make_valid("a\xff"
+                                                 "b\xc3\xa9");
+        ASSERT_STREQ(s, "a\xef\xbf\xbd"
+                        "b\xc3\xa9");
 }
 
 DEFINE_TEST_MAIN

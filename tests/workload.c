@@ -27,16 +27,16 @@ static volatile uint64_t sink;
  * The stack local gives each hot function a real frame: GCC omits the frame
  * pointer setup in frameless leaf functions even with
  * -mno-omit-leaf-frame-pointer, and the caller would vanish from the stack. */
-#define SPIN(units)                                                          \
-        do {                                                                 \
-                volatile uint64_t _frame = 0;                                \
-                uint64_t _x = sink;                                          \
-                for (uint64_t _i = 0; _i < (uint64_t) (units) * UNIT; _i++) { \
+#define SPIN(units)                                                                \
+        do {                                                                       \
+                volatile uint64_t _frame = 0;                                      \
+                uint64_t _x = sink;                                                \
+                for (uint64_t _i = 0; _i < (uint64_t) (units) *UNIT; _i++) {       \
                         _x = _x * 6364136223846793005ULL + 1442695040888963407ULL; \
-                        __asm__ volatile("" : "+r"(_x));                     \
-                }                                                            \
-                _frame = _x;                                                 \
-                sink = _frame;                                               \
+                        __asm__ volatile("" : "+r"(_x));                           \
+                }                                                                  \
+                _frame = _x;                                                       \
+                sink = _frame;                                                     \
         } while (0)
 
 __attribute__((noinline)) void hot_alpha(void) {
