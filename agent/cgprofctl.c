@@ -5,25 +5,35 @@
 #include <getopt.h>
 #include <systemd/sd-bus.h>
 
+#include <fcntl.h>
+
 #include "cgprof-version.h"
+#include "config.h"
 #include "log.h"
+#include "report.h"
 
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
 #define EXIT_USAGE 2
+#define EXIT_NOT_FOUND 3
 
 static const char *arg_bus_socket = DEFAULT_BUS_SOCKET;
 static bool arg_json = false;
+static unsigned arg_formats = 0;
 
 static void help(void) {
         printf("%s [OPTIONS...] COMMAND\n\n"
                "Controls cgprofd.\n\n"
                "Commands:\n"
-               "  status                 Show the agent's state\n\n"
+               "  status                 Show the agent's state\n"
+               "  report DIR             Re-render a report directory in other formats\n"
+               "                         (from its profile.pb.gz, else profile.folded)\n\n"
                "Options:\n"
                "  -h --help              Show this help\n"
                "     --version           Show the version\n"
                "     --bus-socket PATH   The agent's control socket (default: %s)\n"
-               "     --json              Print JSON\n",
+               "     --json              Print JSON\n"
+               "     --format FORMAT     With report: folded, json, pprof, svg, speedscope\n"
+               "                         (repeatable or comma-separated; default: all)\n",
                program_invocation_short_name, DEFAULT_BUS_SOCKET);
 }
 
@@ -111,17 +121,63 @@ static int cmd_status(sd_bus *bus) {
         return 0;
 }
 
+static int parse_formats(const char *arg) {
+        _cleanup_free_ char *copy = strdup(arg);
+        char *save = NULL;
+
+        if (!copy)
+                return log_oom();
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                ReportFormat f = report_format_from_string(t);
+                if (f < 0)
+                        return log_error_errno(
+                                EINVAL,
+                                "--format: unknown format '%s' (folded, json, pprof, svg, speedscope).", t);
+                arg_formats |= 1u << f;
+        }
+        return 0;
+}
+
+static int cmd_report(const char *arg) {
+        _cleanup_free_ char *error = NULL, *path = strdup(arg);
+        _cleanup_close_ int fd = -EBADF;
+        unsigned formats = arg_formats ?: (1u << _REPORT_FORMAT_MAX) - 1;
+        size_t l;
+        int r;
+
+        if (!path)
+                return log_oom(), EXIT_FAILURE;
+        for (l = strlen(path); l > 1 && path[l - 1] == '/'; l--)
+                path[l - 1] = 0;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                log_error_errno(errno, "%s: %m", path);
+                return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND : EXIT_FAILURE;
+        }
+        r = report_convert_dir(fd, path, formats, &error);
+        if (r < 0) {
+                log_error("%s", error ?: strerror(-r));
+                return r == -ENOENT ? EXIT_NOT_FOUND : EXIT_FAILURE;
+        }
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (formats & (1u << f))
+                        printf("%s/%s\n", path, report_format_info(f)->file);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char *argv[]) {
         enum {
                 ARG_VERSION = 0x100,
                 ARG_BUS_SOCKET,
-                ARG_JSON
+                ARG_JSON,
+                ARG_FORMAT
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
                 { "json", no_argument, NULL, ARG_JSON },
+                { "format", required_argument, NULL, ARG_FORMAT },
                 {},
         };
         sd_bus *bus = NULL;
@@ -142,6 +198,10 @@ int main(int argc, char *argv[]) {
                 case ARG_JSON:
                         arg_json = true;
                         break;
+                case ARG_FORMAT:
+                        if (parse_formats(optarg) < 0)
+                                return EXIT_USAGE;
+                        break;
                 default:
                         return EXIT_USAGE;
                 }
@@ -149,6 +209,13 @@ int main(int argc, char *argv[]) {
         if (optind >= argc) {
                 log_error("Missing command. See --help.");
                 return EXIT_USAGE;
+        }
+        if (streq(argv[optind], "report")) {
+                if (optind + 2 != argc) {
+                        log_error("report takes one report directory. See --help.");
+                        return EXIT_USAGE;
+                }
+                return cmd_report(argv[optind + 1]);
         }
         if (!streq(argv[optind], "status") || optind + 1 < argc) {
                 log_error("Unknown command or argument '%s'. See --help.",

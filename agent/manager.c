@@ -365,13 +365,6 @@ static int manager_load_config(Manager *m, bool initial) {
                         c->report_dir);
         }
 
-        for (size_t i = 0; i < c->n_profiles; i++)
-                for (ReportFormat f = REPORT_FORMAT_PPROF; f < _REPORT_FORMAT_MAX; f++)
-                        if (c->profiles[i].formats & (1u << f))
-                                log_warning("profiles[%zu].formats: \"%s\" is not written yet, only folded "
-                                            "and json are.",
-                                            i, report_format_to_string(f));
-
         r = config_ref_new(TAKE_PTR(c), &ref);
         if (r < 0)
                 return log_oom();

@@ -83,6 +83,15 @@ int session_new(Manager *m, ConfigRef *config, const Target *target, const char 
         if (r < 0)
                 return r;
 
+        /* The user stack depth the kernel records (kernel.perf_event_max_stack, at most what the map holds). */
+        _cleanup_free_ char *max_stack = NULL;
+        s->max_stack_depth = CGPROF_MAX_STACK_DEPTH;
+        if (read_one_line_file("/proc/sys/kernel/perf_event_max_stack", &max_stack) >= 0) {
+                unsigned long v = strtoul(max_stack, NULL, 10);
+                if (v > 0 && v < CGPROF_MAX_STACK_DEPTH)
+                        s->max_stack_depth = (unsigned) v;
+        }
+
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -290,10 +299,18 @@ void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const cha
         process_examine(s, sp, comm);
 }
 
-static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, uint32_t *ret) {
+/* Kernel addresses, for the pprof Mapping of kernel frames (x86-64 and
+ * arm64 put the kernel in the upper half of the address space). */
+#define KERNEL_SPACE_START UINT64_C(0xffff800000000000)
+
+/* Interns the frame and the location of one sampled address. */
+static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, uint32_t *ret_frame,
+                       uint32_t *ret_location) {
         Manager *m = s->manager;
+        uint32_t frame, mapping = PROFILE_NONE;
         ResolvedFrame rf = {};
         char buf[256];
+        int r;
 
         if (sp->maps && !process_maps_covers(sp->maps, addr) && !sp->refreshed) {
                 /* A mapping we have not seen (dlopen(), JIT): look again once. */
@@ -305,33 +322,64 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
 
         s->frames_total += count;
         if (rf.name)
-                return profile_data_intern_frame(s->data, rf.name, rf.module, FRAME_USER, ret);
-
-        s->frames_unsymbolized += count;
-        if (rf.module && rf.module[0] == '[')
-                snprintf(buf, sizeof(buf), "%s", rf.module); /* [vdso], [vsyscall] */
-        else if (rf.module)
-                snprintf(buf, sizeof(buf), "[%s]", rf.module);
-        else
-                snprintf(buf, sizeof(buf), "[unknown]");
-        return profile_data_intern_frame(s->data, buf, rf.module, FRAME_UNKNOWN, ret);
+                r = profile_data_intern_frame(s->data, rf.name, rf.module, FRAME_USER, &frame);
+        else {
+                s->frames_unsymbolized += count;
+                if (rf.module && rf.module[0] == '[')
+                        snprintf(buf, sizeof(buf), "%s", rf.module); /* [vdso], [vsyscall] */
+                else if (rf.module)
+                        snprintf(buf, sizeof(buf), "[%s]", rf.module);
+                else
+                        snprintf(buf, sizeof(buf), "[unknown]");
+                r = profile_data_intern_frame(s->data, buf, rf.module, FRAME_UNKNOWN, &frame);
+        }
+        if (r < 0)
+                return r;
+        if (rf.path) {
+                r = profile_data_intern_mapping(s->data, rf.path, rf.map_start, rf.map_end, rf.map_pgoff,
+                                                rf.build_id, false, &mapping);
+                if (r < 0)
+                        return r;
+        }
+        r = profile_data_intern_location(s->data, addr, mapping, frame, ret_location);
+        if (r < 0)
+                return r;
+        *ret_frame = frame;
+        return 0;
 }
 
-static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *ret) {
+static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *ret_frame,
+                         uint32_t *ret_location) {
         ResolvedFrame rf = {};
+        uint32_t frame, mapping;
+        int r;
 
         (void) symbolizer_resolve_kernel(s->manager->symbolizer, addr, &rf);
         s->frames_total += count;
         if (rf.name)
-                return profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]",
-                                                 FRAME_KERNEL, ret);
-        s->frames_unsymbolized += count;
-        return profile_data_intern_frame(s->data, "[kernel]", "[kernel.kallsyms]", FRAME_UNKNOWN, ret);
+                r = profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]",
+                                              FRAME_KERNEL, &frame);
+        else {
+                s->frames_unsymbolized += count;
+                r = profile_data_intern_frame(s->data, "[kernel]", "[kernel.kallsyms]", FRAME_UNKNOWN,
+                                              &frame);
+        }
+        if (r < 0)
+                return r;
+        r = profile_data_intern_mapping(s->data, "[kernel.kallsyms]", KERNEL_SPACE_START, UINT64_MAX, 0,
+                                        NULL, true, &mapping);
+        if (r < 0)
+                return r;
+        r = profile_data_intern_location(s->data, addr, mapping, frame, ret_location);
+        if (r < 0)
+                return r;
+        *ret_frame = frame;
+        return 0;
 }
 
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
                        size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost) {
-        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH];
+        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH], locations[2 * CGPROF_MAX_STACK_DEPTH];
         size_t n = 0;
         bool is_new;
 
@@ -363,16 +411,20 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         }
 
         /* Root first: the outermost user frame ... the innermost kernel frame.
-         * Return addresses point after the call: look up addr - 1 for all
-         * frames but the leaf. */
+         * Except for each stack's first entry (the interrupted PC), the
+         * addresses are return addresses, after the call: use addr - 1, inside
+         * the call instruction, for symbols and locations. */
         for (size_t i = n_user; i > 0; i--)
-                if (intern_user(s, sp, i - 1 == 0 ? user[i - 1] : user[i - 1] - 1, count, &frames[n]) >= 0)
+                if (intern_user(s, sp, i - 1 == 0 ? user[i - 1] : user[i - 1] - 1, count, &frames[n],
+                                &locations[n]) >= 0)
                         n++;
         for (size_t i = n_kernel; i > 0; i--)
-                if (intern_kernel(s, kernel[i - 1], count, &frames[n]) >= 0)
+                if (intern_kernel(s, i - 1 == 0 ? kernel[i - 1] : kernel[i - 1] - 1, count, &frames[n],
+                                  &locations[n]) >= 0)
                         n++;
 
-        if (profile_data_add_stack(s->data, sp->data_index, frames, n, count) < 0)
+        if (profile_data_add_stack_full(s->data, sp->data_index, frames, locations, n,
+                                        n_user >= s->max_stack_depth, count) < 0)
                 log_oom();
 }
 
@@ -382,29 +434,12 @@ void session_tick(Session *s) {
                 s->cpu_usage_last = u;
 }
 
-typedef struct WriteCtx {
-        const ProfileData *data;
-        const ReportSummaryInfo *info;
-} WriteCtx;
-
-static int write_folded_cb(FILE *f, void *userdata) {
-        WriteCtx *c = userdata;
-        return report_write_folded(f, c->data);
-}
-
-static int write_summary_cb(FILE *f, void *userdata) {
-        WriteCtx *c = userdata;
-        return report_write_summary(f, c->data, c->info);
-}
-
 /* Writes the reports of 'data' below reportDir and returns the directory. */
 static int write_report(Session *s, const ProfileData *data, const TemplateVars *vars,
                         ReportSummaryInfo *info, char **ret_dir) {
         Manager *m = s->manager;
         _cleanup_free_ char *rel = NULL, *full = NULL;
         _cleanup_close_ int dfd = -EBADF;
-        const char *files[_REPORT_FORMAT_MAX + 1] = {};
-        size_t n_files = 0;
         int r;
 
         r = template_expand(s->profile->output ?: TEMPLATE_HOST_DEFAULT, vars, &rel);
@@ -418,67 +453,12 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
         if (asprintf(&full, "%s/%s", m->report_dir, rel) < 0)
                 return -ENOMEM;
 
-        if (s->profile->formats & (1u << REPORT_FORMAT_FOLDED))
-                files[n_files++] = "profile.folded";
-        if (s->profile->formats & (1u << REPORT_FORMAT_JSON))
-                files[n_files++] = "summary.json";
         info->report_dir = full;
-        info->formats = files;
-
-        WriteCtx ctx = { .data = data, .info = info };
-        if (s->profile->formats & (1u << REPORT_FORMAT_FOLDED)) {
-                r = write_file_atomic_at(dfd, "profile.folded", write_folded_cb, &ctx);
-                if (r < 0)
-                        return r;
-        }
-        if (s->profile->formats & (1u << REPORT_FORMAT_JSON)) {
-                r = write_file_atomic_at(dfd, "summary.json", write_summary_cb, &ctx);
-                if (r < 0)
-                        return r;
-        }
+        r = report_write_dir(dfd, s->profile->formats, data, info);
+        if (r < 0)
+                return r;
         *ret_dir = TAKE_PTR(full);
         return 0;
-}
-
-/* The stacks of one process, for per-process reports. */
-static ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
-        _cleanup_(profile_data_freep) ProfileData *p = profile_data_new();
-        uint32_t idx, *map = NULL;
-
-        if (!p)
-                return NULL;
-        map = calloc(d->n_frames ?: 1, sizeof(uint32_t));
-        if (!map)
-                return NULL;
-        for (size_t i = 0; i < d->n_frames; i++)
-                map[i] = UINT32_MAX;
-        const ProfileProcess *pp = &d->processes[process];
-        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0)
-                goto fail;
-        for (size_t i = 0; i < d->n_stacks; i++) {
-                const ProfileStack *st = &d->stacks[i];
-                uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH];
-                if (st->process != process)
-                        continue;
-                for (size_t k = 0; k < st->n_frames && k < ELEMENTSOF(frames); k++) {
-                        uint32_t f = st->frames[k];
-                        if (map[f] == UINT32_MAX) {
-                                const Frame *fr = &d->frames[f];
-                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind, &map[f]) <
-                                    0)
-                                        goto fail;
-                        }
-                        frames[k] = map[f];
-                }
-                if (profile_data_add_stack(p, idx, frames, MIN(st->n_frames, ELEMENTSOF(frames)),
-                                           st->count) < 0)
-                        goto fail;
-        }
-        free(map);
-        return TAKE_PTR(p);
-fail:
-        free(map);
-        return NULL;
 }
 
 void session_end(Session *s, const char *reason) {

@@ -34,6 +34,7 @@ struct Session {
         int cgroup_fd;
         uint64_t cgroup_id;
         uint32_t slot;
+        unsigned max_stack_depth; /* a user stack this deep was truncated */
         const char *event; /* the event sampled */
         char *event_fallback;
 

@@ -853,19 +853,24 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
         }
 
         file_off = addr - mp->start + mp->pgoff;
+        ResolvedFrame rf = {
+                .module = mp->module,
+                .offset = mp->file_backed || mp->file ? file_off : addr,
+                .path = mp->path ?: mp->module,
+                .map_start = mp->start,
+                .map_end = mp->end,
+                .map_pgoff = mp->pgoff,
+                .build_id = mp->file && mp->file->symtab ? elf_symtab_build_id(mp->file->symtab) : NULL,
+        };
         if (mp->file && mp->file->symtab &&
             elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
                 name = elf_symtab_lookup(mp->file->symtab, vaddr, &off);
                 if (name) {
-                        *ret = (ResolvedFrame){ .name = name, .module = mp->module, .offset = off };
-                        return 0;
+                        rf.name = name;
+                        rf.offset = off;
                 }
         }
-
-        *ret = (ResolvedFrame){
-                .module = mp->module,
-                .offset = mp->file_backed || mp->file ? file_off : addr,
-        };
+        *ret = rf;
         return 0;
 }
 

@@ -48,6 +48,10 @@ typedef struct ResolvedFrame {
         const char *name; /* function name, NULL when unresolved */
         const char *module; /* basename of the mapped file, "[kernel.kallsyms]", "[vdso]", or NULL */
         uint64_t offset; /* addr - symbol start (resolved), or file offset / addr otherwise */
+        /* The mapping the address fell into (user frames; all 0/NULL when none). */
+        const char *path; /* the mapped file's path, or the special name ("[vdso]") */
+        uint64_t map_start, map_end, map_pgoff;
+        const char *build_id; /* lowercase hex, NULL when unknown */
 } ResolvedFrame;
 
 /* Pointers in ret stay valid while m (user) or s (kernel) lives. Returns 0

@@ -207,7 +207,9 @@ ProfileData *profile_data_new(void) {
 
         d->frame_index = index_new();
         d->stack_index = index_new();
-        if (!d->frame_index || !d->stack_index)
+        d->mapping_index = index_new();
+        d->location_index = index_new();
+        if (!d->frame_index || !d->stack_index || !d->mapping_index || !d->location_index)
                 return profile_data_free(d);
         return d;
 }
@@ -228,12 +230,23 @@ ProfileData *profile_data_free(ProfileData *d) {
         }
         free(d->processes);
 
-        for (size_t i = 0; i < d->n_stacks; i++)
+        for (size_t i = 0; i < d->n_stacks; i++) {
                 free(d->stacks[i].frames);
+                free(d->stacks[i].locations);
+        }
         free(d->stacks);
+
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                free(d->mappings[i].file);
+                free(d->mappings[i].build_id);
+        }
+        free(d->mappings);
+        free(d->locations);
 
         index_free(d->frame_index);
         index_free(d->stack_index);
+        index_free(d->mapping_index);
+        index_free(d->location_index);
         free(d);
         return NULL;
 }
@@ -390,6 +403,7 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
 typedef struct StackKey {
         uint32_t process;
         const uint32_t *frames;
+        const uint32_t *locations;
         uint32_t n_frames;
 } StackKey;
 
@@ -397,24 +411,40 @@ static bool stack_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const StackKey *k = key;
         const ProfileStack *s = d->stacks + entry;
 
-        return s->process == k->process && s->n_frames == k->n_frames &&
-               (k->n_frames == 0 || memcmp(s->frames, k->frames, k->n_frames * sizeof(uint32_t)) == 0);
+        if (s->process != k->process || s->n_frames != k->n_frames || !s->locations != !k->locations)
+                return false;
+        if (k->n_frames == 0)
+                return true;
+        return memcmp(s->frames, k->frames, k->n_frames * sizeof(uint32_t)) == 0 &&
+               (!k->locations || memcmp(s->locations, k->locations, k->n_frames * sizeof(uint32_t)) == 0);
 }
 
 static uint32_t stack_hash(const Index *ix, const StackKey *k) {
+        uint8_t has_locations = !!k->locations;
         SipHash s;
 
         siphash_init(&s, ix->key);
         siphash_compress(&s, &k->process, sizeof(k->process));
         siphash_compress(&s, &k->n_frames, sizeof(k->n_frames));
-        if (k->n_frames > 0)
+        siphash_compress(&s, &has_locations, 1);
+        if (k->n_frames > 0) {
                 siphash_compress(&s, k->frames, k->n_frames * sizeof(uint32_t));
+                if (k->locations)
+                        siphash_compress(&s, k->locations, k->n_frames * sizeof(uint32_t));
+        }
         return (uint32_t) siphash_finalize(&s);
 }
 
-int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames,
-                           uint64_t count) {
-        _cleanup_free_ uint32_t *copy = NULL;
+static uint32_t *u32_copy(const uint32_t *a, size_t n) {
+        uint32_t *c = malloc(MAX(n, (size_t) 1) * sizeof(uint32_t));
+        if (c && n > 0)
+                memcpy(c, a, n * sizeof(uint32_t));
+        return c;
+}
+
+int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
+                                const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count) {
+        _cleanup_free_ uint32_t *copy = NULL, *copy_locations = NULL;
         Index *ix;
         StackKey key;
         uint32_t hash;
@@ -425,12 +455,20 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
                 return -EINVAL;
         if (n_frames > UINT32_MAX)
                 return -E2BIG;
-        for (size_t i = 0; i < n_frames; i++)
+        for (size_t i = 0; i < n_frames; i++) {
                 if (frames[i] >= d->n_frames)
                         return -EINVAL;
+                if (locations &&
+                    (locations[i] >= d->n_locations || d->locations[locations[i]].frame != frames[i]))
+                        return -EINVAL;
+        }
+        if (n_frames == 0)
+                locations = NULL;
 
         ix = d->stack_index;
-        key = (StackKey){ .process = process, .frames = frames, .n_frames = (uint32_t) n_frames };
+        key = (StackKey){
+                .process = process, .frames = frames, .locations = locations, .n_frames = (uint32_t) n_frames
+        };
         hash = stack_hash(ix, &key);
 
         if (ix->n_slots > 0) {
@@ -446,10 +484,14 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
                 return -E2BIG;
 
         if (n_frames > 0) {
-                copy = malloc(n_frames * sizeof(uint32_t));
+                copy = u32_copy(frames, n_frames);
                 if (!copy)
                         return -ENOMEM;
-                memcpy(copy, frames, n_frames * sizeof(uint32_t));
+                if (locations) {
+                        copy_locations = u32_copy(locations, n_frames);
+                        if (!copy_locations)
+                                return -ENOMEM;
+                }
         }
 
         r = grow_array((void **) &d->stacks, &d->allocated_stacks, d->n_stacks + 1, sizeof(ProfileStack));
@@ -463,7 +505,9 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
         d->stacks[d->n_stacks] = (ProfileStack){
                 .process = process,
                 .frames = TAKE_PTR(copy),
+                .locations = TAKE_PTR(copy_locations),
                 .n_frames = (uint32_t) n_frames,
+                .truncated = truncated,
                 .count = count,
         };
         *slot = (Slot){ .entry = (uint32_t) d->n_stacks + 1, .hash = hash };
@@ -471,6 +515,158 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
         d->n_stacks++;
 
         d->processes[process].samples += count;
+        return 0;
+}
+
+int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames,
+                           uint64_t count) {
+        return profile_data_add_stack_full(d, process, frames, NULL, n_frames, false, count);
+}
+
+typedef struct MappingKey {
+        const char *file;
+        uint64_t start, limit, offset;
+        const char *build_id;
+        bool kernel;
+} MappingKey;
+
+static bool mapping_equal(const ProfileData *d, uint32_t entry, const void *key) {
+        const MappingKey *k = key;
+        const ProfileMapping *m = d->mappings + entry;
+
+        return m->start == k->start && m->limit == k->limit && m->offset == k->offset &&
+               m->kernel == k->kernel && streq(m->file, k->file) && streq_ptr(m->build_id, k->build_id);
+}
+
+static uint32_t mapping_hash(const Index *ix, const MappingKey *k) {
+        uint64_t nums[3] = { k->start, k->limit, k->offset };
+        uint8_t flags = (uint8_t) (k->kernel | (k->build_id ? 2 : 0));
+        SipHash s;
+
+        siphash_init(&s, ix->key);
+        siphash_compress(&s, nums, sizeof(nums));
+        siphash_compress(&s, &flags, 1);
+        siphash_compress(&s, k->file, strlen(k->file) + 1);
+        if (k->build_id)
+                siphash_compress(&s, k->build_id, strlen(k->build_id) + 1);
+        return (uint32_t) siphash_finalize(&s);
+}
+
+int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start, uint64_t limit,
+                                uint64_t offset, const char *build_id, bool kernel, uint32_t *ret_index) {
+        _cleanup_free_ char *f = NULL, *b = NULL;
+        Index *ix;
+        MappingKey key;
+        uint32_t hash;
+        Slot *slot;
+        int r;
+
+        if (!d || !file)
+                return -EINVAL;
+
+        ix = d->mapping_index;
+        key = (MappingKey){ .file = file,
+                            .start = start,
+                            .limit = limit,
+                            .offset = offset,
+                            .build_id = build_id,
+                            .kernel = kernel };
+        hash = mapping_hash(ix, &key);
+        if (ix->n_slots > 0) {
+                slot = index_lookup(ix, hash, mapping_equal, d, &key);
+                if (slot->entry != 0) {
+                        if (ret_index)
+                                *ret_index = slot->entry - 1;
+                        return 0;
+                }
+        }
+        if (d->n_mappings >= UINT32_MAX - 1)
+                return -E2BIG;
+
+        f = strdup_utf8(file);
+        if (!f)
+                return -ENOMEM;
+        if (build_id) {
+                b = strdup(build_id);
+                if (!b)
+                        return -ENOMEM;
+        }
+        r = grow_array((void **) &d->mappings, &d->allocated_mappings, d->n_mappings + 1,
+                       sizeof(ProfileMapping));
+        if (r < 0)
+                return r;
+        r = index_reserve(ix);
+        if (r < 0)
+                return r;
+
+        slot = index_lookup(ix, hash, mapping_equal, d, &key);
+        d->mappings[d->n_mappings] = (ProfileMapping){
+                .file = TAKE_PTR(f),
+                .start = start,
+                .limit = limit,
+                .offset = offset,
+                .build_id = TAKE_PTR(b),
+                .kernel = kernel,
+        };
+        *slot = (Slot){ .entry = (uint32_t) d->n_mappings + 1, .hash = hash };
+        ix->n_used++;
+        if (ret_index)
+                *ret_index = (uint32_t) d->n_mappings;
+        d->n_mappings++;
+        return 0;
+}
+
+static bool location_equal(const ProfileData *d, uint32_t entry, const void *key) {
+        const ProfileLocation *k = key, *l = d->locations + entry;
+        return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame;
+}
+
+static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
+        uint64_t v[2] = { k->address, ((uint64_t) k->mapping << 32) | k->frame };
+        SipHash s;
+
+        siphash_init(&s, ix->key);
+        siphash_compress(&s, v, sizeof(v));
+        return (uint32_t) siphash_finalize(&s);
+}
+
+int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                 uint32_t *ret_index) {
+        ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
+        Index *ix;
+        uint32_t hash;
+        Slot *slot;
+        int r;
+
+        if (!d || frame >= d->n_frames || (mapping != PROFILE_NONE && mapping >= d->n_mappings))
+                return -EINVAL;
+
+        ix = d->location_index;
+        hash = location_hash(ix, &key);
+        if (ix->n_slots > 0) {
+                slot = index_lookup(ix, hash, location_equal, d, &key);
+                if (slot->entry != 0) {
+                        if (ret_index)
+                                *ret_index = slot->entry - 1;
+                        return 0;
+                }
+        }
+        if (d->n_locations >= UINT32_MAX - 1)
+                return -E2BIG;
+        r = grow_array((void **) &d->locations, &d->allocated_locations, d->n_locations + 1,
+                       sizeof(ProfileLocation));
+        if (r < 0)
+                return r;
+        r = index_reserve(ix);
+        if (r < 0)
+                return r;
+        slot = index_lookup(ix, hash, location_equal, d, &key);
+        d->locations[d->n_locations] = key;
+        *slot = (Slot){ .entry = (uint32_t) d->n_locations + 1, .hash = hash };
+        ix->n_used++;
+        if (ret_index)
+                *ret_index = (uint32_t) d->n_locations;
+        d->n_locations++;
         return 0;
 }
 
@@ -579,4 +775,74 @@ int profile_data_top_functions(const ProfileData *d, size_t max, TopFunction **r
         *ret = TAKE_PTR(top);
         *ret_n = n;
         return 0;
+}
+
+ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+        _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL;
+        uint32_t idx;
+
+        if (!d || process >= d->n_processes)
+                return NULL;
+        p = profile_data_new();
+        frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        mapping_map = malloc(MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
+        location_map = malloc(MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
+        if (!p || !frame_map || !mapping_map || !location_map)
+                return NULL;
+        memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        memset(mapping_map, 0xff, MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
+        memset(location_map, 0xff, MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
+
+        const ProfileProcess *pp = &d->processes[process];
+        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0)
+                return NULL;
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
+
+                if (st->process != process)
+                        continue;
+                frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
+                locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
+                if (!frames || (st->locations && !locations))
+                        return NULL;
+                for (size_t k = 0; k < st->n_frames; k++) {
+                        uint32_t f = st->frames[k];
+                        if (frame_map[f] == PROFILE_NONE) {
+                                const Frame *fr = &d->frames[f];
+                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind,
+                                                              &frame_map[f]) < 0)
+                                        return NULL;
+                        }
+                        frames[k] = frame_map[f];
+                        if (!st->locations)
+                                continue;
+                        uint32_t l = st->locations[k];
+                        if (location_map[l] == PROFILE_NONE) {
+                                const ProfileLocation *loc = &d->locations[l];
+                                uint32_t mp = PROFILE_NONE;
+                                if (loc->mapping != PROFILE_NONE) {
+                                        if (mapping_map[loc->mapping] == PROFILE_NONE) {
+                                                const ProfileMapping *m = &d->mappings[loc->mapping];
+                                                if (profile_data_intern_mapping(
+                                                            p, m->file, m->start, m->limit, m->offset,
+                                                            m->build_id, m->kernel,
+                                                            &mapping_map[loc->mapping]) < 0)
+                                                        return NULL;
+                                        }
+                                        mp = mapping_map[loc->mapping];
+                                }
+                                if (profile_data_intern_location(p, loc->address, mp, frames[k],
+                                                                 &location_map[l]) < 0)
+                                        return NULL;
+                        }
+                        locations[k] = location_map[l];
+                }
+                if (profile_data_add_stack_full(p, idx, frames, locations, st->n_frames, st->truncated,
+                                                st->count) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(p);
 }

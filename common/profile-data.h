@@ -29,10 +29,29 @@ typedef struct ProfileProcess {
         uint64_t samples;
 } ProfileProcess;
 
+#define PROFILE_NONE UINT32_MAX
+
+/* A mapped file of a process, or the kernel: what pprof calls a Mapping. */
+typedef struct ProfileMapping {
+        char *file; /* path as mapped ("/usr/lib/x86_64-linux-gnu/libc.so.6"), "[vdso]", "[kernel.kallsyms]" */
+        uint64_t start, limit, offset; /* address range and file offset of the mapping */
+        char *build_id; /* lowercase hex, or NULL */
+        bool kernel;
+} ProfileMapping;
+
+/* One sampled address: what pprof calls a Location. */
+typedef struct ProfileLocation {
+        uint64_t address; /* runtime address (in the process, or the kernel) */
+        uint32_t mapping; /* index into mappings, or PROFILE_NONE */
+        uint32_t frame; /* index into frames: the function it resolved to */
+} ProfileLocation;
+
 typedef struct ProfileStack {
         uint32_t process; /* index into processes */
         uint32_t *frames; /* frame indices, ROOT FIRST (outermost user frame ... innermost kernel frame) */
+        uint32_t *locations; /* location indices parallel to frames, or NULL when addresses are unknown */
         uint32_t n_frames;
+        bool truncated; /* the user stack hit the kernel's depth limit */
         uint64_t count;
 } ProfileStack;
 
@@ -43,9 +62,16 @@ typedef struct ProfileData {
         size_t n_processes;
         ProfileStack *stacks;
         size_t n_stacks;
+        ProfileMapping *mappings;
+        size_t n_mappings;
+        ProfileLocation *locations;
+        size_t n_locations;
         void *frame_index; /* private lookup structures */
         void *stack_index;
-        size_t allocated_frames, allocated_processes, allocated_stacks;
+        void *mapping_index;
+        void *location_index;
+        size_t allocated_frames, allocated_processes, allocated_stacks, allocated_mappings,
+                allocated_locations;
 } ProfileData;
 
 ProfileData *profile_data_new(void);
@@ -66,7 +92,23 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
 int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *frames, size_t n_frames,
                            uint64_t count);
 
+/* Returns the index of the mapping, adding it if new (equal: all fields). */
+int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start, uint64_t limit,
+                                uint64_t offset, const char *build_id, bool kernel, uint32_t *ret_index);
+/* Returns the index of the location (address, mapping, frame), adding it if new. */
+int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                 uint32_t *ret_index);
+/* Like profile_data_add_stack(), with the locations of the frames (parallel
+ * to frames, may be NULL) and whether the stack was truncated; equal
+ * (process, frames, locations) stacks are merged. */
+int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
+                                const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count);
+
 uint64_t profile_data_total(const ProfileData *d);
+
+/* A new ProfileData with only the stacks (and their frames, mappings,
+ * locations) of one process, for per-process reports. NULL on OOM/EINVAL. */
+ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process);
 
 /* A function with its self (leaf) and total (inclusive, counted once per
  * stack) samples, sorted by self samples, descending, ties by name.

@@ -183,3 +183,98 @@ finish:
         free(names);
         return r;
 }
+
+int report_write_folded_info(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        return report_write_folded(f, d);
+}
+
+/* Parses one folded line into the profile: "comm;f1;...;leaf count". */
+static int folded_parse_line(ProfileData *d, char *line, char ***comms, size_t *n_comms) {
+        uint32_t frames[512], process = PROFILE_NONE;
+        size_t n = 0;
+        char *space, *end, *tok, *save = NULL;
+        unsigned long long count;
+
+        line[strcspn(line, "\n")] = 0;
+        if (line[0] == 0)
+                return 0;
+        space = strrchr(line, ' ');
+        if (!space || space == line)
+                return -EBADMSG;
+        errno = 0;
+        count = strtoull(space + 1, &end, 10);
+        if (errno != 0 || *end != 0 || end == space + 1)
+                return -EBADMSG;
+        *space = 0;
+
+        tok = strtok_r(line, ";", &save);
+        if (!tok)
+                return -EBADMSG;
+        /* The process: one per comm (folded output merged processes of a name). */
+        for (size_t i = 0; i < *n_comms; i++)
+                if (streq((*comms)[i], tok))
+                        process = (uint32_t) i;
+        if (process == PROFILE_NONE) {
+                char **nc = reallocarray(*comms, *n_comms + 1, sizeof(char *));
+                if (!nc)
+                        return -ENOMEM;
+                *comms = nc;
+                if (!(nc[*n_comms] = strdup(tok)))
+                        return -ENOMEM;
+                if (profile_data_add_process(d, 0, tok, NULL, &process) < 0)
+                        return -ENOMEM;
+                (*n_comms)++;
+        }
+
+        while ((tok = strtok_r(NULL, ";", &save))) {
+                size_t l = strlen(tok);
+                FrameKind kind = FRAME_USER;
+                const char *module = NULL;
+                char buf[512];
+                int r;
+
+                if (n >= ELEMENTSOF(frames))
+                        return -E2BIG;
+                if (l > 4 && streq(tok + l - 4, "_[k]")) {
+                        tok[l - 4] = 0;
+                        kind = streq(tok, "[kernel]") ? FRAME_UNKNOWN : FRAME_KERNEL;
+                        module = "[kernel.kallsyms]";
+                } else if (tok[0] == '[' && tok[l - 1] == ']') {
+                        kind = FRAME_UNKNOWN;
+                        snprintf(buf, sizeof(buf), "%.*s", (int) (l - 2), tok + 1);
+                        module = streq(buf, "unknown") ? NULL : buf;
+                        if (module && module[0] != 0 && (streq(buf, "vdso") || streq(buf, "vsyscall")))
+                                module = tok; /* "[vdso]" is its own module name */
+                }
+                r = profile_data_intern_frame(d, tok, module, kind, &frames[n]);
+                if (r < 0)
+                        return r;
+                n++;
+        }
+        return profile_data_add_stack(d, process, frames, n, count);
+}
+
+int report_read_folded(FILE *f, ProfileData **ret) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_free_ char *line = NULL;
+        char **comms = NULL;
+        size_t n_comms = 0, allocated = 0;
+        int r = 0;
+
+        if (!d)
+                return -ENOMEM;
+        while (getline(&line, &allocated, f) >= 0) {
+                r = folded_parse_line(d, line, &comms, &n_comms);
+                if (r < 0)
+                        break;
+        }
+        for (size_t i = 0; i < n_comms; i++)
+                free(comms[i]);
+        free(comms);
+        if (r < 0)
+                return r;
+        if (ferror(f))
+                return -EIO;
+        *ret = TAKE_PTR(d);
+        return 0;
+}

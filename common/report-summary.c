@@ -184,6 +184,161 @@ static int add_processes(cJSON *root, const ProfileData *d) {
         return 0;
 }
 
+/* A frame of a stack is a kernel frame when its location's mapping is the
+ * kernel's, or (no location) when it is a kernel function. */
+static bool stack_frame_is_kernel(const ProfileData *d, const ProfileStack *st, size_t k) {
+        if (st->locations) {
+                uint32_t m = d->locations[st->locations[k]].mapping;
+                if (m != PROFILE_NONE)
+                        return d->mappings[m].kernel;
+        }
+        const Frame *f = &d->frames[st->frames[k]];
+        return f->kind == FRAME_KERNEL || streq_ptr(f->module, "[kernel.kallsyms]");
+}
+
+/* User frames come first in a root-first stack. */
+static size_t stack_user_depth(const ProfileData *d, const ProfileStack *st) {
+        size_t n = 0;
+        while (n < st->n_frames && !stack_frame_is_kernel(d, st, n))
+                n++;
+        return n;
+}
+
+#define DEPTH_BUCKETS 129 /* 0..127 and "128 or more" */
+
+/* "stacks": the user-stack depth histogram and the truncated samples. */
+static int add_stack_depths(cJSON *root, const ProfileData *d) {
+        uint64_t hist[DEPTH_BUCKETS] = {}, truncated = 0, truncated_stacks = 0;
+        size_t max_depth = 0;
+        cJSON *o, *a;
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                size_t depth = stack_user_depth(d, st);
+                hist[MIN(depth, (size_t) DEPTH_BUCKETS - 1)] += st->count;
+                max_depth = MAX(max_depth, depth);
+                if (st->truncated) {
+                        truncated += st->count;
+                        truncated_stacks++;
+                }
+        }
+
+        o = cJSON_AddObjectToObject(root, "stacks");
+        if (!o)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "maxUserDepth", (double) max_depth));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "truncatedSamples", (double) truncated));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "truncatedStacks", (double) truncated_stacks));
+        a = cJSON_AddArrayToObject(o, "userDepthHistogram");
+        if (!a)
+                return -ENOMEM;
+        for (size_t k = 0; k < DEPTH_BUCKETS; k++) {
+                if (hist[k] == 0)
+                        continue;
+                cJSON *b = cJSON_CreateObject();
+                if (!b)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(a, b);
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(b, "depth", (double) k));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(b, "samples", (double) hist[k]));
+        }
+        return 0;
+}
+
+typedef struct BinaryStats {
+        uint64_t frames, unsymbolized; /* frames in the mapping's file, weighted by samples */
+        uint64_t leaf, shallow; /* samples whose innermost user frame is in it; of those, user depth <= 2 */
+} BinaryStats;
+
+/* Binaries whose stacks are mostly one or two user frames deep: they likely
+ * lack frame pointers, which is why their stacks are flat. */
+#define SHALLOW_DEPTH 2
+#define SHALLOW_SHARE 0.5
+#define SHALLOW_MIN_SAMPLES 20
+
+/* "mappings": per mapped file, how much of it stayed unsymbolized and
+ * whether it seems to lack frame pointers. Files are merged across
+ * processes by name and build ID. */
+static int add_mappings(cJSON *root, const ProfileData *d) {
+        _cleanup_free_ BinaryStats *stats = NULL;
+        _cleanup_free_ uint32_t *canon = NULL;
+        cJSON *a;
+
+        a = cJSON_AddArrayToObject(root, "mappings");
+        if (!a)
+                return -ENOMEM;
+        if (d->n_mappings == 0)
+                return 0;
+
+        stats = calloc(d->n_mappings, sizeof(BinaryStats));
+        canon = calloc(d->n_mappings, sizeof(uint32_t));
+        if (!stats || !canon)
+                return -ENOMEM;
+        /* One entry per (file, build ID): the first mapping of it. */
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                canon[i] = (uint32_t) i;
+                for (size_t k = 0; k < i; k++)
+                        if (canon[k] == k && streq(d->mappings[k].file, d->mappings[i].file) &&
+                            streq_ptr(d->mappings[k].build_id, d->mappings[i].build_id)) {
+                                canon[i] = (uint32_t) k;
+                                break;
+                        }
+        }
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                size_t depth;
+
+                if (!st->locations)
+                        continue;
+                for (size_t k = 0; k < st->n_frames; k++) {
+                        uint32_t m = d->locations[st->locations[k]].mapping;
+                        if (m == PROFILE_NONE)
+                                continue;
+                        stats[canon[m]].frames += st->count;
+                        if (d->frames[st->frames[k]].kind == FRAME_UNKNOWN)
+                                stats[canon[m]].unsymbolized += st->count;
+                }
+                depth = stack_user_depth(d, st);
+                if (depth > 0) {
+                        uint32_t m = d->locations[st->locations[depth - 1]].mapping;
+                        if (m != PROFILE_NONE) {
+                                stats[canon[m]].leaf += st->count;
+                                if (depth <= SHALLOW_DEPTH)
+                                        stats[canon[m]].shallow += st->count;
+                        }
+                }
+        }
+
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                const ProfileMapping *mp = &d->mappings[i];
+                const BinaryStats *b = &stats[i];
+                cJSON *o;
+
+                if (canon[i] != i || b->frames == 0)
+                        continue;
+                o = cJSON_CreateObject();
+                if (!o)
+                        return -ENOMEM;
+                cJSON_AddItemToArray(a, o);
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "file", mp->file));
+                ADD_OR_ENOMEM(add_string_or_null(o, "buildId", mp->build_id));
+                ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "kernel", mp->kernel));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "frames", (double) b->frames));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "unsymbolizedShare",
+                                                      (double) b->unsymbolized / (double) b->frames));
+                if (mp->kernel)
+                        continue;
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "leafSamples", (double) b->leaf));
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "shallowLeafSamples", (double) b->shallow));
+                ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "likelyNoFramePointers",
+                                                    b->leaf >= SHALLOW_MIN_SAMPLES &&
+                                                            (double) b->shallow >
+                                                                    SHALLOW_SHARE * (double) b->leaf));
+        }
+        return 0;
+}
+
 static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info) {
         uint64_t total = profile_data_total(d);
         double duration = 0.0, unsymbolized = 0.0;
@@ -243,6 +398,12 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (r < 0)
                 return r;
         r = add_processes(root, d);
+        if (r < 0)
+                return r;
+        r = add_stack_depths(root, d);
+        if (r < 0)
+                return r;
+        r = add_mappings(root, d);
         if (r < 0)
                 return r;
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "config.h"
 #include "profile-data.h"
+
+typedef struct ReportSummaryInfo ReportSummaryInfo;
 
 /* Report writers. Each writes one format to a FILE (the caller handles the
  * atomic rename through write_file_atomic_at()). */
@@ -11,9 +14,11 @@
  * containing ';' or '\n' have them replaced by '_' ... and stacks of the same
  * comm and frames from different processes are merged. */
 int report_write_folded(FILE *f, const ProfileData *d);
+/* The same with the writer table's signature. */
+int report_write_folded_info(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 
 /* Session metadata for summary.json. */
-typedef struct ReportSummaryInfo {
+struct ReportSummaryInfo {
         const char *session_id; /* 32 hex */
         const char *profile;
         const char *target; /* target rule name */
@@ -36,7 +41,7 @@ typedef struct ReportSummaryInfo {
         uint64_t total_frames; /* frames (weighted by samples) */
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
-} ReportSummaryInfo;
+};
 
 /* summary.json: {"session", "profile", "target", "cgroup", "start", "end",
  * "durationSec", "frequency", "event", "samples": {"total", "perCpu", "lost",
@@ -45,3 +50,49 @@ typedef struct ReportSummaryInfo {
  * "processes": [{"pid","comm","cmdline","samples"}] ...}; expected =
  * frequency × cpu_usage_usec / 1e6, rounded. */
 int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+
+/* profile.pb.gz: the pprof Profile protobuf (protobuf-c), gzipped (zlib).
+ * Sample types samples/count and cpu/nanoseconds (count x 1e9/frequency),
+ * period cpu/nanoseconds, one Location per unique address, Mappings with
+ * build IDs (kernel frames in "[kernel.kallsyms]"), labels pid/comm/cgroup
+ * (and namespace/pod/container when set). */
+int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+
+/* flame.svg: a self-contained interactive flame graph. */
+int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+
+/* profile.speedscope.json: the speedscope file format, one sampled profile. */
+int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+
+typedef int (*ReportWriter)(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+
+typedef struct ReportFormatInfo {
+        ReportFormat format;
+        const char *file; /* file name in the report directory */
+        ReportWriter write;
+} ReportFormatInfo;
+
+/* The file and writer of a format (NULL for an invalid one). */
+const ReportFormatInfo *report_format_info(ReportFormat f);
+
+/* Writes every format in the mask (1u << ReportFormat) into the directory,
+ * each atomically, summary.json last (info->formats is set to the files
+ * while writing). Stops at the first error. */
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSummaryInfo *info);
+
+/* Readers, for re-rendering existing reports (cgprofctl report). The pprof
+ * reader restores what the writer wrote: frames, addresses, mappings and
+ * build IDs, processes from the pid/comm labels (without command lines),
+ * stacks and counts; the session's metadata comes from summary.json instead.
+ * It also reads other tools' pprof files (inlined lines become frames).
+ * The folded reader restores processes (one per comm) and frames (kernel
+ * frames from their "_[k]" suffix), without addresses. Malformed input is
+ * -EBADMSG. */
+int report_read_pprof(const void *data, size_t size, ProfileData **ret);
+int report_read_folded(FILE *f, ProfileData **ret);
+
+/* Re-renders the report directory dirfd (named path in messages and in the
+ * summary) in the formats of the mask: reads profile.pb.gz (or else
+ * profile.folded) and summary.json (metadata, when present), and writes each
+ * format atomically. On error, ret_error says what failed, naming the file. */
+int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret_error);

@@ -81,6 +81,69 @@ TEST(folded) {
                           "db_x;main;op_erator 4\n");
 }
 
+/* Reading folded output back gives the same profile, by name. */
+TEST(folded_read_round_trip) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *back = NULL;
+        _cleanup_free_ char *out = NULL, *again = NULL;
+        uint32_t p1, p2, main_, work, sys, unk, vdso;
+        FILE *f;
+
+        p1 = process(d, 100, "app", "app --serve");
+        p2 = process(d, 101, "other", "other");
+        main_ = frame(d, "main", "app", FRAME_USER);
+        work = frame(d, "work loop", "liba.so", FRAME_USER);
+        sys = frame(d, "do_syscall_64", "[kernel.kallsyms]", FRAME_KERNEL);
+        unk = frame(d, "[libc.so.6]", "libc.so.6", FRAME_UNKNOWN);
+        vdso = frame(d, "[vdso]", "[vdso]", FRAME_UNKNOWN);
+        add(d, p1, 3, 2, main_, work);
+        add(d, p1, 1, 3, main_, work, sys);
+        add(d, p2, 4, 2, main_, unk);
+        add(d, p2, 2, 2, main_, vdso);
+        add(d, p1, 6, 0);
+
+        out = folded(d);
+        f = fmemopen(out, strlen(out), "r");
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(report_read_folded(f, &back));
+        fclose(f);
+        again = folded(back);
+        ASSERT_STREQ(again, out);
+        ASSERT_EQ(profile_data_total(back), profile_data_total(d));
+        ASSERT_EQ(back->n_processes, 2);
+
+        /* Kinds come back from the "_[k]" suffix and the brackets. */
+        bool saw_kernel = false, saw_unknown = false;
+        for (size_t i = 0; i < back->n_frames; i++) {
+                if (streq(back->frames[i].name, "do_syscall_64")) {
+                        ASSERT_EQ(back->frames[i].kind, FRAME_KERNEL);
+                        saw_kernel = true;
+                }
+                if (streq(back->frames[i].name, "[libc.so.6]")) {
+                        ASSERT_EQ(back->frames[i].kind, FRAME_UNKNOWN);
+                        ASSERT_STREQ(back->frames[i].module, "libc.so.6");
+                        saw_unknown = true;
+                }
+        }
+        ASSERT_TRUE(saw_kernel && saw_unknown);
+}
+
+TEST(folded_read_malformed) {
+        static const char *const bad[] = {
+                "app;main\n",           /* no count */
+                "app;main x\n",         /* not a number */
+                " 5\n",                 /* no process */
+                "app;main 99999999999999999999999\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                ProfileData *d = NULL;
+                FILE *f = fmemopen((void *) bad[i], strlen(bad[i]), "r");
+                ASSERT_NOT_NULL(f);
+                ASSERT_ERROR(report_read_folded(f, &d), EBADMSG);
+                ASSERT_NULL(d);
+                fclose(f);
+        }
+}
+
 TEST(folded_order) {
         _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
         _cleanup_free_ char *out = NULL;

@@ -4,9 +4,10 @@
  *   main -> run_workload -> work_cycle -> hot_alpha (5) / hot_beta (3) / hot_gamma (2)
  * (each hot function runs the same loop body for its share: self time).
  *
- * cgprof-workload [--seconds S] [--name NAME]
+ * cgprof-workload [--seconds S] [--name NAME] [--depth N]
  *   --seconds S  run for S seconds (fractions allowed; default 5)
  *   --name NAME  set the process name (comm) to NAME first
+ *   --depth N    recurse N frames deep (descend) before working
  * It prints "ready <pid>" once running. Built with frame pointers and no
  * inlining so stacks are exact. */
 #include <stdint.h>
@@ -69,21 +70,36 @@ __attribute__((noinline)) void run_workload(double seconds) {
                 work_cycle();
 }
 
+/* Recurses n levels, then works: stacks deeper than the kernel records. */
+__attribute__((noinline)) void descend(int n, double seconds) {
+        volatile int frame = n;
+        if (frame > 0)
+                descend(n - 1, seconds);
+        else
+                run_workload(seconds);
+}
+
 int main(int argc, char *argv[]) {
         double seconds = 5;
+        int depth = 0;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
                         seconds = atof(argv[++i]);
+                else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc)
+                        depth = atoi(argv[++i]);
                 else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
                         prctl(PR_SET_NAME, argv[++i], 0, 0, 0);
                 else {
-                        fprintf(stderr, "usage: %s [--seconds S] [--name NAME]\n", argv[0]);
+                        fprintf(stderr, "usage: %s [--seconds S] [--name NAME] [--depth N]\n", argv[0]);
                         return 2;
                 }
         }
         printf("ready %d\n", (int) getpid());
         fflush(stdout);
-        run_workload(seconds);
+        if (depth > 0)
+                descend(depth, seconds);
+        else
+                run_workload(seconds);
         return 0;
 }

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Re-rendering an existing report directory in other formats: the profile
+ * comes from profile.pb.gz (complete: addresses, mappings) or else from
+ * profile.folded (names only), the session's metadata from summary.json. */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+
+#include "fileio.h"
+#include "report.h"
+
+#define SUMMARY_MAX (16U * 1024U * 1024U)
+
+static const char *json_string(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static uint64_t json_u64(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t) v->valuedouble : 0;
+}
+
+/* Fills info from a summary.json tree (strings point into it). */
+static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **ret_per_cpu) {
+        const cJSON *samples = cJSON_GetObjectItemCaseSensitive(j, "samples");
+        const cJSON *per_cpu = cJSON_GetObjectItemCaseSensitive(samples, "perCpu"), *c;
+        uint64_t *pc = NULL;
+        size_t n = 0;
+
+        if (!cJSON_IsObject(j))
+                return -EBADMSG;
+        info->session_id = json_string(j, "session");
+        info->profile = json_string(j, "profile");
+        info->target = json_string(j, "target");
+        info->cgroup = json_string(j, "cgroup");
+        info->namespace = json_string(j, "namespace");
+        info->pod = json_string(j, "pod");
+        info->container = json_string(j, "container");
+        info->container_id = json_string(j, "containerId");
+        info->node = json_string(j, "node");
+        info->start_usec = json_u64(j, "startUsec");
+        info->end_usec = json_u64(j, "endUsec");
+        info->frequency = json_u64(j, "frequency");
+        info->event = json_string(j, "event");
+        info->requested_event = json_string(j, "requestedEvent");
+        info->event_fallback_reason = json_string(j, "eventFallback");
+        info->attach_mode = json_string(j, "attachMode");
+        info->end_reason = json_string(j, "endReason");
+        info->lost = json_u64(samples, "lost");
+        info->excluded = json_u64(samples, "excluded");
+        info->collisions = json_u64(j, "collisions");
+        const cJSON *usage = cJSON_GetObjectItemCaseSensitive(samples, "cpuUsageSec");
+        if (cJSON_IsNumber(usage) && usage->valuedouble > 0)
+                info->cpu_usage_usec = (uint64_t) (usage->valuedouble * 1e6 + 0.5);
+
+        if (cJSON_IsArray(per_cpu)) {
+                pc = calloc((size_t) cJSON_GetArraySize(per_cpu) + 1, sizeof(uint64_t));
+                if (!pc)
+                        return -ENOMEM;
+                cJSON_ArrayForEach (c, per_cpu)
+                        pc[n++] = cJSON_IsNumber(c) && c->valuedouble > 0 ? (uint64_t) c->valuedouble : 0;
+        }
+        info->samples_per_cpu = pc;
+        info->n_cpus = n;
+        *ret_per_cpu = pc;
+        return 0;
+}
+
+/* What the summary says of symbolization, recomputed from the data. */
+static void count_frames(const ProfileData *d, ReportSummaryInfo *info) {
+        info->total_frames = info->unsymbolized_frames = 0;
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                for (size_t k = 0; k < st->n_frames; k++) {
+                        info->total_frames += st->count;
+                        if (d->frames[st->frames[k]].kind == FRAME_UNKNOWN)
+                                info->unsymbolized_frames += st->count;
+                }
+        }
+}
+
+int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret_error) {
+        _cleanup_(profile_data_freep) ProfileData *d = NULL;
+        _cleanup_free_ char *pb = NULL, *summary = NULL, *error = NULL;
+        _cleanup_free_ uint64_t *per_cpu = NULL;
+        ReportSummaryInfo info = {};
+        cJSON *j = NULL;
+        size_t size;
+        int r;
+
+        r = read_full_file_max(dirfd, "profile.pb.gz", 0, &pb, &size);
+        if (r >= 0) {
+                r = report_read_pprof(pb, size, &d);
+                if (r < 0)
+                        (void) asprintf(&error, "%s/profile.pb.gz: %s", path, strerror(-r));
+        } else if (r == -ENOENT) {
+                _cleanup_close_ int fd = openat(dirfd, "profile.folded", O_RDONLY | O_CLOEXEC);
+                FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+                if (!f) {
+                        r = negative_errno();
+                        (void) asprintf(&error, "%s: no profile.pb.gz or profile.folded to read (%s)", path,
+                                        strerror(-r));
+                } else {
+                        TAKE_FD(fd);
+                        r = report_read_folded(f, &d);
+                        fclose(f);
+                        if (r < 0)
+                                (void) asprintf(&error, "%s/profile.folded: %s", path, strerror(-r));
+                }
+        } else
+                (void) asprintf(&error, "%s/profile.pb.gz: %s", path, strerror(-r));
+        if (r < 0)
+                goto finish;
+
+        r = read_full_file_max(dirfd, "summary.json", SUMMARY_MAX, &summary, NULL);
+        if (r >= 0) {
+                j = cJSON_Parse(summary);
+                r = j ? summary_to_info(j, &info, &per_cpu) : -EBADMSG;
+                if (r < 0) {
+                        (void) asprintf(&error, "%s/summary.json: %s", path,
+                                        r == -EBADMSG ? "not a cgprof summary" : strerror(-r));
+                        goto finish;
+                }
+        } else if (r != -ENOENT) {
+                (void) asprintf(&error, "%s/summary.json: %s", path, strerror(-r));
+                goto finish;
+        }
+        count_frames(d, &info);
+        info.report_dir = path;
+
+        r = report_write_dir(dirfd, formats, d, &info);
+        if (r < 0)
+                (void) asprintf(&error, "%s: failed to write the reports: %s", path, strerror(-r));
+
+finish:
+        cJSON_Delete(j);
+        if (r < 0 && ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
+}

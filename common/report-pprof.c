@@ -1,0 +1,1252 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <limits.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "report.h"
+
+/* profile.pb.gz: pprof's Profile message (common/profile.proto, encoded by
+ * protobuf-c's generated code), gzipped with zlib.
+ *
+ * Writer: every string goes through one string table, sorted and
+ * deduplicated, so entry 0 is "" and an index is a binary search away (no
+ * hash table that crafted symbol names could attack). Each ProfileMapping is
+ * a Mapping, the main binary first (pprof's "File:"), the others in order;
+ * each ProfileLocation a Location (id = index + 1) with one Line; each Frame a Function (id = index + 1; frames are already
+ * unique by name, module and kind). Stacks without locations (read from
+ * folded output) get one synthesized Location per frame, with address 0.
+ * Kernel frames always sit in a "[kernel.kallsyms]" Mapping: the session's,
+ * or a synthesized one when they have none. A Sample per stack lists its
+ * locations leaf first, as pprof wants, and carries the labels pid, comm,
+ * cgroup (and namespace, pod, container when known).
+ *
+ * Reader: the reverse, for any pprof profile, not only ours. Every index and
+ * id is checked before use: malformed input is -EBADMSG, never a crash. */
+
+#define KERNEL_MAPPING_FILE "[kernel.kallsyms]"
+
+/* The most the reader inflates, and the most frames it expands a profile to
+ * (per byte of the inflated protobuf, plus a constant): bounds on memory for
+ * a hostile input that a real profile stays far below. */
+#define PPROF_MAX_INFLATED (UINT64_C(1) << 30)
+#define PPROF_FRAMES_PER_BYTE 16
+#define PPROF_FRAMES_EXTRA (1u << 20)
+
+/* ---- Writer ------------------------------------------------------------ */
+
+typedef struct StringTable {
+        const char **strings; /* sorted, unique; strings[0] == "" */
+        size_t n, allocated;
+} StringTable;
+
+static void string_table_done(StringTable *t) {
+        free(t->strings);
+        *t = (StringTable){};
+}
+
+static int string_table_add(StringTable *t, const char *s) {
+        if (!s)
+                return 0;
+        if (t->n >= t->allocated) {
+                size_t a = MAX(t->allocated * 2, (size_t) 64);
+                const char **p = reallocarray(t->strings, a, sizeof(char *));
+
+                if (!p)
+                        return -ENOMEM;
+                t->strings = p;
+                t->allocated = a;
+        }
+        t->strings[t->n++] = s;
+        return 0;
+}
+
+static int string_compare(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Sorts and deduplicates: "" (always added) sorts first. */
+static void string_table_seal(StringTable *t) {
+        size_t k = 0;
+
+        qsort(t->strings, t->n, sizeof(char *), string_compare);
+        for (size_t i = 0; i < t->n; i++)
+                if (k == 0 || !streq(t->strings[i], t->strings[k - 1]))
+                        t->strings[k++] = t->strings[i];
+        t->n = k;
+}
+
+static int64_t string_index(const StringTable *t, const char *s) {
+        const char **p;
+
+        if (!s || !*s)
+                return 0;
+        p = bsearch(&s, t->strings, t->n, sizeof(char *), string_compare);
+        return p ? (int64_t) (p - t->strings) : 0; /* every string was added beforehand */
+}
+
+typedef struct PprofWriter {
+        StringTable strings;
+        char *comments[8];
+        size_t n_comments;
+
+        Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
+        Perftools__Profiles__ValueType **sample_types;
+
+        Perftools__Profiles__Mapping *mappings;
+        Perftools__Profiles__Mapping **mapping_ptrs; /* in the order of their ids */
+        uint32_t main_mapping; /* index of the main binary's mapping (id 1), or PROFILE_NONE */
+
+        Perftools__Profiles__Function *functions;
+        Perftools__Profiles__Function **function_ptrs;
+
+        Perftools__Profiles__Location *locations; /* d->n_locations, then the synthesized ones */
+        Perftools__Profiles__Location **location_ptrs;
+        Perftools__Profiles__Line *lines;
+        Perftools__Profiles__Line **line_ptrs;
+        uint64_t *synthesized; /* per frame: the id of its synthesized location, or 0 */
+
+        Perftools__Profiles__Label *labels; /* pid and comm per process, then the shared ones */
+        Perftools__Profiles__Label **label_ptrs; /* n_labels per process */
+        size_t n_labels;
+
+        Perftools__Profiles__Sample *samples;
+        Perftools__Profiles__Sample **sample_ptrs;
+        int64_t *values;
+        uint64_t *location_ids;
+
+        int64_t *comment_ids;
+        uint8_t *packed;
+} PprofWriter;
+
+static void pprof_writer_done(PprofWriter *w) {
+        string_table_done(&w->strings);
+        for (size_t i = 0; i < w->n_comments; i++)
+                free(w->comments[i]);
+        free(w->value_types);
+        free(w->sample_types);
+        free(w->mappings);
+        free(w->mapping_ptrs);
+        free(w->functions);
+        free(w->function_ptrs);
+        free(w->locations);
+        free(w->location_ptrs);
+        free(w->lines);
+        free(w->line_ptrs);
+        free(w->synthesized);
+        free(w->labels);
+        free(w->label_ptrs);
+        free(w->samples);
+        free(w->sample_ptrs);
+        free(w->values);
+        free(w->location_ids);
+        free(w->comment_ids);
+        free(w->packed);
+}
+
+static int add_comment(PprofWriter *w, const char *prefix, const char *value) {
+        if (!value || w->n_comments >= ELEMENTSOF(w->comments))
+                return 0;
+        if (asprintf(&w->comments[w->n_comments], "%s %s", prefix, value) < 0)
+                return -ENOMEM;
+        w->n_comments++;
+        return 0;
+}
+
+static bool frame_is_kernel(const Frame *f) {
+        return f->kind == FRAME_KERNEL || streq_ptr(f->module, KERNEL_MAPPING_FILE);
+}
+
+static int64_t clamp_i64(uint64_t v) {
+        return v > (uint64_t) INT64_MAX ? INT64_MAX : (int64_t) v;
+}
+
+static int64_t mul_i64(uint64_t a, uint64_t b) {
+        uint64_t v;
+
+        if (__builtin_mul_overflow(a, b, &v))
+                return INT64_MAX;
+        return clamp_i64(v);
+}
+
+/* Checks that the stacks and locations only point at what exists. */
+static int check_data(const ProfileData *d) {
+        for (size_t i = 0; i < d->n_locations; i++) {
+                const ProfileLocation *l = d->locations + i;
+
+                if (l->frame >= d->n_frames || (l->mapping != PROFILE_NONE && l->mapping >= d->n_mappings))
+                        return -EINVAL;
+        }
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (s->process >= d->n_processes || (s->n_frames > 0 && !s->frames))
+                        return -EINVAL;
+                for (uint32_t k = 0; k < s->n_frames; k++)
+                        if (s->frames[k] >= d->n_frames ||
+                            (s->locations && s->locations[k] >= d->n_locations))
+                                return -EINVAL;
+        }
+        return 0;
+}
+
+static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
+        static const char *const fixed[] = {
+                "",     "samples", "count",     "cpu", "nanoseconds", "pid",
+                "comm", "cgroup",  "namespace", "pod", "container",   KERNEL_MAPPING_FILE,
+        };
+        StringTable *t = &w->strings;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+                r = string_table_add(t, fixed[i]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < w->n_comments; i++) {
+                r = string_table_add(t, w->comments[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (info) {
+                const char *values[] = { info->cgroup, info->namespace, info->pod, info->container };
+
+                for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                        r = string_table_add(t, values[i]);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        for (size_t i = 0; i < d->n_frames; i++) {
+                r = string_table_add(t, d->frames[i].name);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                r = string_table_add(t, d->mappings[i].file);
+                if (r < 0)
+                        return r;
+                r = string_table_add(t, d->mappings[i].build_id);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_processes; i++) {
+                r = string_table_add(t, d->processes[i].comm);
+                if (r < 0)
+                        return r;
+        }
+
+        string_table_seal(t);
+        return 0;
+}
+
+/* The index of the mapping kernel frames go in: the session's kernel
+ * mapping, else PROFILE_NONE with *ret_synthesize set when some kernel frame
+ * has no mapping (a "[kernel.kallsyms]" mapping is added for them). */
+static uint32_t kernel_mapping(const ProfileData *d, bool *ret_synthesize) {
+        bool needed = false;
+
+        *ret_synthesize = false;
+        for (size_t i = 0; i < d->n_mappings; i++)
+                if (d->mappings[i].kernel)
+                        return (uint32_t) i;
+
+        for (size_t i = 0; i < d->n_locations && !needed; i++)
+                if (d->locations[i].mapping == PROFILE_NONE &&
+                    frame_is_kernel(d->frames + d->locations[i].frame))
+                        needed = true;
+        for (size_t i = 0; i < d->n_stacks && !needed; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (s->locations)
+                        continue;
+                for (uint32_t k = 0; k < s->n_frames && !needed; k++)
+                        if (frame_is_kernel(d->frames + s->frames[k]))
+                                needed = true;
+        }
+        *ret_synthesize = needed;
+        return PROFILE_NONE;
+}
+
+/* Like pprof's own heuristic for legacy profiles (libRx): "libc.so.6",
+ * "libfoo.so", "libbar.so_1". */
+static bool file_is_library(const char *file) {
+        for (const char *p = strstr(file, ".so"); p; p = strstr(p + 1, ".so"))
+                if (p[3] == 0 || ((p[3] == '.' || p[3] == '_') && p[4] >= '0' && p[4] <= '9'))
+                        return true;
+        return false;
+}
+
+/* pprof takes mapping[0] for the main binary (the "File:" of its reports):
+ * the executable (not a shared library, "[vdso]" or the kernel) with the
+ * most samples goes first, PROFILE_NONE when there is none. */
+static int main_mapping(const ProfileData *d, uint32_t *ret) {
+        _cleanup_free_ uint64_t *weight = NULL;
+        _cleanup_free_ size_t *last_stack = NULL;
+        uint32_t best = PROFILE_NONE;
+
+        if (d->n_mappings == 0) {
+                *ret = PROFILE_NONE;
+                return 0;
+        }
+
+        weight = calloc(d->n_mappings, sizeof(uint64_t));
+        last_stack = calloc(d->n_mappings, sizeof(size_t));
+        if (!weight || !last_stack)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (!s->locations)
+                        continue;
+                for (uint32_t k = 0; k < s->n_frames; k++) {
+                        uint32_t m = d->locations[s->locations[k]].mapping;
+
+                        if (m == PROFILE_NONE || last_stack[m] == i + 1)
+                                continue;
+                        last_stack[m] = i + 1; /* once per stack */
+                        weight[m] += s->count;
+                }
+        }
+
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                const ProfileMapping *m = d->mappings + i;
+
+                if (m->kernel || !m->file[0] || m->file[0] == '[' || file_is_library(m->file))
+                        continue;
+                if (best == PROFILE_NONE || weight[i] > weight[best])
+                        best = (uint32_t) i;
+        }
+        *ret = best;
+        return 0;
+}
+
+/* The id of the mapping with index i: the main binary is 1, the others follow in order. */
+static uint64_t mapping_id(const PprofWriter *w, uint32_t i) {
+        if (w->main_mapping == PROFILE_NONE || i > w->main_mapping)
+                return (uint64_t) i + 1;
+        return i == w->main_mapping ? 1 : (uint64_t) i + 2;
+}
+
+static int build_mappings(PprofWriter *w, const ProfileData *d, Perftools__Profiles__Profile *p,
+                          uint64_t *ret_kernel_id) {
+        bool synthesize;
+        uint32_t kernel = kernel_mapping(d, &synthesize);
+        size_t n = d->n_mappings + synthesize;
+        int r;
+
+        r = main_mapping(d, &w->main_mapping);
+        if (r < 0)
+                return r;
+
+        if (n > 0) {
+                w->mappings = calloc(n, sizeof(Perftools__Profiles__Mapping));
+                w->mapping_ptrs = calloc(n, sizeof(Perftools__Profiles__Mapping *));
+                if (!w->mappings || !w->mapping_ptrs)
+                        return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                Perftools__Profiles__Mapping *m = w->mappings + i;
+
+                perftools__profiles__mapping__init(m);
+                m->id = i < d->n_mappings ? mapping_id(w, (uint32_t) i) : n;
+                m->has_functions = true;
+                if (i < d->n_mappings) {
+                        const ProfileMapping *pm = d->mappings + i;
+
+                        m->memory_start = pm->start;
+                        m->memory_limit = pm->limit;
+                        m->file_offset = pm->offset;
+                        m->filename = string_index(&w->strings, pm->file);
+                        m->build_id = string_index(&w->strings, pm->build_id);
+                } else
+                        /* No addresses are known: the range stays empty. */
+                        m->filename = string_index(&w->strings, KERNEL_MAPPING_FILE);
+                w->mapping_ptrs[m->id - 1] = m; /* in the order of the ids */
+        }
+
+        p->n_mapping = n;
+        p->mapping = w->mapping_ptrs;
+        *ret_kernel_id = kernel != PROFILE_NONE ? mapping_id(w, kernel) : synthesize ? n : 0;
+        return 0;
+}
+
+static int build_functions(PprofWriter *w, const ProfileData *d, Perftools__Profiles__Profile *p) {
+        if (d->n_frames == 0)
+                return 0;
+
+        w->functions = calloc(d->n_frames, sizeof(Perftools__Profiles__Function));
+        w->function_ptrs = calloc(d->n_frames, sizeof(Perftools__Profiles__Function *));
+        if (!w->functions || !w->function_ptrs)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < d->n_frames; i++) {
+                Perftools__Profiles__Function *fn = w->functions + i;
+
+                perftools__profiles__function__init(fn);
+                fn->id = i + 1;
+                fn->name = string_index(&w->strings, d->frames[i].name);
+                fn->system_name = fn->name;
+                w->function_ptrs[i] = fn;
+        }
+        p->n_function = d->n_frames;
+        p->function = w->function_ptrs;
+        return 0;
+}
+
+static void location_init(PprofWriter *w, size_t i, uint64_t mapping, uint64_t address, uint32_t frame) {
+        Perftools__Profiles__Location *l = w->locations + i;
+        Perftools__Profiles__Line *line = w->lines + i;
+
+        perftools__profiles__line__init(line);
+        line->function_id = (uint64_t) frame + 1;
+        w->line_ptrs[i] = line;
+
+        perftools__profiles__location__init(l);
+        l->id = i + 1;
+        l->mapping_id = mapping;
+        l->address = address;
+        l->n_line = 1;
+        l->line = w->line_ptrs + i;
+        w->location_ptrs[i] = l;
+}
+
+static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel_id,
+                           Perftools__Profiles__Profile *p) {
+        size_t n = d->n_locations + d->n_frames, k = d->n_locations;
+
+        if (n == 0)
+                return 0;
+
+        w->locations = calloc(n, sizeof(Perftools__Profiles__Location));
+        w->location_ptrs = calloc(n, sizeof(Perftools__Profiles__Location *));
+        w->lines = calloc(n, sizeof(Perftools__Profiles__Line));
+        w->line_ptrs = calloc(n, sizeof(Perftools__Profiles__Line *));
+        w->synthesized = calloc(MAX(d->n_frames, (size_t) 1), sizeof(uint64_t));
+        if (!w->locations || !w->location_ptrs || !w->lines || !w->line_ptrs || !w->synthesized)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < d->n_locations; i++) {
+                const ProfileLocation *pl = d->locations + i;
+                uint64_t id = pl->mapping != PROFILE_NONE              ? mapping_id(w, pl->mapping)
+                              : frame_is_kernel(d->frames + pl->frame) ? kernel_id
+                                                                       : 0;
+
+                location_init(w, i, id, pl->address, pl->frame);
+        }
+
+        /* One location per frame of the stacks without addresses, in the
+         * order they first occur. */
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (s->locations || s->count == 0)
+                        continue;
+                for (uint32_t j = 0; j < s->n_frames; j++) {
+                        uint32_t f = s->frames[j];
+
+                        if (w->synthesized[f] != 0)
+                                continue;
+                        location_init(w, k, frame_is_kernel(d->frames + f) ? kernel_id : 0, 0, f);
+                        w->synthesized[f] = ++k;
+                }
+        }
+
+        p->n_location = k;
+        p->location = w->location_ptrs;
+        return 0;
+}
+
+static int build_labels(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
+        const char *keys[] = { "cgroup", "namespace", "pod", "container" };
+        const char *values[ELEMENTSOF(keys)] = {};
+        size_t n_shared = 0, n_structs;
+
+        if (info) {
+                values[0] = info->cgroup;
+                values[1] = info->namespace;
+                values[2] = info->pod;
+                values[3] = info->container;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (values[i])
+                        n_shared++;
+
+        w->n_labels = 2 + n_shared;
+        n_structs = 2 * d->n_processes + n_shared;
+        if (d->n_processes == 0)
+                return 0;
+
+        w->labels = calloc(n_structs, sizeof(Perftools__Profiles__Label));
+        w->label_ptrs = calloc(d->n_processes * w->n_labels, sizeof(Perftools__Profiles__Label *));
+        if (!w->labels || !w->label_ptrs)
+                return -ENOMEM;
+
+        /* The shared labels, after the per-process ones. */
+        for (size_t i = 0, k = 2 * d->n_processes; i < ELEMENTSOF(keys); i++) {
+                if (!values[i])
+                        continue;
+                perftools__profiles__label__init(w->labels + k);
+                w->labels[k].key = string_index(&w->strings, keys[i]);
+                w->labels[k].str = string_index(&w->strings, values[i]);
+                k++;
+        }
+
+        for (size_t i = 0; i < d->n_processes; i++) {
+                Perftools__Profiles__Label *pid = w->labels + 2 * i, *comm = pid + 1;
+                Perftools__Profiles__Label **l = w->label_ptrs + i * w->n_labels;
+
+                perftools__profiles__label__init(pid);
+                pid->key = string_index(&w->strings, "pid");
+                pid->num = d->processes[i].pid;
+                perftools__profiles__label__init(comm);
+                comm->key = string_index(&w->strings, "comm");
+                comm->str = string_index(&w->strings, d->processes[i].comm);
+
+                l[0] = pid;
+                l[1] = comm;
+                for (size_t j = 0; j < n_shared; j++)
+                        l[2 + j] = w->labels + 2 * d->n_processes + j;
+        }
+        return 0;
+}
+
+static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
+                         Perftools__Profiles__Profile *p) {
+        size_t n = 0, n_ids = 0, k = 0, id = 0;
+
+        for (size_t i = 0; i < d->n_stacks; i++)
+                if (d->stacks[i].count > 0) {
+                        n++;
+                        n_ids += d->stacks[i].n_frames;
+                }
+        if (n == 0)
+                return 0;
+
+        w->samples = calloc(n, sizeof(Perftools__Profiles__Sample));
+        w->sample_ptrs = calloc(n, sizeof(Perftools__Profiles__Sample *));
+        w->values = calloc(2 * n, sizeof(int64_t));
+        w->location_ids = calloc(MAX(n_ids, (size_t) 1), sizeof(uint64_t));
+        if (!w->samples || !w->sample_ptrs || !w->values || !w->location_ids)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+                Perftools__Profiles__Sample *sample = w->samples + k;
+
+                if (s->count == 0)
+                        continue;
+
+                perftools__profiles__sample__init(sample);
+                sample->n_value = 2;
+                sample->value = w->values + 2 * k;
+                sample->value[0] = clamp_i64(s->count);
+                sample->value[1] = mul_i64(s->count, period);
+
+                /* Leaf first: the reverse of the stack's order. */
+                sample->n_location_id = s->n_frames;
+                sample->location_id = s->n_frames > 0 ? w->location_ids + id : NULL;
+                for (uint32_t j = 0; j < s->n_frames; j++) {
+                        uint32_t f = s->n_frames - 1 - j;
+
+                        sample->location_id[j] =
+                                s->locations ? (uint64_t) s->locations[f] + 1 : w->synthesized[s->frames[f]];
+                }
+                id += s->n_frames;
+
+                sample->n_label = w->n_labels;
+                sample->label = w->label_ptrs + s->process * w->n_labels;
+                w->sample_ptrs[k++] = sample;
+        }
+
+        p->n_sample = n;
+        p->sample = w->sample_ptrs;
+        return 0;
+}
+
+static int write_gzip(FILE *f, const uint8_t *data, size_t size) {
+        uint8_t out[16384];
+        z_stream z = {};
+        int r = 0, zr;
+
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+                return -ENOMEM;
+
+        z.next_in = (Bytef *) data;
+        for (;;) {
+                int flush;
+
+                if (z.avail_in == 0 && size > 0) {
+                        z.avail_in = (uInt) MIN(size, (size_t) UINT_MAX);
+                        size -= z.avail_in;
+                }
+                flush = z.avail_in == 0 && size == 0 ? Z_FINISH : Z_NO_FLUSH;
+
+                z.next_out = out;
+                z.avail_out = sizeof(out);
+                zr = deflate(&z, flush);
+                if (zr == Z_STREAM_ERROR) {
+                        r = -EIO;
+                        break;
+                }
+                if (fwrite(out, 1, sizeof(out) - z.avail_out, f) != sizeof(out) - z.avail_out) {
+                        r = -EIO;
+                        break;
+                }
+                if (zr == Z_STREAM_END)
+                        break;
+        }
+
+        deflateEnd(&z);
+        if (r < 0)
+                return r;
+        return ferror(f) ? -EIO : 0;
+}
+
+int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+        _cleanup_(pprof_writer_done) PprofWriter w = { .main_mapping = PROFILE_NONE };
+        uint64_t period = 1, kernel_id = 0;
+        size_t size;
+        int r;
+
+        if (!f || !d)
+                return -EINVAL;
+        r = check_data(d);
+        if (r < 0)
+                return r;
+
+        if (info && info->frequency > 0)
+                period = MAX((NSEC_PER_SEC + info->frequency / 2) / info->frequency, (uint64_t) 1);
+
+        if (info) {
+                char freq[32];
+
+                r = add_comment(&w, "cgprof session", info->session_id);
+                if (r >= 0)
+                        r = add_comment(&w, "event", info->event);
+                if (r >= 0 && info->event_fallback_reason)
+                        r = add_comment(&w, "requested event", info->requested_event);
+                if (r >= 0)
+                        r = add_comment(&w, "profile", info->profile);
+                if (r >= 0)
+                        r = add_comment(&w, "target", info->target);
+                if (r >= 0)
+                        r = add_comment(&w, "cgroup", info->cgroup);
+                if (r >= 0)
+                        r = add_comment(&w, "node", info->node);
+                if (r >= 0 && info->frequency > 0) {
+                        snprintf(freq, sizeof(freq), "%" PRIu64 " Hz", info->frequency);
+                        r = add_comment(&w, "frequency", freq);
+                }
+                if (r < 0)
+                        return r;
+        }
+
+        r = collect_strings(&w, d, info);
+        if (r < 0)
+                return r;
+        p.n_string_table = w.strings.n;
+        p.string_table = (char **) w.strings.strings;
+
+        /* samples/count, cpu/nanoseconds; the period type is cpu/nanoseconds too. */
+        w.value_types = calloc(3, sizeof(Perftools__Profiles__ValueType));
+        w.sample_types = calloc(2, sizeof(Perftools__Profiles__ValueType *));
+        if (!w.value_types || !w.sample_types)
+                return -ENOMEM;
+        for (size_t i = 0; i < 3; i++) {
+                perftools__profiles__value_type__init(w.value_types + i);
+                w.value_types[i].type = string_index(&w.strings, i == 0 ? "samples" : "cpu");
+                w.value_types[i].unit = string_index(&w.strings, i == 0 ? "count" : "nanoseconds");
+        }
+        w.sample_types[0] = w.value_types;
+        w.sample_types[1] = w.value_types + 1;
+        p.n_sample_type = 2;
+        p.sample_type = w.sample_types;
+        p.period_type = w.value_types + 2;
+        p.period = clamp_i64(period);
+        p.default_sample_type = string_index(&w.strings, "cpu");
+
+        if (info) {
+                p.time_nanos = mul_i64(info->start_usec, NSEC_PER_USEC);
+                if (info->end_usec > info->start_usec)
+                        p.duration_nanos = mul_i64(info->end_usec - info->start_usec, NSEC_PER_USEC);
+        }
+
+        if (w.n_comments > 0) {
+                w.comment_ids = calloc(w.n_comments, sizeof(int64_t));
+                if (!w.comment_ids)
+                        return -ENOMEM;
+                for (size_t i = 0; i < w.n_comments; i++)
+                        w.comment_ids[i] = string_index(&w.strings, w.comments[i]);
+                p.n_comment = w.n_comments;
+                p.comment = w.comment_ids;
+        }
+
+        r = build_mappings(&w, d, &p, &kernel_id);
+        if (r < 0)
+                return r;
+        r = build_functions(&w, d, &p);
+        if (r < 0)
+                return r;
+        r = build_locations(&w, d, kernel_id, &p);
+        if (r < 0)
+                return r;
+        r = build_labels(&w, d, info);
+        if (r < 0)
+                return r;
+        r = build_samples(&w, d, period, &p);
+        if (r < 0)
+                return r;
+
+        size = perftools__profiles__profile__get_packed_size(&p);
+        w.packed = malloc(MAX(size, (size_t) 1));
+        if (!w.packed)
+                return -ENOMEM;
+        if (perftools__profiles__profile__pack(&p, w.packed) != size)
+                return -EIO;
+
+        return write_gzip(f, w.packed, size);
+}
+
+/* ---- Reader ------------------------------------------------------------ */
+
+static void inflateEndp(z_stream *z) {
+        inflateEnd(z);
+}
+
+static int gunzip(const uint8_t *data, size_t size, uint8_t **ret, size_t *ret_size) {
+        _cleanup_(inflateEndp) z_stream z = {};
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t allocated = 0, produced = 0;
+
+        if (size == 0)
+                return -EBADMSG;
+        if (inflateInit2(&z, 15 + 32) != Z_OK) {
+                /* inflateEnd() on a stream that did not initialize is harmless: state is NULL. */
+                return -ENOMEM;
+        }
+
+        z.next_in = (Bytef *) data;
+        for (;;) {
+                int zr;
+
+                if (z.avail_in == 0 && size > 0) {
+                        z.avail_in = (uInt) MIN(size, (size_t) UINT_MAX);
+                        size -= z.avail_in;
+                }
+                if (produced == allocated) {
+                        size_t a = allocated == 0 ? 65536 : allocated * 2;
+                        uint8_t *b;
+
+                        if (allocated >= PPROF_MAX_INFLATED)
+                                return -E2BIG;
+                        a = MIN(a, (size_t) PPROF_MAX_INFLATED);
+                        b = realloc(buf, a);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                        allocated = a;
+                }
+                z.next_out = buf + produced;
+                z.avail_out = (uInt) MIN(allocated - produced, (size_t) UINT_MAX);
+
+                zr = inflate(&z, Z_NO_FLUSH);
+                produced = (size_t) (z.next_out - buf);
+
+                if (zr == Z_STREAM_END)
+                        break;
+                if (zr == Z_MEM_ERROR)
+                        return -ENOMEM;
+                if (zr != Z_OK && zr != Z_BUF_ERROR)
+                        return -EBADMSG; /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+                if (z.avail_in == 0 && size == 0 && produced < allocated)
+                        return -EBADMSG; /* all input used, room left, no end: truncated */
+        }
+
+        *ret = TAKE_PTR(buf);
+        *ret_size = produced;
+        return 0;
+}
+
+static void profile_free_unpackedp(Perftools__Profiles__Profile **p) {
+        if (*p)
+                perftools__profiles__profile__free_unpacked(*p, NULL);
+}
+
+typedef struct IdEntry {
+        uint64_t id;
+        uint32_t index;
+} IdEntry;
+
+static int id_entry_compare(const void *a, const void *b) {
+        const IdEntry *x = a, *y = b;
+        return CMP(x->id, y->id);
+}
+
+/* Sorts the (id, index) entries; ids must be nonzero and unique. */
+static int id_index_seal(IdEntry *e, size_t n) {
+        qsort(e, n, sizeof(IdEntry), id_entry_compare);
+        for (size_t i = 0; i < n; i++)
+                if (e[i].id == 0 || (i > 0 && e[i].id == e[i - 1].id))
+                        return -EBADMSG;
+        return 0;
+}
+
+/* The index of the id, or PROFILE_NONE. */
+static uint32_t id_index_lookup(const IdEntry *e, size_t n, uint64_t id) {
+        IdEntry key = { .id = id };
+        const IdEntry *p;
+
+        if (n == 0)
+                return PROFILE_NONE;
+        p = bsearch(&key, e, n, sizeof(IdEntry), id_entry_compare);
+        return p ? p->index : PROFILE_NONE;
+}
+
+typedef struct PprofReader {
+        const Perftools__Profiles__Profile *p;
+        ProfileData *d;
+        IdEntry *mappings, *functions, *locations;
+        uint32_t *mapping_index; /* per pprof mapping: its index in d */
+        bool *mapping_kernel; /* per pprof mapping */
+        uint32_t *loc_first, *loc_n; /* per pprof location: its range in loc_frames/loc_locations */
+        uint32_t *loc_frames, *loc_locations; /* innermost line first, as in Location.line */
+        uint32_t *sample_process;
+} PprofReader;
+
+static void pprof_reader_done(PprofReader *r) {
+        free(r->mappings);
+        free(r->functions);
+        free(r->locations);
+        free(r->mapping_index);
+        free(r->mapping_kernel);
+        free(r->loc_first);
+        free(r->loc_n);
+        free(r->loc_frames);
+        free(r->loc_locations);
+        free(r->sample_process);
+}
+
+/* The string at index i, or NULL when out of range. */
+static const char *pprof_string(const Perftools__Profiles__Profile *p, int64_t i) {
+        if (i < 0 || (uint64_t) i >= p->n_string_table || !p->string_table[i])
+                return NULL;
+        return p->string_table[i];
+}
+
+static int read_mappings(PprofReader *rd) {
+        const Perftools__Profiles__Profile *p = rd->p;
+        int r;
+
+        if (p->n_mapping == 0)
+                return 0;
+        if (p->n_mapping >= UINT32_MAX)
+                return -E2BIG;
+
+        rd->mappings = calloc(p->n_mapping, sizeof(IdEntry));
+        rd->mapping_index = calloc(p->n_mapping, sizeof(uint32_t));
+        rd->mapping_kernel = calloc(p->n_mapping, sizeof(bool));
+        if (!rd->mappings || !rd->mapping_index || !rd->mapping_kernel)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < p->n_mapping; i++) {
+                const Perftools__Profiles__Mapping *m = p->mapping[i];
+                const char *file, *build_id;
+
+                if (!m)
+                        return -EBADMSG;
+                file = pprof_string(p, m->filename);
+                build_id = pprof_string(p, m->build_id);
+                if (!file || !build_id)
+                        return -EBADMSG;
+
+                rd->mapping_kernel[i] = streq(file, KERNEL_MAPPING_FILE);
+                r = profile_data_intern_mapping(rd->d, file, m->memory_start, m->memory_limit,
+                                                m->file_offset, *build_id ? build_id : NULL,
+                                                rd->mapping_kernel[i], &rd->mapping_index[i]);
+                if (r < 0)
+                        return r;
+                rd->mappings[i] = (IdEntry){ .id = m->id, .index = (uint32_t) i };
+        }
+        return id_index_seal(rd->mappings, p->n_mapping);
+}
+
+static int read_functions(PprofReader *rd) {
+        const Perftools__Profiles__Profile *p = rd->p;
+
+        if (p->n_function == 0)
+                return 0;
+        if (p->n_function >= UINT32_MAX)
+                return -E2BIG;
+
+        rd->functions = calloc(p->n_function, sizeof(IdEntry));
+        if (!rd->functions)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < p->n_function; i++) {
+                const Perftools__Profiles__Function *fn = p->function[i];
+
+                if (!fn || !pprof_string(p, fn->name) || !pprof_string(p, fn->system_name) ||
+                    !pprof_string(p, fn->filename))
+                        return -EBADMSG;
+                rd->functions[i] = (IdEntry){ .id = fn->id, .index = (uint32_t) i };
+        }
+        return id_index_seal(rd->functions, p->n_function);
+}
+
+static const char *basename_or_null(const char *file) {
+        const char *slash;
+
+        if (!file || !*file)
+                return NULL;
+        slash = strrchr(file, '/');
+        return slash && slash[1] ? slash + 1 : file;
+}
+
+/* Interns the frame of one line of a location (fn NULL: the location has no
+ * function), and the ProfileLocation of it. */
+static int read_frame(PprofReader *rd, const Perftools__Profiles__Location *l, uint32_t mapping,
+                      const Perftools__Profiles__Function *fn, uint32_t *ret_frame, uint32_t *ret_location) {
+        const Perftools__Profiles__Profile *p = rd->p;
+        const char *name = NULL, *file = NULL, *module;
+        bool kernel = false;
+        char buf[256];
+        FrameKind kind;
+        uint32_t frame;
+        int r;
+
+        if (mapping != PROFILE_NONE) {
+                file = pprof_string(p, p->mapping[mapping]->filename);
+                kernel = rd->mapping_kernel[mapping];
+        }
+        module = kernel ? file : basename_or_null(file);
+
+        if (fn) {
+                name = pprof_string(p, fn->name);
+                if (!*name)
+                        name = pprof_string(p, fn->system_name);
+        }
+        if (!name || !*name) {
+                if (kernel)
+                        name = "[kernel]";
+                else if (module && module[0] == '[')
+                        name = module; /* "[vdso]" */
+                else if (module) {
+                        snprintf(buf, sizeof(buf), "[%s]", module);
+                        name = buf;
+                } else
+                        name = "[unknown]";
+        }
+
+        if (kernel && !streq(name, "[kernel]"))
+                kind = FRAME_KERNEL;
+        else if (name[0] == '[')
+                kind = FRAME_UNKNOWN;
+        else
+                kind = FRAME_USER;
+
+        r = profile_data_intern_frame(rd->d, name, module, kind, &frame);
+        if (r < 0)
+                return r;
+        r = profile_data_intern_location(rd->d, l->address,
+                                         mapping != PROFILE_NONE ? rd->mapping_index[mapping] : PROFILE_NONE,
+                                         frame, ret_location);
+        if (r < 0)
+                return r;
+        *ret_frame = frame;
+        return 0;
+}
+
+static int read_locations(PprofReader *rd) {
+        const Perftools__Profiles__Profile *p = rd->p;
+        size_t n_lines = 0, k = 0;
+        int r;
+
+        if (p->n_location == 0)
+                return 0;
+        if (p->n_location >= UINT32_MAX)
+                return -E2BIG;
+
+        for (size_t i = 0; i < p->n_location; i++) {
+                if (!p->location[i])
+                        return -EBADMSG;
+                n_lines += MAX(p->location[i]->n_line, (size_t) 1);
+        }
+        if (n_lines >= UINT32_MAX)
+                return -E2BIG;
+
+        rd->locations = calloc(p->n_location, sizeof(IdEntry));
+        rd->loc_first = calloc(p->n_location, sizeof(uint32_t));
+        rd->loc_n = calloc(p->n_location, sizeof(uint32_t));
+        rd->loc_frames = calloc(n_lines, sizeof(uint32_t));
+        rd->loc_locations = calloc(n_lines, sizeof(uint32_t));
+        if (!rd->locations || !rd->loc_first || !rd->loc_n || !rd->loc_frames || !rd->loc_locations)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < p->n_location; i++) {
+                const Perftools__Profiles__Location *l = p->location[i];
+                uint32_t mapping = PROFILE_NONE;
+
+                if (l->mapping_id != 0) {
+                        mapping = id_index_lookup(rd->mappings, p->n_mapping, l->mapping_id);
+                        if (mapping == PROFILE_NONE)
+                                return -EBADMSG;
+                }
+
+                rd->loc_first[i] = (uint32_t) k;
+                rd->loc_n[i] = (uint32_t) MAX(l->n_line, (size_t) 1);
+                for (size_t j = 0; j < MAX(l->n_line, (size_t) 1); j++, k++) {
+                        const Perftools__Profiles__Function *fn = NULL;
+
+                        if (l->n_line > 0) {
+                                if (!l->line[j])
+                                        return -EBADMSG;
+                                if (l->line[j]->function_id != 0) {
+                                        uint32_t f = id_index_lookup(rd->functions, p->n_function,
+                                                                     l->line[j]->function_id);
+                                        if (f == PROFILE_NONE)
+                                                return -EBADMSG;
+                                        fn = p->function[f];
+                                }
+                        }
+                        r = read_frame(rd, l, mapping, fn, &rd->loc_frames[k], &rd->loc_locations[k]);
+                        if (r < 0)
+                                return r;
+                }
+                rd->locations[i] = (IdEntry){ .id = l->id, .index = (uint32_t) i };
+        }
+        return id_index_seal(rd->locations, p->n_location);
+}
+
+typedef struct SampleKey {
+        int64_t pid;
+        const char *comm; /* NULL: no comm label */
+        size_t sample;
+} SampleKey;
+
+static int sample_key_compare(const void *a, const void *b) {
+        const SampleKey *x = a, *y = b;
+        int r;
+
+        r = CMP(x->pid, y->pid);
+        if (r != 0)
+                return r;
+        if (!x->comm != !y->comm)
+                return x->comm ? 1 : -1;
+        if (x->comm) {
+                r = strcmp(x->comm, y->comm);
+                if (r != 0)
+                        return r;
+        }
+        return CMP(x->sample, y->sample);
+}
+
+typedef struct ProcessGroup {
+        size_t first_sample;
+        size_t start, end; /* range in the sorted keys */
+} ProcessGroup;
+
+static int process_group_compare(const void *a, const void *b) {
+        const ProcessGroup *x = a, *y = b;
+        return CMP(x->first_sample, y->first_sample);
+}
+
+/* One process per distinct (pid, comm) label pair, in the order of their first sample. */
+static int read_processes(PprofReader *rd) {
+        const Perftools__Profiles__Profile *p = rd->p;
+        _cleanup_free_ SampleKey *keys = NULL;
+        _cleanup_free_ ProcessGroup *groups = NULL;
+        size_t n_groups = 0;
+        int r;
+
+        if (p->n_sample == 0)
+                return 0;
+
+        keys = calloc(p->n_sample, sizeof(SampleKey));
+        groups = calloc(p->n_sample, sizeof(ProcessGroup));
+        rd->sample_process = calloc(p->n_sample, sizeof(uint32_t));
+        if (!keys || !groups || !rd->sample_process)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Sample *s = p->sample[i];
+
+                if (!s)
+                        return -EBADMSG;
+                keys[i] = (SampleKey){ .sample = i };
+                for (size_t j = 0; j < s->n_label; j++) {
+                        const Perftools__Profiles__Label *l = s->label[j];
+                        const char *key;
+
+                        if (!l)
+                                return -EBADMSG;
+                        key = pprof_string(p, l->key);
+                        if (!key || !pprof_string(p, l->str) || !pprof_string(p, l->num_unit))
+                                return -EBADMSG;
+                        if (streq(key, "pid")) {
+                                if (l->num < 0 || l->num > INT32_MAX)
+                                        return -EBADMSG;
+                                keys[i].pid = l->num;
+                        } else if (streq(key, "comm"))
+                                keys[i].comm = pprof_string(p, l->str);
+                }
+        }
+
+        qsort(keys, p->n_sample, sizeof(SampleKey), sample_key_compare);
+        for (size_t i = 0; i < p->n_sample; i++) {
+                if (i == 0 || keys[i].pid != keys[i - 1].pid || !streq_ptr(keys[i].comm, keys[i - 1].comm))
+                        groups[n_groups++] = (ProcessGroup){ .first_sample = keys[i].sample, .start = i };
+                groups[n_groups - 1].end = i + 1;
+        }
+        qsort(groups, n_groups, sizeof(ProcessGroup), process_group_compare);
+
+        for (size_t g = 0; g < n_groups; g++) {
+                const SampleKey *k = keys + groups[g].start;
+                uint32_t index;
+
+                r = profile_data_add_process(rd->d, (pid_t) k->pid, k->comm, NULL, &index);
+                if (r < 0)
+                        return r;
+                for (size_t i = groups[g].start; i < groups[g].end; i++)
+                        rd->sample_process[keys[i].sample] = index;
+        }
+        return 0;
+}
+
+/* The value that counts samples: samples/count, else the first of unit count, else the first. */
+static size_t count_value_index(const Perftools__Profiles__Profile *p) {
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < p->n_sample_type; i++) {
+                        const char *type = pprof_string(p, p->sample_type[i]->type),
+                                   *unit = pprof_string(p, p->sample_type[i]->unit);
+
+                        if (streq_ptr(unit, "count") && (pass == 1 || streq_ptr(type, "samples")))
+                                return i;
+                }
+        return 0;
+}
+
+static int read_samples(PprofReader *rd, size_t inflated_size) {
+        const Perftools__Profiles__Profile *p = rd->p;
+        _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
+        uint64_t budget = (uint64_t) inflated_size * PPROF_FRAMES_PER_BYTE + PPROF_FRAMES_EXTRA;
+        size_t allocated = 0, value;
+        int r;
+
+        if (p->n_sample == 0)
+                return 0;
+        if (p->n_sample_type == 0)
+                return -EBADMSG;
+        for (size_t i = 0; i < p->n_sample_type; i++)
+                if (!p->sample_type[i] || !pprof_string(p, p->sample_type[i]->type) ||
+                    !pprof_string(p, p->sample_type[i]->unit))
+                        return -EBADMSG;
+        value = count_value_index(p);
+
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Sample *s = p->sample[i];
+                uint64_t n = 0;
+                size_t k;
+
+                if (s->n_value != p->n_sample_type || s->value[value] < 0)
+                        return -EBADMSG;
+
+                for (size_t j = 0; j < s->n_location_id; j++) {
+                        uint32_t l = id_index_lookup(rd->locations, p->n_location, s->location_id[j]);
+
+                        if (l == PROFILE_NONE)
+                                return -EBADMSG;
+                        n += rd->loc_n[l];
+                }
+                if (n > budget || n >= UINT32_MAX)
+                        return -E2BIG;
+                budget -= n;
+
+                if (s->value[value] == 0)
+                        continue;
+
+                if (n > allocated) {
+                        size_t a = MAX((size_t) n, allocated * 2);
+                        uint32_t *f = reallocarray(frames, a, sizeof(uint32_t));
+
+                        if (!f)
+                                return -ENOMEM;
+                        frames = f;
+                        f = reallocarray(locations, a, sizeof(uint32_t));
+                        if (!f)
+                                return -ENOMEM;
+                        locations = f;
+                        allocated = a;
+                }
+
+                /* Root first: the last location first, and within a
+                 * location the last (outermost) line first. */
+                k = 0;
+                for (size_t j = s->n_location_id; j > 0; j--) {
+                        uint32_t l = id_index_lookup(rd->locations, p->n_location, s->location_id[j - 1]);
+
+                        for (uint32_t m = rd->loc_n[l]; m > 0; m--, k++) {
+                                frames[k] = rd->loc_frames[rd->loc_first[l] + m - 1];
+                                locations[k] = rd->loc_locations[rd->loc_first[l] + m - 1];
+                        }
+                }
+
+                r = profile_data_add_stack_full(rd->d, rd->sample_process[i], frames,
+                                                n > 0 ? locations : NULL, (size_t) n, false,
+                                                (uint64_t) s->value[value]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int report_read_pprof(const void *data, size_t size, ProfileData **ret) {
+        _cleanup_(profile_free_unpackedp) Perftools__Profiles__Profile *p = NULL;
+        _cleanup_(profile_data_freep) ProfileData *d = NULL;
+        _cleanup_(pprof_reader_done) PprofReader rd = {};
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n;
+        int r;
+
+        if (!data || !ret)
+                return -EINVAL;
+
+        r = gunzip(data, size, &buf, &n);
+        if (r < 0)
+                return r;
+
+        p = perftools__profiles__profile__unpack(NULL, n, buf);
+        if (!p)
+                return -EBADMSG; /* or out of memory: protobuf-c does not say */
+        free(TAKE_PTR(buf));
+
+        if (p->n_string_table == 0 || !streq(strempty(p->string_table[0]), ""))
+                return -EBADMSG;
+
+        d = profile_data_new();
+        if (!d)
+                return -ENOMEM;
+        rd = (PprofReader){ .p = p, .d = d };
+
+        r = read_mappings(&rd);
+        if (r < 0)
+                return r;
+        r = read_functions(&rd);
+        if (r < 0)
+                return r;
+        r = read_locations(&rd);
+        if (r < 0)
+                return r;
+        r = read_processes(&rd);
+        if (r < 0)
+                return r;
+        r = read_samples(&rd, n);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(d);
+        return 0;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "fileio.h"
+#include "report.h"
+
+static const ReportFormatInfo report_formats[_REPORT_FORMAT_MAX] = {
+        [REPORT_FORMAT_FOLDED] = { REPORT_FORMAT_FOLDED, "profile.folded", report_write_folded_info },
+        [REPORT_FORMAT_JSON] = { REPORT_FORMAT_JSON, "summary.json", report_write_summary },
+        [REPORT_FORMAT_PPROF] = { REPORT_FORMAT_PPROF, "profile.pb.gz", report_write_pprof },
+        [REPORT_FORMAT_SVG] = { REPORT_FORMAT_SVG, "flame.svg", report_write_svg },
+        [REPORT_FORMAT_SPEEDSCOPE] = { REPORT_FORMAT_SPEEDSCOPE, "profile.speedscope.json",
+                                       report_write_speedscope },
+};
+
+const ReportFormatInfo *report_format_info(ReportFormat f) {
+        if (f < 0 || f >= _REPORT_FORMAT_MAX)
+                return NULL;
+        return &report_formats[f];
+}
+
+typedef struct WriteCtx {
+        const ReportFormatInfo *format;
+        const ProfileData *data;
+        const ReportSummaryInfo *info;
+} WriteCtx;
+
+static int write_cb(FILE *f, void *userdata) {
+        WriteCtx *c = userdata;
+        return c->format->write(f, c->data, c->info);
+}
+
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSummaryInfo *info) {
+        const char *files[_REPORT_FORMAT_MAX + 1] = {};
+        size_t n = 0;
+        int r;
+
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (formats & (1u << f))
+                        files[n++] = report_formats[f].file;
+        info->formats = files;
+
+        /* summary.json last: it lists the files, which exist by then. */
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++) {
+                if (f == REPORT_FORMAT_JSON || !(formats & (1u << f)))
+                        continue;
+                WriteCtx ctx = { .format = &report_formats[f], .data = d, .info = info };
+                r = write_file_atomic_at(dirfd, report_formats[f].file, write_cb, &ctx);
+                if (r < 0)
+                        goto finish;
+        }
+        if (formats & (1u << REPORT_FORMAT_JSON)) {
+                WriteCtx ctx = { .format = &report_formats[REPORT_FORMAT_JSON], .data = d, .info = info };
+                r = write_file_atomic_at(dirfd, report_formats[REPORT_FORMAT_JSON].file, write_cb, &ctx);
+                if (r < 0)
+                        goto finish;
+        }
+        r = 0;
+finish:
+        info->formats = NULL;
+        return r;
+}
