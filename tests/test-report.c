@@ -129,9 +129,9 @@ TEST(folded_read_round_trip) {
 
 TEST(folded_read_malformed) {
         static const char *const bad[] = {
-                "app;main\n",           /* no count */
-                "app;main x\n",         /* not a number */
-                " 5\n",                 /* no process */
+                "app;main\n", /* no count */
+                "app;main x\n", /* not a number */
+                " 5\n", /* no process */
                 "app;main 99999999999999999999999\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
