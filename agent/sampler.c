@@ -24,6 +24,7 @@ typedef struct SamplerSlot {
         bool used;
         uint32_t group; /* CPU mode: group id (index + 1) */
         struct bpf_link **links; /* cgroup mode: per CPU */
+        int *count_fds; /* per CPU: counting cpu-clock events scoped to the cgroup (-1: none) */
         struct cgprof_session session;
 } SamplerSlot;
 
@@ -153,6 +154,50 @@ fail:
         return r;
 }
 
+static void count_fds_free(Sampler *s, int *fds) {
+        if (!fds)
+                return;
+        for (size_t c = 0; c < s->n_cpus; c++)
+                safe_close(fds[c]);
+        free(fds);
+}
+
+/* Counting (not sampling) cpu-clock events scoped to the cgroup, one per CPU:
+ * their sum is the time the cgroup's tasks ran, exactly, and stays readable
+ * after the cgroup is removed (cpu.stat does not). */
+static int count_fds_open(Sampler *s, int cgroup_fd, int **ret) {
+        struct perf_event_attr attr = {
+                .size = sizeof(attr),
+                .type = PERF_TYPE_SOFTWARE,
+                .config = PERF_COUNT_SW_CPU_CLOCK,
+        };
+        int *fds = malloc(s->n_cpus * sizeof(int));
+        size_t opened = 0;
+
+        if (!fds)
+                return -ENOMEM;
+        for (size_t c = 0; c < s->n_cpus; c++) {
+                fds[c] = perf_event_open(&attr, cgroup_fd, (int) c, PERF_FLAG_PID_CGROUP);
+                if (fds[c] == -ENODEV) {
+                        fds[c] = -EBADF;
+                        continue;
+                }
+                if (fds[c] < 0) {
+                        int r = fds[c];
+                        fds[c] = -EBADF;
+                        count_fds_free(s, fds);
+                        return r;
+                }
+                opened++;
+        }
+        if (opened == 0) {
+                count_fds_free(s, fds);
+                return -ENODEV;
+        }
+        *ret = fds;
+        return 0;
+}
+
 static int handle_proc_event(void *ctx, void *data, size_t size) {
         Sampler *s = ctx;
         const struct cgprof_proc_event *e = data;
@@ -217,8 +262,10 @@ int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, S
 Sampler *sampler_free(Sampler *s) {
         if (!s)
                 return NULL;
-        for (size_t i = 0; i < CGPROF_MAX_SESSIONS; i++)
+        for (size_t i = 0; i < CGPROF_MAX_SESSIONS; i++) {
                 links_free(s, s->slots[i].links);
+                count_fds_free(s, s->slots[i].count_fds);
+        }
         for (size_t i = 0; i < MAX_GROUPS; i++) {
                 links_free(s, s->groups[i].links);
                 free(s->groups[i].event);
@@ -383,6 +430,12 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
                         return r;
         }
 
+        if (cgroup_fd >= 0) {
+                r = count_fds_open(s, cgroup_fd, &sl->count_fds);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to open counting events for the session's cgroup, ignoring: %m");
+        }
+
         sl->used = true;
         sl->session = (struct cgprof_session){
                 .group = sl->group,
@@ -413,6 +466,26 @@ int sampler_session_deactivate(Sampler *s, uint32_t slot) {
         return slot_update(s, slot);
 }
 
+int sampler_session_cpu_time(Sampler *s, uint32_t slot, uint64_t *ret_nsec) {
+        uint64_t total = 0;
+
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        if (!s->slots[slot].count_fds)
+                return -ENODATA;
+        for (size_t c = 0; c < s->n_cpus; c++) {
+                uint64_t v;
+                int fd = s->slots[slot].count_fds[c];
+                if (fd < 0)
+                        continue;
+                if (read(fd, &v, sizeof(v)) != (ssize_t) sizeof(v))
+                        return negative_errno();
+                total += v;
+        }
+        *ret_nsec = total;
+        return 0;
+}
+
 void sampler_session_close(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return;
@@ -420,6 +493,7 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         sl->session.flags = 0;
         (void) slot_update(s, slot);
         links_free(s, TAKE_PTR(sl->links));
+        count_fds_free(s, TAKE_PTR(sl->count_fds));
         group_unref(s, sl->group);
         *sl = (SamplerSlot){};
 }

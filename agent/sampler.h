@@ -82,6 +82,10 @@ int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot);
 
 int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret);
 
+/* The time the session's cgroup ran since the session opened, from counting
+ * cpu-clock events scoped to it (readable after the cgroup is removed). */
+int sampler_session_cpu_time(Sampler *s, uint32_t slot, uint64_t *ret_nsec);
+
 /* Flips the active map set and drains the other one: every count is passed
  * to cb and deleted, then the stacks it referenced are deleted. Call twice
  * to drain everything recorded before the first call. */

@@ -123,8 +123,21 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
 /* cgroup.events changes when the cgroup's last process exits ("populated 0"):
  * its CPU time is final then, and cpu.stat can no longer be read once the
  * cgroup is removed. */
+/* Reads the cgroup's CPU time; a reading taken while the cgroup has no
+ * process left is final (until one enters again). */
+static void session_read_cpu_usage(Session *s) {
+        _cleanup_free_ char *events = NULL;
+        uint64_t u;
+
+        if (s->state != SESSION_RUNNING || cg_read_cpu_usage_usec(s->cgroup_fd, &u) < 0)
+                return;
+        s->cpu_usage_last = u;
+        s->cpu_usage_final = read_full_file_at(s->cgroup_fd, "cgroup.events", &events, NULL) >= 0 &&
+                             strstr(events, "populated 0");
+}
+
 static int on_cgroup_events(sd_event_source *source, const struct inotify_event *event, void *userdata) {
-        session_tick(userdata);
+        session_read_cpu_usage(userdata);
         return 0;
 }
 
@@ -429,9 +442,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
 }
 
 void session_tick(Session *s) {
-        uint64_t u;
-        if (s->state == SESSION_RUNNING && cg_read_cpu_usage_usec(s->cgroup_fd, &u) >= 0)
-                s->cpu_usage_last = u;
+        session_read_cpu_usage(s);
 }
 
 /* Writes the reports of 'data' below reportDir and returns the directory. */
@@ -480,7 +491,19 @@ void session_end(Session *s, const char *reason) {
         }
 
         (void) sampler_session_deactivate(m->sampler, s->slot);
-        session_tick(s); /* the cgroup's CPU time up to the end */
+        /* The cgroup's CPU time: from cpu.stat when it can still be read;
+         * once the cgroup is removed only the counting perf events know. */
+        const char *usage_source = "cpu.stat";
+        uint64_t usage_now, usage_nsec;
+        if (cg_read_cpu_usage_usec(s->cgroup_fd, &usage_now) >= 0)
+                s->cpu_usage_last = usage_now;
+        else if (s->cpu_usage_final)
+                usage_source = "cpu.stat"; /* read when the cgroup emptied */
+        else if (sampler_session_cpu_time(m->sampler, s->slot, &usage_nsec) >= 0) {
+                s->cpu_usage_last = s->cpu_usage_start + usage_nsec / NSEC_PER_USEC;
+                usage_source = "perf";
+        } else
+                usage_source = "cpu.stat (last reading before the cgroup was removed)";
         s->state = SESSION_ENDED;
         s->end_realtime = now_usec(CLOCK_REALTIME);
         s->timer = sd_event_source_disable_unref(s->timer);
@@ -517,6 +540,7 @@ void session_end(Session *s, const char *reason) {
                 .excluded = s->excluded,
                 .collisions = st.collisions,
                 .cpu_usage_usec = s->cpu_usage_last - s->cpu_usage_start,
+                .cpu_usage_source = usage_source,
                 .unsymbolized_frames = s->frames_unsymbolized,
                 .total_frames = s->frames_total,
         };

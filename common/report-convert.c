@@ -49,6 +49,7 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
         info->lost = json_u64(samples, "lost");
         info->excluded = json_u64(samples, "excluded");
         info->collisions = json_u64(j, "collisions");
+        info->cpu_usage_source = json_string(samples, "cpuUsageSource");
         const cJSON *usage = cJSON_GetObjectItemCaseSensitive(samples, "cpuUsageSec");
         if (cJSON_IsNumber(usage) && usage->valuedouble > 0)
                 info->cpu_usage_usec = (uint64_t) (usage->valuedouble * 1e6 + 0.5);

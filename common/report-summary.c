@@ -115,6 +115,8 @@ static int add_samples(cJSON *root, const ProfileData *d, const ReportSummaryInf
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "expected", (double) expected));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(samples, "cpuUsageSec",
                                               (double) info->cpu_usage_usec / (double) USEC_PER_SEC));
+        if (info->cpu_usage_source)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(samples, "cpuUsageSource", info->cpu_usage_source));
         return 0;
 }
 

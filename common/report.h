@@ -37,6 +37,7 @@ struct ReportSummaryInfo {
         uint64_t excluded; /* samples of processes excluded by the patterns */
         uint64_t collisions; /* stack map collisions (-EEXIST) */
         uint64_t cpu_usage_usec; /* the cgroup's CPU time during the session (cpu.stat) */
+        const char *cpu_usage_source; /* where cpu_usage_usec comes from ("cpu.stat", "perf"), or NULL */
         uint64_t unsymbolized_frames; /* frames (weighted by samples) left unresolved */
         uint64_t total_frames; /* frames (weighted by samples) */
         const char *report_dir; /* where the files are */

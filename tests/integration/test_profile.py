@@ -47,9 +47,13 @@ def run_accuracy(mode):
         # Samples: at least 90 % of frequency x the cgroup's CPU time.
         samples = report["samples"]
         assert samples["expected"] > 0
-        # expected is frequency x the cgroup's CPU time, which the test measured itself.
+        # expected is frequency x the cgroup's CPU time, which the test measured
+        # itself (cpu.stat), although the cgroup was removed right after its
+        # last process exited. The agent reads cpu.stat when the cgroup
+        # empties, or else counts the time with perf (within ~1 % of cpu.stat).
         mine = 999 * usage / 1e6
-        assert abs(samples["expected"] - mine) <= 0.02 * mine, (samples["expected"], mine)
+        assert samples["cpuUsageSource"] in ("cpu.stat", "perf"), samples
+        assert abs(samples["expected"] - mine) <= 0.03 * mine, (samples["expected"], mine)
         assert samples["total"] >= 0.9 * samples["expected"], samples
         assert samples["kernel"] == sum(samples["perCpu"])
         assert samples["total"] + samples["excluded"] <= samples["kernel"]
