@@ -10,6 +10,9 @@ static const char *arg_state_dir = DEFAULT_STATE_DIR;
 static const char *arg_bus_socket = DEFAULT_BUS_SOCKET;
 static const char *arg_node_name = NULL;
 static bool arg_no_kubernetes = false;
+static const char *arg_kubeconfig = NULL;
+static unsigned arg_kube_idle_sec = 0;
+static unsigned arg_kube_backoff_max_msec = 0;
 /* The default is chosen by bench/overhead's numbers: see the README. */
 static SamplerMode arg_attach_mode = SAMPLER_MODE_CGROUP;
 
@@ -26,6 +29,12 @@ static void help(void) {
                "                          'cgroup' (perf events scoped to each target cgroup) (default: "
                "cgroup)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
+               "     --kubeconfig FILE    Reach the API server with a kubeconfig file\n"
+               "                          (default: the in-cluster service account)\n"
+               "     --kube-watch-idle SEC\n"
+               "                          Reconnect a watch silent for SEC seconds (default: 300)\n"
+               "     --kube-backoff-max MSEC\n"
+               "                          Longest wait between reconnects (default: 30000)\n"
                "     --log-level LEVEL    debug, info, notice, warning, err (default: info)\n",
                program_invocation_short_name, CGPROF_DEFAULT_CONFIG, DEFAULT_STATE_DIR, DEFAULT_BUS_SOCKET);
 }
@@ -38,6 +47,9 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_NODE_NAME,
                 ARG_ATTACH_MODE,
                 ARG_NO_KUBERNETES,
+                ARG_KUBECONFIG,
+                ARG_KUBE_IDLE,
+                ARG_KUBE_BACKOFF,
                 ARG_LOG_LEVEL,
         };
         static const struct option options[] = {
@@ -49,6 +61,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "node-name", required_argument, NULL, ARG_NODE_NAME },
                 { "attach-mode", required_argument, NULL, ARG_ATTACH_MODE },
                 { "no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES },
+                { "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+                { "kube-watch-idle", required_argument, NULL, ARG_KUBE_IDLE },
+                { "kube-backoff-max", required_argument, NULL, ARG_KUBE_BACKOFF },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {},
         };
@@ -84,6 +99,23 @@ static int parse_argv(int argc, char *argv[]) {
                 case ARG_NO_KUBERNETES:
                         arg_no_kubernetes = true;
                         break;
+                case ARG_KUBECONFIG:
+                        arg_kubeconfig = optarg;
+                        break;
+                case ARG_KUBE_IDLE:
+                case ARG_KUBE_BACKOFF: {
+                        char *end;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (*end || end == optarg || v == 0 || v > 86400000)
+                                return log_error_errno(EINVAL, "--%s: not a positive number: '%s'.",
+                                                       c == ARG_KUBE_IDLE ? "kube-watch-idle" : "kube-backoff-max",
+                                                       optarg);
+                        if (c == ARG_KUBE_IDLE)
+                                arg_kube_idle_sec = (unsigned) v;
+                        else
+                                arg_kube_backoff_max_msec = (unsigned) v;
+                        break;
+                }
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
                         if (r < 0)
@@ -119,6 +151,9 @@ static int run(int argc, char *argv[]) {
                 .node_name = arg_node_name,
                 .attach_mode = arg_attach_mode,
                 .no_kubernetes = arg_no_kubernetes,
+                .kubeconfig = arg_kubeconfig,
+                .kube_idle_sec = arg_kube_idle_sec,
+                .kube_backoff_max_msec = arg_kube_backoff_max_msec,
         };
         r = manager_new(&opts, &m);
         if (r < 0)

@@ -11,6 +11,7 @@
 #include "cgroup-util.h"
 #include "fileio.h"
 #include "journal.h"
+#include "kube-cgroup.h"
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
@@ -110,7 +111,7 @@ int manager_add_session(Manager *m, Session *s) {
         return 0;
 }
 
-void manager_remove_session(Manager *m, Session *s) {
+void manager_remove_session(Manager *m, Session *s, const char *reason) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 if (m->sessions[i] == s) {
                         memmove(m->sessions + i, m->sessions + i + 1,
@@ -121,7 +122,7 @@ void manager_remove_session(Manager *m, Session *s) {
         CgroupState *c = cgroup_state_find(m, s->cgroup);
         if (c && c->session == s) {
                 c->session = NULL;
-                c->done = true;
+                c->done = streq_ptr(reason, "duration") || streq_ptr(reason, "stopped");
         }
         if (s->slot > 0 && m->sessions_by_slot[s->slot] == s)
                 m->sessions_by_slot[s->slot] = NULL;
@@ -144,18 +145,11 @@ static const Target *host_target_for(const Config *c, const char *path) {
         return NULL;
 }
 
-static void maybe_start_session(Manager *m, CgroupState *c) {
+static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
         _cleanup_(session_freep) Session *s = NULL;
-        const Target *t;
         int r;
 
-        if (m->stopping || c->session || c->done || c->path[0] == 0)
-                return;
-        t = host_target_for(m->config->config, c->path);
-        if (!t)
-                return;
-
-        r = session_new(m, m->config, t, c->path, &s);
+        r = session_new(m, m->config, t, c->path, NULL, &s);
         if (r < 0) {
                 log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
                                   c->path, t->name);
@@ -168,10 +162,29 @@ static void maybe_start_session(Manager *m, CgroupState *c) {
         if (r < 0) {
                 log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path,
                                   t->name);
-                manager_remove_session(m, s);
+                manager_remove_session(m, s, "failed");
                 return;
         }
         TAKE_PTR(s);
+}
+
+void manager_reconcile_cgroup(Manager *m, CgroupState *c) {
+        const Target *t;
+
+        if (m->stopping || !m->config || !m->sampler || c->path[0] == 0)
+                return;
+        /* Pod rules first for a container's cgroup; host rules otherwise. */
+        if (c->container && m->kube && manager_kube_reconcile_container(m, c))
+                return;
+
+        t = host_target_for(m->config->config, c->path);
+        if (c->session) {
+                if (!c->session->pod && !t)
+                        session_end(c->session, "untargeted");
+                return;
+        }
+        if (t && !c->done)
+                start_host_session(m, c, t);
 }
 
 static void on_cgroup(const char *path, bool added, void *userdata) {
@@ -189,11 +202,16 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
                         }
                 }
                 log_debug("cgroup appeared: %s", path[0] ? path : "/");
+                KubeCgroupInfo info;
+                if (kube_cgroup_parse(path, &info) > 0) {
+                        c->container = true;
+                        memcpy(c->pod_uid, info.pod_uid, sizeof(c->pod_uid));
+                        memcpy(c->container_id, info.container_id, sizeof(c->container_id));
+                }
                 /* A new child of a profiled cgroup is profiled too. */
                 if (m->sampler && session_for_path(m, path))
                         assign_one(path, m);
-                if (m->config && m->sampler)
-                        maybe_start_session(m, c);
+                manager_reconcile_cgroup(m, c);
                 return;
         }
 
@@ -227,15 +245,8 @@ static void manager_retarget(Manager *m) {
         size_t n = cgroup_list_n;
         cgroup_list = NULL;
 
-        for (size_t i = 0; i < n; i++) {
-                CgroupState *c = list[i];
-                if (c->session) {
-                        /* Still a target of an enabled rule? */
-                        if (!host_target_for(m->config->config, c->path))
-                                session_end(c->session, "untargeted");
-                } else
-                        maybe_start_session(m, c);
-        }
+        for (size_t i = 0; i < n; i++)
+                manager_reconcile_cgroup(m, list[i]);
         free(list);
 }
 
@@ -517,6 +528,11 @@ int manager_startup(Manager *m) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 manager_assign_cgroups_below(m, m->sessions[i]->cgroup);
 
+        /* Kubernetes: pods and namespaces join the container cgroups as they are listed. */
+        r = manager_kube_start(m);
+        if (r < 0)
+                return r;
+
         r = manager_bus_listen(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
@@ -555,6 +571,7 @@ Manager *manager_free(Manager *m) {
         }
         free(m->sessions);
         manager_bus_close(m);
+        manager_kube_free(m);
         cgroup_watch_free(m->cgroup_watch);
         tdestroy(m->cgroups, cgroup_state_free);
         sd_event_source_disable_unref(m->drain_timer);
@@ -593,7 +610,7 @@ char *manager_status_json(Manager *m) {
         cJSON_AddStringToObject(j, "reportDir", strempty(m->report_dir));
         cJSON_AddStringToObject(j, "cgroupRoot", strempty(m->cgroup_root));
         cJSON_AddStringToObject(j, "attachMode", sampler_mode_to_string(m->opts.attach_mode));
-        cJSON_AddBoolToObject(j, "kubernetes", false);
+        (void) manager_kube_status(m, j);
         cJSON_AddBoolToObject(j, "journal", journal_available());
         cJSON_AddNumberToObject(j, "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6);
         cJSON_AddNumberToObject(j, "cgroupsWatched",
@@ -608,6 +625,13 @@ char *manager_status_json(Manager *m) {
                 cJSON_AddStringToObject(o, "id", x->id_string);
                 cJSON_AddStringToObject(o, "state", x->state == SESSION_ARMED ? "armed" : "running");
                 cJSON_AddStringToObject(o, "cgroup", x->cgroup);
+                if (x->pod) {
+                        cJSON_AddStringToObject(o, "namespace", x->namespace);
+                        cJSON_AddStringToObject(o, "pod", x->pod);
+                        if (x->container)
+                                cJSON_AddStringToObject(o, "container", x->container);
+                        cJSON_AddStringToObject(o, "containerId", strempty(x->container_id));
+                }
                 cJSON_AddStringToObject(o, "target", x->target->name);
                 cJSON_AddStringToObject(o, "profile", x->profile->name);
                 cJSON_AddNumberToObject(o, "samples", (double) profile_data_total(x->data));

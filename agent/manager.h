@@ -6,6 +6,8 @@
 
 #include "cgroup-watch.h"
 #include "config.h"
+#include "kube-client.h"
+#include "kube-object.h"
 #include "process.h"
 #include "sampler.h"
 #include "symbolizer.h"
@@ -30,6 +32,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigRef *, config_unref);
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
         char *path;
+        bool container;     /* a Kubernetes container's cgroup (see kube-cgroup.h) */
+        char pod_uid[37];
+        char container_id[65];
         Session *session; /* running or armed session for this cgroup, if any */
         bool done; /* a session for it ended: do not start another automatically */
 } CgroupState;
@@ -41,6 +46,9 @@ typedef struct ManagerOptions {
         const char *node_name;
         SamplerMode attach_mode;
         bool no_kubernetes;
+        const char *kubeconfig;       /* NULL: in-cluster configuration */
+        unsigned kube_idle_sec;       /* silent watch timeout (0: default) */
+        unsigned kube_backoff_max_msec; /* reconnect backoff cap (0: default) */
 } ManagerOptions;
 
 typedef struct Manager {
@@ -69,6 +77,15 @@ typedef struct Manager {
         size_t n_sessions;
         uint64_t sessions_started, sessions_ended, sessions_failed;
 
+        /* Kubernetes (manager-kube.c) */
+        KubeClient *kube;
+        char *kube_server;
+        KubeWatch *kube_pod_watch, *kube_ns_watch;
+        void *kube_pods;       /* tsearch: pods of this node by UID */
+        void *kube_namespaces; /* tsearch: namespaces by name */
+        uint64_t kube_sync_generation, kube_ns_generation;
+        bool kube_pods_synced, kube_ns_synced;
+
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;
         sd_event_source *proc_events;
@@ -96,13 +113,27 @@ int manager_drain(Manager *m, bool full);
 
 /* Session bookkeeping, used by session.c. */
 int manager_add_session(Manager *m, Session *s);
-void manager_remove_session(Manager *m, Session *s);
+/* reason: why it ended; "duration" and "stopped" mark the cgroup done (no
+ * automatic restart), other endings (untargeted, pod-deleted...) do not. */
+void manager_remove_session(Manager *m, Session *s, const char *reason);
 /* Points every known cgroup at or below 'path' to the deepest running session. */
 void manager_assign_cgroups_below(Manager *m, const char *path);
+
+/* Starts or ends the session a cgroup needs now (pod rules for container
+ * cgroups when Kubernetes is on, else host rules). */
+void manager_reconcile_cgroup(Manager *m, CgroupState *c);
+
+/* manager-kube.c */
+int manager_kube_start(Manager *m);
+void manager_kube_free(Manager *m);
+bool manager_kube_reconcile_container(Manager *m, CgroupState *c);
+const KubePod *manager_kube_pod(Manager *m, const char *uid);
+const KubeNamespace *manager_kube_namespace(Manager *m, const char *name);
 
 /* Status as a JSON document (for the bus API). */
 char *manager_status_json(Manager *m);
 
 /* manager-bus.c */
 int manager_bus_listen(Manager *m);
+int manager_kube_status(Manager *m, cJSON *j);
 void manager_bus_close(Manager *m);

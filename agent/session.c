@@ -47,7 +47,16 @@ static uint64_t now_usec(clockid_t clock) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, Session **ret) {
+static int strdup_optional(const char *s, char **ret) {
+        *ret = NULL;
+        if (!s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, const SessionKube *kube,
+                Session **ret) {
         _cleanup_(session_freep) Session *s = NULL;
         int r;
 
@@ -65,6 +74,14 @@ int session_new(Manager *m, ConfigRef *config, const Target *target, const char 
         s->data = profile_data_new();
         if (!s->cgroup || !s->data)
                 return -ENOMEM;
+        if (kube) {
+                if (strdup_optional(kube->namespace, &s->namespace) < 0 ||
+                    strdup_optional(kube->pod, &s->pod) < 0 || strdup_optional(kube->pod_uid, &s->pod_uid) < 0 ||
+                    strdup_optional(kube->container, &s->container) < 0 ||
+                    strdup_optional(kube->container_id, &s->container_id) < 0)
+                        return -ENOMEM;
+                s->provisional = !kube->container;
+        }
 
         r = sd_id128_randomize(&s->id);
         if (r < 0)
@@ -105,6 +122,11 @@ Session *session_free(Session *s) {
         profile_data_free(s->data);
         free(s->event_fallback);
         free(s->cgroup);
+        free(s->namespace);
+        free(s->pod);
+        free(s->pod_uid);
+        free(s->container);
+        free(s->container_id);
         safe_close(s->cgroup_fd);
         config_unref(s->config);
         free(s);
@@ -117,7 +139,49 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
                 .profile = s->profile->name,
                 .target = s->target->name,
                 .cgroup = s->cgroup,
+                .namespace = s->namespace,
+                .pod = s->pod,
+                .container = s->container,
         };
+}
+
+/* The default output template by kind of target. */
+static const char *session_output(const Session *s) {
+        if (s->profile->output)
+                return s->profile->output;
+        return s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT;
+}
+
+static void session_announce(Session *s) {
+        JournalSessionFields f;
+
+        session_fields(s, &f);
+        if (s->pod)
+                journal_session(JOURNAL_SESSION_START, &f,
+                                "Started profiling container %s of pod %s/%s (session %s, profile %s, %s at %" PRIu64
+                                " Hz).",
+                                strna(s->container), s->namespace, s->pod, s->id_string, s->profile->name, s->event,
+                                s->profile->frequency);
+        else
+                journal_session(JOURNAL_SESSION_START, &f,
+                                "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
+                                s->cgroup, s->id_string, s->profile->name, s->event, s->profile->frequency);
+}
+
+int session_confirm(Session *s, const char *container) {
+        char *c;
+
+        if (!s->provisional)
+                return 0;
+        c = strdup(container);
+        if (!c)
+                return -ENOMEM;
+        free(s->container);
+        s->container = c;
+        s->provisional = false;
+        if (s->state == SESSION_RUNNING)
+                session_announce(s);
+        return 0;
 }
 
 /* cgroup.events changes when the cgroup's last process exits ("populated 0"):
@@ -208,9 +272,9 @@ int session_start(Session *s) {
         }
 
         m->sessions_started++;
-        journal_session(JOURNAL_SESSION_START, &f,
-                        "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
-                        s->cgroup, s->id_string, s->profile->name, s->event, s->profile->frequency);
+        /* A provisional session is announced once it is known to be a container. */
+        if (!s->provisional)
+                session_announce(s);
         return 0;
 }
 
@@ -453,7 +517,7 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
         _cleanup_close_ int dfd = -EBADF;
         int r;
 
-        r = template_expand(s->profile->output ?: TEMPLATE_HOST_DEFAULT, vars, &rel);
+        r = template_expand(session_output(s), vars, &rel);
         if (r < 0)
                 return r;
         if (m->report_dir_fd < 0)
@@ -485,7 +549,7 @@ void session_end(Session *s, const char *reason) {
         if (s->state != SESSION_RUNNING) {
                 log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup,
                          reason);
-                manager_remove_session(m, s);
+                manager_remove_session(m, s, reason);
                 session_free(s);
                 return;
         }
@@ -516,7 +580,7 @@ void session_end(Session *s, const char *reason) {
 
         /* Give the cgroups back to an enclosing session (if any), release the slot. */
         m->sessions_by_slot[s->slot] = NULL;
-        manager_remove_session(m, s);
+        manager_remove_session(m, s, reason);
         manager_assign_cgroups_below(m, s->cgroup);
         sampler_session_close(m->sampler, s->slot);
 
@@ -525,6 +589,10 @@ void session_end(Session *s, const char *reason) {
                 .profile = s->profile->name,
                 .target = s->target->name,
                 .cgroup = s->cgroup,
+                .namespace = s->namespace,
+                .pod = s->pod,
+                .container = s->container,
+                .container_id = s->container_id,
                 .node = m->node_name,
                 .start_usec = s->start_realtime,
                 .end_usec = s->end_realtime,
@@ -548,6 +616,10 @@ void session_end(Session *s, const char *reason) {
         random_uid(ts_uid);
         snprintf(node_buf, sizeof(node_buf), "%s", strempty(m->node_name));
         TemplateVars vars = {
+                .namespace = s->namespace,
+                .pod = s->pod,
+                .container = s->container,
+                .container_id = s->container_id,
                 .cgroup = s->cgroup,
                 .node = node_buf,
                 .profile = s->profile->name,
@@ -555,7 +627,7 @@ void session_end(Session *s, const char *reason) {
                 .uid = ts_uid,
         };
 
-        if (template_is_per_process(s->profile->output ?: TEMPLATE_HOST_DEFAULT)) {
+        if (template_is_per_process(session_output(s))) {
                 for (size_t i = 0; i < s->data->n_processes && r >= 0; i++) {
                         const ProfileProcess *pp = &s->data->processes[i];
                         _cleanup_(profile_data_freep) ProfileData *one = NULL;
@@ -592,12 +664,36 @@ void session_end(Session *s, const char *reason) {
         } else {
                 f.report = dirs;
                 m->sessions_ended++;
-                journal_session(JOURNAL_SESSION_END, &f,
-                                "Finished profiling cgroup %s (session %s, %s): %" PRIu64
-                                " samples, %" PRIu64 " lost; report in %s.",
-                                s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
+                if (s->pod)
+                        journal_session(JOURNAL_SESSION_END, &f,
+                                        "Finished profiling container %s of pod %s/%s (session %s, %s): %" PRIu64
+                                        " samples, %" PRIu64 " lost; report in %s.",
+                                        strna(s->container), s->namespace, s->pod, s->id_string, reason, f.samples,
+                                        f.lost, strna(dirs));
+                else
+                        journal_session(JOURNAL_SESSION_END, &f,
+                                        "Finished profiling cgroup %s (session %s, %s): %" PRIu64
+                                        " samples, %" PRIu64 " lost; report in %s.",
+                                        s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
         }
 
         sampler_session_stats_done(&st);
+        session_free(s);
+}
+
+void session_discard(Session *s) {
+        Manager *m = s->manager;
+
+        log_debug("Session %s: cgroup %s is not a container of pod %s/%s (a pod sandbox), discarding.",
+                  s->id_string, s->cgroup, strna(s->namespace), strna(s->pod));
+        if (s->state == SESSION_RUNNING) {
+                (void) sampler_session_deactivate(m->sampler, s->slot);
+                m->sessions_by_slot[s->slot] = NULL;
+        }
+        manager_remove_session(m, s, "discarded");
+        manager_assign_cgroups_below(m, s->cgroup);
+        if (s->state == SESSION_RUNNING)
+                sampler_session_close(m->sampler, s->slot);
+        m->sessions_started--;
         session_free(s);
 }

@@ -31,6 +31,9 @@ struct Session {
         const Target *target;
 
         char *cgroup; /* relative to the cgroup root */
+        /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
+        char *namespace, *pod, *pod_uid, *container, *container_id;
+        bool provisional; /* started from the cgroup before the pod's status named the container */
         int cgroup_fd;
         uint64_t cgroup_id;
         uint32_t slot;
@@ -51,7 +54,16 @@ struct Session {
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
 };
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, Session **ret);
+/* What a container's session knows of its pod; container may be NULL (not
+ * known yet: the session is provisional until session_confirm()). */
+typedef struct SessionKube {
+        const char *namespace, *pod, *pod_uid, *container, *container_id;
+} SessionKube;
+
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, const SessionKube *kube,
+                Session **ret);
+/* A provisional session learns its container's name (and is announced). */
+int session_confirm(Session *s, const char *container);
 Session *session_free(Session *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
 
@@ -60,6 +72,9 @@ int session_start(Session *s);
 /* Ends the session: stops sampling, drains, writes the reports, logs the
  * end to the journal, and frees the session. */
 void session_end(Session *s, const char *reason);
+/* Ends a provisional session that turned out not to be a container (a pod
+ * sandbox): no report, no journal entry. */
+void session_discard(Session *s);
 
 /* The kernel saw the process (first sample, exec() or rename); comm is its name then. */
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const char *comm);
