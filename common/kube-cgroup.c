@@ -115,9 +115,16 @@ int kube_cgroup_parse(const char *path, KubeCgroupInfo *ret) {
                 if (!has_prefix(comp[n - 2], len[n - 2], "pod") ||
                     !parse_uid(comp[n - 2] + 3, len[n - 2] - 3, '-', info.pod_uid))
                         return 0;
-                if (!is_hex_id(comp[n - 1], len[n - 1]))
+                /* Bare ID (containerd, docker), or "crio-<id>" (CRI-O; not its "crio-conmon-"). */
+                const char *id = comp[n - 1];
+                size_t id_n = len[n - 1];
+                if (has_prefix(id, id_n, "crio-") && !has_prefix(id, id_n, "crio-conmon-")) {
+                        id += 5;
+                        id_n -= 5;
+                }
+                if (!is_hex_id(id, id_n))
                         return 0;
-                copy_id(comp[n - 1], len[n - 1], info.container_id);
+                copy_id(id, id_n, info.container_id);
                 info.driver = "cgroupfs";
         }
         *ret = info;

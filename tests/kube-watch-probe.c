@@ -100,8 +100,12 @@ static void on_event(KubeEventType type, const cJSON *object, void *userdata) {
                 [KUBE_EVENT_DELETED] = "DELETED",
         };
         Probe *p = userdata;
-        cJSON *j = cJSON_CreateObject();
+        cJSON *j;
 
+        if (arg_exit_after_events > 0 && p->printed_events >= arg_exit_after_events)
+                return; /* exiting: the rest of this read is not reported */
+
+        j = cJSON_CreateObject();
         if (j) {
                 cJSON_AddStringToObject(j, "event", names[type]);
                 add_string_or_null(j, "name", meta_string(object, "name"));

@@ -42,6 +42,8 @@ TEST(cgroupfs_driver) {
         expect("kubepods/besteffort/pod" UID "/" CID, UID, CID, "cgroupfs");
         expect("kubepods/pod" UID "/" CID, UID, CID, "cgroupfs");
         expect("docker/1234/kubepods/pod" UID "/" CID, UID, CID, "cgroupfs");
+        expect("kubepods/burstable/pod" UID "/crio-" CID, UID, CID, "cgroupfs");
+        expect("kubepods/burstable/pod" UID "/crio-conmon-" CID, NULL, NULL, NULL);
 }
 
 TEST(not_containers) {

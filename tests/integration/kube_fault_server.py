@@ -387,8 +387,9 @@ class FaultServer:
             self.tokens = set(tokens)
 
     def fail_requests(self, status, count=1, verb="any"):
-        """The next `count` requests of `verb` ("list", "watch", "any") get
-        HTTP `status` with a Status body."""
+        """The next `count` requests of `verb` ("list", "watch", "any", or
+        "continue": a LIST with a continue token) get HTTP `status` with a
+        Status body."""
         with self.lock:
             self._req_faults.append([verb, status, count])
 
@@ -436,10 +437,10 @@ class FaultServer:
         with self.lock:
             self._log.clear()
 
-    def _take_req_fault(self, verb):
+    def _take_req_fault(self, verb, has_continue=False):
         with self.lock:
             for f in self._req_faults:
-                if f[2] > 0 and f[0] in (verb, "any"):
+                if f[2] > 0 and (f[0] in (verb, "any") or (f[0] == "continue" and verb == "list" and has_continue)):
                     f[2] -= 1
                     return f[1]
         return None
@@ -573,7 +574,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.entry["verb"] = "other"
             return self._send_status(404, "the server could not find the requested resource")
-        fault = fs._take_req_fault(self.entry["verb"])
+        fault = fs._take_req_fault(self.entry["verb"], bool(q.get("continue")))
         if fault is not None:
             return self._injected(fault)
         try:
