@@ -166,6 +166,49 @@ def test_selectors_owner_and_name_patterns():
             agent.cleanup()
 
 
+def test_early_start_before_status_and_sandbox():
+    """The pod is known as a target before its containers start: sampling
+    begins from the cgroup alone (inotify), before the status names the
+    container; the status then confirms it, and the sandbox (pause)
+    container's cgroup of the same pod is discarded, not reported."""
+    with KubeCgroups(driver="systemd") as cgs:
+        kc.create_namespace("early", labels={"cgprof.io/profile": "enabled"})
+        agent = agent_for({"enableDefault": True})
+        try:
+            agent.start()
+            pod = kc.create_pod("early", "svc-0", NODE, qos="burstable")
+            wait_for(lambda: agent.status()["kubernetes"]["pods"] >= 1, what="the pod to be listed")
+            cid, sandbox = new_container_id(), new_container_id()
+            sb = cgs.container_for(pod, sandbox)
+            sb_proc = cgproflib.run_in_cgroup(sb, ["sleep", "600"])
+            cg = cgs.container_for(pod, cid)
+            proc = workload(cg, 60, name="svc")
+            # Sampling starts before any status update: two provisional sessions.
+            wait_for(lambda: len(sessions_of(agent, "early", "svc-0")) == 2, what="provisional sessions")
+            s = {x["containerId"]: x for x in sessions_of(agent, "early", "svc-0")}
+            assert "container" not in s[cid] and "container" not in s[sandbox], s
+            wait_for(lambda: (lambda l: l and l[0]["samples"] > 0)(
+                [x for x in sessions_of(agent, "early", "svc-0") if x["containerId"] == cid]),
+                what="samples before the status")
+            # The status arrives: the container is confirmed, the sandbox dropped.
+            kc.set_pod_running("early", "svc-0", {"main": cid})
+            wait_for(lambda: [x.get("container") for x in sessions_of(agent, "early", "svc-0")] == ["main"],
+                     what="the confirmed session only")
+            kc.delete_pod("early", "svc-0")
+            r = report_of(agent, "early", "svc-0")
+            assert r["endReason"] == "pod-deleted" and r["container"] == "main", r
+            assert r["containerId"] == cid
+            assert_shares(r)
+            time.sleep(1)
+            assert [x["containerId"] for x in agent.summaries()] == [cid], "the sandbox wrote no report"
+            for p in (proc, sb_proc):
+                p.kill()
+                p.wait()
+            assert agent.stop() == 0
+        finally:
+            agent.cleanup()
+
+
 def count_sessions(agent, ns, name):
     return len(sessions_of(agent, ns, name))
 
@@ -232,5 +275,6 @@ def test_apiserver_restart_stall_410_and_token_rotation():
 if __name__ == "__main__":
     with KubeCluster() as cluster:
         kc = cluster
-        main([test_namespace_label_systemd_driver_and_unlabel, test_cgroupfs_driver_pod_label_and_running_at_start,
+        main([test_namespace_label_systemd_driver_and_unlabel, test_early_start_before_status_and_sandbox,
+              test_cgroupfs_driver_pod_label_and_running_at_start,
               test_selectors_owner_and_name_patterns, test_apiserver_restart_stall_410_and_token_rotation])
