@@ -51,12 +51,16 @@ struct KubeRequest {
         KubeDoneCallback on_done;
         void *userdata;
 
-        bool added;     /* in the multi handle */
+        bool added; /* in the multi handle */
         bool cancelled; /* cancelled while curl was running: removed after it returns */
         bool finishing; /* on_done is running: cancel is a no-op, the client frees it */
-        int error;      /* from on_data, for on_done */
+        int error; /* from on_data, for on_done */
 
-        long status;      /* HTTP status, once the body starts */
+        unsigned stall_sec; /* 0: no stall check */
+        uint64_t last_activity; /* CLOCK_MONOTONIC of the last byte received */
+        sd_event_source *stall_timer;
+
+        long status; /* HTTP status, once the body starts */
         char *error_body; /* body of a non-2xx response, NUL-terminated */
         size_t error_body_size;
 
@@ -70,32 +74,32 @@ struct KubeClient {
         sd_event_source *timer;
         KubeSocket *sockets;
         KubeRequest *requests; /* added to the multi handle (or being cancelled) */
-        KubeRequest *pending;  /* created while curl was running: to add */
-        unsigned in_curl;      /* > 0 while curl calls us back */
-        char *token;           /* the last good token */
+        KubeRequest *pending; /* created while curl was running: to add */
+        unsigned in_curl; /* > 0 while curl calls us back */
+        char *token; /* the last good token */
 };
 
 static bool curl_initialized = false;
 
 /* Intrusive doubly linked lists, head insertion. */
-#define LIST_PREPEND(head, item)                  \
-        do {                                      \
-                (item)->prev = NULL;              \
-                (item)->next = (head);            \
-                if (head)                         \
-                        (head)->prev = (item);    \
-                (head) = (item);                  \
+#define LIST_PREPEND(head, item)               \
+        do {                                   \
+                (item)->prev = NULL;           \
+                (item)->next = (head);         \
+                if (head)                      \
+                        (head)->prev = (item); \
+                (head) = (item);               \
         } while (0)
 
-#define LIST_REMOVE(head, item)                          \
-        do {                                             \
-                if ((item)->prev)                        \
+#define LIST_REMOVE(head, item)                            \
+        do {                                               \
+                if ((item)->prev)                          \
                         (item)->prev->next = (item)->next; \
-                else                                     \
-                        (head) = (item)->next;           \
-                if ((item)->next)                        \
+                else                                       \
+                        (head) = (item)->next;             \
+                if ((item)->next)                          \
                         (item)->next->prev = (item)->prev; \
-                (item)->prev = (item)->next = NULL;      \
+                (item)->prev = (item)->next = NULL;        \
         } while (0)
 
 KubeConfig *kube_config_free(KubeConfig *c) {
@@ -184,6 +188,7 @@ static int curl_code_to_errno(CURLcode code) {
 static void request_free(KubeRequest *r) {
         if (!r)
                 return;
+        sd_event_source_disable_unref(r->stall_timer);
         if (r->easy)
                 curl_easy_cleanup(r->easy);
         curl_slist_free_all(r->headers); /* holds the token: curl copied nothing else of it */
@@ -266,6 +271,33 @@ static void request_finish(KubeRequest *r, CURLcode code) {
         request_free(r);
 }
 
+/* Stall check: curl's low-speed check averages over a window of some
+ * seconds, so it fires up to ~5 s late; this timer ends the request when no
+ * byte came for exactly stall_sec. It is rescheduled lazily: a byte only
+ * updates last_activity. */
+static int on_stall_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        KubeRequest *r = userdata;
+        KubeClient *c = r->client;
+        uint64_t deadline = r->last_activity + r->stall_sec * USEC_PER_SEC, now = usec;
+
+        (void) sd_event_now(c->event, CLOCK_MONOTONIC, &now);
+        if (now < deadline) {
+                (void) sd_event_source_set_time(s, deadline);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
+
+        if (r->cancelled) {
+                request_detach(r);
+                request_free(r);
+                return 0;
+        }
+        snprintf(r->errbuf, sizeof(r->errbuf), "no data for %u s", r->stall_sec);
+        request_finish(r, CURLE_OPERATION_TIMEDOUT);
+        client_flush(c);
+        return 0;
+}
+
 static void client_check_finished(KubeClient *c) {
         CURLMsg *msg;
         int left;
@@ -307,11 +339,9 @@ static void client_socket_action(KubeClient *c, curl_socket_t fd, int ev_bitmask
                 log_debug("curl_multi_socket_action() failed: %s", curl_multi_strerror(mc));
 
         client_flush(c);
+        /* on_done runs out here (in_curl is 0): what it starts or cancels
+         * is added or removed directly. */
         client_check_finished(c);
-        /* on_done may have started or cancelled requests: all direct, since
-         * in_curl is 0 there, but a start may have been queued by a nested
-         * path; settle it. */
-        client_flush(c);
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -339,8 +369,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
                 if (k) {
                         sd_event_source_disable_unref(k->io);
                         LIST_REMOVE(c->sockets, k);
-                        free(k);
-                        (void) curl_multi_assign(c->multi, fd, NULL);
+                        free(k); /* curl forgets the socket itself */
                 }
                 return 0;
         }
@@ -406,7 +435,9 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp) {
                 if (r >= 0)
                         r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
         } else {
-                r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, when, 0, on_timer, c);
+                /* Accuracy 1 µs: 0 would mean sd-event's default, 250 ms of
+                 * slack on every curl timeout (even "call me at once"). */
+                r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, when, 1, on_timer, c);
                 if (r >= 0)
                         (void) sd_event_source_set_description(c->timer, "kube-curl-timer");
         }
@@ -532,12 +563,27 @@ KubeClient *kube_client_free(KubeClient *c) {
         return NULL;
 }
 
+static void request_touch(KubeRequest *r) {
+        if (r->stall_timer)
+                (void) sd_event_now(r->client->event, CLOCK_MONOTONIC, &r->last_activity);
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        KubeRequest *r = userdata;
+
+        if (r->cancelled)
+                return 0;
+        request_touch(r);
+        return size * nmemb;
+}
+
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
         KubeRequest *r = userdata;
         size_t n = size * nmemb;
 
         if (r->cancelled)
                 return 0; /* any short count aborts the transfer */
+        request_touch(r);
 
         if (r->status == 0)
                 (void) curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
@@ -587,12 +633,12 @@ static int request_setup(KubeClient *c, KubeRequest *r, unsigned stall_sec) {
         CURL *e = r->easy;
         const char *token;
 
-#define SETOPT(opt, val)                                          \
-        do {                                                      \
-                if (curl_easy_setopt(e, opt, val) != CURLE_OK) {  \
+#define SETOPT(opt, val)                                                     \
+        do {                                                                 \
+                if (curl_easy_setopt(e, opt, val) != CURLE_OK) {             \
                         log_debug("Failed to set %s on curl handle.", #opt); \
-                        return -EIO;                              \
-                }                                                 \
+                        return -EIO;                                         \
+                }                                                            \
         } while (0)
 
         SETOPT(CURLOPT_URL, r->url);
@@ -603,6 +649,8 @@ static int request_setup(KubeClient *c, KubeRequest *r, unsigned stall_sec) {
         SETOPT(CURLOPT_USERAGENT, KUBE_USER_AGENT);
         SETOPT(CURLOPT_WRITEFUNCTION, on_write);
         SETOPT(CURLOPT_WRITEDATA, r);
+        SETOPT(CURLOPT_HEADERFUNCTION, on_header);
+        SETOPT(CURLOPT_HEADERDATA, r);
         SETOPT(CURLOPT_FOLLOWLOCATION, 0L); /* never send the token elsewhere */
         SETOPT(CURLOPT_ACCEPT_ENCODING, ""); /* large lists come gzipped */
         SETOPT(CURLOPT_CONNECTTIMEOUT, KUBE_CONNECT_TIMEOUT_SEC);
@@ -610,8 +658,23 @@ static int request_setup(KubeClient *c, KubeRequest *r, unsigned stall_sec) {
         SETOPT(CURLOPT_TCP_KEEPIDLE, 30L);
         SETOPT(CURLOPT_TCP_KEEPINTVL, 10L);
         if (stall_sec > 0) {
+                uint64_t now;
+                int k;
+
+                /* Both: curl's own check, and our exact timer (see on_stall_timer()). */
                 SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
                 SETOPT(CURLOPT_LOW_SPEED_TIME, (long) stall_sec);
+
+                r->stall_sec = stall_sec;
+                k = sd_event_now(c->event, CLOCK_MONOTONIC, &now);
+                if (k < 0)
+                        return k;
+                r->last_activity = now;
+                k = sd_event_add_time(c->event, &r->stall_timer, CLOCK_MONOTONIC,
+                                      now + stall_sec * USEC_PER_SEC, USEC_PER_SEC / 10, on_stall_timer, r);
+                if (k < 0)
+                        return k;
+                (void) sd_event_source_set_description(r->stall_timer, "kube-request-stall");
         }
 
         /* TLS: always verified. */
@@ -749,6 +812,10 @@ long kube_request_get_status(const KubeRequest *r) {
 
 const char *kube_request_get_error_body(const KubeRequest *r) {
         return r ? r->error_body : NULL;
+}
+
+const char *kube_request_get_error_message(const KubeRequest *r) {
+        return r ? r->errbuf : "";
 }
 
 const char *kube_request_get_url(const KubeRequest *r) {

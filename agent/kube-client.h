@@ -11,11 +11,11 @@
  * No blocking call, no thread. TLS is always verified. */
 
 typedef struct KubeConfig {
-        char *server;            /* "https://10.0.0.1:443" */
-        char *ca_file;           /* PEM file, or NULL */
-        char *ca_data;           /* PEM text (kubeconfig certificate-authority-data, decoded), or NULL */
-        char *token;             /* bearer token, or NULL */
-        char *token_file;        /* re-read when it changes (projected tokens rotate), or NULL */
+        char *server; /* "https://10.0.0.1:443" */
+        char *ca_file; /* PEM file, or NULL */
+        char *ca_data; /* PEM text (kubeconfig certificate-authority-data, decoded), or NULL */
+        char *token; /* bearer token, or NULL */
+        char *token_file; /* re-read when it changes (projected tokens rotate), or NULL */
         char *client_cert_file, *client_key_file; /* client certificate auth, or NULL */
         char *client_cert_data, *client_key_data; /* PEM text, or NULL */
 } KubeConfig;
@@ -60,9 +60,12 @@ void kube_request_cancel(KubeRequest *r);
  * 2xx response; the body of any other (a Status object) is kept, up to 64
  * KiB, and can be read in on_done. Callbacks may start and cancel requests
  * (also their own); they must not free the client. */
-long kube_request_get_status(const KubeRequest *r);     /* HTTP status so far, 0 before headers */
+long kube_request_get_status(const KubeRequest *r); /* HTTP status so far, 0 before headers */
 const char *kube_request_get_error_body(const KubeRequest *r); /* NUL-terminated, or NULL */
 const char *kube_request_get_url(const KubeRequest *r);
+/* During on_done: curl's description of a transport error ("SSL certificate
+ * problem: ..."), or "". */
+const char *kube_request_get_error_message(const KubeRequest *r);
 sd_event *kube_client_get_event(KubeClient *c);
 
 /* A list+watch of one resource collection, e.g. "/api/v1/pods" with the
@@ -96,12 +99,12 @@ typedef struct KubeWatchCallbacks {
 } KubeWatchCallbacks;
 
 typedef struct KubeWatchOptions {
-        unsigned idle_sec;          /* silent stream timeout (0: 300) */
-        unsigned timeout_sec;       /* watch timeoutSeconds asked of the server (0: 1800) */
-        unsigned backoff_min_msec;  /* 0: 200 */
-        unsigned backoff_max_msec;  /* 0: 30000 */
-        unsigned page_size;         /* LIST limit (0: 500) */
-        size_t max_event_bytes;     /* 0: 16 MiB */
+        unsigned idle_sec; /* silent stream timeout (0: 300) */
+        unsigned timeout_sec; /* watch timeoutSeconds asked of the server (0: 1800) */
+        unsigned backoff_min_msec; /* 0: 200 */
+        unsigned backoff_max_msec; /* 0: 30000 */
+        unsigned page_size; /* LIST limit (0: 500) */
+        size_t max_event_bytes; /* 0: 16 MiB */
 } KubeWatchOptions;
 
 typedef struct KubeWatch KubeWatch;
@@ -116,11 +119,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(KubeWatch *, kube_watch_free);
 /* State for status output and tests. */
 typedef struct KubeWatchStats {
         const char *resource_version;
-        bool synced;          /* listed and watching */
-        uint64_t relists;     /* lists after the first (410s) */
-        uint64_t reconnects;  /* watch reconnects after errors */
-        uint64_t events;      /* watch events handled */
-        uint64_t skipped;     /* malformed or oversized events */
-        int last_error;       /* negative errno or -HTTP status... 0 when fine */
+        bool synced; /* listed and watching */
+        uint64_t relists; /* lists after the first (410s) */
+        uint64_t reconnects; /* watch reconnects after errors */
+        uint64_t events; /* watch events handled */
+        uint64_t skipped; /* malformed or oversized events */
+        int last_error; /* negative errno or -HTTP status... 0 when fine */
 } KubeWatchStats;
 void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret);

@@ -114,8 +114,8 @@ static const char *yaml_get_scalar(yaml_document_t *d, yaml_node_t *map, const c
 
 /* The 'what' (cluster, context, user) named 'name' of a kubeconfig list:
  * "clusters: [ {name: N, cluster: {...}} ]". */
-static yaml_node_t *yaml_find_named(yaml_document_t *d, yaml_node_t *root, const char *list, const char *what,
-                                    const char *name) {
+static yaml_node_t *yaml_find_named(yaml_document_t *d, yaml_node_t *root, const char *list,
+                                    const char *what, const char *name) {
         yaml_node_t *seq = yaml_get(d, root, list);
 
         if (!seq || seq->type != YAML_SEQUENCE_NODE)
@@ -220,7 +220,8 @@ static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConf
         if (!s)
                 return fail(l, -EINVAL, "cluster \"%s\" has no server", name);
         if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
-                return fail(l, -EINVAL, "cluster \"%s\": server \"%s\" is not an https:// (or http://) URL", name, s);
+                return fail(l, -EINVAL, "cluster \"%s\": server \"%s\" is not an https:// (or http://) URL",
+                            name, s);
         c->server = strdup(s);
         if (!c->server)
                 return -ENOMEM;
@@ -296,7 +297,8 @@ static int load_user(Loader *l, yaml_node_t *root, const char *name, KubeConfig 
                         return r;
         }
 
-        bool cert = c->client_cert_data || c->client_cert_file, key = c->client_key_data || c->client_key_file;
+        bool cert = c->client_cert_data || c->client_cert_file,
+             key = c->client_key_data || c->client_key_file;
         if (cert != key)
                 return fail(l, -EINVAL, "user \"%s\": a client %s without a client %s", name,
                             cert ? "certificate" : "key", cert ? "key" : "certificate");
@@ -421,8 +423,8 @@ int kube_config_in_cluster(const char *sa_dir, KubeConfig **ret) {
                 return -ENOMEM;
 
         /* An IPv6 address is bracketed in a URL. */
-        if (asprintf(&c->server, strchr(host, ':') && host[0] != '[' ? "https://[%s]:%s" : "https://%s:%s", host,
-                     port) < 0) {
+        if (asprintf(&c->server, strchr(host, ':') && host[0] != '[' ? "https://[%s]:%s" : "https://%s:%s",
+                     host, port) < 0) {
                 c->server = NULL;
                 return -ENOMEM;
         }

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* List+watch of one Kubernetes collection, as agent/kube-client.h describes.
  *
- *            start                  last page
- *   IDLE ──────────> LISTING ─────────────────────> WATCHING <──┐ normal close
- *                     │  ^ next page / 410 continue    │  │      │ (timeoutSeconds)
- *                     │  └─────────┘                   │  └──────┘
- *          error      v                   error, idle  v
- *                   WAITING (backoff) <───────────────-┘
- *                      │  list again (first list failed, 410 Gone)
- *                      └> LISTING or WATCHING (from the last resourceVersion)
+ *          start             last page                   normal close after >= 1 s
+ *   IDLE ─────────> LISTING ──────────────> WATCHING ───────────┐ (timeoutSeconds):
+ *                    │   ^  next page,        │   ^ ^            │ again from the
+ *                    │   └─ expired continue  │   │ └────────────┘ last resourceVersion
+ *             error  │                        │   │
+ *                    v          error, idle   v   │ backoff elapsed
+ *                  WAITING <─────────────── (any) ┘
+ *                    │   410 Gone (HTTP or ERROR event): relist, at once the
+ *                    └─> first time after a good event, else after the backoff
  *
- * All of it runs on the client's sd-event loop: requests are the client's,
- * the backoff one time source. */
+ * Backoff: exponential with full jitter, uniform in [min, min(max, min·2^n)]
+ * where n counts failures since the last good watch event (or bookmark).
+ * The watch asks for timeoutSeconds below idle_sec, so a quiet collection on
+ * a server without periodic bookmarks ends normally instead of stalling.
+ *
+ * All of it runs on the client's sd-event loop: the requests are the
+ * client's, the backoff is one time source. The callbacks must not free the
+ * watch. */
 
 #include <inttypes.h>
 #include <sys/random.h>
@@ -64,7 +71,7 @@ struct KubeWatch {
         WatchState state;
         KubeRequest *request;
         sd_event_source *timer;
-        bool need_list;   /* the next attempt lists (not yet listed, or 410 Gone) */
+        bool need_list; /* the next attempt lists (not yet listed, or 410 Gone) */
         unsigned attempts; /* failures since the last good event: the backoff exponent */
 
         /* The current LIST page's body, or the current watch line. */
@@ -75,13 +82,12 @@ struct KubeWatch {
         cJSON *items; /* accumulated over the pages */
         char *continue_token;
         char *list_rv;
-        bool listed;
 
         /* WATCH */
         bool skipping; /* inside an oversized event: drop up to its newline */
         uint64_t watch_started;
-        int abort_error;    /* why on_data aborted the watch */
-        bool abort_relist;  /* ... and that it needs a relist (ERROR 410) */
+        int abort_error; /* why on_data aborted the watch */
+        bool abort_relist; /* ... and that it needs a relist (ERROR 410) */
 
         char *rv;
         bool synced;
@@ -147,6 +153,32 @@ static const char *object_rv(const cJSON *object) {
         return json_string(cJSON_GetObjectItemCaseSensitive(object, "metadata"), "resourceVersion");
 }
 
+static const char *object_name(const cJSON *object) {
+        const char *n = json_string(cJSON_GetObjectItemCaseSensitive(object, "metadata"), "name");
+        return n && n[0] ? n : NULL;
+}
+
+/* The first LOG_CONTEXT_BYTES bytes of what we could not use, printable:
+ * control and non-ASCII bytes escaped as \xNN. */
+#define LOG_CONTEXT_MAX (LOG_CONTEXT_BYTES * 4 + 4)
+static const char *log_context(char buf[static LOG_CONTEXT_MAX], const char *data, size_t size) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < MIN(size, (size_t) LOG_CONTEXT_BYTES) && data; i++) {
+                unsigned char c = (unsigned char) data[i];
+                if (c < ' ' || c >= 0x7f || c == '\\')
+                        j += (size_t) snprintf(buf + j, LOG_CONTEXT_MAX - j, "\\x%02x", c);
+                else
+                        buf[j++] = (char) c;
+        }
+        if (size > LOG_CONTEXT_BYTES) {
+                memcpy(buf + j, "...", 3);
+                j += 3;
+        }
+        buf[j] = 0;
+        return buf;
+}
+
 /* The message of a Status object (an error response's body), or NULL. */
 static char *status_message(const char *body) {
         cJSON *j;
@@ -161,9 +193,10 @@ static char *status_message(const char *body) {
                         m = strdup(s);
                 cJSON_Delete(j);
         }
-        if (!m) /* not a Status: the start of the body */
-                (void) asprintf(&m, "%.*s", LOG_CONTEXT_BYTES, body);
-        if (m)
+        if (!m) { /* not a Status: the start of the body */
+                char ctx[LOG_CONTEXT_MAX];
+                m = strdup(log_context(ctx, body, strlen(body)));
+        } else
                 for (char *p = m; *p; p++)
                         if ((unsigned char) *p < ' ')
                                 *p = ' ';
@@ -211,14 +244,16 @@ static void watch_schedule(KubeWatch *w, uint64_t usec) {
                         if (r >= 0)
                                 r = sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
                 } else {
-                        r = sd_event_add_time(e, &w->timer, CLOCK_MONOTONIC, now + usec, 0, on_timer, w);
+                        r = sd_event_add_time(e, &w->timer, CLOCK_MONOTONIC, now + usec, USEC_PER_MSEC,
+                                              on_timer, w);
                         if (r >= 0)
                                 (void) sd_event_source_set_description(w->timer, "kube-watch-backoff");
                 }
         }
         if (r < 0)
                 /* Nothing would ever wake us: say so loudly. */
-                log_error_errno(r, "kube watch %s: failed to arm the retry timer, watch stopped: %m", w->path);
+                log_error_errno(r, "kube watch %s: failed to arm the retry timer, watch stopped: %m",
+                                w->path);
 }
 
 /* After a failure: back off, exponentially. */
@@ -279,24 +314,20 @@ static int on_list_data(KubeRequest *r, const char *data, size_t size, void *use
 /* All pages are in: report them, then watch from the list's version. */
 static void list_finish(KubeWatch *w) {
         cJSON *item;
-        size_t n = 0;
 
         free(w->rv);
         w->rv = TAKE_PTR(w->list_rv);
         w->last_error = 0;
         w->need_list = false;
-        w->listed = true;
 
-        log_debug("kube watch %s: listed %d objects at resourceVersion %s", w->path, cJSON_GetArraySize(w->items),
-                  strna(w->rv));
+        log_debug("kube watch %s: listed %d objects at resourceVersion %s", w->path,
+                  cJSON_GetArraySize(w->items), strna(w->rv));
 
         if (w->cb.sync_begin)
                 w->cb.sync_begin(w->userdata);
-        cJSON_ArrayForEach(item, w->items) {
-                n++;
+        cJSON_ArrayForEach (item, w->items)
                 if (w->cb.event)
                         w->cb.event(KUBE_EVENT_ADDED, item, w->userdata);
-        }
         w->synced = true;
         if (w->cb.synced)
                 w->cb.synced(w->userdata);
@@ -315,7 +346,9 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
         w->request = NULL;
 
         if (error < 0) {
-                log_warning_errno(error, "kube watch %s: LIST failed (HTTP %ld): %m", w->path, status);
+                const char *m = kube_request_get_error_message(r);
+                log_warning_errno(error, "kube watch %s: LIST failed: %m%s%s%s", w->path, m[0] ? " (" : "",
+                                  m, m[0] ? ")" : "");
                 w->last_error = error;
                 goto retry;
         }
@@ -324,8 +357,8 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
                 /* The continue token expired (the snapshot it pins was
                  * compacted): the pages so far are stale, start over. */
                 msg = status_message(kube_request_get_error_body(r));
-                log_warning("kube watch %s: LIST continue token expired (HTTP 410: %s), listing again.", w->path,
-                            strna(msg));
+                log_warning("kube watch %s: LIST continue token expired (HTTP 410: %s), listing again.",
+                            w->path, strna(msg));
                 list_reset(w);
                 watch_start_or_retry(w);
                 return;
@@ -340,8 +373,9 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
 
         j = cJSON_ParseWithLength(w->buf ?: "", w->buf_size);
         if (!j) {
-                log_warning("kube watch %s: LIST response is not JSON: %.*s", w->path,
-                            (int) MIN(w->buf_size, (size_t) LOG_CONTEXT_BYTES), strempty(w->buf));
+                char ctx[LOG_CONTEXT_MAX];
+                log_warning("kube watch %s: LIST response is not JSON: %s", w->path,
+                            log_context(ctx, w->buf, w->buf_size));
                 w->last_error = -EBADMSG;
                 goto retry;
         }
@@ -363,7 +397,9 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
         /* Move the items over, without copying. */
         while (cJSON_IsArray(items) && items->child) {
                 cJSON *item = cJSON_DetachItemViaPointer(items, items->child);
-                if (!cJSON_IsObject(item)) {
+                if (!cJSON_IsObject(item) || !object_name(item)) {
+                        log_warning("kube watch %s: LIST item without metadata.name, skipping it.", w->path);
+                        w->skipped++;
                         cJSON_Delete(item);
                         continue;
                 }
@@ -381,10 +417,12 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
         j = NULL;
 
         if (w->continue_token) {
-                log_debug("kube watch %s: %d objects so far, next page", w->path, cJSON_GetArraySize(w->items));
+                log_debug("kube watch %s: %d objects so far, next page", w->path,
+                          cJSON_GetArraySize(w->items));
                 k = watch_start_list(w);
                 if (k < 0) {
-                        log_warning_errno(k, "kube watch %s: failed to request the next LIST page: %m", w->path);
+                        log_warning_errno(k, "kube watch %s: failed to request the next LIST page: %m",
+                                          w->path);
                         w->last_error = k;
                         goto retry;
                 }
@@ -468,8 +506,9 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
         type = json_string(j, "type");
         object = cJSON_GetObjectItemCaseSensitive(j, "object");
         if (!j || !type || !cJSON_IsObject(object)) {
-                log_warning("kube watch %s: malformed watch event, skipping it: %.*s", w->path,
-                            (int) MIN(size, (size_t) LOG_CONTEXT_BYTES), line);
+                char ctx[LOG_CONTEXT_MAX];
+                log_warning("kube watch %s: malformed watch event, skipping it: %s", w->path,
+                            log_context(ctx, line, size));
                 w->skipped++;
                 return 0;
         }
@@ -480,8 +519,8 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
                 long c = cJSON_IsNumber(code) ? (long) code->valuedouble : 0;
 
                 if (c == 410) {
-                        log_warning("kube watch %s: resourceVersion %s is gone (%s: %s), listing again.", w->path,
-                                    strna(w->rv), strna(reason), strna(msg));
+                        log_warning("kube watch %s: resourceVersion %s is gone (%s: %s), listing again.",
+                                    w->path, strna(w->rv), strna(reason), strna(msg));
                         w->abort_relist = true;
                         w->abort_error = -ESTALE;
                 } else {
@@ -517,6 +556,14 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
                 return 0;
         }
 
+        if (!object_name(object)) {
+                char ctx[LOG_CONTEXT_MAX];
+                log_warning("kube watch %s: %s event for an object without metadata.name, skipping it: %s",
+                            w->path, type, log_context(ctx, line, size));
+                w->skipped++;
+                return 0;
+        }
+
         if (rv && set_str(&w->rv, rv) < 0)
                 return log_oom();
         w->events++;
@@ -542,9 +589,11 @@ static int on_watch_data(KubeRequest *r, const char *data, size_t size, void *us
                 } else {
                         k = buf_append(w, data, n, w->opts.max_event_bytes);
                         if (k == -EFBIG) {
-                                log_warning("kube watch %s: watch event larger than %zu bytes, skipping it: %.*s",
-                                            w->path, w->opts.max_event_bytes,
-                                            (int) MIN(w->buf_size, (size_t) LOG_CONTEXT_BYTES), strempty(w->buf));
+                                char ctx[LOG_CONTEXT_MAX];
+                                log_warning(
+                                        "kube watch %s: watch event larger than %zu bytes, skipping it: %s",
+                                        w->path, w->opts.max_event_bytes,
+                                        log_context(ctx, w->buf, w->buf_size));
                                 w->skipped++;
                                 buf_reset(w, true);
                                 w->skipping = !nl;
@@ -592,10 +641,13 @@ static void on_watch_done(KubeRequest *r, long status, int error, void *userdata
 
         if (error < 0) {
                 if (error == -ETIMEDOUT)
-                        log_warning("kube watch %s: no data for %u s, reconnecting.", w->path, w->opts.idle_sec);
-                else
-                        log_warning_errno(error, "kube watch %s: watch failed (HTTP %ld), reconnecting: %m",
-                                          w->path, status);
+                        log_warning("kube watch %s: no data for %u s, reconnecting.", w->path,
+                                    w->opts.idle_sec);
+                else {
+                        const char *m = kube_request_get_error_message(r);
+                        log_warning_errno(error, "kube watch %s: watch failed, reconnecting: %m%s%s%s",
+                                          w->path, m[0] ? " (" : "", m, m[0] ? ")" : "");
+                }
                 w->last_error = error;
                 w->reconnects++;
                 watch_retry(w);
@@ -604,8 +656,8 @@ static void on_watch_done(KubeRequest *r, long status, int error, void *userdata
 
         if (status == 410) {
                 msg = status_message(kube_request_get_error_body(r));
-                log_warning("kube watch %s: resourceVersion %s is gone (HTTP 410: %s), listing again.", w->path,
-                            strna(w->rv), strna(msg));
+                log_warning("kube watch %s: resourceVersion %s is gone (HTTP 410: %s), listing again.",
+                            w->path, strna(w->rv), strna(msg));
                 watch_relist(w);
                 return;
         }
@@ -642,7 +694,11 @@ static int watch_start_watch(KubeWatch *w) {
         url = strdup(w->path);
         if (!url)
                 return -ENOMEM;
-        snprintf(timeout, sizeof(timeout), "%u", w->opts.timeout_sec);
+        /* Ask the server to end the watch before it could look stalled to
+         * us: a quiet collection on a server that sends no periodic
+         * bookmarks (before 1.21) must end normally, not in an idle timeout. */
+        unsigned t = MIN(w->opts.timeout_sec, w->opts.idle_sec - MAX(w->opts.idle_sec / 10, 1U));
+        snprintf(timeout, sizeof(timeout), "%u", MAX(t, 1U));
         r = append_query(&url, "?", "watch", "1", false);
         if (r >= 0)
                 r = append_query(&url, "&", "resourceVersion", strempty(w->rv), true);
@@ -739,10 +795,10 @@ void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret) {
         if (!ret)
                 return;
         if (!w) {
-                *ret = (KubeWatchStats) {};
+                *ret = (KubeWatchStats){};
                 return;
         }
-        *ret = (KubeWatchStats) {
+        *ret = (KubeWatchStats){
                 .resource_version = w->rv,
                 .synced = w->synced,
                 .relists = w->relists,

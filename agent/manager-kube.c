@@ -94,7 +94,8 @@ static void start_container_session(Manager *m, CgroupState *c, const Target *t,
 
         r = session_new(m, m->config, t, c->path, &kube, &s);
         if (r < 0) {
-                log_warning_errno(r, "Failed to create a session for container %s of pod %s/%s, ignoring: %m",
+                log_warning_errno(r,
+                                  "Failed to create a session for container %s of pod %s/%s, ignoring: %m",
                                   strna(container), pod->namespace, pod->name);
                 return;
         }
@@ -103,8 +104,8 @@ static void start_container_session(Manager *m, CgroupState *c, const Target *t,
                 return (void) log_oom();
         r = session_start(s);
         if (r < 0) {
-                log_warning_errno(r, "Failed to start profiling container %s of pod %s/%s: %m", strna(container),
-                                  pod->namespace, pod->name);
+                log_warning_errno(r, "Failed to start profiling container %s of pod %s/%s: %m",
+                                  strna(container), pod->namespace, pod->name);
                 manager_remove_session(m, s, "failed");
                 return;
         }
@@ -327,7 +328,8 @@ static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata)
         } else {
                 if (!n) {
                         n = calloc(1, sizeof(*n));
-                        if (!n || !(n->name = strdup(ns->name)) || !tsearch(n, &m->kube_namespaces, ns_state_cmp)) {
+                        if (!n || !(n->name = strdup(ns->name)) ||
+                            !tsearch(n, &m->kube_namespaces, ns_state_cmp)) {
                                 if (n)
                                         free(n->name);
                                 free(n);
@@ -405,7 +407,8 @@ int manager_kube_start(Manager *m) {
         } else {
                 r = kube_config_in_cluster(NULL, &config);
                 if (r == -ENXIO) {
-                        log_notice("Not in a Kubernetes cluster (no KUBERNETES_SERVICE_HOST) and no --kubeconfig: "
+                        log_notice("Not in a Kubernetes cluster (no KUBERNETES_SERVICE_HOST) and no "
+                                   "--kubeconfig: "
                                    "profiling host cgroups only.");
                         return 0;
                 }
@@ -419,9 +422,10 @@ int manager_kube_start(Manager *m) {
         free(m->kube_server);
         m->kube_server = server;
 
-        r = kube_client_new(m->event, TAKE_PTR(config), &m->kube);
+        r = kube_client_new(m->event, config, &m->kube);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the Kubernetes API client: %m");
+        TAKE_PTR(config); /* the client owns it now */
 
         if (asprintf(&selector, "spec.nodeName=%s", m->node_name) < 0)
                 return log_oom();

@@ -43,7 +43,8 @@ static bool has_suffix(const char *s, size_t n, const char *suffix) {
 }
 
 /* systemd driver: the last three components are the pod slice and the scope. */
-static int parse_systemd(const char *pod, size_t pod_n, const char *scope, size_t scope_n, KubeCgroupInfo *ret) {
+static int parse_systemd(const char *pod, size_t pod_n, const char *scope, size_t scope_n,
+                         KubeCgroupInfo *ret) {
         static const char *const runtimes[] = { "cri-containerd-", "crio-", "docker-" };
         const char *p;
 
@@ -109,8 +110,9 @@ int kube_cgroup_parse(const char *path, KubeCgroupInfo *ret) {
                 /* cgroupfs: kubepods/[qos/]pod<uid>/<id> */
                 if (depth != 3 && depth != 4)
                         return 0;
-                if (depth == 4 && !((len[kubepods + 1] == 9 && memcmp(comp[kubepods + 1], "burstable", 9) == 0) ||
-                                    (len[kubepods + 1] == 10 && memcmp(comp[kubepods + 1], "besteffort", 10) == 0)))
+                if (depth == 4 &&
+                    !((len[kubepods + 1] == 9 && memcmp(comp[kubepods + 1], "burstable", 9) == 0) ||
+                      (len[kubepods + 1] == 10 && memcmp(comp[kubepods + 1], "besteffort", 10) == 0)))
                         return 0;
                 if (!has_prefix(comp[n - 2], len[n - 2], "pod") ||
                     !parse_uid(comp[n - 2] + 3, len[n - 2] - 3, '-', info.pod_uid))

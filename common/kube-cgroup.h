@@ -12,9 +12,9 @@
  * container, kind) is allowed. */
 
 typedef struct KubeCgroupInfo {
-        char pod_uid[37];        /* with dashes, as in metadata.uid */
-        char container_id[65];   /* lowercase hex */
-        const char *driver;      /* "systemd" or "cgroupfs" */
+        char pod_uid[37]; /* with dashes, as in metadata.uid */
+        char container_id[65]; /* lowercase hex */
+        const char *driver; /* "systemd" or "cgroupfs" */
 } KubeCgroupInfo;
 
 /* 1 and *ret filled when path (relative to the cgroup root) is a container's

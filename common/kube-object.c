@@ -178,7 +178,8 @@ static int parse_containers(KubePod *p, const cJSON *spec, const cJSON *status, 
                                                     "not RUNTIME://ID");
                         }
                         k->running = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(state, "running"));
-                        k->terminated = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(state, "terminated"));
+                        k->terminated =
+                                cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(state, "terminated"));
                 }
         }
         return 0;

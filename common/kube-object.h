@@ -16,11 +16,11 @@ typedef enum KubeContainerKind {
 
 typedef struct KubeContainer {
         char *name;
-        char *id;         /* bare container ID (hex), NULL until the status has one */
-        char *runtime;    /* "containerd", "cri-o", "docker", ... */
+        char *id; /* bare container ID (hex), NULL until the status has one */
+        char *runtime; /* "containerd", "cri-o", "docker", ... */
         KubeContainerKind kind;
         bool running;
-        bool terminated;  /* state.terminated: the container exited */
+        bool terminated; /* state.terminated: the container exited */
 } KubeContainer;
 
 typedef struct KubeOwner {
@@ -35,12 +35,12 @@ typedef struct KubePod {
         char *generate_name;
         char *node_name;
         char *resource_version;
-        char **labels;     /* strv: key, value, ... */
+        char **labels; /* strv: key, value, ... */
         KubeOwner *owners;
         size_t n_owners;
         KubeContainer *containers; /* from the status (with IDs), or from the spec (without) */
         size_t n_containers;
-        bool deleting;     /* metadata.deletionTimestamp is set */
+        bool deleting; /* metadata.deletionTimestamp is set */
 } KubePod;
 
 typedef struct KubeNamespace {

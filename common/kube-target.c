@@ -24,8 +24,8 @@ static bool owner_matches(const OwnerRef *o, const KubePod *pod) {
         return false;
 }
 
-KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                              const char *cgroup, const char **ret_reason) {
+KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const KubePod *pod,
+                              const char *container, const char *cgroup, const char **ret_reason) {
         const char *reason = NULL;
         bool undecided = false;
 
@@ -70,8 +70,8 @@ KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const Ku
         return undecided ? KUBE_MATCH_UNDECIDED : KUBE_MATCH_YES;
 }
 
-KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                           const char *cgroup, const Target **ret_target) {
+KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
+                           const char *container, const char *cgroup, const Target **ret_target) {
         for (size_t i = 0; i < c->n_targets; i++) {
                 const Target *t = &c->targets[i];
                 /* A rule for host cgroups only (cgroupPatterns alone) is not a pod rule. */

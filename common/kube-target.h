@@ -27,11 +27,11 @@ typedef enum KubeMatch {
  * path, for cgroupPatterns. ns may be NULL when not known yet. When the
  * answer is NO, *ret_reason (if non-NULL) gets the first failed condition,
  * e.g. "podSelector does not match" (static string). */
-KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                              const char *cgroup, const char **ret_reason);
+KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const KubePod *pod,
+                              const char *container, const char *cgroup, const char **ret_reason);
 
 /* The first target (config order, then enableDefault) that selects the
  * container: KUBE_MATCH_YES with *ret_target; UNDECIDED when an earlier
  * target cannot be decided yet (so nothing later may be picked either). */
-KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                           const char *cgroup, const Target **ret_target);
+KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
+                           const char *container, const char *cgroup, const Target **ret_target);

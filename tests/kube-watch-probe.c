@@ -191,8 +191,10 @@ static int parse_argv(int argc, char *argv[]) {
                 switch (c) {
                 case 'h':
                         printf("%s --kubeconfig FILE [--context NAME] --path PATH [--field-selector SEL]\n"
-                               "        [--idle-sec N] [--timeout-sec N] [--backoff-min-msec N] [--backoff-max-msec N]\n"
-                               "        [--page-size N] [--max-event-bytes N] [--exit-after-events N] [--log-level LEVEL]\n",
+                               "        [--idle-sec N] [--timeout-sec N] [--backoff-min-msec N] "
+                               "[--backoff-max-msec N]\n"
+                               "        [--page-size N] [--max-event-bytes N] [--exit-after-events N] "
+                               "[--log-level LEVEL]\n",
                                program_invocation_short_name);
                         exit(EXIT_SUCCESS);
                 case ARG_KUBECONFIG:
@@ -238,8 +240,9 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_opts.max_event_bytes = (size_t) v;
                         break;
                 case ARG_EXIT_AFTER_EVENTS:
-                        if (parse_uint(optarg, "--exit-after-events", UINT64_MAX, &arg_exit_after_events) < 0)
-                                return -EINVAL;
+                        r = parse_uint(optarg, "--exit-after-events", UINT64_MAX, &arg_exit_after_events);
+                        if (r < 0)
+                                return r;
                         break;
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);

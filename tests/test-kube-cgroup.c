@@ -24,10 +24,11 @@ static void expect(const char *path, const char *uid, const char *id, const char
 }
 
 TEST(systemd_driver) {
-        expect("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-" CID
-               ".scope",
+        expect("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+               ".slice/cri-containerd-" CID ".scope",
                UID, CID, "systemd");
-        expect("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_ ".slice/crio-" CID ".scope",
+        expect("kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_ ".slice/crio-" CID
+               ".scope",
                UID, CID, "systemd");
         /* Guaranteed pods sit right under kubepods.slice. */
         expect("kubepods.slice/kubepods-pod" UID_ ".slice/docker-" CID ".scope", UID, CID, "systemd");
@@ -50,7 +51,8 @@ TEST(not_containers) {
         expect("", NULL, NULL, NULL);
         expect("kubepods.slice", NULL, NULL, NULL);
         expect("kubepods.slice/kubepods-burstable.slice", NULL, NULL, NULL);
-        expect("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice", NULL, NULL, NULL);
+        expect("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice", NULL, NULL,
+               NULL);
         /* CRI-O's monitor process. */
         expect("kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope", NULL, NULL, NULL);
         expect("kubepods.slice/kubepods-pod" UID_ ".slice/podman-" CID ".scope", NULL, NULL, NULL);

@@ -162,7 +162,7 @@ TEST(current_context) {
         ASSERT_OK(load(d, NULL, &c, &e));
         ASSERT_NULL(e);
         ASSERT_STREQ(c->server, "https://127.0.0.1:6443"); /* trailing / dropped */
-        ASSERT_STREQ(c->ca_file, ca);                      /* relative to the kubeconfig */
+        ASSERT_STREQ(c->ca_file, ca); /* relative to the kubeconfig */
         ASSERT_NULL(c->ca_data);
         ASSERT_STREQ(c->token, "s3cr3t");
         ASSERT_NULL(c->token_file);
@@ -205,11 +205,11 @@ TEST(token_file) {
         _cleanup_free_ char *cfg = NULL;
 
         /* A kubeconfig in a subdirectory, referring to ../ */
-        ASSERT_TRUE(asprintf(&cfg,
-                             "current-context: x\n"
-                             "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority: ../ca.crt}}]\n"
-                             "users: [{name: u, user: {tokenFile: token}}]\n"
-                             "contexts: [{name: x, context: {cluster: c, user: u}}]\n") > 0);
+        ASSERT_TRUE(asprintf(&cfg, "current-context: x\n"
+                                   "clusters: [{name: c, cluster: {server: 'https://h:1', "
+                                   "certificate-authority: ../ca.crt}}]\n"
+                                   "users: [{name: u, user: {tokenFile: token}}]\n"
+                                   "contexts: [{name: x, context: {cluster: c, user: u}}]\n") > 0);
         write_file(d, "sub/config", cfg);
         _cleanup_free_ char *p = path_in(d, "sub/config"), *ca = path_in(d, "sub/../ca.crt");
         ASSERT_OK(kube_config_from_kubeconfig(p, NULL, &c, NULL));
@@ -256,10 +256,11 @@ TEST(missing_files) {
         e = NULL;
 
         /* A CA file that is not there. */
-        write_file(d, "config",
-                   "current-context: x\n"
-                   "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority: nope.crt}}]\n"
-                   "contexts: [{name: x, context: {cluster: c}}]\n");
+        write_file(
+                d, "config",
+                "current-context: x\n"
+                "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority: nope.crt}}]\n"
+                "contexts: [{name: x, context: {cluster: c}}]\n");
         ASSERT_ERROR(kube_config_from_kubeconfig(p, NULL, &c, &e), ENOENT);
         fprintf(stderr, "  %s\n", e);
         ASSERT_NOT_NULL(strstr(e, "certificate-authority"));
@@ -277,7 +278,8 @@ TEST(missing_files) {
         /* Bad base64. */
         write_file(d, "config",
                    "current-context: x\n"
-                   "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority-data: 'a$b'}}]\n"
+                   "clusters: [{name: c, cluster: {server: 'https://h:1', certificate-authority-data: "
+                   "'a$b'}}]\n"
                    "contexts: [{name: x, context: {cluster: c}}]\n");
         ASSERT_ERROR(kube_config_from_kubeconfig(p, NULL, &c, &e), EINVAL);
         ASSERT_NOT_NULL(strstr(e, "base64"));
@@ -323,9 +325,12 @@ TEST(json_and_anchors) {
         _cleanup_free_ char *p = path_in(d, "config");
 
         write_file(d, "config",
-                   "{\"current-context\":\"x\",\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://h:2\","
-                   "\"certificate-authority-data\":\"" CA_B64 "\"}}],\"users\":[{\"name\":\"u\",\"user\":{\"token\":"
-                   "\"t\"}}],\"contexts\":[{\"name\":\"x\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}]}\n");
+                   "{\"current-context\":\"x\",\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":"
+                   "\"https://h:2\","
+                   "\"certificate-authority-data\":\"" CA_B64
+                   "\"}}],\"users\":[{\"name\":\"u\",\"user\":{\"token\":"
+                   "\"t\"}}],\"contexts\":[{\"name\":\"x\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}]}"
+                   "\n");
         ASSERT_OK(kube_config_from_kubeconfig(p, NULL, &c, NULL));
         ASSERT_STREQ(c->server, "https://h:2");
         ASSERT_STREQ(c->ca_data, CA_PEM);
@@ -342,6 +347,31 @@ TEST(json_and_anchors) {
                    "contexts: [{name: y, context: {cluster: d}}]\n");
         ASSERT_OK(kube_config_from_kubeconfig(p, NULL, &c2, NULL));
         ASSERT_STREQ(c2->server, "https://h:3");
+        rm_rf(d);
+}
+
+/* base64 as kubectl writes it, and as people paste it: unpadded, wrapped. */
+TEST(base64_forms) {
+        char *d = mkdtemp_test();
+        _cleanup_(kube_config_freep) KubeConfig *c = NULL;
+        _cleanup_free_ char *p = path_in(d, "config");
+
+        write_file(d, "config",
+                   "current-context: x\n"
+                   "clusters:\n"
+                   "- name: c\n"
+                   "  cluster:\n"
+                   "    server: https://h:4\n"
+                   "    certificate-authority-data: |\n"
+                   "      LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNB\n"
+                   "      Ci0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K\n"
+                   "users: [{name: u, user: {client-certificate-data: Y2VydC1wZW0K, client-key-data: "
+                   "a2V5LXBlbQo}}]\n"
+                   "contexts: [{name: x, context: {cluster: c, user: u}}]\n");
+        ASSERT_OK(kube_config_from_kubeconfig(p, NULL, &c, NULL));
+        ASSERT_STREQ(c->ca_data, CA_PEM);
+        ASSERT_STREQ(c->client_cert_data, "cert-pem\n");
+        ASSERT_STREQ(c->client_key_data, "key-pem\n"); /* no padding */
         rm_rf(d);
 }
 

@@ -4,12 +4,14 @@
 
 static const char *pod_json =
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"trainer-0\",\"namespace\":\"ml\","
-        "\"uid\":\"0f3b2c4d-1a2b-4c3d-8e9f-0123456789ab\",\"generateName\":\"trainer-\",\"resourceVersion\":\"42\","
+        "\"uid\":\"0f3b2c4d-1a2b-4c3d-8e9f-0123456789ab\",\"generateName\":\"trainer-\",\"resourceVersion\":"
+        "\"42\","
         "\"labels\":{\"app\":\"trainer\",\"cgprof.io/profile\":\"enabled\"},"
         "\"ownerReferences\":[{\"kind\":\"StatefulSet\",\"name\":\"trainer\",\"uid\":\"x\"}]},"
         "\"spec\":{\"nodeName\":\"node-a\",\"containers\":[{\"name\":\"main\"},{\"name\":\"sidecar\"}],"
         "\"initContainers\":[{\"name\":\"init\"}]},"
-        "\"status\":{\"containerStatuses\":[{\"name\":\"main\",\"containerID\":\"containerd://ABCDEF0123456789\","
+        "\"status\":{\"containerStatuses\":[{\"name\":\"main\",\"containerID\":\"containerd://"
+        "ABCDEF0123456789\","
         "\"state\":{\"running\":{}}},{\"name\":\"sidecar\",\"state\":{\"waiting\":{}}}],"
         "\"initContainerStatuses\":[{\"name\":\"init\",\"containerID\":\"cri-o://0123456789abcdef\","
         "\"state\":{\"terminated\":{\"exitCode\":0}}}]}}";
@@ -50,7 +52,8 @@ TEST(pod_errors) {
                 "{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}",
                 "{\"metadata\":{\"uid\":\"u\",\"namespace\":\"b\"}}",
                 "{\"metadata\":{\"uid\":\"u\",\"name\":\"a\",\"namespace\":\"b\",\"labels\":{\"x\":1}}}",
-                "{\"metadata\":{\"uid\":\"u\",\"name\":\"a\",\"namespace\":\"b\"},\"status\":{\"containerStatuses\":"
+                "{\"metadata\":{\"uid\":\"u\",\"name\":\"a\",\"namespace\":\"b\"},\"status\":{"
+                "\"containerStatuses\":"
                 "[{\"name\":\"c\",\"containerID\":\"nonsense\"}]}}",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -67,7 +70,8 @@ TEST(pod_errors) {
 }
 
 TEST(namespace) {
-        cJSON *j = cJSON_Parse("{\"metadata\":{\"name\":\"ml\",\"uid\":\"u1\",\"labels\":{\"team\":\"ml\"}}}");
+        cJSON *j =
+                cJSON_Parse("{\"metadata\":{\"name\":\"ml\",\"uid\":\"u1\",\"labels\":{\"team\":\"ml\"}}}");
         _cleanup_(kube_namespace_freep) KubeNamespace *n = NULL;
         ASSERT_OK(kube_namespace_from_json(j, &n, NULL));
         ASSERT_STREQ(n->name, "ml");

@@ -15,7 +15,8 @@ static Config *config(const char *json) {
 static KubePod *pod(const char *name, const char *labels, const char *owner_kind) {
         char buf[2048];
         snprintf(buf, sizeof(buf),
-                 "{\"metadata\":{\"name\":\"%s\",\"generateName\":\"gen-\",\"namespace\":\"ns\",\"uid\":\"u\","
+                 "{\"metadata\":{\"name\":\"%s\",\"generateName\":\"gen-\",\"namespace\":\"ns\",\"uid\":"
+                 "\"u\","
                  "\"labels\":%s,\"ownerReferences\":[{\"kind\":\"%s\",\"name\":\"own\"}]}}",
                  name, labels, owner_kind);
         cJSON *j = cJSON_Parse(buf);
@@ -38,9 +39,10 @@ static KubeNamespace *ns(const char *labels) {
 
 TEST(enable_default) {
         _cleanup_(config_freep) Config *c = config("{\"enableDefault\":true,\"targets\":[]}");
-        _cleanup_(kube_pod_freep) KubePod *plain = pod("a", "{}", "ReplicaSet"),
-                                          *on = pod("b", "{\"cgprof.io/profile\":\"enabled\"}", "ReplicaSet"),
-                                          *off = pod("c", "{\"cgprof.io/profile\":\"disabled\"}", "ReplicaSet");
+        _cleanup_(kube_pod_freep)
+                KubePod *plain = pod("a", "{}", "ReplicaSet"),
+                        *on = pod("b", "{\"cgprof.io/profile\":\"enabled\"}", "ReplicaSet"),
+                        *off = pod("c", "{\"cgprof.io/profile\":\"disabled\"}", "ReplicaSet");
         _cleanup_(kube_namespace_freep) KubeNamespace *ns_on = ns("{\"cgprof.io/profile\":\"enabled\"}"),
                                                       *ns_off = ns("{}");
         const Target *t = NULL;
@@ -61,13 +63,17 @@ TEST(enable_default) {
 TEST(conditions_and) {
         _cleanup_(config_freep) Config *c = config(
                 "{\"targets\":[{\"name\":\"t\",\"namespaceSelector\":{\"matchLabels\":{\"team\":\"ml\"}},"
-                "\"podSelector\":{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"trainer\"]}]},"
-                "\"podNamePatterns\":[\"^trainer-\"],\"owner\":{\"kind\":\"StatefulSet\"},\"containers\":[\"main\"]}]}");
-        _cleanup_(kube_namespace_freep) KubeNamespace *ml = ns("{\"team\":\"ml\"}"), *web = ns("{\"team\":\"web\"}");
-        _cleanup_(kube_pod_freep) KubePod *good = pod("trainer-0", "{\"app\":\"trainer\"}", "StatefulSet"),
-                                          *bad_label = pod("trainer-1", "{\"app\":\"other\"}", "StatefulSet"),
-                                          *bad_name = pod("worker-0", "{\"app\":\"trainer\"}", "StatefulSet"),
-                                          *bad_owner = pod("trainer-2", "{\"app\":\"trainer\"}", "DaemonSet");
+                "\"podSelector\":{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"In\",\"values\":["
+                "\"trainer\"]}]},"
+                "\"podNamePatterns\":[\"^trainer-\"],\"owner\":{\"kind\":\"StatefulSet\"},\"containers\":["
+                "\"main\"]}]}");
+        _cleanup_(kube_namespace_freep) KubeNamespace *ml = ns("{\"team\":\"ml\"}"),
+                                                      *web = ns("{\"team\":\"web\"}");
+        _cleanup_(kube_pod_freep)
+                KubePod *good = pod("trainer-0", "{\"app\":\"trainer\"}", "StatefulSet"),
+                        *bad_label = pod("trainer-1", "{\"app\":\"other\"}", "StatefulSet"),
+                        *bad_name = pod("worker-0", "{\"app\":\"trainer\"}", "StatefulSet"),
+                        *bad_owner = pod("trainer-2", "{\"app\":\"trainer\"}", "DaemonSet");
         const Target *t = NULL;
         const char *why = NULL;
 
@@ -88,12 +94,12 @@ TEST(conditions_and) {
 }
 
 TEST(generate_name_and_order) {
-        _cleanup_(config_freep) Config *c = config(
-                "{\"enableDefault\":true,\"profiles\":[{\"name\":\"p1\"},{\"name\":\"p2\"}],"
-                "\"targets\":[{\"name\":\"host-only\",\"cgroupPatterns\":[\"*\"]},"
-                "{\"name\":\"by-gen\",\"profileRef\":\"p1\",\"podNamePatterns\":[\"^gen-$\"]},"
-                "{\"name\":\"second\",\"profileRef\":\"p2\",\"podNamePatterns\":[\".*\"]},"
-                "{\"name\":\"off\",\"podNamePatterns\":[\".*\"],\"disabled\":true}]}");
+        _cleanup_(config_freep) Config *c =
+                config("{\"enableDefault\":true,\"profiles\":[{\"name\":\"p1\"},{\"name\":\"p2\"}],"
+                       "\"targets\":[{\"name\":\"host-only\",\"cgroupPatterns\":[\"*\"]},"
+                       "{\"name\":\"by-gen\",\"profileRef\":\"p1\",\"podNamePatterns\":[\"^gen-$\"]},"
+                       "{\"name\":\"second\",\"profileRef\":\"p2\",\"podNamePatterns\":[\".*\"]},"
+                       "{\"name\":\"off\",\"podNamePatterns\":[\".*\"],\"disabled\":true}]}");
         _cleanup_(kube_pod_freep) KubePod *p = pod("xyz", "{}", "Job");
         _cleanup_(kube_namespace_freep) KubeNamespace *n = ns("{}");
         const Target *t = NULL;

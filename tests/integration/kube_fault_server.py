@@ -486,6 +486,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, code, obj, headers=()):
         body = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        self.entry["status"] = code
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
@@ -503,7 +504,6 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(0, len(body), 32768):
                 self._chunk(body[i:i + 32768])
             self._end_chunks()
-        self.entry["status"] = code
 
     def _send_status(self, code, message, reason=None, details=None, headers=()):
         self._send_json(code, status_obj(code, reason or REASONS.get(code, "Unknown"), message, details), headers)
@@ -683,12 +683,12 @@ class _Handler(BaseHTTPRequestHandler):
                 expired = my_rv < fs.compacted_rv
         if expired and fs.expired_watch == "http":
             return self._send_status(410, f"too old resource version: {my_rv} ({fs.compacted_rv})")
+        self.entry["status"] = 200
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.entry["status"] = 200
         self.entry["open"] = True
         try:
             if expired:

@@ -44,7 +44,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -424,8 +423,11 @@ class KubeCluster:
                                 f"{self._tail(self.apiserver_log)}")
             time.sleep(0.2)
 
-    def stop_apiserver(self, timeout=60):
-        """SIGTERM (graceful: open watches are closed) and waits."""
+    def stop_apiserver(self, timeout=30):
+        """SIGTERM (graceful: open watches are closed) and waits; SIGKILL
+        after `timeout` s (a graceful stop waits for HTTP/2 clients to let
+        go: a SIGSTOPped client holds it up to 60 s — use kill_apiserver()
+        then)."""
         p = self.apiserver
         if not p or p.poll() is not None:
             return

@@ -28,6 +28,7 @@ the tests whose names contain one of NAME."""
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,7 +40,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kubelib  # noqa: E402
-from cgproflib import SKIP, log, skip, wait_for  # noqa: E402
+from cgproflib import SKIP, log, skip  # noqa: E402
 from kube_fault_server import FaultServer  # noqa: E402
 
 PROBE = os.environ.get("CGPROF_KUBE_WATCH_PROBE", "")
@@ -269,17 +270,27 @@ class Probe:
 # helpers
 
 
+
+def sanitized(binary):
+    """Whether the binary is built with AddressSanitizer (links libasan)."""
+    try:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out
+
 def ok(cond, msg):
     if not cond:
         raise AssertionError(msg)
 
 
 def types_of(probe, name, namespace=None):
-    """Event types for one object since the last sync (watch events only)."""
+    """Watch event types for one object since the last sync done (not the
+    ADDED of a list)."""
     with probe.cv:
         out = []
         for _, m in probe.lines:
-            if m.get("sync") == "begin":
+            if m.get("sync") in ("begin", "done"):
                 out = []
             elif "event" in m and m.get("name") == name and (namespace is None or m.get("namespace") == namespace):
                 out.append(m["event"])
@@ -371,7 +382,10 @@ def test_real_pods_field_selector():
         p.wait(lambda p: "DELETED" in types_of(p, "a1"), what="DELETED a1")
         t = types_of(p, "a1")
         log("a1 events:", t)
-        ok(t == ["ADDED", "MODIFIED", "MODIFIED", "DELETED"], f"a1 events: {t}")
+        # label, status, and the deletion (which may first set
+        # deletionTimestamp: MODIFIED)
+        ok(t[0] == "ADDED" and t[-1] == "DELETED" and set(t[1:-1]) == {"MODIFIED"} and len(t) >= 4,
+           f"a1 events: {t}")
         ok(all(m["uid"] == a1["metadata"]["uid"] for m in p.events("a1")), "uid of a1 events")
         ok(not p.events("b0") and not p.events("b1"), f"pods of node-b reported: {p.events('b1')}")
         # rv of each event is the object's new resourceVersion, increasing
@@ -443,7 +457,6 @@ def test_real_token_file():
             p.stop()
             p.check()
     finally:
-        import shutil
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -536,7 +549,9 @@ def test_real_410_relist():
         rv_before = p.wait_stats(lambda s: s.get("rv"), what="rv")["rv"]
         p.signal(signal.SIGSTOP)
         try:
-            KC.stop_apiserver()
+            # SIGKILL: a graceful stop would wait (60 s) for the frozen
+            # probe's HTTP/2 connection to drain.
+            KC.kill_apiserver()
             KC.start_apiserver()
             # Changes the probe never sees as events.
             KC.delete_pod(ns, "del-1")
@@ -587,7 +602,6 @@ def test_real_bad_kubeconfig():
             ok(r.stderr.strip(), f"{what}: no message")
             ok(not r.stdout.strip(), f"{what}: printed {r.stdout[:200]!r}")
     finally:
-        import shutil
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -740,6 +754,8 @@ def test_fault_malformed_lines():
             log("after malformed lines:", st)
             ok(not [e for e in p.events() if e["name"] and e["name"].startswith("malformed")],
                f"malformed events reported: {p.events()}")
+            ok(all(e.get("name") for e in p.events()),
+               f"an object without metadata.name was reported: {[e for e in p.events() if not e.get('name')]}")
             ok(st["relists"] == 0, f"relisted: {st}")
             p.wait_keys(f.keys())
             p.stop()
@@ -768,7 +784,10 @@ def test_fault_oversized_event():
             hwm1 = vm_hwm_kib(p.proc.pid)
             log(f"skipped {st['skipped']}; VmHWM {hwm0} -> {hwm1} KiB")
             ok(not p.events("oversized"), "the oversized event was reported")
-            ok(hwm1 - hwm0 < 8 * 1024, f"the probe's peak memory grew by {hwm1 - hwm0} KiB for a skipped event")
+            # AddressSanitizer keeps freed memory in quarantine: the peak
+            # says nothing about the probe's own buffering there.
+            if not sanitized(PROBE):
+                ok(hwm1 - hwm0 < 8 * 1024, f"the probe's peak memory grew by {hwm1 - hwm0} KiB for a skipped event")
             fs.add_pod("default", "after-big-2", "node-a")
             p.wait(lambda p: "ADDED" in types_of(p, "after-big-2"), what="the next event")
             p.wait_keys(f.keys())
@@ -807,14 +826,14 @@ def test_fault_silent_stream():
             p.wait_synced()
             p.wait(lambda p: fs.requests("watch"), what="a watch")
             last = p.wait_stats(lambda s: s.get("rv"), what="rv")["rv"]
-            fs.next_event_fault("stall", seconds=8)
+            fs.next_event_fault("stall", seconds=10)
             fs.add_pod("default", "late", "node-a")
             t0 = time.monotonic()
             p.wait(lambda p: "ADDED" in types_of(p, "late"), timeout=30, what="the event after reconnecting")
             took = time.monotonic() - t0
             rvs = watch_rvs(fs)
             log(f"event after {took:.1f}s; watch rvs {rvs}")
-            ok(took < 7, f"waited for the stalled stream ({took:.1f}s) instead of reconnecting")
+            ok(took < 6, f"a silent stream was noticed only after {took:.1f}s with --idle-sec 2")
             ok(len(rvs) >= 2 and rvs[1] == last, f"reconnect not from {last}: {rvs}")
             st = p.stop()
             ok(st["reconnects"] >= 1 and st["relists"] == 0, f"stats {st}")
@@ -872,12 +891,13 @@ def test_fault_http_410_watch():
 
 def test_fault_http_500_backoff():
     """Watches failing with HTTP 500: retries back off exponentially (with
-    jitter) up to --backoff-max-msec, from the same resourceVersion, and
-    recover."""
+    jitter) between --backoff-min-msec and --backoff-max-msec, from the same
+    resourceVersion, and recover."""
+    lo, hi = 0.1, 3.2
     with Fault() as f:
         fs = f.fs
         fs.add_pod("default", "p0", "node-a")
-        with f.probe(backoff_min_msec=100, backoff_max_msec=1600) as p:
+        with f.probe(backoff_min_msec=int(lo * 1000), backoff_max_msec=int(hi * 1000)) as p:
             p.wait_synced()
             p.wait(lambda p: fs.requests("watch"), what="a watch")
             time.sleep(1.2)  # a watch that lived > 1 s ended normally
@@ -885,9 +905,9 @@ def test_fault_http_500_backoff():
             fs.clear_log()
             fs.fail_requests(500, 10, verb="watch")
             fs.end_watches()
-            p.wait(lambda p: [r for r in fs.requests("watch") if r.get("status") == 200], timeout=60,
+            p.wait(lambda p: [r for r in fs.requests("watch") if r.get("status") == 200], timeout=90,
                    what="a watch that succeeds again")
-            st = p.wait_stats(lambda s: s.get("synced") and s.get("lastError") == 0, what="recovered")
+            p.wait_stats(lambda s: s.get("synced") and s.get("lastError") == 0, what="recovered")
             reqs = fs.requests("watch")
             ts = [r["t"] for r in reqs]
             gaps = [b - a for a, b in zip(ts, ts[1:])]
@@ -895,10 +915,14 @@ def test_fault_http_500_backoff():
             log("gaps (s):", " ".join(f"{g:.2f}" for g in gaps))
             ok([r.get("status") for r in reqs[:10]] == [500] * 10, "10 failures expected first")
             ok(all(r["query"].get("resourceVersion") == rv for r in reqs), f"resourceVersion changed: {watch_rvs(fs)}")
-            ok(all(g >= 0.09 for g in gaps), f"retried faster than --backoff-min-msec: {gaps}")
-            ok(all(g <= 1.6 + 0.6 for g in gaps), f"waited longer than --backoff-max-msec: {gaps}")
-            first, last = sum(gaps[:2]) / 2, sum(gaps[-4:]) / 4
-            ok(last >= 2 * first, f"no exponential growth: first {first:.2f}s, last {last:.2f}s")
+            # Not a hot loop, and capped (slack: timer accuracy, TLS handshakes).
+            ok(all(g >= lo * 0.9 for g in gaps), f"retried faster than --backoff-min-msec: {gaps}")
+            ok(all(g <= hi + 1.0 for g in gaps), f"waited longer than --backoff-max-msec: {gaps}")
+            # Exponential: from the 5th retry on the ceiling is 16 x min; six
+            # waits all below 8 x min would mean it does not grow (and the
+            # average grows).
+            ok(max(gaps[4:]) >= 8 * lo, f"backoff does not grow: {gaps}")
+            ok(sum(gaps[-4:]) / 4 > sum(gaps[:2]) / 2, f"backoff does not grow on average: {gaps}")
             ok(p.stats().get("relists") == 0, f"relisted on 500: {p.stats()}")
             errs = {s.get("lastError") for _, s in p.all_stats()}
             ok(-500 in errs, f"lastError never -500: {errs}")
@@ -1045,7 +1069,6 @@ def main():
                 with cluster as KC:
                     run(pick(REAL_TESTS), failed)
     finally:
-        import shutil
         shutil.rmtree(FDIR, ignore_errors=True)
     if failed:
         log("FAILED:", " ".join(failed))
