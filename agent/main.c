@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
+#include <sys/resource.h>
 
 #include "cgprof-version.h"
 #include "log.h"
@@ -135,6 +136,21 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* Each session holds a few fds per CPU (perf events, BPF links): with many
+ * containers on a large node that is thousands. Raise the soft limit of open
+ * files to the hard limit (we use no select(), so fds above 1024 are fine). */
+static void bump_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning_errno(errno, "Failed to raise the open files limit, ignoring: %m");
+        else
+                log_debug("Raised the open files limit to %llu.", (unsigned long long) rl.rlim_cur);
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -143,6 +159,8 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv);
         if (r <= 0)
                 return r;
+
+        bump_nofile();
 
         ManagerOptions opts = {
                 .config_path = arg_config,

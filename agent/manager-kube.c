@@ -61,6 +61,30 @@ const KubePod *manager_kube_pod(Manager *m, const char *uid) {
         return p ? p->pod : NULL;
 }
 
+typedef struct PodLookup {
+        const char *namespace, *name;
+        const KubePod *found;
+} PodLookup;
+
+static void pod_lookup_action(const void *nodep, VISIT which, void *userdata) {
+        const PodState *p = *(const PodState *const *) nodep;
+        PodLookup *l = userdata;
+
+        if (which != postorder && which != leaf)
+                return;
+        /* A pod recreated under the same name: prefer the one not being deleted. */
+        if (streq(p->pod->namespace, l->namespace) && streq(p->pod->name, l->name) &&
+            (!l->found || l->found->deleting))
+                l->found = p->pod;
+}
+
+const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name) {
+        PodLookup l = { .namespace = namespace, .name = name };
+
+        twalk_r(m->kube_pods, pod_lookup_action, &l);
+        return l.found;
+}
+
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name) {
         NsState *n = ns_find(m, name);
         return n ? n->ns : NULL;
@@ -94,6 +118,7 @@ static void start_container_session(Manager *m, CgroupState *c, const Target *t,
 
         r = session_new(m, m->config, t, c->path, &kube, &s);
         if (r < 0) {
+                m->sessions_failed++;
                 log_warning_errno(r,
                                   "Failed to create a session for container %s of pod %s/%s, ignoring: %m",
                                   strna(container), pod->namespace, pod->name);
@@ -104,6 +129,7 @@ static void start_container_session(Manager *m, CgroupState *c, const Target *t,
                 return (void) log_oom();
         r = session_start(s);
         if (r < 0) {
+                m->sessions_failed++;
                 log_warning_errno(r, "Failed to start profiling container %s of pod %s/%s: %m",
                                   strna(container), pod->namespace, pod->name);
                 manager_remove_session(m, s, "failed");

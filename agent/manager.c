@@ -58,6 +58,32 @@ static CgroupState *cgroup_state_find(Manager *m, const char *path) {
         return c ? *c : NULL;
 }
 
+CgroupState *manager_cgroup_find(Manager *m, const char *path) {
+        return cgroup_state_find(m, path);
+}
+
+typedef struct ContainerLookup {
+        const char *id;
+        CgroupState *found;
+} ContainerLookup;
+
+static void container_lookup_action(const void *nodep, VISIT which, void *userdata) {
+        CgroupState *c = *(CgroupState *const *) nodep;
+        ContainerLookup *l = userdata;
+
+        if ((which == postorder || which == leaf) && !l->found && c->container && streq(c->container_id, l->id))
+                l->found = c;
+}
+
+CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id) {
+        ContainerLookup l = { .id = container_id };
+
+        if (!container_id || !container_id[0])
+                return NULL;
+        twalk_r(m->cgroups, container_lookup_action, &l);
+        return l.found;
+}
+
 static void cgroup_state_free(void *p) {
         CgroupState *c = p;
         free(c->path);
@@ -145,12 +171,17 @@ static const Target *host_target_for(const Config *c, const char *path) {
         return NULL;
 }
 
+const Target *manager_host_target(Manager *m, const char *path) {
+        return m->config ? host_target_for(m->config->config, path) : NULL;
+}
+
 static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
         _cleanup_(session_freep) Session *s = NULL;
         int r;
 
         r = session_new(m, m->config, t, c->path, NULL, &s);
         if (r < 0) {
+                m->sessions_failed++;
                 log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
                                   c->path, t->name);
                 return;
@@ -160,6 +191,7 @@ static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
                 return (void) log_oom();
         r = session_start(s);
         if (r < 0) {
+                m->sessions_failed++;
                 log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path,
                                   t->name);
                 manager_remove_session(m, s, "failed");
@@ -172,6 +204,9 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c) {
         const Target *t;
 
         if (m->stopping || !m->config || !m->sampler || c->path[0] == 0)
+                return;
+        /* Started on request: it runs until its duration, a stop, or its cgroup goes away. */
+        if (c->session && c->session->requested)
                 return;
         /* Pod rules first for a container's cgroup; host rules otherwise. */
         if (c->container && m->kube && manager_kube_reconcile_container(m, c))
@@ -348,32 +383,47 @@ static int manager_open_report_dir(Manager *m, const char *dir) {
         return 0;
 }
 
-static int manager_load_config(Manager *m, bool initial) {
+/* Records the outcome of a (re)load: "ok" or the message. */
+static void manager_set_last_config_load(Manager *m, const char *message) {
+        char *s = strdup(message);
+        if (!s)
+                return (void) log_oom();
+        free(m->last_config_load);
+        m->last_config_load = s;
+}
+
+static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         _cleanup_(config_freep) Config *c = NULL;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *message = NULL;
         ConfigRef *ref;
         int r;
 
         r = config_load_file(m->config_path, &c, &error);
         if (r < 0) {
                 /* Read errors already start with the path; validation errors with the key path. */
-                const char *prefix = error && strncmp(error, m->config_path, strlen(m->config_path)) == 0
-                                             ? ""
-                                             : m->config_path;
-                if (initial)
-                        return log_error_errno(r, "Invalid configuration %s%s%s", prefix,
-                                               prefix[0] ? ": " : "", strna(error));
-                return log_error_errno(r, "Invalid configuration %s%s%s (keeping the last good one)", prefix,
-                                       prefix[0] ? ": " : "", strna(error));
+                if (error && strncmp(error, m->config_path, strlen(m->config_path)) == 0)
+                        message = strdup(error);
+                else if (asprintf(&message, "%s: %s", m->config_path, error ?: strerror(-r)) < 0)
+                        message = NULL;
+                if (!message)
+                        return log_oom();
+                log_error_errno(r, "Invalid configuration %s%s", message,
+                                initial ? "" : " (keeping the last good one)");
+        } else {
+                r = manager_open_report_dir(m, c->report_dir);
+                if (r < 0) {
+                        if (asprintf(&message, "Failed to open report directory %s: %s", c->report_dir,
+                                     strerror(-r)) < 0)
+                                return log_oom();
+                        log_error_errno(r, "%s%s", message,
+                                        initial ? "" : " (keeping the last good configuration)");
+                }
         }
-
-        r = manager_open_report_dir(m, c->report_dir);
         if (r < 0) {
-                if (initial)
-                        return log_error_errno(r, "Failed to open report directory %s: %m", c->report_dir);
-                return log_error_errno(
-                        r, "Failed to open report directory %s, keeping the last good configuration: %m",
-                        c->report_dir);
+                manager_set_last_config_load(m, message);
+                if (ret_error)
+                        *ret_error = TAKE_PTR(message);
+                return r;
         }
 
         r = config_ref_new(TAKE_PTR(c), &ref);
@@ -381,16 +431,18 @@ static int manager_load_config(Manager *m, bool initial) {
                 return log_oom();
         config_unref(m->config);
         m->config = ref;
+        manager_set_last_config_load(m, "ok");
         log_info("Loaded configuration %s: %zu profiles, %zu targets.", m->config_path,
                  ref->config->n_profiles, ref->config->n_targets);
         return 0;
 }
 
-static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
+int manager_reload(Manager *m, char **ret_error) {
+        int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        if (manager_load_config(m, false) >= 0) {
+        r = manager_load_config(m, false, ret_error);
+        if (r >= 0) {
                 machine_apply(m, true);
                 if (m->machine_timer)
                         (void) sd_event_source_set_time_relative(
@@ -398,6 +450,11 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
                 manager_retarget(m);
         }
         (void) sd_notify(false, "READY=1");
+        return r;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata, NULL);
         return 0;
 }
 
@@ -458,8 +515,9 @@ int manager_startup(Manager *m) {
         int r;
 
         m->start_usec = now_usec(CLOCK_REALTIME);
+        m->start_monotonic = now_usec(CLOCK_MONOTONIC);
 
-        r = manager_load_config(m, true);
+        r = manager_load_config(m, true, NULL);
         if (r < 0)
                 return r;
 
@@ -537,6 +595,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
                                   m->bus_socket);
+        (void) manager_bus_connect_system(m);
 
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -584,6 +643,7 @@ Manager *manager_free(Manager *m) {
         symbolizer_free(m->symbolizer);
         process_reader_free(m->process_reader);
         config_unref(m->config);
+        free(m->last_config_load);
         safe_close(m->report_dir_fd);
         free(m->report_dir);
         free(m->cgroup_root);
@@ -595,6 +655,18 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         free(m);
         return NULL;
+}
+
+unsigned manager_active_sessions(Manager *m) {
+        unsigned n = 0;
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (m->sessions[i]->state == SESSION_RUNNING)
+                        n++;
+        return n;
+}
+
+uint64_t manager_uptime_usec(Manager *m) {
+        return m->start_monotonic > 0 ? now_usec(CLOCK_MONOTONIC) - m->start_monotonic : 0;
 }
 
 char *manager_status_json(Manager *m) {

@@ -204,6 +204,28 @@ def test_notify_duration_and_event_fallback():
         cg.remove()
 
 
+def test_open_files_limit_raised():
+    """A service gets 1024 open files by default, which a node's sessions
+    (perf events and BPF links per CPU) outgrow: the agent raises its soft
+    limit to the hard one."""
+    import resource
+    old = resource.getrlimit(resource.RLIMIT_NOFILE)
+    agent = Agent({"profiles": [profile(name="p")], "targets": []})
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 8192))
+        agent.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+    try:
+        with open(f"/proc/{agent.proc.pid}/limits") as f:
+            line = next(l for l in f if l.startswith("Max open files"))
+        soft, hard = line.split()[3:5]
+        assert (soft, hard) == ("8192", "8192"), line
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+
+
 def test_cgprofctl_usage():
     r = subprocess.run([CGPROFD.replace("cgprofd", "cgprofctl"), "frobnicate"], capture_output=True, text=True)
     assert r.returncode == 2, r
@@ -215,4 +237,4 @@ def test_cgprofctl_usage():
 if __name__ == "__main__":
     main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm,
           test_output_template_and_per_process, test_bad_config_and_reload, test_notify_duration_and_event_fallback,
-          test_cgprofctl_usage])
+          test_open_files_limit_raised, test_cgprofctl_usage])
