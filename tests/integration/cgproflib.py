@@ -167,7 +167,7 @@ class Agent:
             a += ["--attach-mode", self.attach_mode]
         return a + self.extra_args
 
-    def start(self, wait_ready=True):
+    def start(self, wait_ready=True, preexec_fn=None):
         notify_path = os.path.join(self.tmp, "notify")
         if os.path.exists(notify_path):
             os.unlink(notify_path)
@@ -180,7 +180,8 @@ class Agent:
         threading.Thread(target=self._read_notify, args=(self.notify,), daemon=True).start()
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         self.logf = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env)
+        self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env,
+                                     preexec_fn=preexec_fn)
         if wait_ready:
             self.wait_notify("READY=1")
         return self

@@ -209,14 +209,9 @@ def test_open_files_limit_raised():
     (perf events and BPF links per CPU) outgrow: the agent raises its soft
     limit to the hard one."""
     import resource
-    old = resource.getrlimit(resource.RLIMIT_NOFILE)
     agent = Agent({"profiles": [profile(name="p")], "targets": []})
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 8192))
-        agent.start()
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, old)
-    try:
+        agent.start(preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 8192)))
         with open(f"/proc/{agent.proc.pid}/limits") as f:
             line = next(l for l in f if l.startswith("Max open files"))
         soft, hard = line.split()[3:5]
