@@ -150,10 +150,11 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         KubeMatch match;
 
         if (!ps) {
-                /* Unknown pod: not listed yet, or gone. */
-                if (s && s->pod && m->kube_pods_synced)
+                /* Unknown pod: not listed yet, or gone. (s is freed by session_end().) */
+                bool pod_session = s && s->pod;
+                if (pod_session && m->kube_pods_synced)
                         session_end(s, "pod-deleted");
-                return s && s->pod;
+                return pod_session;
         }
 
         kc = kube_pod_find_container_id(ps->pod, c->container_id);

@@ -226,6 +226,8 @@ class Agent:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=timeout)
         rc = self.proc.returncode if self.proc else None
+        if rc not in (0, None):
+            log(f"cgprofd exited with {rc}; its log ends:\n" + "\n".join(self.log().splitlines()[-80:]))
         return rc
 
     def kill(self):
@@ -257,6 +259,11 @@ class Agent:
         return wait_for(lambda: next((s for s in self.summaries() if pred(s)), None), timeout, what)
 
     def cleanup(self):
+        # An agent that exited with an error (or a sanitizer report) on its
+        # own: show why before its directory goes.
+        rc = self.proc.poll() if self.proc else None
+        if rc is not None and rc != 0:
+            log(f"cgprofd exited with {rc}; its log ends:\n" + "\n".join(self.log().splitlines()[-80:]))
         self.kill()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
