@@ -1,18 +1,107 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The D-Bus API on the agent's private socket (peer-to-peer, no bus daemon):
- * object /io/cgprof/Agent1, interface io.cgprof.Agent1. Only root may
- * connect: the socket is mode 0600 and the peer's credentials are checked. */
+/* The D-Bus API of bus-api.h: object /io/cgprof/Agent1, interface
+ * io.cgprof.Agent1. Served on the agent's private socket (peer-to-peer, no
+ * bus daemon: only root may connect, the socket is mode 0600 and the peer's
+ * credentials are checked) and, when a system bus is reachable, as
+ * io.cgprof.Agent1 on it (systemd/io.cgprof.Agent1.conf lets only root own
+ * and call it; sd-bus also checks the caller there). This file only
+ * marshals: the operations are in manager-control.c. */
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "bus-api.h"
+#include "cgprof-version.h"
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
+#include "session.h"
 
-#define AGENT_PATH "/io/cgprof/Agent1"
-#define AGENT_INTERFACE "io.cgprof.Agent1"
+#define SYSTEM_BUS_SOCKET "/run/dbus/system_bus_socket"
+
+/* A control error as a D-Bus error of bus-api.h. */
+static int bus_reply_error(sd_bus_error *error, int r, const char *message) {
+        const char *name;
+
+        switch (r) {
+        case -ENOMEM:
+                return -ENOMEM;
+        case -ENOENT:
+                name = CGPROF_ERROR_NOT_FOUND;
+                break;
+        case -EBUSY:
+                name = CGPROF_ERROR_ALREADY_RUNNING;
+                break;
+        case -EINVAL:
+                name = CGPROF_ERROR_INVALID_ARGUMENT;
+                break;
+        default:
+                name = CGPROF_ERROR_FAILED;
+        }
+        return sd_bus_error_setf(error, name, "%s", message ?: strerror(-r));
+}
+
+/* ---- properties ---- */
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", CGPROF_VERSION);
+}
+
+static int property_get_node(sd_bus *bus, const char *path, const char *interface, const char *property,
+                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", strempty(m->node_name));
+}
+
+static int property_get_uptime(sd_bus *bus, const char *path, const char *interface, const char *property,
+                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", manager_uptime_usec(userdata));
+}
+
+static int property_get_active_sessions(sd_bus *bus, const char *path, const char *interface,
+                                        const char *property, sd_bus_message *reply, void *userdata,
+                                        sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", manager_active_sessions(userdata));
+}
+
+static int property_get_config_path(sd_bus *bus, const char *path, const char *interface,
+                                    const char *property, sd_bus_message *reply, void *userdata,
+                                    sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->config_path);
+}
+
+static int property_get_last_config_load(sd_bus *bus, const char *path, const char *interface,
+                                         const char *property, sd_bus_message *reply, void *userdata,
+                                         sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->last_config_load ?: "ok");
+}
+
+static int property_get_machine_config(sd_bus *bus, const char *path, const char *interface,
+                                       const char *property, sd_bus_message *reply, void *userdata,
+                                       sd_bus_error *error) {
+        ControlSysctl *list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = manager_machine_config(userdata, &list, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(sss)", list[i].name, list[i].wanted, list[i].current);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        control_sysctls_free(list, n);
+        return r;
+}
+
+/* ---- methods ---- */
 
 static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -22,10 +111,270 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
         return sd_bus_reply_method_return(msg, "s", json);
 }
 
+#define _cleanup_bus_message_ _cleanup_(sd_bus_message_unrefp)
+
+static int method_list_targets(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_free_ ControlTarget *list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = manager_list_targets(userdata, &list, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssb)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(sssb)", list[i].name, list[i].profile, list[i].kind,
+                                          (int) list[i].disabled);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_free_ ControlSession *list = NULL;
+        size_t n = 0;
+        int r;
+
+        r = manager_list_sessions(userdata, &list, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssssssssttt)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const ControlSession *s = &list[i];
+                r = sd_bus_message_append(reply, "(ssssssssttt)", s->id, s->state, s->target, s->profile,
+                                          s->namespace, s->pod, s->container, s->cgroup, s->start_usec,
+                                          s->duration_usec, s->samples);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_(control_check_done) ControlCheck check = {};
+        _cleanup_free_ char *message = NULL;
+        const char *namespace, *pod, *container;
+        int r;
+
+        r = sd_bus_message_read(msg, "sss", &namespace, &pod, &container);
+        if (r < 0)
+                return r;
+        r = manager_check(userdata, namespace, pod, container, &check, &message);
+        if (r < 0)
+                return bus_reply_error(error, r, message);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "bss", (int) check.targeted, check.target, check.profile);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (size_t i = 0; r >= 0 && i < check.n_reasons; i++)
+                r = sd_bus_message_append(reply, "(ss)", check.reasons[i].target, check.reasons[i].reason);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *id = NULL, *message = NULL;
+        const char *target, *profile;
+        uint64_t duration_usec;
+        int r;
+
+        r = sd_bus_message_read(msg, "sst", &target, &profile, &duration_usec);
+        if (r < 0)
+                return r;
+        r = manager_start_session(userdata, target, profile, duration_usec, &id, &message);
+        if (r < 0)
+                return bus_reply_error(error, r, message);
+        return sd_bus_reply_method_return(msg, "s", id);
+}
+
+static int method_stop_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *dir = NULL, *message = NULL;
+        const char *id;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &id);
+        if (r < 0)
+                return r;
+        r = manager_stop_session(userdata, id, &dir, &message);
+        if (r < 0)
+                return bus_reply_error(error, r, message);
+        return sd_bus_reply_method_return(msg, "s", strempty(dir));
+}
+
+static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **dirs = NULL;
+        int r;
+
+        r = manager_stop_all_sessions(userdata, &dirs);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, dirs);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_free_ char *message = NULL;
+        ControlReport *list = NULL;
+        Manager *m = userdata;
+        const char *filter;
+        uint64_t since;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_read(msg, "st", &filter, &since);
+        if (r < 0)
+                return r;
+        r = control_list_reports(m->report_dir_fd, m->report_dir, filter, since, &list, &n, &message);
+        if (r < 0)
+                return bus_reply_error(error, r, message);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssssstt)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const ControlReport *x = &list[i];
+                r = sd_bus_message_append(reply, "(sssssstt)", x->session, x->report_dir, x->namespace,
+                                          x->pod, x->container, x->cgroup, x->start_usec, x->samples);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        control_reports_free(list, n);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *message = NULL;
+        int r;
+
+        r = manager_reload(userdata, &message);
+        if (r < 0)
+                return sd_bus_error_setf(error, CGPROF_ERROR_FAILED, "%s", message ?: strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_VTABLE_START(0),
+
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Node", "s", property_get_node, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("UptimeUSec", "t", property_get_uptime, 0, 0),
+        SD_BUS_PROPERTY("ActiveSessions", "u", property_get_active_sessions, 0, 0),
+        SD_BUS_PROPERTY("ConfigPath", "s", property_get_config_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("LastConfigLoad", "s", property_get_last_config_load, 0, 0),
+        SD_BUS_PROPERTY("MachineConfig", "a(sss)", property_get_machine_config, 0, 0),
+
         SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", status_json),
-                                method_get_status, SD_BUS_VTABLE_UNPRIVILEGED),
+                                method_get_status, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListTargets", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssb)", targets),
+                                method_list_targets, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListSessions", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssssssssttt)", sessions),
+                                method_list_sessions, 0),
+        SD_BUS_METHOD_WITH_ARGS("Check", SD_BUS_ARGS("s", namespace, "s", pod, "s", container),
+                                SD_BUS_RESULT("b", targeted, "s", target, "s", profile, "a(ss)", reasons),
+                                method_check, 0),
+        SD_BUS_METHOD_WITH_ARGS("StartSession", SD_BUS_ARGS("s", target, "s", profile, "t", duration_usec),
+                                SD_BUS_RESULT("s", session_id), method_start_session, 0),
+        SD_BUS_METHOD_WITH_ARGS("StopSession", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", report_dir),
+                                method_stop_session, 0),
+        SD_BUS_METHOD_WITH_ARGS("StopAllSessions", SD_BUS_NO_ARGS, SD_BUS_RESULT("as", report_dirs),
+                                method_stop_all_sessions, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListReports", SD_BUS_ARGS("s", filter, "t", since_usec),
+                                SD_BUS_RESULT("a(sssssstt)", reports), method_list_reports, 0),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, 0),
+
+        SD_BUS_SIGNAL_WITH_ARGS("SessionStarted",
+                                SD_BUS_ARGS("s", id, "s", target, "s", profile, "s", namespace, "s", pod,
+                                            "s", container, "s", cgroup),
+                                0),
+        SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
+                                SD_BUS_ARGS("s", id, "s", reason, "s", report_dir, "t", samples), 0),
+
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- signals ---- */
+
+static void emit_one(sd_bus *bus, const char *member, const char *types, va_list ap) {
+        int r = sd_bus_emit_signalv(bus, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, member, types, ap);
+        if (r < 0)
+                log_debug_errno(r, "Failed to emit %s, ignoring: %m", member);
+}
+
+/* On every private connection and on the system bus. */
+static void emit_all(Manager *m, const char *member, const char *types, ...) {
+        va_list ap, aq;
+
+        va_start(ap, types);
+        for (size_t i = 0; i < m->n_bus_clients; i++) {
+                va_copy(aq, ap);
+                emit_one(m->bus_clients[i], member, types, aq);
+                va_end(aq);
+        }
+        if (m->system_bus && m->system_bus_named) {
+                va_copy(aq, ap);
+                emit_one(m->system_bus, member, types, aq);
+                va_end(aq);
+        }
+        va_end(ap);
+}
+
+void manager_bus_session_started(Manager *m, Session *s) {
+        emit_all(m, "SessionStarted", "sssssss", s->id_string, s->target->name, s->profile->name,
+                 strempty(s->namespace), strempty(s->pod), strempty(s->container), s->cgroup);
+}
+
+void manager_bus_session_ended(Manager *m, const char *id, const char *reason, const char *report_dir,
+                               uint64_t samples) {
+        emit_all(m, "SessionEnded", "ssst", id, strempty(reason), strempty(report_dir), samples);
+}
+
+/* ---- the private socket ---- */
+
+/* Bus clients (busctl --address=unix:path=..., sd-bus with bus_client set)
+ * greet the bus daemon first and register their matches with it: on this
+ * peer-to-peer socket the agent answers for it. Every signal reaches every
+ * connection anyway. */
+static int method_hello(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        static uint64_t n = 0;
+        char name[32];
+
+        snprintf(name, sizeof(name), ":1.%" PRIu64, ++n);
+        return sd_bus_reply_method_return(msg, "s", name);
+}
+
+static int method_match_noop(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static const sd_bus_vtable bus_daemon_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Hello", NULL, "s", method_hello, 0),
+        SD_BUS_METHOD("AddMatch", "s", NULL, method_match_noop, 0),
+        SD_BUS_METHOD("RemoveMatch", "s", NULL, method_match_noop, 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -35,13 +384,36 @@ static void client_drop(Manager *m, sd_bus *bus) {
                         m->bus_clients[i] = m->bus_clients[--m->n_bus_clients];
                         break;
                 }
+        /* Safe from the bus's own callbacks: sd-bus holds a reference while dispatching. */
         sd_bus_detach_event(bus);
         sd_bus_close(bus);
         sd_bus_unref(bus);
 }
 
-static int on_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+/* sd-bus (v252 at least) does not look at its buffer again when a client's
+ * first message arrives in the same read as the BEGIN that ends the
+ * authentication: nothing on the socket wakes it up any more, and a client
+ * that sends both at once (GLib's gdbus often does) waits forever. After
+ * every event loop iteration, each connection processes what it has read
+ * already (cheap: a read that fails with EAGAIN when there is nothing). */
+static int on_bus_post(sd_event_source *source, void *userdata) {
         Manager *m = userdata;
+
+        for (size_t i = m->n_bus_clients; i > 0; i--) {
+                if (i > m->n_bus_clients) /* a connection was dropped meanwhile */
+                        continue;
+                sd_bus *bus = sd_bus_ref(m->bus_clients[i - 1]);
+                for (unsigned k = 0; k < 64; k++)
+                        if (sd_bus_process(bus, NULL) <= 0)
+                                break;
+                sd_bus_unref(bus);
+        }
+        return 0;
+}
+
+static int on_client_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        log_debug("Control client disconnected.");
         client_drop(m, sd_bus_message_get_bus(msg));
         return 0;
 }
@@ -76,20 +448,25 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate a bus connection: %m");
         (void) sd_id128_randomize(&id);
-        if ((r = sd_bus_set_fd(bus, nfd, nfd)) < 0 || (r = sd_bus_set_server(bus, 1, id)) < 0 ||
-            (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
-            (r = sd_bus_add_object_vtable(bus, NULL, AGENT_PATH, AGENT_INTERFACE, agent_vtable, m)) < 0 ||
+        r = sd_bus_set_fd(bus, nfd, nfd);
+        if (r >= 0)
+                TAKE_FD(nfd); /* the bus closes it from now on */
+        /* Trusted: the peer is root (checked above), no per-method privilege check. */
+        if (r < 0 || (r = sd_bus_set_server(bus, 1, id)) < 0 || (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
+            (r = sd_bus_set_trusted(bus, 1)) < 0 ||
+            (r = sd_bus_add_object_vtable(bus, NULL, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, agent_vtable,
+                                          m)) < 0 ||
+            (r = sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                          bus_daemon_vtable, m)) < 0 ||
             (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
-                                     "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m)) <
-                    0 ||
+                                     "org.freedesktop.DBus.Local", "Disconnected", on_client_disconnected,
+                                     m)) < 0 ||
             (r = sd_bus_start(bus)) < 0 ||
             (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
-                TAKE_FD(nfd); /* owned by the bus now, or closed by it */
                 sd_bus_close(bus);
                 sd_bus_unref(bus);
                 return log_warning_errno(r, "Failed to set up a bus connection, ignoring: %m");
         }
-        TAKE_FD(nfd);
         m->bus_clients[m->n_bus_clients++] = bus;
         return 0;
 }
@@ -131,8 +508,82 @@ int manager_bus_listen(Manager *m) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(m->bus_accept, "bus-accept");
+        r = sd_event_add_post(m->event, &m->bus_post, on_bus_post, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->bus_post, "bus-post");
         m->bus_listen_fd = TAKE_FD(fd);
         log_debug("Listening for cgprofctl on %s.", m->bus_socket);
+        return 0;
+}
+
+/* ---- the system bus ---- */
+
+static void system_bus_drop(Manager *m) {
+        if (!m->system_bus)
+                return;
+        sd_bus_detach_event(m->system_bus);
+        sd_bus_flush_close_unref(m->system_bus);
+        m->system_bus = NULL;
+        m->system_bus_named = false;
+}
+
+static int on_system_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        log_warning("Disconnected from the system bus: %s is no longer served there.", CGPROF_BUS_NAME);
+        system_bus_drop(m);
+        return 0;
+}
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        Manager *m = userdata;
+
+        if (e) {
+                /* Not ours (no policy installed, or another agent has it): leave the system bus. */
+                log_warning("Failed to acquire %s on the system bus, serving the private socket only: %s",
+                            CGPROF_BUS_NAME, e->message ?: e->name);
+                system_bus_drop(m);
+                return 0;
+        }
+        /* RequestName's answer: 1 primary owner, 2 queued, 3 exists, 4 already the owner. */
+        uint32_t ret = 0;
+        if (sd_bus_message_read(reply, "u", &ret) < 0 || (ret != 1 && ret != 4)) {
+                log_warning("Failed to acquire %s on the system bus (another process owns it), serving the "
+                            "private socket only.",
+                            CGPROF_BUS_NAME);
+                system_bus_drop(m);
+                return 0;
+        }
+        m->system_bus_named = true;
+        log_info("Serving %s on the system bus.", CGPROF_BUS_NAME);
+        return 0;
+}
+
+int manager_bus_connect_system(Manager *m) {
+        sd_bus *bus = NULL;
+        int r;
+
+        if (!getenv("DBUS_SYSTEM_BUS_ADDRESS") && access(SYSTEM_BUS_SOCKET, F_OK) < 0) {
+                log_debug("No system bus (%s): serving the private socket only.", SYSTEM_BUS_SOCKET);
+                return 0;
+        }
+
+        r = sd_bus_open_system(&bus);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to connect to the system bus, ignoring: %m");
+        if ((r = sd_bus_add_object_vtable(bus, NULL, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, agent_vtable,
+                                          m)) < 0 ||
+            (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
+                                     "org.freedesktop.DBus.Local", "Disconnected",
+                                     on_system_bus_disconnected, m)) < 0 ||
+            (r = sd_bus_request_name_async(bus, NULL, CGPROF_BUS_NAME, 0, on_name_acquired, m)) < 0 ||
+            (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+                sd_bus_flush_close_unref(bus);
+                return log_warning_errno(r, "Failed to set up %s on the system bus, ignoring: %m",
+                                         CGPROF_BUS_NAME);
+        }
+        m->system_bus = bus;
         return 0;
 }
 
@@ -141,7 +592,9 @@ void manager_bus_close(Manager *m) {
                 client_drop(m, m->bus_clients[m->n_bus_clients - 1]);
         free(m->bus_clients);
         m->bus_clients = NULL;
+        system_bus_drop(m);
         m->bus_accept = sd_event_source_disable_unref(m->bus_accept);
+        m->bus_post = sd_event_source_disable_unref(m->bus_post);
         if (m->bus_listen_fd >= 0) {
                 (void) unlink(m->bus_socket);
                 m->bus_listen_fd = safe_close(m->bus_listen_fd);

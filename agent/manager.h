@@ -60,6 +60,7 @@ typedef struct Manager {
         char *bus_socket;
 
         ConfigRef *config;
+        char *last_config_load; /* "ok", or the error of the last (re)load */
         int report_dir_fd;
         char *report_dir;
 
@@ -93,11 +94,15 @@ typedef struct Manager {
 
         int bus_listen_fd;
         sd_event_source *bus_accept;
+        sd_event_source *bus_post; /* processes what the connections already read (see manager-bus.c) */
         sd_bus **bus_clients;
         size_t n_bus_clients;
+        sd_bus *system_bus; /* io.cgprof.Agent1 on the system bus, when there is one */
+        bool system_bus_named; /* the name is ours: signals go there too */
 
         uint64_t drain_seq; /* incremented on every drain */
-        uint64_t start_usec;
+        uint64_t start_usec; /* CLOCK_REALTIME */
+        uint64_t start_monotonic;
         bool stopping;
 } Manager;
 
@@ -107,6 +112,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 int manager_startup(Manager *m);
 int manager_run(Manager *m);
+
+/* Reloads the config (SIGHUP, Reload()): on success the new config applies
+ * (machineConfig, targets); on failure the last good one is kept and
+ * *ret_error (if non-NULL) gets the message. m->last_config_load records
+ * the outcome either way. */
+int manager_reload(Manager *m, char **ret_error);
 
 /* Drains the sampler maps into the sessions (twice: everything recorded so far). */
 int manager_drain(Manager *m, bool full);
@@ -120,20 +131,132 @@ void manager_remove_session(Manager *m, Session *s, const char *reason);
 void manager_assign_cgroups_below(Manager *m, const char *path);
 
 /* Starts or ends the session a cgroup needs now (pod rules for container
- * cgroups when Kubernetes is on, else host rules). */
+ * cgroups when Kubernetes is on, else host rules). A session started on
+ * request (control API) is left alone. */
 void manager_reconcile_cgroup(Manager *m, CgroupState *c);
+
+/* Known cgroups: by path (relative to the cgroup root), or the container
+ * cgroup with that container ID. NULL when not known. */
+CgroupState *manager_cgroup_find(Manager *m, const char *path);
+CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id);
+/* The host rule (a target with cgroupPatterns and no Kubernetes condition)
+ * that selects a cgroup path, or NULL. */
+const Target *manager_host_target(Manager *m, const char *path);
 
 /* manager-kube.c */
 int manager_kube_start(Manager *m);
 void manager_kube_free(Manager *m);
 bool manager_kube_reconcile_container(Manager *m, CgroupState *c);
 const KubePod *manager_kube_pod(Manager *m, const char *uid);
+/* A pod of this node by namespace and name (NULL when not known). */
+const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name);
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name);
 
 /* Status as a JSON document (for the bus API). */
 char *manager_status_json(Manager *m);
 
-/* manager-bus.c */
-int manager_bus_listen(Manager *m);
+/* manager-kube.c */
 int manager_kube_status(Manager *m, cJSON *j);
+
+/* manager-bus.c: the D-Bus API of bus-api.h, on the private socket and,
+ * when there is one, the system bus. */
+int manager_bus_listen(Manager *m);
+int manager_bus_connect_system(Manager *m);
 void manager_bus_close(Manager *m);
+/* SessionStarted / SessionEnded on every connection (report_dir NULL: none). */
+void manager_bus_session_started(Manager *m, Session *s);
+void manager_bus_session_ended(Manager *m, const char *id, const char *reason, const char *report_dir,
+                               uint64_t samples);
+
+/* manager-control.c: what the control API does, without D-Bus (the bus
+ * file only marshals). Operations that can fail return a negative errno and
+ * a malloc()ed message in *ret_error: -ENOENT (not found), -EBUSY (a session
+ * already runs), -EINVAL (invalid argument); anything else is a failure.
+ * Borrowed strings stay valid until the event loop runs again. */
+
+/* The target of sessions started on request for a cgroup no rule selects. */
+extern const Target control_on_demand_target;
+
+typedef struct ControlTarget {
+        const char *name, *profile;
+        const char *kind; /* "pod", "cgroup", "pod+cgroup", "default" (enableDefault) */
+        bool disabled;
+} ControlTarget;
+/* The config's targets in order, then enableDefault (disabled when off). */
+int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n);
+
+typedef struct ControlSession {
+        const char *id, *state, *target, *profile; /* state: "running" or "armed" */
+        const char *namespace, *pod, *container, *cgroup; /* "" for a host cgroup */
+        uint64_t start_usec; /* CLOCK_REALTIME, 0 when armed */
+        uint64_t duration_usec; /* 0: until stopped */
+        uint64_t samples; /* recorded so far */
+} ControlSession;
+int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n);
+
+typedef struct ControlReason {
+        const char *target, *reason;
+} ControlReason;
+typedef struct ControlCheck {
+        bool targeted;
+        const char *target, *profile; /* "" when not targeted */
+        ControlReason *reasons; /* every target that does not select it, with its failed condition */
+        size_t n_reasons;
+} ControlCheck;
+void control_check_done(ControlCheck *c);
+/* Whether a pod's container (container "": the pod's first container) is
+ * targeted, by which rule, and why the other rules do not select it. */
+int manager_check(Manager *m, const char *namespace, const char *pod, const char *container,
+                  ControlCheck *ret, char **ret_error);
+
+typedef enum ControlTargetKind {
+        CONTROL_TARGET_POD,
+        CONTROL_TARGET_CGROUP,
+} ControlTargetKind;
+typedef struct ControlTargetSpec {
+        ControlTargetKind kind;
+        char *namespace, *pod, *container; /* pod: container NULL when not given */
+        char *cgroup; /* cgroup: normalized, relative to the cgroup root, never the root */
+} ControlTargetSpec;
+void control_target_spec_done(ControlTargetSpec *s);
+/* Parses "pod:NAMESPACE/POD", "pod:NAMESPACE/POD/CONTAINER" or
+ * "cgroup:PATH" (leading and trailing '/' dropped; no empty, "." or ".."
+ * component; not the root). -EINVAL with a message otherwise. */
+int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_error);
+
+/* Starts a session now (see StartSession in bus-api.h); profile "" or
+ * NULL: the target's; duration_usec 0: the profile's. */
+int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+                          char **ret_id, char **ret_error);
+/* Ends a session (running or armed) as "stopped": *ret_report_dir is NULL
+ * when it wrote no report. */
+int manager_stop_session(Manager *m, const char *id, char **ret_report_dir, char **ret_error);
+/* Ends every running session (armed ones stay armed): one entry per
+ * session in *ret_report_dirs ("" when it wrote no report). */
+int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs);
+
+typedef struct ControlReport {
+        char *session, *report_dir, *namespace, *pod, *container, *cgroup; /* never NULL */
+        uint64_t start_usec, samples;
+} ControlReport;
+void control_reports_free(ControlReport *r, size_t n);
+/* The reports (summary.json) below the directory dir_fd (named dir_path),
+ * newest first: filter "" (all), "NAMESPACE", "NAMESPACE/POD" or
+ * "cgroup:PATH"; since_usec: started at or after it. The walk is bounded
+ * (CONTROL_REPORTS_MAX_DIRS directories, CONTROL_REPORTS_MAX_DEPTH levels)
+ * and follows no symlink. */
+#define CONTROL_REPORTS_MAX_DIRS 10000U
+#define CONTROL_REPORTS_MAX_DEPTH 8U
+int control_list_reports(int dir_fd, const char *dir_path, const char *filter, uint64_t since_usec,
+                         ControlReport **ret, size_t *ret_n, char **ret_error);
+
+typedef struct ControlSysctl {
+        const char *name, *wanted;
+        char *current; /* "" when it cannot be read */
+} ControlSysctl;
+int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n);
+void control_sysctls_free(ControlSysctl *s, size_t n);
+
+/* Running sessions (for ActiveSessions). */
+unsigned manager_active_sessions(Manager *m);
+uint64_t manager_uptime_usec(Manager *m);

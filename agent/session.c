@@ -55,8 +55,8 @@ static int strdup_optional(const char *s, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, const SessionKube *kube,
-                Session **ret) {
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup,
+                const SessionKube *kube, Session **ret) {
         _cleanup_(session_freep) Session *s = NULL;
         int r;
 
@@ -70,13 +70,15 @@ int session_new(Manager *m, ConfigRef *config, const Target *target, const char 
         s->profile = config_target_profile(config->config, target);
         if (!s->profile)
                 return -EINVAL;
+        s->duration_usec = s->profile->duration_usec;
         s->cgroup = strdup(cgroup);
         s->data = profile_data_new();
         if (!s->cgroup || !s->data)
                 return -ENOMEM;
         if (kube) {
                 if (strdup_optional(kube->namespace, &s->namespace) < 0 ||
-                    strdup_optional(kube->pod, &s->pod) < 0 || strdup_optional(kube->pod_uid, &s->pod_uid) < 0 ||
+                    strdup_optional(kube->pod, &s->pod) < 0 ||
+                    strdup_optional(kube->pod_uid, &s->pod_uid) < 0 ||
                     strdup_optional(kube->container, &s->container) < 0 ||
                     strdup_optional(kube->container_id, &s->container_id) < 0)
                         return -ENOMEM;
@@ -155,16 +157,19 @@ static const char *session_output(const Session *s) {
 static void session_announce(Session *s) {
         JournalSessionFields f;
 
+        manager_bus_session_started(s->manager, s);
         session_fields(s, &f);
         if (s->pod)
-                journal_session(JOURNAL_SESSION_START, &f,
-                                "Started profiling container %s of pod %s/%s (session %s, profile %s, %s at %" PRIu64
-                                " Hz).",
-                                strna(s->container), s->namespace, s->pod, s->id_string, s->profile->name, s->event,
-                                s->profile->frequency);
+                journal_session(
+                        JOURNAL_SESSION_START, &f,
+                        "Started profiling container %s of pod %s/%s (session %s, profile %s, %s at %" PRIu64
+                        " Hz).",
+                        strna(s->container), s->namespace, s->pod, s->id_string, s->profile->name, s->event,
+                        s->profile->frequency);
         else
                 journal_session(JOURNAL_SESSION_START, &f,
-                                "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64 " Hz).",
+                                "Started profiling cgroup %s (session %s, profile %s, %s at %" PRIu64
+                                " Hz).",
                                 s->cgroup, s->id_string, s->profile->name, s->event, s->profile->frequency);
 }
 
@@ -210,14 +215,36 @@ static int on_duration_timer(sd_event_source *source, uint64_t usec, void *userd
         return 0;
 }
 
-int session_start(Session *s) {
+/* Undoes a start that failed after the perf events were opened: the slot is
+ * released and the cgroups given back, the session is as before the start. */
+static void session_start_undo(Session *s, SessionState previous) {
         Manager *m = s->manager;
+
+        s->timer = sd_event_source_disable_unref(s->timer);
+        s->events_watch = sd_event_source_disable_unref(s->events_watch);
+        (void) sampler_session_deactivate(m->sampler, s->slot);
+        m->sessions_by_slot[s->slot] = NULL;
+        s->state = previous;
+        manager_assign_cgroups_below(m, s->cgroup);
+        sampler_session_close(m->sampler, s->slot);
+        s->slot = 0;
+        s->start_realtime = s->start_monotonic = 0;
+        s->event = NULL;
+        free(s->event_fallback);
+        s->event_fallback = NULL;
+}
+
+static int session_start_internal(Session *s, bool now) {
+        Manager *m = s->manager;
+        SessionState previous = s->state;
         JournalSessionFields f;
         int r;
 
+        if (s->state != SESSION_NEW && s->state != SESSION_ARMED)
+                return -EALREADY;
         session_fields(s, &f);
 
-        if (s->profile->start == PROFILE_START_MANUAL && s->state != SESSION_ARMED) {
+        if (!now && s->profile->start == PROFILE_START_MANUAL && s->state == SESSION_NEW) {
                 s->state = SESSION_ARMED;
                 log_info("Session %s armed for cgroup %s (profile %s, manual start).", s->id_string,
                          s->cgroup, s->profile->name);
@@ -252,22 +279,26 @@ int session_start(Session *s) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to activate session for cgroup %s: %s",
                                 s->cgroup, strerror(-r));
+                session_start_undo(s, previous);
                 return r;
         }
 
         _cleanup_free_ char *events = NULL;
-        if (asprintf(&events, "%s/%s/cgroup.events", m->cgroup_root, s->cgroup) < 0)
+        if (asprintf(&events, "%s/%s/cgroup.events", m->cgroup_root, s->cgroup) < 0) {
+                session_start_undo(s, previous);
                 return -ENOMEM;
+        }
         r = sd_event_add_inotify(m->event, &s->events_watch, events, IN_MODIFY, on_cgroup_events, s);
         if (r < 0)
                 log_debug_errno(r, "Failed to watch %s, ignoring: %m", events);
 
-        if (s->profile->duration_usec > 0) {
-                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC,
-                                               s->profile->duration_usec, 10 * USEC_PER_MSEC,
-                                               on_duration_timer, s);
-                if (r < 0)
+        if (s->duration_usec > 0) {
+                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, s->duration_usec,
+                                               10 * USEC_PER_MSEC, on_duration_timer, s);
+                if (r < 0) {
+                        session_start_undo(s, previous);
                         return r;
+                }
                 (void) sd_event_source_set_description(s->timer, "session-duration");
         }
 
@@ -276,6 +307,17 @@ int session_start(Session *s) {
         if (!s->provisional)
                 session_announce(s);
         return 0;
+}
+
+int session_start(Session *s) {
+        return session_start_internal(s, false);
+}
+
+int session_start_manual(Session *s) {
+        int r = session_start_internal(s, true);
+        if (r >= 0)
+                s->requested = true;
+        return r;
 }
 
 static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_time) {
@@ -537,6 +579,10 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
 }
 
 void session_end(Session *s, const char *reason) {
+        (void) session_end_full(s, reason, NULL);
+}
+
+int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         Manager *m = s->manager;
         SamplerSessionStats st = {};
         JournalSessionFields f;
@@ -551,7 +597,9 @@ void session_end(Session *s, const char *reason) {
                          reason);
                 manager_remove_session(m, s, reason);
                 session_free(s);
-                return;
+                if (ret_report_dir)
+                        *ret_report_dir = NULL;
+                return 0;
         }
 
         (void) sampler_session_deactivate(m->sampler, s->slot);
@@ -665,20 +713,27 @@ void session_end(Session *s, const char *reason) {
                 f.report = dirs;
                 m->sessions_ended++;
                 if (s->pod)
-                        journal_session(JOURNAL_SESSION_END, &f,
-                                        "Finished profiling container %s of pod %s/%s (session %s, %s): %" PRIu64
-                                        " samples, %" PRIu64 " lost; report in %s.",
-                                        strna(s->container), s->namespace, s->pod, s->id_string, reason, f.samples,
-                                        f.lost, strna(dirs));
+                        journal_session(
+                                JOURNAL_SESSION_END, &f,
+                                "Finished profiling container %s of pod %s/%s (session %s, %s): %" PRIu64
+                                " samples, %" PRIu64 " lost; report in %s.",
+                                strna(s->container), s->namespace, s->pod, s->id_string, reason, f.samples,
+                                f.lost, strna(dirs));
                 else
                         journal_session(JOURNAL_SESSION_END, &f,
                                         "Finished profiling cgroup %s (session %s, %s): %" PRIu64
                                         " samples, %" PRIu64 " lost; report in %s.",
                                         s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
         }
+        manager_bus_session_ended(m, s->id_string, reason, r < 0 ? NULL : dirs, f.samples);
 
         sampler_session_stats_done(&st);
         session_free(s);
+        if (r < 0)
+                return r;
+        if (ret_report_dir)
+                *ret_report_dir = TAKE_PTR(dirs);
+        return 0;
 }
 
 void session_discard(Session *s) {

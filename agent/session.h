@@ -15,6 +15,7 @@
  * formats what is already symbolized. */
 
 typedef enum SessionState {
+        SESSION_NEW, /* not started yet */
         SESSION_ARMED, /* manual start: waiting for cgprofctl start */
         SESSION_RUNNING,
         SESSION_ENDED,
@@ -34,6 +35,8 @@ struct Session {
         /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
         char *namespace, *pod, *pod_uid, *container, *container_id;
         bool provisional; /* started from the cgroup before the pod's status named the container */
+        bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
+        uint64_t duration_usec; /* 0: until stopped; the profile's unless overridden before the start */
         int cgroup_fd;
         uint64_t cgroup_id;
         uint32_t slot;
@@ -69,9 +72,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Session *, session_free);
 
 /* Opens the perf events and starts sampling (or arms a manual session). */
 int session_start(Session *s);
+/* Starts sampling now, even when the profile's start is manual (an armed
+ * session, or a session started through the control API); marks the
+ * session as requested. */
+int session_start_manual(Session *s);
 /* Ends the session: stops sampling, drains, writes the reports, logs the
  * end to the journal, and frees the session. */
 void session_end(Session *s, const char *reason);
+/* The same, handing back the report directory (space-separated directories
+ * for a per-process template; NULL when no report was written, e.g. for an
+ * armed session) and the error of writing the report, if any (the session
+ * is ended and freed either way). */
+int session_end_full(Session *s, const char *reason, char **ret_report_dir);
 /* Ends a provisional session that turned out not to be a container (a pod
  * sandbox): no report, no journal entry. */
 void session_discard(Session *s);

@@ -1,0 +1,929 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The control operations behind the D-Bus API (bus-api.h): the targets, the
+ * sessions and the reports; whether a pod is targeted and why (not); starting
+ * and stopping sessions on request; the machineConfig as it is. No D-Bus
+ * here: manager-bus.c only marshals, so this can be called (and tested)
+ * without a bus. Every operation is synchronous and bounded: it runs on the
+ * event loop between two events. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "kube-target.h"
+#include "log.h"
+#include "machine-config.h"
+#include "manager.h"
+#include "session.h"
+
+/* The largest summary.json ListReports reads (larger ones are skipped). */
+#define CONTROL_SUMMARY_MAX (16U * 1024U * 1024U)
+
+const Target control_on_demand_target = {
+        .name = (char *) "on-demand",
+};
+
+static bool isempty(const char *s) {
+        return !s || !s[0];
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+/* Sets *ret_error (when non-NULL) to the formatted message and returns r
+ * (-ENOMEM when the message cannot be allocated). */
+_printf_(3, 4) static int control_error(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+        char *s;
+
+        if (!ret_error)
+                return r;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0) {
+                va_end(ap);
+                return -ENOMEM;
+        }
+        va_end(ap);
+        free(*ret_error);
+        *ret_error = s;
+        return r;
+}
+
+/* ---- targets ---- */
+
+static bool target_has_pod_conditions(const Target *t) {
+        return t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers;
+}
+
+static const char *target_kind(const Target *t) {
+        bool pod = target_has_pod_conditions(t);
+
+        if (pod && t->cgroup_patterns)
+                return "pod+cgroup";
+        return pod ? "pod" : "cgroup";
+}
+
+int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
+        const Config *c = m->config->config;
+        ControlTarget *list;
+        size_t n = 0;
+
+        list = calloc(c->n_targets + 1, sizeof(ControlTarget));
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_targets; i++) {
+                const Target *t = &c->targets[i];
+                list[n++] = (ControlTarget){
+                        .name = t->name,
+                        .profile = config_target_profile(c, t)->name,
+                        .kind = target_kind(t),
+                        .disabled = t->disabled,
+                };
+        }
+        list[n++] = (ControlTarget){
+                .name = kube_default_target.name,
+                .profile = config_target_profile(c, &kube_default_target)->name,
+                .kind = "default",
+                .disabled = !c->enable_default,
+        };
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+/* ---- sessions ---- */
+
+int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
+        ControlSession *list;
+
+        list = calloc(MAX(m->n_sessions, 1U), sizeof(ControlSession));
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_sessions; i++) {
+                const Session *s = m->sessions[i];
+                bool running = s->state == SESSION_RUNNING;
+                list[i] = (ControlSession){
+                        .id = s->id_string,
+                        .state = running ? "running" : "armed",
+                        .target = s->target->name,
+                        .profile = s->profile->name,
+                        .namespace = strempty(s->namespace),
+                        .pod = strempty(s->pod),
+                        .container = strempty(s->container),
+                        .cgroup = s->cgroup,
+                        .start_usec = running ? s->start_realtime : 0,
+                        .duration_usec = s->duration_usec,
+                        .samples = profile_data_total(s->data),
+                };
+        }
+        *ret = list;
+        *ret_n = m->n_sessions;
+        return 0;
+}
+
+static Session *session_find(Manager *m, const char *id) {
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (streq(m->sessions[i]->id_string, id))
+                        return m->sessions[i];
+        return NULL;
+}
+
+int manager_stop_session(Manager *m, const char *id, char **ret_report_dir, char **ret_error) {
+        _cleanup_free_ char *dir = NULL, *saved_id = NULL;
+        Session *s;
+        int r;
+
+        s = isempty(id) ? NULL : session_find(m, id);
+        if (!s)
+                return control_error(ret_error, -ENOENT, "No session %s on this agent.", strempty(id));
+        saved_id = strdup(s->id_string);
+        if (!saved_id)
+                return -ENOMEM;
+        r = session_end_full(s, "stopped", &dir);
+        if (r < 0)
+                return control_error(ret_error, r,
+                                     "Session %s stopped, but its report could not be written: %s", saved_id,
+                                     strerror(-r));
+        *ret_report_dir = TAKE_PTR(dir);
+        return 0;
+}
+
+int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs) {
+        _cleanup_strv_free_ char **dirs = NULL, **ids = NULL;
+        size_t n = 0, n_dirs = 0;
+
+        /* By ID: ending one session must not leave us with a stale pointer to another. */
+        ids = calloc(m->n_sessions + 1, sizeof(char *));
+        dirs = calloc(m->n_sessions + 1, sizeof(char *));
+        if (!ids || !dirs)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (m->sessions[i]->state == SESSION_RUNNING) {
+                        ids[n] = strdup(m->sessions[i]->id_string);
+                        if (!ids[n])
+                                return -ENOMEM;
+                        n++;
+                }
+
+        for (size_t i = 0; i < n; i++) {
+                char *dir = NULL;
+                Session *s = session_find(m, ids[i]);
+                if (!s || s->state != SESSION_RUNNING)
+                        continue;
+                if (session_end_full(s, "stopped", &dir) < 0)
+                        dir = NULL; /* the failure is in the journal */
+                dirs[n_dirs] = dir ?: strdup("");
+                if (!dirs[n_dirs])
+                        return -ENOMEM;
+                n_dirs++;
+        }
+        *ret_report_dirs = TAKE_PTR(dirs);
+        return 0;
+}
+
+/* ---- check ---- */
+
+void control_check_done(ControlCheck *c) {
+        free(c->reasons);
+        *c = (ControlCheck){};
+}
+
+static const KubeContainer *pod_find_container(const KubePod *pod, const char *name) {
+        for (size_t i = 0; i < pod->n_containers; i++)
+                if (streq(pod->containers[i].name, name))
+                        return &pod->containers[i];
+        return NULL;
+}
+
+/* The pod's first container (the first regular one), as Check() decides by it. */
+static const KubeContainer *pod_first_container(const KubePod *pod) {
+        for (size_t i = 0; i < pod->n_containers; i++)
+                if (pod->containers[i].kind == KUBE_CONTAINER_REGULAR)
+                        return &pod->containers[i];
+        return pod->n_containers > 0 ? &pod->containers[0] : NULL;
+}
+
+/* The pod's first running regular container (StartSession without a container). */
+static const KubeContainer *pod_first_running_container(const KubePod *pod) {
+        for (size_t i = 0; i < pod->n_containers; i++) {
+                const KubeContainer *kc = &pod->containers[i];
+                if (kc->kind == KUBE_CONTAINER_REGULAR && kc->running && kc->id)
+                        return kc;
+        }
+        return NULL;
+}
+
+/* What kube_target_matches() could not decide yet, in its order. */
+static const char *undecided_reason(const Target *t, const KubeNamespace *ns, const char *container,
+                                    const char *cgroup) {
+        if (t->cgroup_patterns && !cgroup)
+                return "cgroupPatterns: the container's cgroup is not known on this node yet";
+        if (t->namespace_selector && !ns)
+                return "namespaceSelector: the namespace is not known yet";
+        if (t->containers && !container)
+                return "containers: the container's name is not known yet";
+        return "not decided yet";
+}
+
+/* Why target t does not select the container (NULL: it does). */
+static const char *target_reason(const Target *t, const KubeNamespace *ns, const KubePod *pod,
+                                 const char *container, const char *cgroup) {
+        const char *reason = NULL;
+
+        if (!target_has_pod_conditions(t)) {
+                /* A host rule: it applies to a container's cgroup when no pod rule decides. */
+                if (t->disabled)
+                        return "the target is disabled";
+                if (!cgroup)
+                        return "cgroupPatterns: the container's cgroup is not known on this node yet";
+                if (!target_matches_cgroup(t, cgroup))
+                        return "cgroupPatterns do not match the container's cgroup";
+                return NULL;
+        }
+        switch (kube_target_matches(t, ns, pod, container, cgroup, &reason)) {
+        case KUBE_MATCH_NO:
+                return reason ?: "does not match";
+        case KUBE_MATCH_UNDECIDED:
+                return undecided_reason(t, ns, container, cgroup);
+        default:
+                return NULL;
+        }
+}
+
+static const char *enable_default_reason(const Config *c, const KubeNamespace *ns, const KubePod *pod) {
+        const char *label;
+
+        if (!c->enable_default)
+                return "enableDefault is off";
+        label = kube_labels_get(pod->labels, KUBE_PROFILE_LABEL);
+        if (streq_ptr(label, "disabled"))
+                return "enableDefault: the pod opted out (" KUBE_PROFILE_LABEL "=disabled)";
+        if (streq_ptr(label, "enabled"))
+                return NULL;
+        if (!ns)
+                return "enableDefault: the namespace is not known yet";
+        if (streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled"))
+                return NULL;
+        return "enableDefault: neither the namespace nor the pod is labelled " KUBE_PROFILE_LABEL "=enabled";
+}
+
+/* The pod of this node by namespace and name, or NotFound. */
+static int find_pod(Manager *m, const char *namespace, const char *name, const KubePod **ret,
+                    char **ret_error) {
+        const KubePod *pod;
+
+        if (!m->kube)
+                return control_error(ret_error, -ENOENT,
+                                     "Kubernetes is not enabled on this agent (--no-kubernetes, or not in a "
+                                     "cluster): it knows no pod.");
+        pod = manager_kube_pod_by_name(m, namespace, name);
+        if (!pod) {
+                if (!m->kube_pods_synced)
+                        return control_error(
+                                ret_error, -ENOENT,
+                                "Pod %s/%s is not known: the pods of node %s are not listed yet.", namespace,
+                                name, m->node_name);
+                return control_error(ret_error, -ENOENT, "Pod %s/%s is not on node %s.", namespace, name,
+                                     m->node_name);
+        }
+        *ret = pod;
+        return 0;
+}
+
+int manager_check(Manager *m, const char *namespace, const char *pod_name, const char *container,
+                  ControlCheck *ret, char **ret_error) {
+        const Config *c = m->config->config;
+        const KubeContainer *kc = NULL;
+        const KubeNamespace *ns;
+        const Target *chosen = NULL;
+        const CgroupState *cs = NULL;
+        const KubePod *pod;
+        ControlReason *reasons;
+        const char *cname, *cgroup, *reason;
+        KubeMatch match;
+        size_t n = 0;
+        int r;
+
+        if (isempty(namespace) || isempty(pod_name))
+                return control_error(ret_error, -EINVAL, "A namespace and a pod name are needed.");
+        r = find_pod(m, namespace, pod_name, &pod, ret_error);
+        if (r < 0)
+                return r;
+        if (!isempty(container)) {
+                kc = pod_find_container(pod, container);
+                if (!kc)
+                        return control_error(ret_error, -ENOENT, "Pod %s/%s has no container %s.", namespace,
+                                             pod_name, container);
+        } else
+                kc = pod_first_container(pod);
+
+        cname = kc ? kc->name : NULL;
+        if (kc && kc->id)
+                cs = manager_cgroup_find_container(m, kc->id);
+        cgroup = cs ? cs->path : NULL;
+        ns = manager_kube_namespace(m, pod->namespace);
+
+        /* The agent's own decision (manager_kube_reconcile_container()): pod rules
+         * and enableDefault, else host rules on the container's cgroup. */
+        match = kube_target_find(c, ns, pod, cname, cgroup, &chosen);
+        if (match != KUBE_MATCH_YES)
+                chosen = NULL;
+        if (match == KUBE_MATCH_NO && cgroup)
+                chosen = manager_host_target(m, cgroup);
+
+        reasons = calloc(c->n_targets + 1, sizeof(ControlReason));
+        if (!reasons)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_targets; i++) {
+                const Target *t = &c->targets[i];
+                if (t == chosen)
+                        continue;
+                reason = target_reason(t, ns, pod, cname, cgroup);
+                if (reason)
+                        reasons[n++] = (ControlReason){ .target = t->name, .reason = reason };
+        }
+        if (chosen != &kube_default_target) {
+                reason = enable_default_reason(c, ns, pod);
+                if (reason)
+                        reasons[n++] =
+                                (ControlReason){ .target = kube_default_target.name, .reason = reason };
+        }
+
+        *ret = (ControlCheck){
+                .targeted = chosen != NULL,
+                .target = chosen ? chosen->name : "",
+                .profile = chosen ? config_target_profile(c, chosen)->name : "",
+                .reasons = reasons,
+                .n_reasons = n,
+        };
+        return 0;
+}
+
+/* ---- start ---- */
+
+void control_target_spec_done(ControlTargetSpec *s) {
+        free(s->namespace);
+        free(s->pod);
+        free(s->container);
+        free(s->cgroup);
+        *s = (ControlTargetSpec){};
+}
+
+/* Splits s at '/' into at most max non-empty parts; -EINVAL otherwise. */
+static int split_parts(const char *s, char **parts, size_t min, size_t max, size_t *ret_n) {
+        const char *p = s;
+        size_t n = 0;
+
+        for (;;) {
+                const char *slash = strchr(p, '/');
+                size_t len = slash ? (size_t) (slash - p) : strlen(p);
+                if (len == 0 || n == max)
+                        return -EINVAL;
+                parts[n] = strndup(p, len);
+                if (!parts[n])
+                        return -ENOMEM;
+                n++;
+                if (!slash)
+                        break;
+                p = slash + 1;
+        }
+        if (n < min)
+                return -EINVAL;
+        *ret_n = n;
+        return 0;
+}
+
+/* Drops leading and trailing slashes; the components left must be names
+ * (no "", "." or ".."), and there must be one at least (not the root). */
+static int cgroup_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        const char *b = path, *e;
+
+        while (*b == '/')
+                b++;
+        e = b + strlen(b);
+        while (e > b && e[-1] == '/')
+                e--;
+        if (e == b)
+                return -EINVAL;
+        p = strndup(b, (size_t) (e - b));
+        if (!p)
+                return -ENOMEM;
+        for (const char *c = p;;) {
+                const char *slash = strchr(c, '/');
+                size_t len = slash ? (size_t) (slash - c) : strlen(c);
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return -EINVAL;
+                if (!slash)
+                        break;
+                c = slash + 1;
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_error) {
+        _cleanup_(control_target_spec_done) ControlTargetSpec spec = {};
+        int r;
+
+        if (!s)
+                s = "";
+        if (strncmp(s, "pod:", 4) == 0) {
+                char *parts[3] = {};
+                size_t n = 0;
+
+                r = split_parts(s + 4, parts, 2, 3, &n);
+                if (r < 0) {
+                        for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+                                free(parts[i]);
+                        if (r == -ENOMEM)
+                                return r;
+                        return control_error(ret_error, -EINVAL,
+                                             "Invalid target \"%s\": expected pod:NAMESPACE/POD or "
+                                             "pod:NAMESPACE/POD/CONTAINER.",
+                                             s);
+                }
+                spec.kind = CONTROL_TARGET_POD;
+                spec.namespace = parts[0];
+                spec.pod = parts[1];
+                spec.container = parts[2];
+        } else if (strncmp(s, "cgroup:", 7) == 0) {
+                spec.kind = CONTROL_TARGET_CGROUP;
+                r = cgroup_path_normalize(s + 7, &spec.cgroup);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return control_error(
+                                ret_error, -EINVAL,
+                                "Invalid target \"%s\": expected cgroup:PATH, a cgroup below the "
+                                "root (not the root itself) without \".\", \"..\" or empty "
+                                "components.",
+                                s);
+        } else
+                return control_error(ret_error, -EINVAL,
+                                     "Invalid target \"%s\": expected pod:NAMESPACE/POD[/CONTAINER] or "
+                                     "cgroup:PATH.",
+                                     s);
+        *ret = spec;
+        spec = (ControlTargetSpec){};
+        return 0;
+}
+
+/* The cgroup of a pod's container (named, or the first running one). */
+static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, const KubePod **ret_pod,
+                                 const KubeContainer **ret_container, CgroupState **ret_cgroup,
+                                 char **ret_error) {
+        const KubeContainer *kc;
+        const KubePod *pod;
+        CgroupState *c;
+        int r;
+
+        r = find_pod(m, spec->namespace, spec->pod, &pod, ret_error);
+        if (r < 0)
+                return r;
+        if (spec->container) {
+                kc = pod_find_container(pod, spec->container);
+                if (!kc)
+                        return control_error(ret_error, -ENOENT, "Pod %s/%s has no container %s.",
+                                             spec->namespace, spec->pod, spec->container);
+                if (kc->terminated)
+                        return control_error(ret_error, -ENOENT, "Container %s of pod %s/%s has exited.",
+                                             kc->name, spec->namespace, spec->pod);
+                if (!kc->id)
+                        return control_error(ret_error, -ENOENT,
+                                             "Container %s of pod %s/%s has not started (the pod's status "
+                                             "gives it no container ID yet).",
+                                             kc->name, spec->namespace, spec->pod);
+        } else {
+                kc = pod_first_running_container(pod);
+                if (!kc)
+                        return control_error(ret_error, -ENOENT, "Pod %s/%s has no running container.",
+                                             spec->namespace, spec->pod);
+        }
+        c = manager_cgroup_find_container(m, kc->id);
+        if (!c)
+                return control_error(ret_error, -ENOENT,
+                                     "The cgroup of container %s of pod %s/%s (ID %.12s) is not known on "
+                                     "node %s.",
+                                     kc->name, spec->namespace, spec->pod, kc->id, m->node_name);
+        *ret_pod = pod;
+        *ret_container = kc;
+        *ret_cgroup = c;
+        return 0;
+}
+
+/* The rule that selects the cgroup now, as the agent decides; NULL: none. */
+static const Target *rule_for(Manager *m, const CgroupState *c, const KubePod *pod,
+                              const KubeContainer *kc) {
+        const Target *t = NULL;
+
+        if (pod) {
+                KubeMatch match =
+                        kube_target_find(m->config->config, manager_kube_namespace(m, pod->namespace), pod,
+                                         kc ? kc->name : NULL, c->path, &t);
+                if (match == KUBE_MATCH_YES)
+                        return t;
+                if (match == KUBE_MATCH_UNDECIDED)
+                        return NULL;
+        }
+        return manager_host_target(m, c->path);
+}
+
+int manager_start_session(Manager *m, const char *target, const char *profile_name, uint64_t duration_usec,
+                          char **ret_id, char **ret_error) {
+        _cleanup_(control_target_spec_done) ControlTargetSpec spec = {};
+        _cleanup_(session_freep) Session *s = NULL;
+        const Profile *profile = NULL;
+        const KubeContainer *kc = NULL;
+        const KubePod *pod = NULL;
+        const Target *t;
+        CgroupState *c = NULL;
+        char *id;
+        int r;
+
+        r = control_target_spec_parse(target, &spec, ret_error);
+        if (r < 0)
+                return r;
+        if (!isempty(profile_name)) {
+                profile = config_find_profile(m->config->config, profile_name);
+                if (!profile)
+                        return control_error(ret_error, -EINVAL, "No profile named %s in the configuration.",
+                                             profile_name);
+        }
+        if (m->stopping || !m->sampler)
+                return control_error(ret_error, -ESHUTDOWN, "The agent is stopping.");
+
+        if (spec.kind == CONTROL_TARGET_POD) {
+                r = resolve_pod_container(m, &spec, &pod, &kc, &c, ret_error);
+                if (r < 0)
+                        return r;
+        } else {
+                c = manager_cgroup_find(m, spec.cgroup);
+                if (!c)
+                        return control_error(ret_error, -ENOENT, "No cgroup %s below %s.", spec.cgroup,
+                                             m->cgroup_root);
+                /* A container's cgroup: with its pod's metadata, when the pod's status names it. */
+                if (c->container && m->kube) {
+                        pod = manager_kube_pod(m, c->pod_uid);
+                        kc = pod ? kube_pod_find_container_id(pod, c->container_id) : NULL;
+                        if (!kc)
+                                pod = NULL;
+                }
+        }
+
+        if (c->session) {
+                Session *armed = c->session;
+
+                if (armed->state == SESSION_RUNNING)
+                        return control_error(ret_error, -EBUSY, "Session %s is already profiling cgroup %s.",
+                                             armed->id_string, c->path);
+                if (!profile || streq(profile->name, armed->profile->name)) {
+                        /* Start the armed (manual) session. */
+                        if (duration_usec > 0)
+                                armed->duration_usec = duration_usec;
+                        r = session_start_manual(armed);
+                        if (r < 0) {
+                                m->sessions_failed++;
+                                return control_error(ret_error, r,
+                                                     "Failed to start session %s on cgroup %s: %s",
+                                                     armed->id_string, c->path, strerror(-r));
+                        }
+                        id = strdup(armed->id_string);
+                        if (!id)
+                                return -ENOMEM;
+                        *ret_id = id;
+                        return 0;
+                }
+                /* Another profile than the armed session's: it gives way. */
+                session_end(armed, "replaced");
+        }
+
+        t = rule_for(m, c, pod, kc) ?: &control_on_demand_target;
+        SessionKube kube = {};
+        if (pod)
+                kube = (SessionKube){
+                        .namespace = pod->namespace,
+                        .pod = pod->name,
+                        .pod_uid = pod->uid,
+                        .container = kc->name,
+                        .container_id = c->container_id,
+                };
+        r = session_new(m, m->config, t, c->path, pod ? &kube : NULL, &s);
+        if (r < 0) {
+                m->sessions_failed++;
+                return control_error(ret_error, r, "Failed to create a session for cgroup %s: %s", c->path,
+                                     strerror(-r));
+        }
+        if (profile)
+                s->profile = profile; /* from m->config, which the session holds */
+        s->duration_usec = duration_usec > 0 ? duration_usec : s->profile->duration_usec;
+
+        r = manager_add_session(m, s);
+        if (r < 0)
+                return r;
+        r = session_start_manual(s);
+        if (r < 0) {
+                m->sessions_failed++;
+                manager_remove_session(m, s, "failed");
+                return control_error(ret_error, r, "Failed to start profiling cgroup %s: %s", c->path,
+                                     strerror(-r));
+        }
+        id = strdup(s->id_string);
+        TAKE_PTR(s); /* owned by the manager now */
+        if (!id)
+                return -ENOMEM;
+        *ret_id = id;
+        return 0;
+}
+
+/* ---- reports ---- */
+
+void control_reports_free(ControlReport *r, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(r[i].session);
+                free(r[i].report_dir);
+                free(r[i].namespace);
+                free(r[i].pod);
+                free(r[i].container);
+                free(r[i].cgroup);
+        }
+        free(r);
+}
+
+typedef struct ReportFilter {
+        char *namespace, *pod, *cgroup; /* NULL: any */
+        uint64_t since_usec;
+} ReportFilter;
+
+static void report_filter_done(ReportFilter *f) {
+        free(f->namespace);
+        free(f->pod);
+        free(f->cgroup);
+}
+
+static int report_filter_parse(const char *s, ReportFilter *f, char **ret_error) {
+        int r;
+
+        if (isempty(s))
+                return 0;
+        if (strncmp(s, "cgroup:", 7) == 0) {
+                r = cgroup_path_normalize(s + 7, &f->cgroup);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return control_error(ret_error, -EINVAL, "Invalid filter \"%s\": bad cgroup path.",
+                                             s);
+                return 0;
+        }
+        char *parts[2] = {};
+        size_t n = 0;
+        r = split_parts(s, parts, 1, 2, &n);
+        if (r < 0) {
+                free(parts[0]);
+                free(parts[1]);
+                if (r == -ENOMEM)
+                        return r;
+                return control_error(
+                        ret_error, -EINVAL,
+                        "Invalid filter \"%s\": expected NAMESPACE, NAMESPACE/POD or cgroup:PATH.", s);
+        }
+        f->namespace = parts[0];
+        f->pod = parts[1];
+        return 0;
+}
+
+typedef struct ReportWalk {
+        const ReportFilter *filter;
+        ControlReport *list;
+        size_t n, allocated;
+        unsigned dirs;
+} ReportWalk;
+
+static const char *json_string(const cJSON *j, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+        return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static uint64_t json_u64(const cJSON *v) {
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 18446744073709551616.0)
+                return 0;
+        return (uint64_t) v->valuedouble;
+}
+
+/* Reads a regular file (no symlink) below dfd, at most max bytes. */
+static int read_regular_file_at(int dfd, const char *name, size_t max, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t) st.st_size > max)
+                return -EFBIG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        while (len < (size_t) st.st_size) {
+                ssize_t k = read(fd, buf + len, (size_t) st.st_size - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int report_add(ReportWalk *w, int dfd, const char *path) {
+        _cleanup_free_ char *text = NULL;
+        const ReportFilter *f = w->filter;
+        const char *session, *namespace, *pod, *container, *cgroup;
+        uint64_t start, samples;
+        cJSON *j;
+        int r;
+
+        r = read_regular_file_at(dfd, "summary.json", CONTROL_SUMMARY_MAX, &text);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0) {
+                log_debug_errno(r, "Skipping %s/summary.json: %m", path);
+                return r == -ENOMEM ? r : 0;
+        }
+        j = cJSON_Parse(text);
+        if (!cJSON_IsObject(j)) {
+                log_debug("Skipping %s/summary.json: not a JSON object.", path);
+                cJSON_Delete(j);
+                return 0;
+        }
+        session = json_string(j, "session");
+        namespace = json_string(j, "namespace");
+        pod = json_string(j, "pod");
+        container = json_string(j, "container");
+        cgroup = json_string(j, "cgroup");
+        start = json_u64(cJSON_GetObjectItemCaseSensitive(j, "startUsec"));
+        samples = json_u64(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "samples"), "total"));
+
+        if (!session || (f->namespace && !streq_ptr(f->namespace, namespace)) ||
+            (f->pod && !streq_ptr(f->pod, pod)) || (f->cgroup && !streq_ptr(f->cgroup, cgroup)) ||
+            start < f->since_usec) {
+                cJSON_Delete(j);
+                return 0;
+        }
+
+        if (w->n == w->allocated) {
+                size_t a = MAX(w->allocated * 2, 16U);
+                ControlReport *l = reallocarray(w->list, a, sizeof(ControlReport));
+                if (!l) {
+                        cJSON_Delete(j);
+                        return -ENOMEM;
+                }
+                w->list = l;
+                w->allocated = a;
+        }
+        ControlReport *rep = &w->list[w->n];
+        *rep = (ControlReport){
+                .session = strdup(session),
+                .report_dir = strdup(path),
+                .namespace = strdup(strempty(namespace)),
+                .pod = strdup(strempty(pod)),
+                .container = strdup(strempty(container)),
+                .cgroup = strdup(strempty(cgroup)),
+                .start_usec = start,
+                .samples = samples,
+        };
+        cJSON_Delete(j);
+        w->n++; /* counted even when incomplete, so that it is freed */
+        if (!rep->session || !rep->report_dir || !rep->namespace || !rep->pod || !rep->container ||
+            !rep->cgroup)
+                return -ENOMEM;
+        return 0;
+}
+
+/* dfd: an open directory (taken over); depth: its depth below the report directory. */
+static int report_walk(ReportWalk *w, int dfd, const char *path, unsigned depth) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        int r;
+
+        w->dirs++;
+        d = fdopendir(dfd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(dfd);
+                return r;
+        }
+        r = report_add(w, dirfd(d), path);
+        if (r < 0)
+                return r;
+        if (depth >= CONTROL_REPORTS_MAX_DEPTH)
+                return 0;
+
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *sub = NULL;
+                int fd;
+
+                if (w->dirs >= CONTROL_REPORTS_MAX_DIRS)
+                        break;
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+                        continue;
+                /* O_NOFOLLOW: a symlink is not followed (ELOOP), and not counted. */
+                fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (asprintf(&sub, "%s/%s", path, de->d_name) < 0) {
+                        safe_close(fd);
+                        return -ENOMEM;
+                }
+                r = report_walk(w, fd, sub, depth + 1);
+                if (r == -ENOMEM)
+                        return r;
+        }
+        return 0;
+}
+
+static int report_compare(const void *a, const void *b) {
+        const ControlReport *x = a, *y = b;
+        int r = CMP(y->start_usec, x->start_usec); /* newest first */
+        return r != 0 ? r : strcmp(x->report_dir, y->report_dir);
+}
+
+int control_list_reports(int dir_fd, const char *dir_path, const char *filter, uint64_t since_usec,
+                         ControlReport **ret, size_t *ret_n, char **ret_error) {
+        _cleanup_(report_filter_done) ReportFilter f = { .since_usec = since_usec };
+        ReportWalk w = { .filter = &f };
+        int fd, r;
+
+        r = report_filter_parse(filter, &f, ret_error);
+        if (r < 0)
+                return r;
+
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return control_error(ret_error, negative_errno(),
+                                     "Failed to open the report directory %s: %s", dir_path,
+                                     strerror(errno));
+        r = report_walk(&w, fd, dir_path, 0);
+        if (r < 0) {
+                control_reports_free(w.list, w.n);
+                return control_error(ret_error, r, "Failed to list the reports in %s: %s", dir_path,
+                                     strerror(-r));
+        }
+        if (w.dirs >= CONTROL_REPORTS_MAX_DIRS)
+                log_notice("Listing reports: stopped after %u directories below %s.", w.dirs, dir_path);
+        if (w.n > 0)
+                qsort(w.list, w.n, sizeof(ControlReport), report_compare);
+        *ret = w.list;
+        *ret_n = w.n;
+        return 0;
+}
+
+/* ---- machine config, status ---- */
+
+void control_sysctls_free(ControlSysctl *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(s[i].current);
+        free(s);
+}
+
+int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
+        const Config *c = m->config->config;
+        ControlSysctl *list;
+
+        list = calloc(MAX(c->n_machine_config, 1U), sizeof(ControlSysctl));
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_machine_config; i++) {
+                _cleanup_free_ char *path = NULL, *value = NULL;
+                const MachineSetting *ms = &c->machine_config[i];
+
+                list[i].name = ms->name;
+                list[i].wanted = ms->value;
+                if (sysctl_path(MACHINE_CONFIG_SYSCTL_ROOT, ms->name, &path) >= 0)
+                        (void) read_one_line_file(path, &value);
+                list[i].current = value ? TAKE_PTR(value) : strdup("");
+                if (!list[i].current) {
+                        control_sysctls_free(list, i);
+                        return -ENOMEM;
+                }
+        }
+        *ret = list;
+        *ret_n = c->n_machine_config;
+        return 0;
+}
