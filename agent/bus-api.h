@@ -15,6 +15,7 @@
  *   Version s, Node s, UptimeUSec t, ActiveSessions u (running sessions; armed ones not counted),
  *   ConfigPath s, LastConfigLoad s   ("ok", or the error of the last (re)load),
  *   MachineConfig a(sss)            (sysctl name, wanted value, current value)
+ *   Targets a(sssb)                 (as ListTargets())
  *
  * Methods:
  *   GetStatus() -> s status_json

@@ -113,23 +113,36 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 #define _cleanup_bus_message_ _cleanup_(sd_bus_message_unrefp)
 
-static int method_list_targets(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+/* The targets as a(sssb): (name, profile, kind, disabled). */
+static int append_targets(sd_bus_message *m, Manager *manager) {
         _cleanup_free_ ControlTarget *list = NULL;
         size_t n = 0;
         int r;
 
-        r = manager_list_targets(userdata, &list, &n);
+        r = manager_list_targets(manager, &list, &n);
         if (r < 0)
                 return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sssb)");
+        r = sd_bus_message_open_container(m, 'a', "(sssb)");
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(sssb)", list[i].name, list[i].profile, list[i].kind,
+                r = sd_bus_message_append(m, "(sssb)", list[i].name, list[i].profile, list[i].kind,
                                           (int) list[i].disabled);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int property_get_targets(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return append_targets(reply, userdata);
+}
+
+static int method_list_targets(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_targets(reply, userdata);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -286,6 +299,7 @@ static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_PROPERTY("ConfigPath", "s", property_get_config_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("LastConfigLoad", "s", property_get_last_config_load, 0, 0),
         SD_BUS_PROPERTY("MachineConfig", "a(sss)", property_get_machine_config, 0, 0),
+        SD_BUS_PROPERTY("Targets", "a(sssb)", property_get_targets, 0, 0),
 
         SD_BUS_METHOD_WITH_ARGS("GetStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", status_json),
                                 method_get_status, 0),

@@ -10,6 +10,7 @@ run against a real kube-apiserver (skipped when it cannot be had)."""
 
 import json
 import os
+import shutil
 import re
 import signal
 import socket
@@ -96,6 +97,16 @@ def test_status_and_targets():
         j = ctl_json(a, "targets")
         web = next(x for x in j if x["name"] == "web")
         assert web == {"name": "web", "profile": "slow", "kind": "cgroup", "disabled": False}, j
+
+        # The API itself, as any D-Bus client sees it: introspectable, with properties.
+        if shutil.which("busctl"):
+            addr = f"--address=unix:path={a.bus}"
+            r = subprocess.run(["busctl", addr, "introspect", "io.cgprof.Agent1", "/io/cgprof/Agent1",
+                                "io.cgprof.Agent1"], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0 and ".StartSession" in r.stdout and ".Targets" in r.stdout, r
+            r = subprocess.run(["busctl", addr, "get-property", "io.cgprof.Agent1", "/io/cgprof/Agent1",
+                                "io.cgprof.Agent1", "Targets"], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0 and r.stdout.startswith("a(sssb)") and '"web" "slow" "cgroup" false' in r.stdout, r
 
 
 def test_start_sessions_stop_reports():
