@@ -180,8 +180,15 @@ class Agent:
         threading.Thread(target=self._read_notify, args=(self.notify,), daemon=True).start()
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         self.logf = open(self.log_path, "ab")
+        def child_setup():
+            # The agent dies with the test, even a SIGKILLed one: no orphans.
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            if preexec_fn:
+                preexec_fn()
+
         self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env,
-                                     preexec_fn=preexec_fn)
+                                     preexec_fn=child_setup)
         if wait_ready:
             self.wait_notify("READY=1")
         return self
