@@ -97,6 +97,7 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
         fields_add(&f, "CGPROF_POD", sf->pod);
         fields_add(&f, "CGPROF_CONTAINER", sf->container);
         fields_add(&f, "CGPROF_CGROUP", sf->cgroup);
+        fields_add(&f, "CGPROF_PROFILE_CONFIG", sf->profile_config);
         if (ev == JOURNAL_SESSION_END) {
                 fields_add(&f, "CGPROF_REPORT", sf->report);
                 fields_add_u64(&f, "CGPROF_SAMPLES", sf->samples);
@@ -143,5 +144,34 @@ void journal_machine_change(const char *name, const char *old_value, const char 
         fields_add(&f, "CGPROF_NEW_VALUE", new_value);
         fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
                     message ?: "machineConfig change");
+        fields_done(&f);
+}
+
+void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileConfigFields *pf,
+                            const char *message) {
+        static const char *const ids[_JOURNAL_PROFILE_CONFIG_EVENT_MAX] = {
+                [JOURNAL_PROFILE_CONFIG_REJECTED] = CGPROF_MESSAGE_PROFILE_CONFIG_REJECTED,
+                [JOURNAL_PROFILE_CONFIG_CONFLICT] = CGPROF_MESSAGE_PROFILE_CONFIG_CONFLICT,
+                [JOURNAL_PROFILE_CONFIG_APPLIED] = CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED,
+        };
+        static const char *const kinds[_JOURNAL_PROFILE_CONFIG_EVENT_MAX] = {
+                [JOURNAL_PROFILE_CONFIG_REJECTED] = "profileconfig-rejected",
+                [JOURNAL_PROFILE_CONFIG_CONFLICT] = "profileconfig-conflict",
+                [JOURNAL_PROFILE_CONFIG_APPLIED] = "profileconfig-applied",
+        };
+        Fields f = {};
+
+        if (ev < 0 || ev >= _JOURNAL_PROFILE_CONFIG_EVENT_MAX)
+                return;
+        fields_add(&f, "MESSAGE_ID", ids[ev]);
+        fields_add(&f, "CGPROF_EVENT", kinds[ev]);
+        fields_add(&f, "CGPROF_NAMESPACE", pf->namespace);
+        fields_add(&f, "CGPROF_PROFILE_CONFIG", pf->name);
+        fields_add(&f, "CGPROF_ERROR", pf->error);
+        fields_add(&f, "CGPROF_TARGET", pf->target);
+        fields_add(&f, "CGPROF_CONFLICT_WITH", pf->conflict_with);
+        fields_add(&f, "CGPROF_CHANGE", pf->change);
+        fields_send(&f, ev == JOURNAL_PROFILE_CONFIG_APPLIED ? LOG_NOTICE : LOG_WARNING,
+                    message ?: "ProfileConfig event");
         fields_done(&f);
 }

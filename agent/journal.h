@@ -13,6 +13,14 @@
 #define CGPROF_MESSAGE_MACHINE_APPLY "30bae784dc024758944a1b223fbeff2d"
 #define CGPROF_MESSAGE_MACHINE_DRIFT "8d1df35c14ec4855af996675b8b01149"
 #define CGPROF_MESSAGE_MACHINE_RESTORE "43b5e54dc6a144ee89f3469a3b47b339"
+/* ProfileConfig objects (per-namespace config): one refused (invalid, or
+ * setting what only the cluster config may set), two enabled targets with one
+ * name in one namespace, and one applied (added, changed or removed). Fields:
+ * CGPROF_NAMESPACE, CGPROF_PROFILE_CONFIG (the object's name), CGPROF_ERROR
+ * (refused), CGPROF_TARGET and CGPROF_CONFLICT_WITH (conflict). */
+#define CGPROF_MESSAGE_PROFILE_CONFIG_REJECTED "f02b317d7be0429abbeaa4ce2895425e"
+#define CGPROF_MESSAGE_PROFILE_CONFIG_CONFLICT "118590780f49455881fd19ee20b04b5c"
+#define CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED "b542ca79f46749e088770e629ff03d2a"
 
 typedef enum JournalSessionEvent {
         JOURNAL_SESSION_START,
@@ -29,6 +37,7 @@ typedef struct JournalSessionFields {
         const char *pod;
         const char *container;
         const char *cgroup;
+        const char *profile_config; /* the ProfileConfig the target or profile comes from, or NULL */
         const char *report; /* report directory, END only */
         uint64_t samples; /* END only */
         uint64_t lost; /* END only */
@@ -42,3 +51,23 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, cons
         _printf_(3, 4);
 void journal_machine_change(const char *name, const char *old_value, const char *new_value,
                             MachineChange change);
+
+typedef enum JournalProfileConfigEvent {
+        JOURNAL_PROFILE_CONFIG_REJECTED,
+        JOURNAL_PROFILE_CONFIG_CONFLICT,
+        JOURNAL_PROFILE_CONFIG_APPLIED,
+        _JOURNAL_PROFILE_CONFIG_EVENT_MAX,
+} JournalProfileConfigEvent;
+
+typedef struct JournalProfileConfigFields {
+        const char *namespace;
+        const char *name; /* the ProfileConfig object */
+        const char *error; /* REJECTED */
+        const char *target; /* CONFLICT: the target left out */
+        const char *conflict_with; /* CONFLICT: the object that keeps it */
+        const char *change; /* APPLIED: "added", "changed", "removed" */
+} JournalProfileConfigFields;
+
+/* CGPROF_SESSION-less entries about ProfileConfig objects; message is the MESSAGE. */
+void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileConfigFields *pf,
+                            const char *message);

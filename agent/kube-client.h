@@ -96,6 +96,11 @@ typedef struct KubeWatchCallbacks {
         void (*sync_begin)(void *userdata);
         void (*event)(KubeEventType type, const cJSON *object, void *userdata);
         void (*synced)(void *userdata);
+        /* Optional: a LIST answered with an HTTP error (e.g. 404: the resource
+         * is not installed, 403: not allowed). The watch retries with backoff
+         * either way; returning true means the consumer has said what it
+         * means, and the watch only logs the failure at debug level. */
+        bool (*list_failed)(long http_status, const char *message, void *userdata);
 } KubeWatchCallbacks;
 
 typedef struct KubeWatchOptions {

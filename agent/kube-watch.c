@@ -366,7 +366,11 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
 
         if (status != 200) {
                 msg = status_message(kube_request_get_error_body(r));
-                log_warning("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status, strna(msg));
+                if (w->cb.list_failed && w->cb.list_failed(status, msg, w->userdata))
+                        log_debug("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status, strna(msg));
+                else
+                        log_warning("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status,
+                                    strna(msg));
                 w->last_error = status > 0 ? (int) -status : -EIO;
                 goto retry;
         }

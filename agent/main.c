@@ -10,6 +10,9 @@ static const char *arg_config = CGPROF_DEFAULT_CONFIG;
 static const char *arg_state_dir = DEFAULT_STATE_DIR;
 static const char *arg_bus_socket = DEFAULT_BUS_SOCKET;
 static const char *arg_node_name = NULL;
+static const char *arg_cgroup_root = NULL;
+static const char *arg_sysctl_root = "/proc/sys";
+static bool arg_check_config = false;
 static bool arg_no_kubernetes = false;
 static const char *arg_kubeconfig = NULL;
 static unsigned arg_kube_idle_sec = 0;
@@ -23,12 +26,17 @@ static void help(void) {
                "  -h --help               Show this help\n"
                "     --version            Show the version\n"
                "  -c --config FILE        Configuration file (default: %s)\n"
+               "     --check-config       Validate the configuration file and exit\n"
                "     --state-dir DIR      State directory (default: %s)\n"
                "     --bus-socket PATH    Control socket for cgprofctl (default: %s)\n"
                "     --node-name NAME     Node name for {NODE} (default: $NODE_NAME or the host name)\n"
                "     --attach-mode MODE   'cpu' (one perf event per CPU, filtered in BPF) or\n"
                "                          'cgroup' (perf events scoped to each target cgroup) (default: "
                "cgroup)\n"
+               "     --cgroup-root DIR    The cgroup v2 mount to use (default: found in\n"
+               "                          /proc/self/mountinfo)\n"
+               "     --sysctl-root DIR    Where machineConfig reads and writes sysctls\n"
+               "                          (default: /proc/sys)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
                "     --kubeconfig FILE    Reach the API server with a kubeconfig file\n"
                "                          (default: the in-cluster service account)\n"
@@ -52,6 +60,9 @@ static int parse_argv(int argc, char *argv[]) {
                 ARG_KUBE_IDLE,
                 ARG_KUBE_BACKOFF,
                 ARG_LOG_LEVEL,
+                ARG_CHECK_CONFIG,
+                ARG_CGROUP_ROOT,
+                ARG_SYSCTL_ROOT,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -66,6 +77,9 @@ static int parse_argv(int argc, char *argv[]) {
                 { "kube-watch-idle", required_argument, NULL, ARG_KUBE_IDLE },
                 { "kube-backoff-max", required_argument, NULL, ARG_KUBE_BACKOFF },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+                { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+                { "sysctl-root", required_argument, NULL, ARG_SYSCTL_ROOT },
                 {},
         };
         int c, r;
@@ -123,6 +137,20 @@ static int parse_argv(int argc, char *argv[]) {
                                 return log_error_errno(EINVAL, "--log-level: unknown level '%s'.", optarg);
                         log_set_max_level(r);
                         break;
+                case ARG_CHECK_CONFIG:
+                        arg_check_config = true;
+                        break;
+                case ARG_CGROUP_ROOT:
+                case ARG_SYSCTL_ROOT:
+                        if (optarg[0] != '/')
+                                return log_error_errno(EINVAL, "--%s: must be an absolute path, not '%s'.",
+                                                       c == ARG_CGROUP_ROOT ? "cgroup-root" : "sysctl-root",
+                                                       optarg);
+                        if (c == ARG_CGROUP_ROOT)
+                                arg_cgroup_root = optarg;
+                        else
+                                arg_sysctl_root = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -151,6 +179,22 @@ static void bump_nofile(void) {
                 log_debug("Raised the open files limit to %llu.", (unsigned long long) rl.rlim_cur);
 }
 
+/* --check-config: what a reload would say of the file, without starting
+ * anything (for CI, and for a ConfigMap before it is applied). */
+static int check_config(void) {
+        _cleanup_(config_freep) Config *c = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = config_load_file(arg_config, &c, &error);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", arg_config, error ?: strerror(-r));
+                return r;
+        }
+        printf("%s: ok\n", arg_config);
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         int r;
@@ -159,12 +203,16 @@ static int run(int argc, char *argv[]) {
         r = parse_argv(argc, argv);
         if (r <= 0)
                 return r;
+        if (arg_check_config)
+                return check_config();
 
         bump_nofile();
 
         ManagerOptions opts = {
                 .config_path = arg_config,
                 .state_dir = arg_state_dir,
+                .cgroup_root = arg_cgroup_root,
+                .sysctl_root = arg_sysctl_root,
                 .bus_socket = arg_bus_socket,
                 .node_name = arg_node_name,
                 .attach_mode = arg_attach_mode,

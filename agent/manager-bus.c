@@ -115,7 +115,7 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 /* The targets as a(sssb): (name, profile, kind, disabled). */
 static int append_targets(sd_bus_message *m, Manager *manager) {
-        _cleanup_free_ ControlTarget *list = NULL;
+        ControlTarget *list = NULL;
         size_t n = 0;
         int r;
 
@@ -128,6 +128,7 @@ static int append_targets(sd_bus_message *m, Manager *manager) {
                                           (int) list[i].disabled);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
+        control_targets_free(list, n);
         return r;
 }
 

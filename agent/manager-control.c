@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include <search.h>
+
 #include "fileio.h"
 #include "kube-target.h"
 #include "log.h"
@@ -66,31 +68,98 @@ static const char *target_kind(const Target *t) {
         return pod ? "pod" : "cgroup";
 }
 
+void control_targets_free(ControlTarget *l, size_t n) {
+        for (size_t i = 0; l && i < n; i++)
+                free(l[i].owned);
+        free(l);
+}
+
+typedef struct TargetList {
+        ControlTarget *list;
+        size_t n;
+        int error;
+} TargetList;
+
+static int target_list_add(TargetList *l, ControlTarget t) {
+        ControlTarget *n = reallocarray(l->list, l->n + 1, sizeof(ControlTarget));
+        if (!n) {
+                free(t.owned);
+                return -ENOMEM;
+        }
+        l->list = n;
+        l->list[l->n++] = t;
+        return 0;
+}
+
+static TargetList *targets_ctx;
+static void targets_action(const void *nodep, VISIT which, int depth) {
+        const KubeRuleSet *set = *(const KubeRuleSet *const *) nodep;
+        TargetList *l = targets_ctx;
+
+        if ((which != postorder && which != leaf) || l->error < 0)
+                return;
+        for (size_t s = 0; s < set->n_scopes; s++) {
+                const Config *c = set->scopes[s].config;
+                for (size_t i = 0; i < c->n_targets; i++) {
+                        const Target *t = &c->targets[i];
+                        const Profile *p = NULL;
+                        char *name;
+
+                        /* The merged rule, when the target made it into the merge. */
+                        for (size_t k = 0; k < set->rules.n_rules; k++)
+                                if (set->rules.rules[k].target == t)
+                                        p = set->rules.rules[k].profile;
+                        if (asprintf(&name, "%s (ProfileConfig %s/%s)", t->name, set->namespace,
+                                     set->scopes[s].name) < 0) {
+                                l->error = -ENOMEM;
+                                return;
+                        }
+                        l->error = target_list_add(l, (ControlTarget){
+                                                              .name = name,
+                                                              .owned = name,
+                                                              .profile = p ? p->name : "",
+                                                              .kind = "pod",
+                                                              .disabled = t->disabled || !p,
+                                                      });
+                        if (l->error < 0)
+                                return;
+                }
+        }
+}
+
 int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
         const Config *c = m->config->config;
-        ControlTarget *list;
-        size_t n = 0;
+        TargetList l = {};
+        int r = 0;
 
-        list = calloc(c->n_targets + 1, sizeof(ControlTarget));
-        if (!list)
-                return -ENOMEM;
-        for (size_t i = 0; i < c->n_targets; i++) {
+        for (size_t i = 0; r >= 0 && i < c->n_targets; i++) {
                 const Target *t = &c->targets[i];
-                list[n++] = (ControlTarget){
-                        .name = t->name,
-                        .profile = config_target_profile(c, t)->name,
-                        .kind = target_kind(t),
-                        .disabled = t->disabled,
-                };
+                r = target_list_add(&l, (ControlTarget){
+                                                .name = t->name,
+                                                .profile = config_target_profile(c, t)->name,
+                                                .kind = target_kind(t),
+                                                .disabled = t->disabled,
+                                        });
         }
-        list[n++] = (ControlTarget){
-                .name = kube_default_target.name,
-                .profile = config_target_profile(c, &kube_default_target)->name,
-                .kind = "default",
-                .disabled = !c->enable_default,
-        };
-        *ret = list;
-        *ret_n = n;
+        if (r >= 0)
+                r = target_list_add(&l, (ControlTarget){
+                                                .name = kube_default_target.name,
+                                                .profile = config_target_profile(c, &kube_default_target)->name,
+                                                .kind = "default",
+                                                .disabled = !c->enable_default,
+                                        });
+        if (r >= 0) {
+                targets_ctx = &l;
+                twalk(m->kube_rule_sets, targets_action);
+                targets_ctx = NULL;
+                r = l.error;
+        }
+        if (r < 0) {
+                control_targets_free(l.list, l.n);
+                return r;
+        }
+        *ret = l.list;
+        *ret_n = l.n;
         return 0;
 }
 
@@ -188,6 +257,9 @@ int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs) {
 
 void control_check_done(ControlCheck *c) {
         free(c->reasons);
+        for (char **i = c->owned; i && *i; i++)
+                free(*i);
+        free(c->owned);
         *c = (ControlCheck){};
 }
 
@@ -293,18 +365,39 @@ static int find_pod(Manager *m, const char *namespace, const char *name, const K
         return 0;
 }
 
+/* Keeps a string alive in c->owned; returns it (NULL on OOM). */
+static const char *check_own(ControlCheck *c, size_t *n_owned, char *s) {
+        char **l;
+
+        if (!s)
+                return NULL;
+        l = reallocarray(c->owned, *n_owned + 2, sizeof(char *));
+        if (!l) {
+                free(s);
+                return NULL;
+        }
+        c->owned = l;
+        c->owned[(*n_owned)++] = s;
+        c->owned[*n_owned] = NULL;
+        return s;
+}
+
 int manager_check(Manager *m, const char *namespace, const char *pod_name, const char *container,
                   ControlCheck *ret, char **ret_error) {
+        _cleanup_(control_check_done) ControlCheck check = {};
         const Config *c = m->config->config;
         const KubeContainer *kc = NULL;
         const KubeNamespace *ns;
         const Target *chosen = NULL;
+        const Profile *chosen_profile = NULL;
+        const char *chosen_name = NULL;
         const CgroupState *cs = NULL;
         const KubePod *pod;
-        ControlReason *reasons;
+        KubeRuleSet *set;
+        SessionRule rule = {};
         const char *cname, *cgroup, *reason;
         KubeMatch match;
-        size_t n = 0;
+        size_t n = 0, n_owned = 0;
         int r;
 
         if (isempty(namespace) || isempty(pod_name))
@@ -325,40 +418,77 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
                 cs = manager_cgroup_find_container(m, kc->id);
         cgroup = cs ? cs->path : NULL;
         ns = manager_kube_namespace(m, pod->namespace);
+        set = manager_kube_rule_set(m, pod->namespace);
 
         /* The agent's own decision (manager_kube_reconcile_container()): pod rules
-         * and enableDefault, else host rules on the container's cgroup. */
-        match = kube_target_find(c, ns, pod, cname, cgroup, &chosen);
-        if (match != KUBE_MATCH_YES)
-                chosen = NULL;
-        if (match == KUBE_MATCH_NO && cgroup)
+         * (the cluster config's and the namespace's ProfileConfigs') and
+         * enableDefault, else host rules on the container's cgroup. */
+        match = manager_kube_match(m, ns, pod, cname, cgroup, &rule);
+        if (match == KUBE_MATCH_YES) {
+                chosen = rule.target;
+                chosen_profile = rule.profile;
+                for (size_t i = 0; i < set->rules.n_rules; i++)
+                        if (set->rules.rules[i].target == chosen)
+                                chosen_name = check_own(&check, &n_owned,
+                                                        kube_rule_display_name(set, &set->rules.rules[i]));
+        } else if (match == KUBE_MATCH_NO && cgroup) {
                 chosen = manager_host_target(m, cgroup);
+                chosen_profile = chosen ? config_target_profile(c, chosen) : NULL;
+        }
 
-        reasons = calloc(c->n_targets + 1, sizeof(ControlReason));
-        if (!reasons)
+        check.reasons = calloc(c->n_targets + set->rules.n_rules + 2, sizeof(ControlReason));
+        if (!check.reasons)
                 return -ENOMEM;
+        if (!manager_kube_rules_ready(m))
+                check.reasons[n++] = (ControlReason){
+                        .target = "ProfileConfigs",
+                        .reason = "the ProfileConfig objects are not listed yet: no pod rule is decided",
+                };
+        /* Host rules first (config order), then the pod rules of the namespace. */
         for (size_t i = 0; i < c->n_targets; i++) {
                 const Target *t = &c->targets[i];
-                if (t == chosen)
+                if (t == chosen || target_has_pod_conditions(t))
                         continue;
                 reason = target_reason(t, ns, pod, cname, cgroup);
                 if (reason)
-                        reasons[n++] = (ControlReason){ .target = t->name, .reason = reason };
+                        check.reasons[n++] = (ControlReason){ .target = t->name, .reason = reason };
+        }
+        for (size_t i = 0; i < set->rules.n_rules; i++) {
+                const KubeRule *x = &set->rules.rules[i];
+                const char *name;
+
+                if (x->target == chosen)
+                        continue;
+                reason = kube_rule_reason(x, set->scopes, ns, pod, cname, cgroup);
+                if (!reason && x->disabled_by == KUBE_SCOPE_CLUSTER)
+                        reason = target_reason(x->target, ns, pod, cname, cgroup);
+                if (!reason)
+                        continue;
+                if (x->disabled_by != KUBE_SCOPE_CLUSTER) {
+                        char *t;
+                        if (asprintf(&t, "the target is disabled in namespace %s by ProfileConfig %s",
+                                     pod->namespace, set->scopes[x->disabled_by].name) < 0)
+                                return -ENOMEM;
+                        reason = check_own(&check, &n_owned, t);
+                }
+                name = check_own(&check, &n_owned, kube_rule_display_name(set, x));
+                if (!name || !reason)
+                        return -ENOMEM;
+                check.reasons[n++] = (ControlReason){ .target = name, .reason = reason };
         }
         if (chosen != &kube_default_target) {
                 reason = enable_default_reason(c, ns, pod);
                 if (reason)
-                        reasons[n++] =
+                        check.reasons[n++] =
                                 (ControlReason){ .target = kube_default_target.name, .reason = reason };
         }
 
-        *ret = (ControlCheck){
-                .targeted = chosen != NULL,
-                .target = chosen ? chosen->name : "",
-                .profile = chosen ? config_target_profile(c, chosen)->name : "",
-                .reasons = reasons,
-                .n_reasons = n,
-        };
+        check.targeted = chosen != NULL;
+        check.target = chosen ? (chosen_name ?: chosen->name) : "";
+        check.profile = chosen_profile ? chosen_profile->name : "";
+        check.n_reasons = n;
+        *ret = check;
+        check = (ControlCheck){};
         return 0;
 }
 
@@ -515,21 +645,19 @@ static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, cons
         return 0;
 }
 
-/* The rule that selects the cgroup now, as the agent decides; NULL: none. */
-static const Target *rule_for(Manager *m, const CgroupState *c, const KubePod *pod,
-                              const KubeContainer *kc) {
-        const Target *t = NULL;
-
+/* The rule that selects the cgroup now, as the agent decides; false: none. */
+static bool rule_for(Manager *m, const CgroupState *c, const KubePod *pod, const KubeContainer *kc,
+                     SessionRule *ret) {
         if (pod) {
-                KubeMatch match =
-                        kube_target_find(m->config->config, manager_kube_namespace(m, pod->namespace), pod,
-                                         kc ? kc->name : NULL, c->path, &t);
+                KubeMatch match = manager_kube_match(m, manager_kube_namespace(m, pod->namespace), pod,
+                                                     kc ? kc->name : NULL, c->path, ret);
                 if (match == KUBE_MATCH_YES)
-                        return t;
+                        return true;
                 if (match == KUBE_MATCH_UNDECIDED)
-                        return NULL;
+                        return false;
         }
-        return manager_host_target(m, c->path);
+        *ret = (SessionRule){ .target = manager_host_target(m, c->path) };
+        return ret->target;
 }
 
 int manager_start_session(Manager *m, const char *target, const char *profile_name, uint64_t duration_usec,
@@ -539,7 +667,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
         const Profile *profile = NULL;
         const KubeContainer *kc = NULL;
         const KubePod *pod = NULL;
-        const Target *t;
+        SessionRule rule = {};
         CgroupState *c = NULL;
         char *id;
         int r;
@@ -601,7 +729,8 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                 session_end(armed, "replaced");
         }
 
-        t = rule_for(m, c, pod, kc) ?: &control_on_demand_target;
+        if (!rule_for(m, c, pod, kc, &rule))
+                rule = (SessionRule){ .target = &control_on_demand_target };
         SessionKube kube = {};
         if (pod)
                 kube = (SessionKube){
@@ -611,14 +740,16 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                         .container = kc->name,
                         .container_id = c->container_id,
                 };
-        r = session_new(m, m->config, t, c->path, pod ? &kube : NULL, &s);
+        r = session_new_rule(m, m->config, &rule, c->path, pod ? &kube : NULL, &s);
         if (r < 0) {
                 m->sessions_failed++;
                 return control_error(ret_error, r, "Failed to create a session for cgroup %s: %s", c->path,
                                      strerror(-r));
         }
-        if (profile)
+        if (profile) {
                 s->profile = profile; /* from m->config, which the session holds */
+                s->namespaced_output = false;
+        }
         s->duration_usec = duration_usec > 0 ? duration_usec : s->profile->duration_usec;
 
         r = manager_add_session(m, s);
@@ -915,7 +1046,7 @@ int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
 
                 list[i].name = ms->name;
                 list[i].wanted = ms->value;
-                if (sysctl_path(MACHINE_CONFIG_SYSCTL_ROOT, ms->name, &path) >= 0)
+                if (sysctl_path(m->opts.sysctl_root, ms->name, &path) >= 0)
                         (void) read_one_line_file(path, &value);
                 list[i].current = value ? TAKE_PTR(value) : strdup("");
                 if (!list[i].current) {

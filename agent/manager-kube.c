@@ -104,7 +104,7 @@ static bool pod_all_ids_known(const KubePod *p) {
         return any;
 }
 
-static void start_container_session(Manager *m, CgroupState *c, const Target *t, const KubePod *pod,
+static void start_container_session(Manager *m, CgroupState *c, const SessionRule *rule, const KubePod *pod,
                                     const char *container) {
         _cleanup_(session_freep) Session *s = NULL;
         SessionKube kube = {
@@ -116,7 +116,7 @@ static void start_container_session(Manager *m, CgroupState *c, const Target *t,
         };
         int r;
 
-        r = session_new(m, m->config, t, c->path, &kube, &s);
+        r = session_new_rule(m, m->config, rule, c->path, &kube, &s);
         if (r < 0) {
                 m->sessions_failed++;
                 log_warning_errno(r,
@@ -146,7 +146,7 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         Session *s = c->session;
         const KubeContainer *kc;
         const KubeNamespace *ns;
-        const Target *t = NULL;
+        SessionRule rule = {};
         KubeMatch match;
 
         if (!ps) {
@@ -171,12 +171,13 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         }
 
         ns = ns_find(m, ps->pod->namespace) ? ns_find(m, ps->pod->namespace)->ns : NULL;
-        match = kube_target_find(m->config->config, ns, ps->pod, kc ? kc->name : NULL, c->path, &t);
+        /* Undecided until the ProfileConfigs are listed, which may switch targets off. */
+        match = manager_kube_match(m, ns, ps->pod, kc ? kc->name : NULL, c->path, &rule);
 
         switch (match) {
         case KUBE_MATCH_YES:
                 if (!s && !c->done)
-                        start_container_session(m, c, t, ps->pod, kc ? kc->name : NULL);
+                        start_container_session(m, c, &rule, ps->pod, kc ? kc->name : NULL);
                 else if (s && s->provisional && kc)
                         (void) session_confirm(s, kc->name);
                 return true;
@@ -233,6 +234,10 @@ static void reconcile_matching(Manager *m, const char *pod_uid, const char *name
         for (size_t i = 0; i < x.n; i++)
                 manager_reconcile_cgroup(m, x.list[i]);
         free(x.list);
+}
+
+void manager_kube_reconcile_namespace(Manager *m, const char *namespace) {
+        reconcile_matching(m, NULL, namespace);
 }
 
 /* ---- pods ---- */
@@ -460,16 +465,19 @@ int manager_kube_start(Manager *m) {
         if (r >= 0)
                 r = kube_watch_new(m->kube, "/api/v1/pods", selector, &opts, &pod_cb, m, &m->kube_pod_watch);
         if (r >= 0)
+                r = manager_kube_pc_start(m, m->kube, &opts);
+        if (r >= 0)
                 r = kube_watch_start(m->kube_ns_watch);
         if (r >= 0)
                 r = kube_watch_start(m->kube_pod_watch);
         if (r < 0)
                 return log_error_errno(r, "Failed to start watching the Kubernetes API: %m");
-        log_info("Watching pods of node %s and namespaces at %s.", m->node_name, m->kube_server);
+        log_info("Watching pods of node %s, namespaces and ProfileConfigs at %s.", m->node_name, m->kube_server);
         return 0;
 }
 
 void manager_kube_free(Manager *m) {
+        manager_kube_pc_free(m);
         m->kube_pod_watch = kube_watch_free(m->kube_pod_watch);
         m->kube_ns_watch = kube_watch_free(m->kube_ns_watch);
         m->kube = kube_client_free(m->kube);
@@ -521,5 +529,5 @@ int manager_kube_status(Manager *m, cJSON *j) {
                 cJSON_AddNumberToObject(o, "skipped", (double) st.skipped);
                 cJSON_AddNumberToObject(o, "lastError", (double) st.last_error);
         }
-        return 0;
+        return manager_kube_pc_status(m, k);
 }

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <search.h>
 #include <signal.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
@@ -31,7 +33,7 @@ ConfigRef *config_unref(ConfigRef *c) {
         return NULL;
 }
 
-static int config_ref_new(Config *config, ConfigRef **ret) {
+int config_ref_new(Config *config, ConfigRef **ret) {
         ConfigRef *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
@@ -347,7 +349,7 @@ static void on_machine_change(const char *name, const char *old_value, const cha
 
 static void machine_apply(Manager *m, bool initial) {
         const Config *c = m->config->config;
-        int r = machine_config_apply(m->state_dir, "/proc/sys", c->machine_config, c->n_machine_config,
+        int r = machine_config_apply(m->state_dir, m->opts.sysctl_root, c->machine_config, c->n_machine_config,
                                      initial, on_machine_change, m);
         if (r < 0)
                 log_error_errno(r, "Failed to apply machineConfig: %m");
@@ -431,6 +433,10 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
                 return log_oom();
         config_unref(m->config);
         m->config = ref;
+        /* ProfileConfigs are merged with (and may name profiles of) the cluster config. */
+        r = manager_kube_rules_reload(m);
+        if (r < 0)
+                return log_oom();
         manager_set_last_config_load(m, "ok");
         log_info("Loaded configuration %s: %zu profiles, %zu targets.", m->config_path,
                  ref->config->n_profiles, ref->config->n_targets);
@@ -570,13 +576,31 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the drain timer: %m");
         (void) sd_event_source_set_description(m->drain_timer, "drain");
 
-        r = cg_find_unified_root(NULL, &m->cgroup_root);
-        if (r < 0)
-                return log_error_errno(r, "Failed to find the cgroup v2 mount in /proc/self/mountinfo: %m");
+        if (m->opts.cgroup_root) {
+                /* --cgroup-root: e.g. the host's hierarchy mounted into a container. */
+                struct statfs sfs;
+
+                m->cgroup_root = strdup(m->opts.cgroup_root);
+                if (!m->cgroup_root)
+                        return log_oom();
+                m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (m->cgroup_root_fd < 0)
+                        return log_error_errno(errno, "--cgroup-root: failed to open %s: %m", m->cgroup_root);
+                if (fstatfs(m->cgroup_root_fd, &sfs) < 0)
+                        return log_error_errno(errno, "--cgroup-root: failed to statfs %s: %m", m->cgroup_root);
+                if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+                        return log_error_errno(ENOTDIR, "--cgroup-root: %s is not a cgroup v2 mount.",
+                                               m->cgroup_root);
+        } else {
+                r = cg_find_unified_root(NULL, &m->cgroup_root);
+                if (r < 0)
+                        return log_error_errno(r,
+                                               "Failed to find the cgroup v2 mount in /proc/self/mountinfo: %m");
+                m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (m->cgroup_root_fd < 0)
+                        return log_error_errno(errno, "Failed to open %s: %m", m->cgroup_root);
+        }
         log_info("cgroup v2 hierarchy at %s.", m->cgroup_root);
-        m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (m->cgroup_root_fd < 0)
-                return log_error_errno(errno, "Failed to open %s: %m", m->cgroup_root);
 
         /* Scans existing cgroups (starting sessions for matching ones) and watches for new ones. */
         r = cgroup_watch_new(m->event, m->cgroup_root, on_cgroup, m, &m->cgroup_watch);
@@ -614,7 +638,7 @@ int manager_run(Manager *m) {
                 return log_error_errno(r, "Event loop failed: %m");
 
         if (m->config && m->config->config->restore_machine_config) {
-                r = machine_config_restore(m->state_dir, "/proc/sys", on_machine_change, m);
+                r = machine_config_restore(m->state_dir, m->opts.sysctl_root, on_machine_change, m);
                 if (r < 0)
                         log_error_errno(r, "Failed to restore machineConfig: %m");
         }
@@ -705,6 +729,8 @@ char *manager_status_json(Manager *m) {
                         cJSON_AddStringToObject(o, "containerId", strempty(x->container_id));
                 }
                 cJSON_AddStringToObject(o, "target", x->target->name);
+                if (x->profile_config)
+                        cJSON_AddStringToObject(o, "profileConfig", x->profile_config);
                 cJSON_AddStringToObject(o, "profile", x->profile->name);
                 cJSON_AddNumberToObject(o, "samples", (double) profile_data_total(x->data));
                 cJSON_AddItemToArray(sessions, o);

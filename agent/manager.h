@@ -8,6 +8,7 @@
 #include "config.h"
 #include "kube-client.h"
 #include "kube-object.h"
+#include "kube-target.h"
 #include "process.h"
 #include "sampler.h"
 #include "symbolizer.h"
@@ -25,9 +26,39 @@ typedef struct ConfigRef {
         Config *config;
 } ConfigRef;
 
+int config_ref_new(Config *config /* owned on success */, ConfigRef **ret);
 ConfigRef *config_ref(ConfigRef *c);
 ConfigRef *config_unref(ConfigRef *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigRef *, config_unref);
+
+/* A namespace's rules: the cluster config merged with the namespace's
+ * ProfileConfig objects (manager-profileconfig.c). Sessions hold the set
+ * they were started under, so their target and profile stay valid when the
+ * objects change. namespace NULL: the cluster config alone (namespaces
+ * without ProfileConfigs). */
+typedef struct KubeRuleSet {
+        unsigned n_ref;
+        char *namespace;
+        ConfigRef *cluster;
+        KubeRules rules;
+        KubeScope *scopes; /* oldest object first */
+        ConfigRef **scope_configs;
+        char **scope_names;
+        size_t n_scopes;
+} KubeRuleSet;
+
+KubeRuleSet *kube_rule_set_ref(KubeRuleSet *s);
+KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(KubeRuleSet *, kube_rule_set_unref);
+
+/* What a session is started under. */
+typedef struct SessionRule {
+        const Target *target;
+        const Profile *profile; /* NULL: the target's, from the cluster config */
+        KubeRuleSet *rule_set; /* held by the session when set */
+        const char *profile_config; /* the ProfileConfig the target comes from (its name), or NULL */
+        bool namespaced_output; /* a ProfileConfig's profile: reports stay below {NAMESPACE}/ */
+} SessionRule;
 
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
@@ -42,6 +73,8 @@ typedef struct CgroupState {
 typedef struct ManagerOptions {
         const char *config_path;
         const char *state_dir;
+        const char *cgroup_root;  /* NULL: found in /proc/self/mountinfo */
+        const char *sysctl_root;  /* NULL: /proc/sys */
         const char *bus_socket;
         const char *node_name;
         SamplerMode attach_mode;
@@ -86,6 +119,14 @@ typedef struct Manager {
         void *kube_namespaces; /* tsearch: namespaces by name */
         uint64_t kube_sync_generation, kube_ns_generation;
         bool kube_pods_synced, kube_ns_synced;
+        /* ProfileConfig objects (manager-profileconfig.c) */
+        KubeWatch *kube_pc_watch;
+        void *kube_pcs; /* tsearch: ProfileConfigState by "namespace/name" */
+        void *kube_rule_sets; /* tsearch: KubeRuleSet by namespace, for namespaces with ProfileConfigs */
+        KubeRuleSet *kube_cluster_rules; /* every other namespace */
+        uint64_t kube_pc_generation;
+        bool kube_pcs_synced;
+        long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;
@@ -147,10 +188,30 @@ const Target *manager_host_target(Manager *m, const char *path);
 int manager_kube_start(Manager *m);
 void manager_kube_free(Manager *m);
 bool manager_kube_reconcile_container(Manager *m, CgroupState *c);
+/* Reconciles every known container cgroup of the pods of a namespace (NULL: of every pod). */
+void manager_kube_reconcile_namespace(Manager *m, const char *namespace);
 const KubePod *manager_kube_pod(Manager *m, const char *uid);
 /* A pod of this node by namespace and name (NULL when not known). */
 const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name);
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name);
+
+/* manager-profileconfig.c */
+/* The cluster config changed: rebuilds every rule set (ProfileConfigs are
+ * parsed again, as they may name its profiles). */
+int manager_kube_rules_reload(Manager *m);
+/* The rules for pods of a namespace (never NULL once a config is loaded). */
+KubeRuleSet *manager_kube_rule_set(Manager *m, const char *namespace);
+/* Whether pod rules can be decided: the ProfileConfigs are listed (or
+ * cannot be: no CRD, no permission). */
+bool manager_kube_rules_ready(Manager *m);
+/* The rule that selects a pod's container: KUBE_MATCH_YES fills *ret. */
+KubeMatch manager_kube_match(Manager *m, const KubeNamespace *ns, const KubePod *pod, const char *container,
+                             const char *cgroup, SessionRule *ret);
+int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts);
+void manager_kube_pc_free(Manager *m);
+int manager_kube_pc_status(Manager *m, cJSON *kube);
+/* Display name of a rule's target: "NAME", or "NAME (ProfileConfig PC)". malloc()ed. */
+char *kube_rule_display_name(const KubeRuleSet *set, const KubeRule *rule);
 
 /* Status as a JSON document (for the bus API). */
 char *manager_status_json(Manager *m);
@@ -181,9 +242,12 @@ typedef struct ControlTarget {
         const char *name, *profile;
         const char *kind; /* "pod", "cgroup", "pod+cgroup", "default" (enableDefault) */
         bool disabled;
+        char *owned; /* what name points to, when it is not the config's */
 } ControlTarget;
-/* The config's targets in order, then enableDefault (disabled when off). */
+/* The config's targets in order, then enableDefault (disabled when off),
+ * then the ProfileConfigs' targets, named "NAME (ProfileConfig NS/OBJECT)". */
 int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n);
+void control_targets_free(ControlTarget *l, size_t n);
 
 typedef struct ControlSession {
         const char *id, *state, *target, *profile; /* state: "running" or "armed" */
@@ -202,6 +266,7 @@ typedef struct ControlCheck {
         const char *target, *profile; /* "" when not targeted */
         ControlReason *reasons; /* every target that does not select it, with its failed condition */
         size_t n_reasons;
+        char **owned; /* strv: strings the above point to */
 } ControlCheck;
 void control_check_done(ControlCheck *c);
 /* Whether a pod's container (container "": the pod's first container) is

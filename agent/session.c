@@ -57,6 +57,11 @@ static int strdup_optional(const char *s, char **ret) {
 
 int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup,
                 const SessionKube *kube, Session **ret) {
+        return session_new_rule(m, config, &(SessionRule){ .target = target }, cgroup, kube, ret);
+}
+
+int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, const char *cgroup,
+                     const SessionKube *kube, Session **ret) {
         _cleanup_(session_freep) Session *s = NULL;
         int r;
 
@@ -66,10 +71,14 @@ int session_new(Manager *m, ConfigRef *config, const Target *target, const char 
         s->manager = m;
         s->cgroup_fd = -EBADF;
         s->config = config_ref(config);
-        s->target = target;
-        s->profile = config_target_profile(config->config, target);
+        s->rule_set = kube_rule_set_ref(rule->rule_set);
+        s->target = rule->target;
+        s->profile = rule->profile ?: config_target_profile(config->config, rule->target);
         if (!s->profile)
                 return -EINVAL;
+        if (rule->profile_config && !(s->profile_config = strdup(rule->profile_config)))
+                return -ENOMEM;
+        s->namespaced_output = rule->namespaced_output;
         s->duration_usec = s->profile->duration_usec;
         s->cgroup = strdup(cgroup);
         s->data = profile_data_new();
@@ -131,6 +140,9 @@ Session *session_free(Session *s) {
         free(s->container_id);
         safe_close(s->cgroup_fd);
         config_unref(s->config);
+        kube_rule_set_unref(s->rule_set);
+        free(s->profile_config);
+        free(s->output);
         free(s);
         return NULL;
 }
@@ -144,14 +156,24 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
                 .namespace = s->namespace,
                 .pod = s->pod,
                 .container = s->container,
+                .profile_config = s->profile_config,
         };
 }
 
-/* The default output template by kind of target. */
-static const char *session_output(const Session *s) {
-        if (s->profile->output)
-                return s->profile->output;
-        return s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT;
+/* The report path template: the profile's, or the default by kind of
+ * target; a ProfileConfig's stays below its namespace's directory. NULL on
+ * OOM. (Computed at first use: a session started on request may have its
+ * profile replaced before it starts.) */
+static const char *session_output(Session *s) {
+        if (s->output)
+                return s->output;
+        if (s->namespaced_output) {
+                if (asprintf(&s->output, "{NAMESPACE}/%s",
+                             s->profile->output ?: TEMPLATE_POD_NAMESPACED_DEFAULT) < 0)
+                        s->output = NULL;
+        } else
+                s->output = strdup(s->profile->output ?: (s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT));
+        return s->output;
 }
 
 static void session_announce(Session *s) {
@@ -559,6 +581,8 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
         _cleanup_close_ int dfd = -EBADF;
         int r;
 
+        if (!session_output(s))
+                return -ENOMEM;
         r = template_expand(session_output(s), vars, &rel);
         if (r < 0)
                 return r;
@@ -636,6 +660,7 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                 .session_id = s->id_string,
                 .profile = s->profile->name,
                 .target = s->target->name,
+                .profile_config = s->profile_config,
                 .cgroup = s->cgroup,
                 .namespace = s->namespace,
                 .pod = s->pod,
@@ -675,7 +700,7 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                 .uid = ts_uid,
         };
 
-        if (template_is_per_process(session_output(s))) {
+        if (session_output(s) && template_is_per_process(session_output(s))) {
                 for (size_t i = 0; i < s->data->n_processes && r >= 0; i++) {
                         const ProfileProcess *pp = &s->data->processes[i];
                         _cleanup_(profile_data_freep) ProfileData *one = NULL;

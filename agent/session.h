@@ -28,8 +28,12 @@ struct Session {
         SessionState state;
 
         ConfigRef *config;
+        KubeRuleSet *rule_set; /* the namespace's rules it was started under, or NULL */
         const Profile *profile;
         const Target *target;
+        char *profile_config; /* the ProfileConfig its target or profile comes from, or NULL */
+        bool namespaced_output; /* a ProfileConfig's profile: reports below {NAMESPACE}/ */
+        char *output; /* the report path template, relative to reportDir (see session_output()) */
 
         char *cgroup; /* relative to the cgroup root */
         /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
@@ -65,6 +69,10 @@ typedef struct SessionKube {
 
 int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, const SessionKube *kube,
                 Session **ret);
+/* The same under a rule: a target and profile that may come from a
+ * namespace's ProfileConfig (the session holds rule->rule_set). */
+int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, const char *cgroup,
+                     const SessionKube *kube, Session **ret);
 /* A provisional session learns its container's name (and is announced). */
 int session_confirm(Session *s, const char *container);
 Session *session_free(Session *s);

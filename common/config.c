@@ -827,7 +827,9 @@ static int dispatch_owner(const cJSON *j, const char *path, void *base, const Js
         return 0;
 }
 
-static int parse_target(const cJSON *j, const char *path, const Config *c, Target *ret, char **error) {
+/* 'fallback': a ProfileConfig's targets may also name the cluster config's profiles. */
+static int parse_target(const cJSON *j, const char *path, const Config *c, const Config *fallback, Target *ret,
+                        char **error) {
         static const JsonField fields[] = {
                 { "name", dispatch_name, offsetof(Target, name), 0, true },
                 { "profileRef", dispatch_string, offsetof(Target, profile_ref) },
@@ -848,7 +850,8 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, Targe
         if (r < 0)
                 return r;
 
-        if (t.profile_ref && !config_find_profile(c, t.profile_ref)) {
+        if (t.profile_ref && !config_find_profile(c, t.profile_ref) &&
+            !(fallback && config_find_profile(fallback, t.profile_ref))) {
                 _cleanup_free_ char *p = path_key(path, "profileRef");
 
                 if (!p)
@@ -856,8 +859,10 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, Targe
                 return fail(error, p, "no profile named \"%s\"", t.profile_ref);
         }
 
-        if (!t.namespace_selector && !t.pod_selector && !t.pod_name_patterns && !t.owner && !t.containers &&
-            !t.cgroup_patterns)
+        /* A disabled target needs none: in a ProfileConfig it only switches
+         * off the cluster target of its name. */
+        if (!t.disabled && !t.namespace_selector && !t.pod_selector && !t.pod_name_patterns && !t.owner &&
+            !t.containers && !t.cgroup_patterns)
                 return fail(error, path, "needs at least one condition (" TARGET_CONDITIONS ")");
 
         *ret = t;
@@ -865,7 +870,7 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, Targe
         return 0;
 }
 
-static int parse_targets(const cJSON *j, const char *path, Config *c, char **error) {
+static int parse_targets(const cJSON *j, const char *path, Config *c, const Config *fallback, char **error) {
         const cJSON *i;
         size_t n = 0;
         int r;
@@ -884,7 +889,7 @@ static int parse_targets(const cJSON *j, const char *path, Config *c, char **err
 
                 if (!p)
                         return -ENOMEM;
-                r = parse_target(i, p, c, &c->targets[n], error);
+                r = parse_target(i, p, c, fallback, &c->targets[n], error);
                 if (r < 0)
                         return r;
                 c->n_targets = ++n;
@@ -1089,13 +1094,111 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
 
         targets = cJSON_GetObjectItemCaseSensitive(root, "targets");
         if (targets) {
-                r = parse_targets(targets, "targets", c, error);
+                r = parse_targets(targets, "targets", c, NULL, error);
                 if (r < 0)
                         return r;
         }
 
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+/* ---- a ProfileConfig's spec ------------------------------------------------------------------- */
+
+static int config_namespaced_from_json(const cJSON *spec, const char *path, const Config *cluster, Config **ret,
+                                       char **error) {
+        /* What only the cluster config may set: named, rather than "unknown key". */
+        static const char *const cluster_only[] = {
+                "reportDir", "machineConfig", "restoreMachineConfig", "machineConfigInterval", "enableDefault",
+        };
+        static const JsonField fields[] = {
+                { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
+                { "profiles", dispatch_profiles },
+                { "targets", NULL },
+                {},
+        };
+        _cleanup_(config_freep) Config *c = NULL;
+        const cJSON *targets;
+        int r;
+
+        if (!cJSON_IsObject(spec))
+                return fail(error, path, "must be an object");
+        for (size_t i = 0; i < ELEMENTSOF(cluster_only); i++)
+                if (cJSON_GetObjectItemCaseSensitive(spec, cluster_only[i])) {
+                        _cleanup_free_ char *p = path_key(path, cluster_only[i]);
+                        if (!p)
+                                return -ENOMEM;
+                        return fail(error, p, "not allowed in a ProfileConfig: only the cluster config sets %s",
+                                    cluster_only[i]);
+                }
+
+        c = calloc(1, sizeof(Config));
+        if (!c)
+                return -ENOMEM;
+        r = json_dispatch(spec, path, fields, c, error);
+        if (r < 0)
+                return r;
+
+        if (c->default_profile_ref && !config_find_profile(c, c->default_profile_ref) &&
+            !(cluster && config_find_profile(cluster, c->default_profile_ref))) {
+                _cleanup_free_ char *p = path_key(path, "defaultProfileRef");
+                if (!p)
+                        return -ENOMEM;
+                return fail(error, p, "no profile named \"%s\" (in this ProfileConfig or the cluster config)",
+                            c->default_profile_ref);
+        }
+
+        for (size_t i = 0; i < c->n_profiles; i++)
+                if (c->profiles[i].output && strstr(c->profiles[i].output, "%{")) {
+                        _cleanup_free_ char *a = path_key(path, "profiles"), *b = a ? path_index(a, i) : NULL,
+                                            *p = b ? path_key(b, "output") : NULL;
+                        if (!p)
+                                return -ENOMEM;
+                        return fail(error, p,
+                                    "%%{...} (the agent's environment) is not allowed in a ProfileConfig");
+                }
+
+        targets = cJSON_GetObjectItemCaseSensitive(spec, "targets");
+        if (targets) {
+                _cleanup_free_ char *tp = path_key(path, "targets");
+                if (!tp)
+                        return -ENOMEM;
+                r = parse_targets(targets, tp, c, cluster, error);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < c->n_targets; i++) {
+                        const Target *t = &c->targets[i];
+                        const char *key = t->namespace_selector ? "namespaceSelector" :
+                                          t->cgroup_patterns    ? "cgroupPatterns" :
+                                                                  NULL;
+                        if (!key)
+                                continue;
+                        _cleanup_free_ char *b = path_index(tp, i), *p = b ? path_key(b, key) : NULL;
+                        if (!p)
+                                return -ENOMEM;
+                        return fail(error, p,
+                                    "not allowed in a ProfileConfig: %s",
+                                    t->namespace_selector ?
+                                            "its targets select pods of its own namespace only" :
+                                            "host cgroups are the cluster config's");
+                }
+        }
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int config_parse_namespaced(const cJSON *spec, const char *path, const Config *cluster, Config **ret,
+                            char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = config_namespaced_from_json(spec, path ?: "", cluster, ret, &error);
+        if (r == -EINVAL && ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
 }
 
 int config_parse(const char *json, Config **ret, char **ret_error) {

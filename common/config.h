@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <cjson/cJSON.h>
 #include <regex.h>
 
 #include "macro.h"
@@ -105,6 +106,17 @@ typedef struct Config {
 int config_parse(const char *json, Config **ret, char **ret_error);
 /* Same for a file; read errors are reported as "<path>: <strerror>". */
 int config_load_file(const char *path, Config **ret, char **ret_error);
+/* The spec of a ProfileConfig object (cgprof.io/v1, DESIGN.md "Per-namespace
+ * configuration"): profiles, defaultProfileRef and targets only. Keys only
+ * the cluster config may set (reportDir, machineConfig, ...), targets with
+ * namespaceSelector or cgroupPatterns and outputs with %{ENV} are refused
+ * with a message naming them. profileRef and defaultProfileRef may name a
+ * profile of 'cluster' (the config in force). Errors start with 'path'
+ * (e.g. "spec"). The result has no reportDir, no machineConfig, and
+ * default_profile_ref NULL when the spec sets none; its profileRefs are
+ * resolved with kube_rules_build(). */
+int config_parse_namespaced(const cJSON *spec, const char *path, const Config *cluster, Config **ret,
+                            char **ret_error);
 Config *config_free(Config *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "kube-target.h"
 
 const Target kube_default_target = {
@@ -102,4 +107,268 @@ KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubeP
                 }
         }
         return KUBE_MATCH_NO;
+}
+
+/* ---- merged rules ---- */
+
+static bool is_pod_rule(const Target *t) {
+        /* A rule for host cgroups only (cgroupPatterns alone) is not a pod rule. */
+        return t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers;
+}
+
+static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope, const char *name,
+                                    int *ret_scope) {
+        const Profile *p;
+
+        if (scope != KUBE_SCOPE_CLUSTER) {
+                p = config_find_profile(scopes[scope].config, name);
+                if (p) {
+                        *ret_scope = scope;
+                        return p;
+                }
+        }
+        *ret_scope = KUBE_SCOPE_CLUSTER;
+        return config_find_profile(cluster, name);
+}
+
+static int add_error(KubeRules *r, int scope, const char *target, const char *with, const char *fmt, ...)
+        _printf_(5, 6);
+static int add_error(KubeRules *r, int scope, const char *target, const char *with, const char *fmt, ...) {
+        _cleanup_free_ char *m = NULL, *w = NULL;
+        KubeRuleError *l;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        if (with && !(w = strdup(with)))
+                return -ENOMEM;
+        l = reallocarray(r->errors, r->n_errors + 1, sizeof(KubeRuleError));
+        if (!l)
+                return -ENOMEM;
+        r->errors = l;
+        r->errors[r->n_errors++] = (KubeRuleError){
+                .message = TAKE_PTR(m),
+                .scope = scope,
+                .target = target,
+                .conflict_with = TAKE_PTR(w),
+        };
+        return 0;
+}
+
+/* The scope (index) with an enabled target of that name among the accepted rules, or -2. */
+static int find_enabled(const KubeRules *r, const char *name) {
+        for (size_t i = 0; i < r->n_rules; i++)
+                if (!r->rules[i].target->disabled && r->rules[i].disabled_by == KUBE_SCOPE_CLUSTER &&
+                    streq(r->rules[i].target->name, name))
+                        return r->rules[i].target_scope;
+        return -2;
+}
+
+int kube_rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
+                     KubeRules *ret) {
+        _cleanup_(kube_rules_done) KubeRules r = {};
+        size_t max = cluster->n_targets;
+        int k;
+
+        for (size_t i = 0; i < n_scopes; i++)
+                max += scopes[i].config->n_targets;
+        r.rules = calloc(max + 1, sizeof(KubeRule));
+        if (!r.rules)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < cluster->n_targets; i++) {
+                const Target *t = &cluster->targets[i];
+                KubeRule *x;
+                int ps;
+
+                if (!is_pod_rule(t))
+                        continue;
+                x = &r.rules[r.n_rules++];
+                *x = (KubeRule){
+                        .target = t,
+                        .profile = scope_profile(cluster, scopes, KUBE_SCOPE_CLUSTER,
+                                                 t->profile_ref ?: cluster->default_profile_ref, &ps),
+                        .target_scope = KUBE_SCOPE_CLUSTER,
+                        .profile_scope = KUBE_SCOPE_CLUSTER,
+                        .disabled_by = KUBE_SCOPE_CLUSTER,
+                };
+                /* Switched off here by a ProfileConfig? */
+                for (size_t s = 0; s < n_scopes && x->disabled_by == KUBE_SCOPE_CLUSTER; s++)
+                        for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
+                                const Target *d = &scopes[s].config->targets[j];
+                                if (d->disabled && streq(d->name, t->name)) {
+                                        x->disabled_by = (int) s;
+                                        break;
+                                }
+                        }
+        }
+
+        /* enableDefault: the cluster's switch, the namespace's defaultProfileRef. */
+        r.enable_default = cluster->enable_default;
+        r.default_rule = (KubeRule){
+                .target = &kube_default_target,
+                .target_scope = KUBE_SCOPE_CLUSTER,
+                .profile_scope = KUBE_SCOPE_CLUSTER,
+                .disabled_by = KUBE_SCOPE_CLUSTER,
+        };
+        int def_scope = KUBE_SCOPE_CLUSTER;
+        for (size_t s = 0; s < n_scopes; s++) {
+                const char *ref = scopes[s].config->default_profile_ref;
+                if (!ref)
+                        continue;
+                if (def_scope == KUBE_SCOPE_CLUSTER) {
+                        def_scope = (int) s;
+                        continue;
+                }
+                if (!streq(ref, scopes[def_scope].config->default_profile_ref)) {
+                        _cleanup_free_ char *with = NULL;
+                        if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[def_scope].name) < 0)
+                                return -ENOMEM;
+                        k = add_error(&r, (int) s, NULL, with,
+                                      "ProfileConfig %s/%s: defaultProfileRef \"%s\" is ignored: ProfileConfig "
+                                      "%s/%s sets \"%s\" for namespace %s.",
+                                      namespace, scopes[s].name, ref, namespace, scopes[def_scope].name,
+                                      scopes[def_scope].config->default_profile_ref, namespace);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        if (def_scope != KUBE_SCOPE_CLUSTER)
+                r.default_rule.profile = scope_profile(cluster, scopes, def_scope,
+                                                       scopes[def_scope].config->default_profile_ref,
+                                                       &r.default_rule.profile_scope);
+        if (!r.default_rule.profile)
+                r.default_rule.profile = config_find_profile(cluster, cluster->default_profile_ref);
+
+        for (size_t s = 0; s < n_scopes; s++) {
+                const Config *c = scopes[s].config;
+
+                for (size_t j = 0; j < c->n_targets; j++) {
+                        const Target *t = &c->targets[j];
+                        const char *ref;
+                        const Profile *p;
+                        int other, ps;
+
+                        if (t->disabled)
+                                continue;
+                        other = find_enabled(&r, t->name);
+                        if (other == KUBE_SCOPE_CLUSTER) {
+                                k = add_error(&r, (int) s, t->name, "the cluster config",
+                                              "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
+                                              "config's target \"%s\" applies in namespace %s too (disable it "
+                                              "in a ProfileConfig to replace it).",
+                                              namespace, scopes[s].name, t->name, t->name, namespace);
+                                if (k < 0)
+                                        return k;
+                                continue;
+                        }
+                        if (other >= 0) {
+                                _cleanup_free_ char *with = NULL;
+                                if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[other].name) < 0)
+                                        return -ENOMEM;
+                                k = add_error(&r, (int) s, t->name, with,
+                                              "ProfileConfig %s/%s: target \"%s\" is left out: ProfileConfig "
+                                              "%s/%s has an enabled target of that name in namespace %s.",
+                                              namespace, scopes[s].name, t->name, namespace,
+                                              scopes[other].name, namespace);
+                                if (k < 0)
+                                        return k;
+                                continue;
+                        }
+                        /* Its profileRef, its object's defaultProfileRef, or the namespace's default. */
+                        ref = t->profile_ref ?: c->default_profile_ref;
+                        if (ref)
+                                p = scope_profile(cluster, scopes, (int) s, ref, &ps);
+                        else {
+                                ref = r.default_rule.profile ? r.default_rule.profile->name : "(none)";
+                                p = r.default_rule.profile;
+                                ps = r.default_rule.profile_scope;
+                        }
+                        if (!p) {
+                                k = add_error(&r, (int) s, t->name, NULL,
+                                              "ProfileConfig %s/%s: target \"%s\" is left out: no profile "
+                                              "named \"%s\" in it or in the cluster config.",
+                                              namespace, scopes[s].name, t->name, ref);
+                                if (k < 0)
+                                        return k;
+                                continue;
+                        }
+                        r.rules[r.n_rules++] = (KubeRule){
+                                .target = t,
+                                .profile = p,
+                                .target_scope = (int) s,
+                                .profile_scope = ps,
+                                .disabled_by = KUBE_SCOPE_CLUSTER,
+                        };
+                }
+        }
+
+        *ret = r;
+        r = (KubeRules){};
+        return 0;
+}
+
+void kube_rules_done(KubeRules *r) {
+        if (!r)
+                return;
+        for (size_t i = 0; i < r->n_errors; i++) {
+                free(r->errors[i].message);
+                free(r->errors[i].conflict_with);
+        }
+        free(r->errors);
+        free(r->rules);
+        *r = (KubeRules){};
+}
+
+static bool rule_active(const KubeRule *x) {
+        return x->profile && x->disabled_by == KUBE_SCOPE_CLUSTER;
+}
+
+KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod, const char *container,
+                          const char *cgroup, const KubeRule **ret_rule) {
+        for (size_t i = 0; i < r->n_rules; i++) {
+                const KubeRule *x = &r->rules[i];
+                if (!rule_active(x))
+                        continue;
+                KubeMatch m = kube_target_matches(x->target, ns, pod, container, cgroup, NULL);
+                if (m == KUBE_MATCH_NO)
+                        continue;
+                if (m == KUBE_MATCH_YES)
+                        *ret_rule = x;
+                return m;
+        }
+
+        if (r->enable_default && r->default_rule.profile) {
+                const char *pod_label = kube_labels_get(pod->labels, KUBE_PROFILE_LABEL);
+                if (streq_ptr(pod_label, "disabled"))
+                        return KUBE_MATCH_NO;
+                if (streq_ptr(pod_label, "enabled")) {
+                        *ret_rule = &r->default_rule;
+                        return KUBE_MATCH_YES;
+                }
+                if (!ns)
+                        return KUBE_MATCH_UNDECIDED;
+                if (streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled")) {
+                        *ret_rule = &r->default_rule;
+                        return KUBE_MATCH_YES;
+                }
+        }
+        return KUBE_MATCH_NO;
+}
+
+const char *kube_rule_reason(const KubeRule *rule, const KubeScope *scopes, const KubeNamespace *ns,
+                             const KubePod *pod, const char *container, const char *cgroup) {
+        const char *reason = NULL;
+
+        if (rule->disabled_by != KUBE_SCOPE_CLUSTER)
+                return "the target is disabled in this namespace by a ProfileConfig";
+        if (!rule->profile)
+                return "its profile cannot be resolved";
+        if (kube_target_matches(rule->target, ns, pod, container, cgroup, &reason) == KUBE_MATCH_NO)
+                return reason;
+        return NULL;
 }

@@ -35,3 +35,59 @@ KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const Ku
  * target cannot be decided yet (so nothing later may be picked either). */
 KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
                            const char *container, const char *cgroup, const Target **ret_target);
+
+/* ---- a namespace's rules: the cluster config merged with the namespace's
+ * ProfileConfig objects (DESIGN.md "Per-namespace configuration"). ---- */
+
+/* One ProfileConfig of the namespace. */
+typedef struct KubeScope {
+        const char *name; /* the object's name */
+        const Config *config; /* its spec (config_parse_namespaced()) */
+} KubeScope;
+
+#define KUBE_SCOPE_CLUSTER (-1)
+
+typedef struct KubeRule {
+        const Target *target;
+        const Profile *profile;
+        int target_scope; /* KUBE_SCOPE_CLUSTER or an index into the scopes */
+        int profile_scope; /* where the profile is defined: a ProfileConfig's profile writes below
+                            * the namespace's report directory */
+        int disabled_by; /* a cluster target switched off by this scope, or KUBE_SCOPE_CLUSTER */
+} KubeRule;
+
+typedef struct KubeRuleError {
+        char *message; /* the whole story, naming both objects */
+        int scope; /* the ProfileConfig whose target (or defaultProfileRef) is left out */
+        const char *target; /* its name, NULL for a defaultProfileRef */
+        char *conflict_with; /* "ProfileConfig NS/NAME" or "the cluster config"; NULL: no conflict */
+} KubeRuleError;
+
+typedef struct KubeRules {
+        KubeRule *rules; /* cluster targets in order (disabled ones too, for "check"), then the
+                          * scopes' enabled targets in scope order */
+        size_t n_rules;
+        bool enable_default;
+        KubeRule default_rule; /* enableDefault: the namespace's defaultProfileRef */
+        KubeRuleError *errors; /* targets left out (two enabled with one name...), naming both objects */
+        size_t n_errors;
+} KubeRules;
+
+/* Merges. scopes must be in a stable order (oldest object first): of two
+ * enabled targets with one name, the first is kept and the second left out
+ * with an error. A scope's enabled target named like an enabled cluster
+ * target is left out too (a scope replaces a cluster target by disabling it
+ * and adding its own under another name, or the same name once disabled). A
+ * target whose profile cannot be resolved is left out with an error.
+ * Pointers in the result point into 'cluster' and the scopes' configs. */
+int kube_rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
+                     KubeRules *ret);
+void kube_rules_done(KubeRules *r);
+
+/* As kube_target_find(), over merged rules. *ret_rule points into r. */
+KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod, const char *container,
+                          const char *cgroup, const KubeRule **ret_rule);
+/* Why a rule does not select the container (or NULL when it does, or it
+ * cannot say yet). */
+const char *kube_rule_reason(const KubeRule *rule, const KubeScope *scopes, const KubeNamespace *ns,
+                             const KubePod *pod, const char *container, const char *cgroup);

@@ -351,6 +351,8 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         ADD_OR_ENOMEM(add_string_or_null(root, "session", info->session_id));
         ADD_OR_ENOMEM(add_string_or_null(root, "profile", info->profile));
         ADD_OR_ENOMEM(add_string_or_null(root, "target", info->target));
+        if (info->profile_config)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(root, "profileConfig", info->profile_config));
         ADD_OR_ENOMEM(add_string_or_null(root, "cgroup", info->cgroup));
 
         /* Kubernetes metadata only when known (absent on a plain host). */

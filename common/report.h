@@ -22,6 +22,7 @@ struct ReportSummaryInfo {
         const char *session_id; /* 32 hex */
         const char *profile;
         const char *target; /* target rule name */
+        const char *profile_config; /* the ProfileConfig the rule comes from, or NULL */
         const char *cgroup; /* relative to the cgroup root */
         const char *namespace, *pod, *container, *container_id, *node; /* may be NULL */
         uint64_t start_usec, end_usec; /* CLOCK_REALTIME */

@@ -11,6 +11,8 @@
 
 #define TEMPLATE_HOST_DEFAULT "{CGROUP}/{TIMESTAMP}_{UID}"
 #define TEMPLATE_POD_DEFAULT "{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}"
+/* A ProfileConfig profile's default, below "{NAMESPACE}/". */
+#define TEMPLATE_POD_NAMESPACED_DEFAULT "{POD}/{CONTAINER}/{TIMESTAMP}_{UID}"
 #define TEMPLATE_COMPONENT_MAX 200 /* bytes; longer values are truncated */
 
 typedef struct TemplateVars {

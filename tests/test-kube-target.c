@@ -110,4 +110,144 @@ TEST(generate_name_and_order) {
         ASSERT_STREQ(config_target_profile(c, t)->name, "p1");
 }
 
+/* ---- ProfileConfig specs and the merge ---- */
+
+static Config *spec(const Config *cluster, const char *json) {
+        _cleanup_free_ char *err = NULL;
+        cJSON *j = cJSON_Parse(json);
+        Config *c = NULL;
+        ASSERT_NOT_NULL(j);
+        int r = config_parse_namespaced(j, "spec", cluster, &c, &err);
+        if (r < 0)
+                fprintf(stderr, "spec: %s\n", strna(err));
+        ASSERT_OK(r);
+        cJSON_Delete(j);
+        return c;
+}
+
+static void spec_fails(const Config *cluster, const char *json, const char *error) {
+        _cleanup_free_ char *err = NULL;
+        cJSON *j = cJSON_Parse(json);
+        Config *c = NULL;
+        ASSERT_NOT_NULL(j);
+        ASSERT_ERROR(config_parse_namespaced(j, "spec", cluster, &c, &err), EINVAL);
+        ASSERT_NULL(c);
+        ASSERT_STREQ(err, error);
+        cJSON_Delete(j);
+}
+
+TEST(profile_config_spec) {
+        _cleanup_(config_freep) Config *cluster =
+                config("{\"profiles\":[{\"name\":\"fast\",\"frequency\":999}],\"targets\":[]}");
+
+        spec_fails(cluster, "{\"reportDir\":\"/tmp\"}",
+                   "spec.reportDir: not allowed in a ProfileConfig: only the cluster config sets reportDir");
+        spec_fails(cluster, "{\"machineConfig\":[{\"name\":\"kernel.perf_event_paranoid\",\"value\":\"1\"}]}",
+                   "spec.machineConfig: not allowed in a ProfileConfig: only the cluster config sets "
+                   "machineConfig");
+        spec_fails(cluster, "{\"enableDefault\":true}",
+                   "spec.enableDefault: not allowed in a ProfileConfig: only the cluster config sets enableDefault");
+        spec_fails(cluster, "{\"targets\":[{\"name\":\"t\",\"cgroupPatterns\":[\"*\"]}]}",
+                   "spec.targets[0].cgroupPatterns: not allowed in a ProfileConfig: host cgroups are the cluster "
+                   "config's");
+        spec_fails(cluster,
+                   "{\"targets\":[{\"name\":\"t\",\"namespaceSelector\":{\"matchLabels\":{\"a\":\"b\"}}}]}",
+                   "spec.targets[0].namespaceSelector: not allowed in a ProfileConfig: its targets select pods of "
+                   "its own namespace only");
+        spec_fails(cluster, "{\"profiles\":[{\"name\":\"p\",\"output\":\"%{HOME}/x\"}]}",
+                   "spec.profiles[0].output: %{...} (the agent's environment) is not allowed in a ProfileConfig");
+        spec_fails(cluster, "{\"profiles\":[{\"name\":\"p\",\"frequency\":0}]}",
+                   "spec.profiles[0].frequency: must be 1..100000");
+        spec_fails(cluster, "{\"targets\":[{\"name\":\"t\",\"profileRef\":\"nope\",\"podNamePatterns\":[\".\"]}]}",
+                   "spec.targets[0].profileRef: no profile named \"nope\"");
+        spec_fails(cluster, "{\"defaultProfileRef\":\"nope\"}",
+                   "spec.defaultProfileRef: no profile named \"nope\" (in this ProfileConfig or the cluster config)");
+        spec_fails(cluster, "{\"typo\":1}", "spec.typo: unknown key");
+        spec_fails(cluster, "[]", "spec: must be an object");
+
+        /* Cluster profiles may be named. */
+        _cleanup_(config_freep) Config *ok = spec(
+                cluster, "{\"defaultProfileRef\":\"fast\",\"targets\":[{\"name\":\"t\",\"podNamePatterns\":[\".\"]}]}");
+        ASSERT_EQ(ok->n_targets, 1u);
+        ASSERT_EQ(ok->n_profiles, 0u);
+        ASSERT_NULL(ok->report_dir);
+        ASSERT_EQ(ok->n_machine_config, 0u);
+}
+
+TEST(profile_config_merge) {
+        _cleanup_(config_freep) Config *cluster =
+                config("{\"enableDefault\":true,\"profiles\":[{\"name\":\"default\"},{\"name\":\"slow\",\"frequency\":9}],"
+                       "\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".*\"]},"
+                       "{\"name\":\"host\",\"cgroupPatterns\":[\"x\"]}]}");
+        /* a: disables the cluster's "all", adds "mine" with its own profile. */
+        _cleanup_(config_freep) Config *a = spec(
+                cluster, "{\"profiles\":[{\"name\":\"hot\",\"frequency\":499,\"output\":\"{POD}\"}],"
+                         "\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".\"],\"disabled\":true},"
+                         "{\"name\":\"mine\",\"profileRef\":\"hot\",\"podSelector\":{\"matchLabels\":{\"app\":\"x\"}}}]}");
+        /* b: a second "mine" (left out), a cluster profile by name, a default profile. */
+        _cleanup_(config_freep) Config *b = spec(
+                cluster, "{\"defaultProfileRef\":\"slow\",\"targets\":[{\"name\":\"mine\",\"podNamePatterns\":[\".\"]},"
+                         "{\"name\":\"other\",\"podNamePatterns\":[\"^y\"]}]}");
+        /* c: names the cluster's target without disabling it. */
+        _cleanup_(config_freep) Config *c = spec(
+                cluster, "{\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".\"]}]}");
+        KubeScope scopes[] = { { "a", a }, { "b", b } };
+        _cleanup_(kube_rules_done) KubeRules r = {};
+        _cleanup_(kube_pod_freep) KubePod *x = pod("x-1", "{\"app\":\"x\"}", "Job"), *y = pod("y-1", "{}", "Job"),
+                                         *z = pod("z-1", "{}", "Job");
+        _cleanup_(kube_namespace_freep) KubeNamespace *n = ns("{}");
+        const KubeRule *rule = NULL;
+
+        ASSERT_OK(kube_rules_build(cluster, "ml", scopes, 2, &r));
+        /* cluster "all" (disabled here), a's "mine", b's "other"; the host rule is not a pod rule. */
+        ASSERT_EQ(r.n_rules, 3u);
+        ASSERT_EQ(r.rules[0].disabled_by, 0);
+        ASSERT_EQ(r.n_errors, 1u);
+        ASSERT_STREQ(r.errors[0].message,
+                     "ProfileConfig ml/b: target \"mine\" is left out: ProfileConfig ml/a has an enabled target "
+                     "of that name in namespace ml.");
+        ASSERT_STREQ(r.errors[0].target, "mine");
+        ASSERT_STREQ(r.errors[0].conflict_with, "ProfileConfig ml/a");
+        ASSERT_EQ(r.errors[0].scope, 1);
+
+        ASSERT_EQ(kube_rules_find(&r, n, x, "c", NULL, &rule), KUBE_MATCH_YES);
+        ASSERT_STREQ(rule->target->name, "mine");
+        ASSERT_STREQ(rule->profile->name, "hot");
+        ASSERT_EQ(rule->target_scope, 0);
+        ASSERT_EQ(rule->profile_scope, 0);
+        /* b's target without profileRef: b's defaultProfileRef, a cluster profile. */
+        ASSERT_EQ(kube_rules_find(&r, n, y, "c", NULL, &rule), KUBE_MATCH_YES);
+        ASSERT_STREQ(rule->target->name, "other");
+        ASSERT_STREQ(rule->profile->name, "slow");
+        ASSERT_EQ(rule->target_scope, 1);
+        ASSERT_EQ(rule->profile_scope, KUBE_SCOPE_CLUSTER);
+        /* The cluster's "all" is off here; z is no target (enableDefault needs a label). */
+        ASSERT_EQ(kube_rules_find(&r, n, z, "c", NULL, &rule), KUBE_MATCH_NO);
+        ASSERT_STREQ(kube_rule_reason(&r.rules[0], scopes, n, z, "c", NULL),
+                     "the target is disabled in this namespace by a ProfileConfig");
+
+        /* Without the ProfileConfigs (another namespace), the cluster's "all" selects z. */
+        _cleanup_(kube_rules_done) KubeRules plain = {};
+        ASSERT_OK(kube_rules_build(cluster, "web", NULL, 0, &plain));
+        ASSERT_EQ(kube_rules_find(&plain, n, z, "c", NULL, &rule), KUBE_MATCH_YES);
+        ASSERT_STREQ(rule->target->name, "all");
+        ASSERT_STREQ(rule->profile->name, "default");
+
+        /* enableDefault in ml uses the namespace's defaultProfileRef (b's). */
+        _cleanup_(kube_pod_freep) KubePod *labelled = pod("q-1", "{\"cgprof.io/profile\":\"enabled\"}", "Job");
+        ASSERT_EQ(kube_rules_find(&r, n, labelled, "c", NULL, &rule), KUBE_MATCH_YES);
+        ASSERT_TRUE(rule->target == &kube_default_target);
+        ASSERT_STREQ(rule->profile->name, "slow");
+
+        /* c's "all" conflicts with the cluster's enabled "all". */
+        KubeScope scopes_c[] = { { "c", c } };
+        _cleanup_(kube_rules_done) KubeRules rc = {};
+        ASSERT_OK(kube_rules_build(cluster, "ml", scopes_c, 1, &rc));
+        ASSERT_EQ(rc.n_errors, 1u);
+        ASSERT_STREQ(rc.errors[0].conflict_with, "the cluster config");
+        ASSERT_EQ(rc.n_rules, 1u);
+        ASSERT_EQ(kube_rules_find(&rc, n, z, "c", NULL, &rule), KUBE_MATCH_YES);
+        ASSERT_EQ(rule->target_scope, KUBE_SCOPE_CLUSTER);
+}
+
 DEFINE_TEST_MAIN
