@@ -56,12 +56,9 @@ _printf_(3, 4) static int control_error(char **ret_error, int r, const char *fmt
 
 /* ---- targets ---- */
 
-static bool target_has_pod_conditions(const Target *t) {
-        return t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers;
-}
 
 static const char *target_kind(const Target *t) {
-        bool pod = target_has_pod_conditions(t);
+        bool pod = kube_target_is_pod_rule(t);
 
         if (pod && t->cgroup_patterns)
                 return "pod+cgroup";
@@ -305,7 +302,7 @@ static const char *target_reason(const Target *t, const KubeNamespace *ns, const
                                  const char *container, const char *cgroup) {
         const char *reason = NULL;
 
-        if (!target_has_pod_conditions(t)) {
+        if (!kube_target_is_pod_rule(t)) {
                 /* A host rule: it applies to a container's cgroup when no pod rule decides. */
                 if (t->disabled)
                         return "the target is disabled";
@@ -447,7 +444,7 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
         /* Host rules first (config order), then the pod rules of the namespace. */
         for (size_t i = 0; i < c->n_targets; i++) {
                 const Target *t = &c->targets[i];
-                if (t == chosen || target_has_pod_conditions(t))
+                if (t == chosen || kube_target_is_pod_rule(t))
                         continue;
                 reason = target_reason(t, ns, pod, cname, cgroup);
                 if (reason)

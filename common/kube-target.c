@@ -75,13 +75,30 @@ KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const Ku
         return undecided ? KUBE_MATCH_UNDECIDED : KUBE_MATCH_YES;
 }
 
+bool kube_target_is_pod_rule(const Target *t) {
+        /* A rule for host cgroups only (cgroupPatterns alone) is not a pod rule. */
+        return t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers;
+}
+
+/* enableDefault's rule: the pod's label, else its namespace's. */
+static KubeMatch enable_default_matches(const KubeNamespace *ns, const KubePod *pod) {
+        const char *pod_label = kube_labels_get(pod->labels, KUBE_PROFILE_LABEL);
+
+        if (streq_ptr(pod_label, "disabled"))
+                return KUBE_MATCH_NO;
+        if (streq_ptr(pod_label, "enabled"))
+                return KUBE_MATCH_YES;
+        if (!ns)
+                return KUBE_MATCH_UNDECIDED;
+        return streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled") ? KUBE_MATCH_YES :
+                                                                                         KUBE_MATCH_NO;
+}
+
 KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
                            const char *container, const char *cgroup, const Target **ret_target) {
         for (size_t i = 0; i < c->n_targets; i++) {
                 const Target *t = &c->targets[i];
-                /* A rule for host cgroups only (cgroupPatterns alone) is not a pod rule. */
-                if (!t->namespace_selector && !t->pod_selector && !t->pod_name_patterns && !t->owner &&
-                    !t->containers)
+                if (!kube_target_is_pod_rule(t))
                         continue;
                 KubeMatch m = kube_target_matches(t, ns, pod, container, cgroup, NULL);
                 if (m == KUBE_MATCH_NO)
@@ -91,30 +108,15 @@ KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubeP
                 return m;
         }
 
-        if (c->enable_default) {
-                const char *pod_label = kube_labels_get(pod->labels, KUBE_PROFILE_LABEL);
-                if (streq_ptr(pod_label, "disabled"))
-                        return KUBE_MATCH_NO;
-                if (streq_ptr(pod_label, "enabled")) {
-                        *ret_target = &kube_default_target;
-                        return KUBE_MATCH_YES;
-                }
-                if (!ns)
-                        return KUBE_MATCH_UNDECIDED;
-                if (streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled")) {
-                        *ret_target = &kube_default_target;
-                        return KUBE_MATCH_YES;
-                }
-        }
-        return KUBE_MATCH_NO;
+        if (!c->enable_default)
+                return KUBE_MATCH_NO;
+        KubeMatch m = enable_default_matches(ns, pod);
+        if (m == KUBE_MATCH_YES)
+                *ret_target = &kube_default_target;
+        return m;
 }
 
 /* ---- merged rules ---- */
-
-static bool is_pod_rule(const Target *t) {
-        /* A rule for host cgroups only (cgroupPatterns alone) is not a pod rule. */
-        return t->namespace_selector || t->pod_selector || t->pod_name_patterns || t->owner || t->containers;
-}
 
 static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope, const char *name,
                                     int *ret_scope) {
@@ -185,7 +187,7 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
                 KubeRule *x;
                 int ps;
 
-                if (!is_pod_rule(t))
+                if (!kube_target_is_pod_rule(t))
                         continue;
                 x = &r.rules[r.n_rules++];
                 *x = (KubeRule){
@@ -342,22 +344,12 @@ KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const Kub
                 return m;
         }
 
-        if (r->enable_default && r->default_rule.profile) {
-                const char *pod_label = kube_labels_get(pod->labels, KUBE_PROFILE_LABEL);
-                if (streq_ptr(pod_label, "disabled"))
-                        return KUBE_MATCH_NO;
-                if (streq_ptr(pod_label, "enabled")) {
-                        *ret_rule = &r->default_rule;
-                        return KUBE_MATCH_YES;
-                }
-                if (!ns)
-                        return KUBE_MATCH_UNDECIDED;
-                if (streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled")) {
-                        *ret_rule = &r->default_rule;
-                        return KUBE_MATCH_YES;
-                }
-        }
-        return KUBE_MATCH_NO;
+        if (!r->enable_default || !r->default_rule.profile)
+                return KUBE_MATCH_NO;
+        KubeMatch m = enable_default_matches(ns, pod);
+        if (m == KUBE_MATCH_YES)
+                *ret_rule = &r->default_rule;
+        return m;
 }
 
 const char *kube_rule_reason(const KubeRule *rule, const KubeScope *scopes, const KubeNamespace *ns,

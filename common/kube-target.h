@@ -22,6 +22,10 @@ typedef enum KubeMatch {
         KUBE_MATCH_UNDECIDED, /* needs what is not known yet: the container's name or the namespace */
 } KubeMatch;
 
+/* Whether a target has a pod condition (a target with cgroupPatterns alone
+ * is a host rule). */
+bool kube_target_is_pod_rule(const Target *t);
+
 /* Tries one target. container: the container's name, NULL when not known yet
  * (a cgroup seen before the pod's status). cgroup: the container's cgroup
  * path, for cgroupPatterns. ns may be NULL when not known yet. When the
