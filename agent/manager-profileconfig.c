@@ -269,6 +269,24 @@ static void reconcile(Manager *m, const char *namespace) {
         manager_kube_reconcile_namespace(m, namespace);
 }
 
+/* Every namespace with objects, each once (collect() is in key order). */
+static int rebuild_all(Manager *m) {
+        _cleanup_free_ ProfileConfigState **all = NULL;
+        size_t n;
+        int r;
+
+        r = collect(m, NULL, &all, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || !streq(all[i]->namespace, all[i - 1]->namespace)) {
+                        r = rebuild_namespace(m, all[i]->namespace);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
 int manager_kube_rules_reload(Manager *m) {
         _cleanup_free_ ProfileConfigState **all = NULL;
         KubeRuleSet *cluster = NULL;
@@ -313,14 +331,7 @@ int manager_kube_rules_reload(Manager *m) {
                 config_unref(s->config);
                 s->config = ref;
         }
-        /* Every namespace with objects (each once: the list is in key order). */
-        for (size_t i = 0; i < n; i++)
-                if (i == 0 || !streq(all[i]->namespace, all[i - 1]->namespace)) {
-                        r = rebuild_namespace(m, all[i]->namespace);
-                        if (r < 0)
-                                return r;
-                }
-        return 0;
+        return rebuild_all(m);
 }
 
 /* ---- the watch ---- */
@@ -432,10 +443,12 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                      added ? "added" : "changed", ref->config->n_profiles, ref->config->n_targets, namespace) >= 0)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
 
+        /* The first list is merged once, when complete (on_pc_synced()). */
+        if (!m->kube_pcs_synced)
+                return;
         if (rebuild_namespace(m, namespace) < 0)
                 return (void) log_oom();
-        if (m->kube_pcs_synced)
-                reconcile(m, namespace);
+        reconcile(m, namespace);
 }
 
 static void on_pc_synced(void *userdata) {
@@ -451,6 +464,8 @@ static void on_pc_synced(void *userdata) {
 
         if (!m->kube_pcs_synced || m->kube_pcs_unavailable)
                 log_info("Listed the ProfileConfig objects: watching them.");
+        if (!m->kube_pcs_synced && rebuild_all(m) < 0)
+                return (void) log_oom();
         m->kube_pcs_synced = true;
         m->kube_pcs_unavailable = 0;
         reconcile(m, NULL);

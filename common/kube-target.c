@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <search.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,17 +162,39 @@ static int add_error(KubeRules *r, int scope, const char *target, const char *wi
         return 0;
 }
 
-/* The scope (index) with an enabled target of that name among the accepted rules, or -2. */
-static int find_enabled(const KubeRules *r, const char *name) {
-        for (size_t i = 0; i < r->n_rules; i++)
-                if (!r->rules[i].target->disabled && r->rules[i].disabled_by == KUBE_SCOPE_CLUSTER &&
-                    streq(r->rules[i].target->name, name))
-                        return r->rules[i].target_scope;
-        return -2;
+/* Enabled target names accepted so far, with their scope: a tsearch tree,
+ * so a merge is O(n log n) in the number of targets. */
+typedef struct NameScope {
+        const char *name;
+        int scope;
+} NameScope;
+
+static int name_scope_cmp(const void *a, const void *b) {
+        return strcmp(((const NameScope *) a)->name, ((const NameScope *) b)->name);
 }
 
-int kube_rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
-                     KubeRules *ret) {
+/* The scope of the accepted enabled target of that name, or -2. */
+static int find_enabled(void *names, const char *name) {
+        NameScope key = { .name = name }, **n = tfind(&key, &names, name_scope_cmp);
+        return n ? (*n)->scope : -2;
+}
+
+static int add_enabled(void **names, NameScope *slot, const char *name, int scope) {
+        *slot = (NameScope){ .name = name, .scope = scope };
+        return tsearch(slot, names, name_scope_cmp) ? 0 : -ENOMEM;
+}
+
+static void noop_free(void *p) {
+}
+
+typedef struct Merge {
+        NameScope *slots;
+        size_t n_slots;
+        void *enabled, *disabled;
+} Merge;
+
+static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
+                       Merge *mg, KubeRules *ret) {
         _cleanup_(kube_rules_done) KubeRules r = {};
         size_t max = cluster->n_targets;
         int k;
@@ -179,8 +202,18 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
         for (size_t i = 0; i < n_scopes; i++)
                 max += scopes[i].config->n_targets;
         r.rules = calloc(max + 1, sizeof(KubeRule));
-        if (!r.rules)
+        mg->slots = calloc(max + 1, sizeof(NameScope));
+        if (!r.rules || !mg->slots)
                 return -ENOMEM;
+
+        /* The names switched off, by the first object that does. */
+        for (size_t s = 0; s < n_scopes; s++)
+                for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
+                        const Target *d = &scopes[s].config->targets[j];
+                        if (d->disabled && find_enabled(mg->disabled, d->name) == -2 &&
+                            add_enabled(&mg->disabled, &mg->slots[mg->n_slots++], d->name, (int) s) < 0)
+                                return -ENOMEM;
+                }
 
         for (size_t i = 0; i < cluster->n_targets; i++) {
                 const Target *t = &cluster->targets[i];
@@ -199,14 +232,12 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
                         .disabled_by = KUBE_SCOPE_CLUSTER,
                 };
                 /* Switched off here by a ProfileConfig? */
-                for (size_t s = 0; s < n_scopes && x->disabled_by == KUBE_SCOPE_CLUSTER; s++)
-                        for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
-                                const Target *d = &scopes[s].config->targets[j];
-                                if (d->disabled && streq(d->name, t->name)) {
-                                        x->disabled_by = (int) s;
-                                        break;
-                                }
-                        }
+                int d = find_enabled(mg->disabled, t->name);
+                if (d >= 0)
+                        x->disabled_by = d;
+                else if (!t->disabled &&
+                         add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name, KUBE_SCOPE_CLUSTER) < 0)
+                        return -ENOMEM;
         }
 
         /* enableDefault: the cluster's switch, the namespace's defaultProfileRef. */
@@ -257,7 +288,7 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
 
                         if (t->disabled)
                                 continue;
-                        other = find_enabled(&r, t->name);
+                        other = find_enabled(mg->enabled, t->name);
                         if (other == KUBE_SCOPE_CLUSTER) {
                                 k = add_error(&r, (int) s, t->name, "the cluster config",
                                               "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
@@ -306,12 +337,26 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
                                 .profile_scope = ps,
                                 .disabled_by = KUBE_SCOPE_CLUSTER,
                         };
+                        if (add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name, (int) s) < 0)
+                                return -ENOMEM;
                 }
         }
 
         *ret = r;
         r = (KubeRules){};
         return 0;
+}
+
+int kube_rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
+                     KubeRules *ret) {
+        Merge mg = {};
+        int r;
+
+        r = rules_build(cluster, namespace, scopes, n_scopes, &mg, ret);
+        tdestroy(mg.enabled, noop_free);
+        tdestroy(mg.disabled, noop_free);
+        free(mg.slots);
+        return r;
 }
 
 void kube_rules_done(KubeRules *r) {
