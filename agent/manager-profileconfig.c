@@ -483,7 +483,7 @@ static bool on_pc_list_failed(long status, const char *message, void *userdata) 
                 else
                         log_warning("Not allowed to list ProfileConfig objects (HTTP 403: %s): only the "
                                     "cluster config applies. Grant get/list/watch on profileconfigs.cgprof.io "
-                                    "(see manifests/rbac.yaml). Will try again.",
+                                    "(see manifests/base/rbac.yaml). Will try again.",
                                     strna(message));
         }
         bool first = m->kube_pcs_unavailable == 0 && !m->kube_pcs_synced;
