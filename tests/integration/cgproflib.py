@@ -50,6 +50,21 @@ def cgroup_root():
     skip("no cgroup2 mount")
 
 
+def sysctl_path(name):
+    """kernel.perf_event_mlock_kb -> /proc/sys/kernel/perf_event_mlock_kb"""
+    return "/proc/sys/" + name.replace(".", "/")
+
+
+def read_sysctl(name):
+    with open(sysctl_path(name)) as f:
+        return f.read().strip()
+
+
+def write_sysctl(name, value):
+    with open(sysctl_path(name), "w") as f:
+        f.write(str(value) + "\n")
+
+
 def wait_for(pred, timeout=30.0, what="condition", interval=0.05):
     """Polls pred() until it returns a true value; fails the test after timeout.
     (A bound on waiting, not a timing assertion.)"""

@@ -19,7 +19,8 @@ import re
 import shutil
 import tempfile
 
-from cgproflib import BUILD, Agent, Cgroup, log, main, profile, skip, wait_for, workload
+from cgproflib import (BUILD, Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload,
+                       write_sysctl)
 from systemdlib import build_options, install, message_ids, parse_catalog, run
 from test_journal import ensure_journald, journal, stop_journald
 
@@ -146,9 +147,8 @@ def test_journalctl_x():
     run(["journalctl", f"--root={root}", "--update-catalog"])
     ensure_journald()
     cg = Cgroup(f"cgprof-test-catalog-{os.getpid()}")
-    sysctl = "/proc/sys/kernel/perf_event_mlock_kb"
-    with open(sysctl) as f:
-        original = f.read().strip()
+    sysctl = "kernel.perf_event_mlock_kb"
+    original = read_sysctl(sysctl)
     want = str(int(original) + 4)
     agent = Agent({
         "machineConfig": [{"name": "kernel.perf_event_mlock_kb", "value": want}],
@@ -164,9 +164,8 @@ def test_journalctl_x():
         cg.remove()
         report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
         # Drift: someone else sets the sysctl back; the agent repairs it.
-        with open(sysctl, "w") as f:
-            f.write(original)
-        wait_for(lambda: open(sysctl).read().strip() == want, what="the drift repair")
+        write_sysctl(sysctl, original)
+        wait_for(lambda: read_sysctl(sysctl) == want, what="the drift repair")
         assert agent.stop() == 0
         sid = report["session"]
 
@@ -178,8 +177,7 @@ def test_journalctl_x():
     finally:
         agent.cleanup()
         cg.remove()
-        with open(sysctl, "w") as f:
-            f.write(original)
+        write_sysctl(sysctl, original)
 
 
 if __name__ == "__main__":

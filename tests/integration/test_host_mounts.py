@@ -24,13 +24,11 @@ SYSCTL = "kernel.perf_event_mlock_kb"
 
 
 def read_sysctl():
-    with open("/proc/sys/" + SYSCTL.replace(".", "/")) as f:
-        return f.read().strip()
+    return cgproflib.read_sysctl(SYSCTL)
 
 
 def write_sysctl(v):
-    with open("/proc/sys/" + SYSCTL.replace(".", "/"), "w") as f:
-        f.write(v + "\n")
+    cgproflib.write_sysctl(SYSCTL, v)
 
 
 class BindMount:

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 
+import cgproflib
 from cgproflib import Agent, log, main, wait_for
 
 SYSCTLS = {
@@ -17,18 +18,7 @@ SYSCTLS = {
 }
 
 
-def path(name):
-    return "/proc/sys/" + name.replace(".", "/")
-
-
-def read(name):
-    with open(path(name)) as f:
-        return f.read().strip()
-
-
-def write(name, value):
-    with open(path(name), "w") as f:
-        f.write(str(value) + "\n")
+path, read, write = cgproflib.sysctl_path, cgproflib.read_sysctl, cgproflib.write_sysctl
 
 
 def originals():

@@ -121,7 +121,8 @@ if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--exec":
 
 import errno  # noqa: E402
 
-from cgproflib import (BUILD, WORKLOAD, Agent, Cgroup, folded, log, main, profile, skip)  # noqa: E402
+from cgproflib import (BUILD, WORKLOAD, Agent, Cgroup, folded, log, main, profile, read_sysctl, skip,
+                       write_sysctl)  # noqa: E402
 from systemdlib import parse_unit, run, unit_values  # noqa: E402
 
 UNIT_FILE = os.path.join(BUILD, "systemd", "cgprofd.service")
@@ -220,9 +221,8 @@ def test_agent_in_sandbox():
         os.chmod(p, mode)
 
     cg = Cgroup(f"cgprof-test-sandbox-{os.getpid()}")
-    sysctl = "/proc/sys/kernel/perf_event_mlock_kb"
-    with open(sysctl) as f:
-        original = f.read().strip()
+    sysctl = "kernel.perf_event_mlock_kb"
+    original = read_sysctl(sysctl)
     want = str(int(original) + 4)
     agent = SandboxedAgent({
         "machineConfig": [{"name": "kernel.perf_event_mlock_kb", "value": want}],
@@ -232,8 +232,7 @@ def test_agent_in_sandbox():
     procs = []
     try:
         agent.start()
-        with open(sysctl) as f:
-            assert f.read().strip() == want, "machineConfig was not applied through the sandbox"
+        assert read_sysctl(sysctl) == want, "machineConfig was not applied through the sandbox"
 
         def as_nobody():
             with open(os.path.join(cg.path, "cgroup.procs"), "w") as f:
@@ -266,8 +265,7 @@ def test_agent_in_sandbox():
         log(f"kernel frames: {len(kernel)}, named: {len(named)}, e.g. {named[:3]}")
         assert named, f"no kernel frame was named: {kernel[:5]}"
         assert agent.stop() == 0
-        with open(sysctl) as f:
-            assert f.read().strip() == original, "machineConfig was not restored through the sandbox"
+        assert read_sysctl(sysctl) == original, "machineConfig was not restored through the sandbox"
     finally:
         for p in procs:
             if p.poll() is None:
@@ -276,8 +274,7 @@ def test_agent_in_sandbox():
         agent.cleanup()
         cg.remove()
         shutil.rmtree(home, ignore_errors=True)
-        with open(sysctl, "w") as f:
-            f.write(original)
+        write_sysctl(sysctl, original)
 
 
 if __name__ == "__main__":
