@@ -210,7 +210,8 @@ static int rebuild_namespace(Manager *m, const char *namespace) {
         for (size_t i = 0; i < n_all; i++)
                 if (all[i]->config)
                         all[n++] = all[i];
-        qsort(all, n, sizeof(*all), by_age);
+        if (n > 1) /* all is NULL when the namespace has no object left */
+                qsort(all, n, sizeof(*all), by_age);
 
         old = rule_set_find(m, ns);
         if (old) {
