@@ -2,22 +2,10 @@
 #include <stdarg.h>
 
 #include "profile-data.h"
+#include "profile-fixture.h"
 #include "tests.h"
 
-static uint32_t frame(ProfileData *d, const char *name, const char *module, FrameKind kind) {
-        uint32_t i = UINT32_MAX;
-
-        ASSERT_OK(profile_data_intern_frame(d, name, module, kind, &i));
-        ASSERT_TRUE(i < d->n_frames);
-        return i;
-}
-
-static uint32_t process(ProfileData *d, pid_t pid, const char *comm) {
-        uint32_t i = UINT32_MAX;
-
-        ASSERT_OK(profile_data_add_process(d, pid, comm, comm, &i));
-        return i;
-}
+#define process(d, pid, comm) fixture_process(d, pid, comm, comm)
 
 TEST(intern) {
         _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
@@ -137,18 +125,6 @@ TEST(stacks_many) {
                 ASSERT_EQ(d->stacks[i].count, 2);
         ASSERT_EQ(profile_data_total(d), 131072);
         ASSERT_EQ(d->processes[p].samples, 131072);
-}
-
-static void add(ProfileData *d, uint32_t p, uint64_t count, size_t n, ...) {
-        uint32_t frames[16];
-        va_list ap;
-
-        ASSERT_TRUE(n <= ELEMENTSOF(frames));
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                frames[i] = va_arg(ap, uint32_t);
-        va_end(ap);
-        ASSERT_OK(profile_data_add_stack(d, p, frames, n, count));
 }
 
 TEST(top_functions) {

@@ -3,26 +3,15 @@
 
 #include "profile.pb-c.h"
 #include "report.h"
+#include "profile-fixture.h"
 #include "tests.h"
+
+#define process(d, pid, comm) fixture_process(d, pid, comm, NULL)
 
 #define KERNEL_START UINT64_C(0xffff800000000000)
 #define PERIOD_999 UINT64_C(1001001) /* 1e9 / 999, rounded */
 
 typedef Perftools__Profiles__Profile PbProfile;
-
-static uint32_t frame(ProfileData *d, const char *name, const char *module, FrameKind kind) {
-        uint32_t i;
-
-        ASSERT_OK(profile_data_intern_frame(d, name, module, kind, &i));
-        return i;
-}
-
-static uint32_t process(ProfileData *d, pid_t pid, const char *comm) {
-        uint32_t i;
-
-        ASSERT_OK(profile_data_add_process(d, pid, comm, NULL, &i));
-        return i;
-}
 
 static uint32_t mapping(ProfileData *d, const char *file, uint64_t start, uint64_t limit,
                         const char *build_id, bool kernel) {

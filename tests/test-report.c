@@ -3,33 +3,10 @@
 #include <stdarg.h>
 
 #include "report.h"
+#include "profile-fixture.h"
 #include "tests.h"
 
-static uint32_t frame(ProfileData *d, const char *name, const char *module, FrameKind kind) {
-        uint32_t i;
-
-        ASSERT_OK(profile_data_intern_frame(d, name, module, kind, &i));
-        return i;
-}
-
-static uint32_t process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline) {
-        uint32_t i;
-
-        ASSERT_OK(profile_data_add_process(d, pid, comm, cmdline, &i));
-        return i;
-}
-
-static void add(ProfileData *d, uint32_t p, uint64_t count, size_t n, ...) {
-        uint32_t frames[16];
-        va_list ap;
-
-        ASSERT_TRUE(n <= ELEMENTSOF(frames));
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                frames[i] = va_arg(ap, uint32_t);
-        va_end(ap);
-        ASSERT_OK(profile_data_add_stack(d, p, frames, n, count));
-}
+#define process fixture_process
 
 /* Runs a writer into a memory buffer. */
 static char *folded(const ProfileData *d) {

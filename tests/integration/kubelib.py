@@ -85,9 +85,9 @@ _cleanups_lock = threading.Lock()
 
 def _run_cleanups():
     with _cleanups_lock:
-        todo = list(reversed(_cleanups))
+        pending = list(reversed(_cleanups))
         _cleanups.clear()
-    for fn in todo:
+    for fn in pending:
         try:
             fn()
         except Exception as e:  # cleanup must go on
