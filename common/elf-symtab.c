@@ -8,7 +8,18 @@
  * symbol or at the end of its section, whichever comes first. Symbols may
  * nest (a sized function with local labels typed FUNC inside): each entry
  * keeps the largest end of all entries up to it, so a lookup knows when no
- * earlier symbol can contain an address and stops walking back. */
+ * earlier symbol can contain an address and stops walking back.
+ *
+ * PLT stubs have no symbols; like perf and objdump, each gets a synthetic
+ * one, "NAME@plt", so a sample in a stub (a call through it, or a frame
+ * pointer walk that lands on a lazily bound GOT value) is attributed rather
+ * than left unknown. On x86-64 a stub's "jmp *DISP(%rip)" names the GOT slot,
+ * and the JUMP_SLOT/GLOB_DAT relocation of that slot names the function;
+ * that covers .plt, .plt.sec (IBT) and .plt.got alike. Stubs without such a
+ * jump (PLT0, the lazy-binding half of an IBT .plt) and every stub on other
+ * architectures are named after their section (".plt"). They are kept apart
+ * from the function symbols, so a separate debug file (whose .plt is
+ * NOBITS) replaces the latter and keeps them. */
 
 #include <gelf.h>
 #include <libelf.h>
@@ -37,6 +48,9 @@ struct ElfSymtab {
         char *pool;
         bool full_symtab;
 
+        ElfSym *plt; /* sorted, disjoint; names are owned */
+        size_t n_plt;
+
         ElfSegment *segments;
         size_t n_segments;
 
@@ -48,6 +62,9 @@ ElfSymtab *elf_symtab_free(ElfSymtab *s) {
                 return NULL;
         free(s->syms);
         free(s->pool);
+        for (size_t i = 0; i < s->n_plt; i++)
+                free((char *) s->plt[i].name);
+        free(s->plt);
         free(s->segments);
         free(s->build_id);
         free(s);
@@ -218,6 +235,12 @@ static int rawsym_compare(const void *a, const void *b) {
         return strcmp(x->sym.name, y->sym.name);
 }
 
+static int rawsym_addr_compare(const void *a, const void *b) {
+        const ElfSym *x = a, *y = b;
+
+        return CMP(x->addr, y->addr);
+}
+
 static bool sym_wanted(const GElf_Sym *sym, const char *name) {
         unsigned type = GELF_ST_TYPE(sym->st_info);
 
@@ -348,6 +371,175 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, ElfSymtab *s) {
         return 0;
 }
 
+/* A GOT slot and the dynamic symbol a JUMP_SLOT or GLOB_DAT relocation binds
+ * it to; the name points into the ELF's string table. */
+typedef struct GotSlot {
+        uint64_t addr;
+        const char *name;
+} GotSlot;
+
+static int gotslot_compare(const void *a, const void *b) {
+        const GotSlot *x = a, *y = b;
+
+        return CMP(x->addr, y->addr);
+}
+
+static int read_got_slots(Elf *elf, GotSlot **ret, size_t *ret_n) {
+        _cleanup_free_ GotSlot *slots = NULL;
+        size_t n = 0, allocated = 0;
+        Elf_Scn *scn = NULL;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr, symshdr;
+                Elf_Data *data, *symdata;
+                Elf_Scn *symscn;
+
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_RELA || shdr.sh_entsize == 0)
+                        continue;
+                symscn = elf_getscn(elf, shdr.sh_link);
+                if (!symscn || !gelf_getshdr(symscn, &symshdr) ||
+                    (symshdr.sh_type != SHT_DYNSYM && symshdr.sh_type != SHT_SYMTAB))
+                        continue;
+                data = elf_getdata(scn, NULL);
+                symdata = elf_getdata(symscn, NULL);
+                if (!data || !symdata)
+                        continue;
+
+                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
+                        unsigned type;
+                        const char *name;
+                        GElf_Rela rela;
+                        GElf_Sym sym;
+
+                        if (!gelf_getrela(data, (int) i, &rela))
+                                break;
+                        type = (unsigned) GELF_R_TYPE(rela.r_info);
+                        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) ||
+                            GELF_R_SYM(rela.r_info) == 0)
+                                continue;
+                        if (!gelf_getsym(symdata, (int) GELF_R_SYM(rela.r_info), &sym))
+                                continue;
+                        name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
+                        if (!name || name[0] == '\0')
+                                continue;
+                        if (n == allocated) {
+                                size_t m = allocated ? allocated * 2 : 64;
+                                GotSlot *p = reallocarray(slots, m, sizeof(GotSlot));
+                                if (!p)
+                                        return -ENOMEM;
+                                slots = p;
+                                allocated = m;
+                        }
+                        slots[n++] = (GotSlot){ .addr = rela.r_offset, .name = name };
+                }
+        }
+
+        if (n > 0)
+                qsort(slots, n, sizeof(GotSlot), gotslot_compare);
+        *ret = TAKE_PTR(slots);
+        *ret_n = n;
+        return 0;
+}
+
+/* The function an x86-64 PLT stub jumps to: the relocation of the GOT slot
+ * its "jmp *DISP(%rip)" (ff 25 disp32, after an endbr64 or a bnd prefix)
+ * reads. NULL when the stub has no such jump or the slot no relocation. */
+static const char *x86_64_stub_target(const uint8_t *code, size_t size, uint64_t addr, const GotSlot *slots,
+                                      size_t n_slots) {
+        for (size_t k = 0; k + 6 <= size; k++) {
+                GotSlot key, *found;
+                uint32_t u;
+
+                if (code[k] != 0xff || code[k + 1] != 0x25)
+                        continue;
+                u = (uint32_t) code[k + 2] | (uint32_t) code[k + 3] << 8 | (uint32_t) code[k + 4] << 16 |
+                    (uint32_t) code[k + 5] << 24;
+                key.addr = addr + k + 6 + (uint64_t) (int64_t) (int32_t) u;
+                found = n_slots > 0 ? bsearch(&key, slots, n_slots, sizeof(GotSlot), gotslot_compare) : NULL;
+                return found ? found->name : NULL;
+        }
+        return NULL;
+}
+
+static int plt_add(ElfSymtab *s, size_t *allocated, uint64_t addr, uint64_t end, const char *target,
+                   const char *section) {
+        char *name;
+
+        if (s->n_plt == *allocated) {
+                size_t m = *allocated ? *allocated * 2 : 32;
+                ElfSym *p = reallocarray(s->plt, m, sizeof(ElfSym));
+                if (!p)
+                        return -ENOMEM;
+                s->plt = p;
+                *allocated = m;
+        }
+        if (target ? asprintf(&name, "%s@plt", target) < 0 : !(name = strdup(section)))
+                return -ENOMEM;
+        s->plt[s->n_plt++] = (ElfSym){ .addr = addr, .end = end, .max_end = end, .name = name };
+        return 0;
+}
+
+/* Stub sizes outside this range are not believed (x86-64 uses 8 and 16). */
+#define PLT_ENTRY_MIN 4U
+#define PLT_ENTRY_MAX 64U
+
+static int read_plt(Elf *elf, const GElf_Ehdr *ehdr, ElfSymtab *s) {
+        _cleanup_free_ GotSlot *slots = NULL;
+        size_t shstrndx, n_slots = 0, allocated = 0;
+        bool x86_64 = ehdr->e_machine == EM_X86_64;
+        Elf_Scn *scn = NULL;
+        int r;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+                return 0;
+        if (x86_64) {
+                r = read_got_slots(elf, &slots, &n_slots);
+                if (r < 0)
+                        return r;
+        }
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                const char *section;
+                const uint8_t *code;
+                uint64_t entsize;
+                Elf_Data *data;
+                GElf_Shdr shdr;
+
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+                    !(shdr.sh_flags & SHF_EXECINSTR) || shdr.sh_size == 0)
+                        continue;
+                section = elf_strptr(elf, shstrndx, shdr.sh_name);
+                if (!section || strncmp(section, ".plt", 4) != 0)
+                        continue;
+                if (shdr.sh_addr > UINT64_MAX - shdr.sh_size)
+                        continue;
+                data = elf_getdata(scn, NULL);
+                if (!x86_64 || !data || !data->d_buf || data->d_size < shdr.sh_size) {
+                        r = plt_add(s, &allocated, shdr.sh_addr, shdr.sh_addr + shdr.sh_size, NULL, section);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+
+                code = data->d_buf;
+                entsize = shdr.sh_entsize >= PLT_ENTRY_MIN && shdr.sh_entsize <= PLT_ENTRY_MAX ? shdr.sh_entsize
+                                                                                                : 16;
+                for (uint64_t off = 0; off < shdr.sh_size; off += entsize) {
+                        uint64_t len = MIN(entsize, shdr.sh_size - off);
+
+                        r = plt_add(s, &allocated, shdr.sh_addr + off, shdr.sh_addr + off + len,
+                                    x86_64_stub_target(code + off, len, shdr.sh_addr + off, slots, n_slots),
+                                    section);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        if (s->n_plt > 0)
+                qsort(s->plt, s->n_plt, sizeof(ElfSym), rawsym_addr_compare);
+        return 0;
+}
+
 static int load_elf(Elf *elf, ElfSymtab **ret) {
         _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
         Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
@@ -393,6 +585,10 @@ static int load_elf(Elf *elf, ElfSymtab **ret) {
                 if (r < 0)
                         return r;
         }
+
+        r = read_plt(elf, &ehdr, s);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -475,7 +671,26 @@ int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *re
 const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset) {
         size_t lo = 0, hi, i;
 
-        if (!s || s->n_syms == 0)
+        if (!s)
+                return NULL;
+
+        /* PLT stubs first: nothing else can hold their addresses. */
+        for (size_t l = 0, h = s->n_plt; l < h;) {
+                size_t mid = l + (h - l) / 2;
+                const ElfSym *e = &s->plt[mid];
+
+                if (vaddr < e->addr)
+                        h = mid;
+                else if (vaddr >= e->end)
+                        l = mid + 1;
+                else {
+                        if (ret_offset)
+                                *ret_offset = vaddr - e->addr;
+                        return e->name;
+                }
+        }
+
+        if (s->n_syms == 0)
                 return NULL;
 
         /* First entry with addr > vaddr. */

@@ -4,8 +4,9 @@
 #include "macro.h"
 
 /* Function symbols of one ELF file (libelf from elfutils): .symtab when the
- * file has one, otherwise .dynsym; the PT_LOAD segments to turn a file offset
- * into a virtual address; the GNU build ID. */
+ * file has one, otherwise .dynsym, plus a synthetic "NAME@plt" for each PLT
+ * stub; the PT_LOAD segments to turn a file offset into a virtual address;
+ * the GNU build ID. */
 
 typedef struct ElfSymtab ElfSymtab;
 
@@ -23,13 +24,15 @@ bool elf_symtab_has_full_symtab(const ElfSymtab *s);
 size_t elf_symtab_count(const ElfSymtab *s);
 
 /* Replaces s's symbols by those of 'debug' (a separate debug file of the same
- * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments. */
+ * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments and
+ * PLT stubs (a debug file has no PLT contents). */
 int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug);
 
 /* File offset (from /proc/PID/maps) -> virtual address in the file's own
  * address space, through the PT_LOAD segment containing it. -ENOENT if none. */
 int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *ret_vaddr);
 
-/* The function symbol containing vaddr (st_value <= vaddr < st_value+st_size,
- * or the nearest below for size-0 symbols). NULL if none. */
+/* The PLT stub ("printf@plt", or the section's name for a stub that names no
+ * function) or the function symbol containing vaddr (st_value <= vaddr <
+ * st_value+st_size, or the nearest below for size-0 symbols). NULL if none. */
 const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);

@@ -239,6 +239,75 @@ TEST(take_symbols_refuses_other_build) {
         ASSERT_TRUE(elf_symtab_count(other) > 0);
 }
 
+/* PLT stubs, with objdump's synthetic "NAME@plt" labels (binutils) as the
+ * oracle: every labelled stub is named the same, at its first byte and
+ * inside it; the first stub of a section objdump gives no name of its own to
+ * (PLT0, the lazy-binding push stubs of an IBT .plt) is named after its
+ * section. Returns how many stubs were checked. */
+static size_t check_plt(const char *path, const ElfSymtab *s) {
+        _cleanup_free_ char *cmd = NULL;
+        char line[512], section[64] = "";
+        size_t checked = 0;
+        bool first_in_section = false;
+        FILE *f;
+
+        ASSERT_TRUE(asprintf(&cmd, "objdump -d -j .plt -j .plt.sec -j .plt.got '%s'", path) > 0);
+        f = popen(cmd, "r");
+        ASSERT_NOT_NULL(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long addr;
+                char label[256];
+                uint64_t off;
+
+                if (sscanf(line, "Disassembly of section %63[^:]:", section) == 1) {
+                        first_in_section = true;
+                        continue;
+                }
+                if (sscanf(line, "%llx <%255[^>]>:", &addr, label) != 2)
+                        continue;
+                if (strstr(label, "@plt") && !strchr(label, '+') && !strchr(label, '-')) {
+                        ASSERT_STREQ(elf_symtab_lookup(s, addr, &off), label);
+                        ASSERT_EQ(off, 0);
+                        ASSERT_STREQ(elf_symtab_lookup(s, addr + 5, &off), label);
+                        ASSERT_EQ(off, 5);
+                        checked++;
+                } else if (first_in_section)
+                        ASSERT_STREQ(elf_symtab_lookup(s, addr, NULL), section);
+                first_in_section = false;
+        }
+        ASSERT_EQ(pclose(f), 0);
+        return checked;
+}
+
+TEST(plt_stubs) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        const char *debug_path = env_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
+        const char *ibt_path = env_or_skip("CGPROF_ELF_FIXTURE_IBT");
+        _cleanup_(elf_symtab_freep) ElfSymtab *full = load_path(path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *stripped = load_path(stripped_path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *debug = load_path(debug_path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *ibt = load_path(ibt_path);
+        size_t n;
+
+#if !defined(__x86_64__)
+        fprintf(stderr, "PLT stubs are named per function on x86-64 only, skipping\n");
+        exit(EXIT_TEST_SKIP);
+#endif
+        /* .plt (lazy binding) and .plt.got (__cxa_finalize), from .symtab's
+         * file and from a stripped one: the names come from .dynsym. */
+        n = check_plt(path, full);
+        ASSERT_TRUE(n >= 8);
+        ASSERT_EQ(check_plt(stripped_path, stripped), n);
+
+        /* A separate debug file replaces the symbols, not the stubs. */
+        ASSERT_OK(elf_symtab_take_symbols(stripped, debug));
+        ASSERT_EQ(check_plt(path, stripped), n);
+
+        /* IBT: the calls go through .plt.sec; .plt only binds lazily. */
+        ASSERT_EQ(check_plt(ibt_path, ibt), n);
+}
+
 TEST(offset_to_vaddr) {
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(path);

@@ -65,7 +65,11 @@ def test_depth_truncation_and_frame_pointers():
         log("without fp:", nofp)
         assert fp["likelyNoFramePointers"] is False
         assert nofp["likelyNoFramePointers"] is True
-        assert fp["unsymbolizedShare"] == 0.0
+        # Nearly every frame of the frame-pointer build is named (PLT stubs
+        # included, "clock_gettime@plt"). Not always all: a frame pointer walk
+        # that passes through libc (built without them) can read a stale
+        # value as a return address, which perf shows as [unknown] too.
+        assert fp["unsymbolizedShare"] < 0.001, fp
         assert 0.0 <= nofp["unsymbolizedShare"] <= 1.0
     finally:
         agent.cleanup()
