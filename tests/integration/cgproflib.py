@@ -316,19 +316,27 @@ def assert_shares(report, expected=(50, 30, 20), tolerance=5):
 
 
 def main(tests):
-    """Runs test functions in order; prints a line per test."""
+    """Runs test functions in order; prints a line per test. A test that
+    skips (exit 77) does not stop the others, so it cannot hide their
+    failures: the file fails if any test failed, else is skipped if any
+    test skipped."""
     require_root()
-    failed = 0
+    failed, skipped = 0, []
     for t in tests:
         log(f"=== {t.__name__}")
         try:
             t()
             log(f"--- {t.__name__}: ok")
-        except SystemExit:
-            raise
+        except SystemExit as e:
+            if e.code != SKIP:
+                raise
+            log(f"--- {t.__name__}: skipped")
+            skipped.append(t.__name__)
         except Exception:
             import traceback
             traceback.print_exc()
             log(f"--- {t.__name__}: FAILED")
             failed += 1
-    sys.exit(1 if failed else 0)
+    if not failed and skipped:
+        log(f"skipped: {', '.join(skipped)}")
+    sys.exit(1 if failed else SKIP if skipped else 0)

@@ -19,6 +19,11 @@ SOURCE = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(os.path.dirname(__file
 README = os.path.join(SOURCE, "README.md")
 JOURNAL_H = os.path.join(SOURCE, "agent", "journal.h")
 UNIT = "cgprofd.service"
+# The Kubernetes-mode drop-in: installed as an example (with --prefix=/usr,
+# at DROPIN_EXAMPLE), enabled by copying it into DROPIN_DIR.
+DROPIN = "kubernetes.conf"
+DROPIN_EXAMPLE = "/usr/share/doc/cgprof/examples/cgprofd.service.d/" + DROPIN
+DROPIN_DIR = "/etc/systemd/system/cgprofd.service.d"
 # What the unit's ExecStart= runs the agent with (the README says the same).
 STATE_DIR = "/var/lib/cgprof/state"
 REPORT_DIR = "/var/lib/cgprof/reports"
@@ -107,18 +112,46 @@ def parse_unit(path):
     return out
 
 
+def merge_units(*paths):
+    """A unit file and its drop-ins, in order, merged as systemd does for
+    the settings the tests read: each file's lines follow the earlier ones',
+    and an empty assignment (ExecStart=, IPAddressDeny=) drops every earlier
+    value of its key. List settings are then all the values left; for a
+    single-valued one the last wins (unit_value())."""
+    out = []
+    for path in paths:
+        for s, k, v in parse_unit(path):
+            if v == "":
+                out = [e for e in out if e[:2] != (s, k)]
+            else:
+                out.append((s, k, v))
+    return out
+
+
 def unit_values(entries, key, section="Service"):
     return [v for s, k, v in entries if s == section and k == key]
 
 
-def readme_security_score():
+def unit_value(entries, key, default, section="Service"):
+    """A single-valued setting: its last assignment, or default."""
+    return (unit_values(entries, key, section) or [default])[-1]
+
+
+def readme_security_score(dropin=None):
     """The exposure level the README states: the number in the line
-    "`systemd-analyze security cgprofd.service` rates ... **N** ..."."""
+    "`systemd-analyze security cgprofd.service` rates ... **N** ..." or,
+    with dropin, in "`systemd-analyze security` rates the unit with
+    `DROPIN` **N**"."""
     with open(README) as f:
         text = f.read()
-    m = re.search(r"systemd-analyze security[^\n]*?cgprofd\.service`[^\n]*?\*\*(\d+\.\d)\*\*", text)
+    if dropin:
+        m = re.search(r"systemd-analyze security` rates the unit with\s+`" + re.escape(dropin) +
+                      r"`\s+\*\*(\d+\.\d)\*\*", text)
+    else:
+        m = re.search(r"systemd-analyze security[^\n]*?cgprofd\.service`[^\n]*?\*\*(\d+\.\d)\*\*", text)
     if not m:
-        raise AssertionError("README.md states no systemd-analyze security score for cgprofd.service")
+        raise AssertionError(f"README.md states no systemd-analyze security score for cgprofd.service"
+                             f"{' with ' + dropin if dropin else ''}")
     return float(m.group(1))
 
 

@@ -10,10 +10,17 @@
   missing from the tree, so it does look there);
 - `systemd-analyze security --offline=yes` rates the unit no worse than the
   README says;
+- the Kubernetes-mode drop-in, installed as an example (not enabled), names
+  the installed binary and sysconfdir; enabled in the tree's
+  /etc/systemd/system/cgprofd.service.d/, `systemd-analyze verify` passes
+  (and fails once the drop-in lacks its `ExecStart=` reset, so it is read),
+  and `systemd-analyze security` gives up exactly the network settings it
+  changes and rates the two no worse than the README says;
 - the default /etc/cgprof/config.json passes `cgprofd --check-config` and
   profiles nothing: the agent run with it, while a busy cgroup exists, has
   no sessions (yet it can profile that cgroup when asked to)."""
 
+import contextlib
 import json
 import os
 import re
@@ -24,8 +31,9 @@ import time
 import xml.etree.ElementTree as ET
 
 from cgproflib import BUILD, CGPROFD, Agent, Cgroup, log, main, skip, workload
-from systemdlib import (REPORT_DIR, STATE_DIR, UNIT, UsrTree, build_options, install, on_host, parse_catalog,
-                        parse_unit, readme_security_score, run, unit_values)
+from systemdlib import (DROPIN, DROPIN_DIR, DROPIN_EXAMPLE, REPORT_DIR, STATE_DIR, UNIT, UsrTree, build_options,
+                        install, merge_units, on_host, parse_catalog, parse_unit, readme_security_score, run,
+                        unit_value, unit_values)
 
 tree = None
 
@@ -39,6 +47,7 @@ EXPECTED = {
     "/usr/lib/systemd/catalog/cgprof.catalog": False,
     "/usr/share/dbus-1/system.d/io.cgprof.Agent1.conf": False,
     "/usr/share/doc/cgprof/README.md": False,
+    DROPIN_EXAMPLE: False,
     "/etc/cgprof/config.json": False,
 }
 # The sysctls machineConfig accepts (common/config.c): the unit leaves
@@ -98,6 +107,32 @@ def check_unit_paths(root, prefix, sysconfdir):
     return argv, config
 
 
+def check_dropin(root, prefix, sysconfdir):
+    """The Kubernetes drop-in installed under root, merged with the unit as
+    systemd merges them: the same agent, config and state, with
+    --kubeconfig in sysconfdir instead of --no-kubernetes, and the network
+    opened. It is installed as an example only: nothing is in a drop-in
+    directory of the unit."""
+    unit = os.path.join(root, prefix.lstrip("/"), "lib/systemd/system", UNIT)
+    dropin = os.path.join(root, prefix.lstrip("/"), "share/doc/cgprof/examples/cgprofd.service.d", DROPIN)
+    enabled = [f for f in installed_files(root) if f"/{UNIT}.d/" in f and "/share/doc/" not in f]
+    assert not enabled, f"meson install enabled a drop-in: {enabled}"
+    base = exec_start(parse_unit(unit))
+    merged = merge_units(unit, dropin)
+    argv = exec_start(merged)
+    log("Kubernetes mode:", " ".join(argv))
+    assert argv[0] == base[0], argv
+    assert "--no-kubernetes" not in argv, argv
+    assert option(argv, "--kubeconfig") == os.path.join(sysconfdir, "cgprof", "kubeconfig"), argv
+    for o in ("--config", "--state-dir"):
+        assert option(argv, o) == option(base, o), (o, argv, base)
+    assert unit_value(merged, "PrivateNetwork", "no") == "no"
+    assert unit_values(merged, "IPAddressDeny") == []
+    assert {f for v in unit_values(merged, "RestrictAddressFamilies") for f in v.split()} == \
+        {"AF_UNIX", "AF_INET", "AF_INET6"}
+    assert "network-online.target" in unit_values(merged, "After", section="Unit")
+
+
 def test_install_layout():
     t = need_tree()
     files = installed_files(t.root)
@@ -110,6 +145,7 @@ def test_install_layout():
     assert not stray, f"installed outside /usr and /etc: {stray}"
 
     argv, config = check_unit_paths(t.root, "/usr", "/etc")
+    check_dropin(t.root, "/usr", "/etc")
     assert option(argv, "--state-dir") == STATE_DIR, argv
     assert "--no-kubernetes" in argv, argv
     entries = parse_unit(t.path("/usr/lib/systemd/system/" + UNIT))
@@ -153,6 +189,7 @@ def test_install_layout():
         try:
             install(BUILD, other)
             _, config = check_unit_paths(other, prefix, sysconfdir)
+            check_dropin(other, prefix, sysconfdir)
         finally:
             shutil.rmtree(other, ignore_errors=True)
     else:
@@ -163,8 +200,7 @@ def test_install_layout():
 
 def test_verify():
     t = need_tree()
-    r = on_host(t.root, ["systemd-analyze", "verify", "--root={MERGED}", UNIT])
-    log(f"systemd-analyze verify --root=... {UNIT}: exit {r.returncode}, output {r.stdout + r.stderr!r}")
+    r = verify(t.root)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "" and r.stderr.strip() == "", f"verify warned:\n{r.stdout}{r.stderr}"
 
@@ -180,15 +216,47 @@ def test_verify():
         shutil.rmtree(bad, ignore_errors=True)
 
 
-def test_security_score():
-    t = need_tree()
-    r = on_host(t.root, ["systemd-analyze", "security", "--offline=yes", "--root={MERGED}", "--no-pager", UNIT])
+@contextlib.contextmanager
+def with_dropin(t, edit=None):
+    """A copy of the installed tree with the example drop-in (passed through
+    edit, if given) enabled in /etc/systemd/system/cgprofd.service.d/.
+    Yields the copy's root."""
+    tmp = tempfile.mkdtemp(prefix="cgprof-dropin-")
+    try:
+        root = os.path.join(tmp, "root")
+        shutil.copytree(t.root, root, symlinks=True)
+        with open(t.path(DROPIN_EXAMPLE)) as f:
+            text = f.read()
+        os.makedirs(os.path.join(root, DROPIN_DIR.lstrip("/")))
+        with open(os.path.join(root, DROPIN_DIR.lstrip("/"), DROPIN), "w") as f:
+            f.write(edit(text) if edit else text)
+        yield root
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def verify(root):
+    r = on_host(root, ["systemd-analyze", "verify", "--root={MERGED}", UNIT])
+    log(f"systemd-analyze verify --root=... {UNIT}: exit {r.returncode}, output {r.stdout + r.stderr!r}")
+    return r
+
+
+def security(root):
+    """`systemd-analyze security --offline=yes` of the unit under root:
+    (exposure level, {setting: passed}, output)."""
+    r = on_host(root, ["systemd-analyze", "security", "--offline=yes", "--root={MERGED}", "--no-pager", UNIT])
     assert r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"Overall exposure level for cgprofd\.service: (\d+\.\d)", r.stdout)
     assert m, f"no exposure level in:\n{r.stdout}"
-    score, stated = float(m.group(1)), readme_security_score()
-    exposed = [l for l in r.stdout.splitlines() if l.startswith("✗")]
-    log("\n".join(exposed))
+    checks = {l[2:].split()[0]: l[0] == "✓" for l in r.stdout.splitlines() if l[:2] in ("✓ ", "✗ ")}
+    return float(m.group(1)), checks, r.stdout
+
+
+def test_security_score():
+    t = need_tree()
+    score, _, out = security(t.root)
+    stated = readme_security_score()
+    log("\n".join(l for l in out.splitlines() if l.startswith("✗")))
     log(f"exposure level {score} (README: {stated})")
     assert score <= stated, f"the unit's exposure level is {score}, worse than the README's {stated}"
     with open(t.path("/usr/lib/systemd/system/" + UNIT)) as f:
@@ -196,6 +264,43 @@ def test_security_score():
     assert m and float(m.group(1)) == stated, f"the unit's comment says {m and m.group(1)}, the README {stated}"
     if score < stated:
         log(f"NOTE: the unit now rates {score}, better than the README's {stated}: update the README")
+
+
+def test_verify_dropin():
+    t = need_tree()
+    with with_dropin(t) as root:
+        r = verify(root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "" and r.stderr.strip() == "", f"verify warned:\n{r.stdout}{r.stderr}"
+
+    # The control: without its empty ExecStart=, the drop-in adds a second
+    # command to a Type=notify unit, which systemd refuses. So verify read
+    # the drop-in from that directory.
+    with with_dropin(t, lambda text: text.replace("\nExecStart=\n", "\n", 1)) as root:
+        r = verify(root)
+    assert r.returncode != 0 and "more than one ExecStart=" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_security_score_dropin():
+    t = need_tree()
+    base, base_checks, _ = security(t.root)
+    with with_dropin(t) as root:
+        score, checks, out = security(root)
+    stated = readme_security_score(DROPIN)
+    log("\n".join(l for l in out.splitlines() if l.startswith("✗")))
+    log(f"with {DROPIN}: exposure level {score} (README: {stated}; without it {base})")
+    # systemd-analyze read the drop-in: what it opens, and only that, is
+    # now exposed.
+    assert set(checks) == set(base_checks), set(checks) ^ set(base_checks)
+    changed = {k: (base_checks[k], checks[k]) for k in checks if checks[k] != base_checks[k]}
+    assert changed == {k: (True, False) for k in ("PrivateNetwork=", "IPAddressDeny=",
+                                                  "RestrictAddressFamilies=~AF_(INET|INET6)")}, changed
+    assert score <= stated, f"the exposure level with {DROPIN} is {score}, worse than the README's {stated}"
+    with open(t.path(DROPIN_EXAMPLE)) as f:
+        m = re.search(r"With this drop-in, `systemd-analyze security cgprofd\.service` scores (\d+\.\d)", f.read())
+    assert m and float(m.group(1)) == stated, f"the drop-in's comment says {m and m.group(1)}, the README {stated}"
+    if score < stated:
+        log(f"NOTE: the unit with {DROPIN} now rates {score}, better than the README's {stated}: update the README")
 
 
 def sysctls():
@@ -285,7 +390,8 @@ def test_default_config_profiles_nothing():
 
 if __name__ == "__main__":
     try:
-        main([test_install_layout, test_verify, test_security_score, test_default_config_profiles_nothing])
+        main([test_install_layout, test_verify, test_security_score, test_verify_dropin, test_security_score_dropin,
+              test_default_config_profiles_nothing])
     finally:
         if tree:
             tree.cleanup()

@@ -3,27 +3,42 @@
 """cgprofd inside the sandbox of cgprofd.service. systemd is not PID 1 on
 the test machine, so the unit cannot be started; its settings that could
 break the agent are applied here with the kernel mechanisms systemd uses,
-read from the unit meson installs (build/systemd/cgprofd.service):
+read from the unit meson makes (build/systemd/cgprofd.service) and, for
+Kubernetes mode, its drop-in (build/systemd/kubernetes.conf), merged as
+systemd merges them (an empty assignment resets a list, later lines add to
+it, the last value of a single-valued setting wins):
 - CapabilityBoundingSet= (PR_CAPBSET_DROP), NoNewPrivileges=, UMask=,
   LimitNOFILE= and LimitMEMLOCK=;
 - SystemCallFilter= and SystemCallErrorNumber=: a seccomp filter (libseccomp)
   allowing @default, the listed syscalls and groups, minus the ~ ones, each
   group as `systemd-analyze syscall-filter` expands it; other calls fail
   with EPERM;
+- RestrictAddressFamilies=: a second seccomp filter, built as systemd builds
+  it: socket() with a family not in the list fails with EAFNOSUPPORT;
+- PrivateNetwork=yes: a network namespace of its own;
 - MemoryDenyWriteExecute= (PR_SET_MDWE, the same rule, on kernels >= 6.3);
 - ProtectProc=invisible (a procfs with hidepid=invisible); ReadOnlyPaths=
   and ReadWritePaths= under /proc and /sys (bind mounts, read-only
-  recursively); ProtectHome=yes (empty /home, /root, /run/user).
-Then the agent must start, apply a machineConfig sysctl, profile a workload
-of another user run from a 0700 directory under /home with its user frames
-and kernel frames named, write the report, and restore the sysctl when it
-stops. ProtectSystem=, PrivateTmp=, PrivateDevices=, PrivateNetwork= and the
-rest are not reproduced (the test's own files live in /tmp)."""
+  recursively); ProtectHome=yes (empty /home, /root, /run/user);
+- the mode the unit's ExecStart= runs the agent in: --no-kubernetes, or
+  --kubeconfig (the test's kubeconfig for the unit's path).
+In the unit's sandbox, socket() refuses AF_INET and AF_INET6, and the agent
+must start, apply a machineConfig sysctl, profile a workload of another
+user run from a 0700 directory under /home with its user frames and kernel
+frames named, write the report, and restore the sysctl when it stops. In
+the sandbox of the unit and the drop-in, the agent must reach a real
+kube-apiserver on 127.0.0.1 and profile a labelled namespace's pod, whose
+report it writes when the pod is deleted; in the unit's sandbox alone, the
+same agent does not get through. ProtectSystem=, PrivateTmp=,
+PrivateDevices=, IPAddressDeny= and the rest are not reproduced (the test's
+own files live in /tmp)."""
 
 import ctypes
+import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,13 +46,64 @@ import tempfile
 SELF = os.path.abspath(__file__)
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_MDWE = 24, 38, 47, 4, 65
 PR_MDWE_REFUSE_EXEC_GAIN = 1
-SCMP_ACT_ALLOW = 0x7fff0000
+SCMP_ACT_ALLOW, SCMP_ACT_ERRNO = 0x7fff0000, 0x00050000
+SCMP_CMP_LT, SCMP_CMP_EQ, SCMP_CMP_GT = 2, 4, 6
+# What probe() tries to open.
+PROBED_FAMILIES = ("AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK", "AF_PACKET")
+
+
+class ScmpArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
+
+
+def probe():
+    """What a process sees of the network: {"families": {AF_name: 0 or the
+    errno of socket()}, "netns": its network namespace}."""
+    families = {}
+    for name in PROBED_FAMILIES:
+        try:
+            socket.socket(getattr(socket, name), socket.SOCK_DGRAM).close()
+            families[name] = 0
+        except OSError as e:
+            families[name] = e.errno
+    return {"families": families, "netns": os.readlink("/proc/self/ns/net")}
+
+
+def restrict_address_families(seccomp, families):
+    """RestrictAddressFamilies= (an allow list) as systemd's
+    seccomp_restrict_address_families() builds it: a filter of its own in
+    which socket() fails with EAFNOSUPPORT for a family below the lowest
+    allowed, above the highest, or one of the gaps between them."""
+    ctx = seccomp.seccomp_init(SCMP_ACT_ALLOW)
+    assert ctx
+    nr = seccomp.seccomp_syscall_resolve_name(b"socket")
+    refuse = SCMP_ACT_ERRNO | errno.EAFNOSUPPORT
+
+    def rule(op, family):
+        cmp = ScmpArgCmp(0, op, family, 0)
+        r = seccomp.seccomp_rule_add_array(ctx, refuse, nr, 1, ctypes.byref(cmp))
+        assert r == 0, f"seccomp_rule_add_array: {r}"
+
+    if not families:
+        assert seccomp.seccomp_rule_add(ctx, refuse, nr, 0) == 0
+    else:
+        lo, hi = min(families), max(families)
+        rule(SCMP_CMP_LT, lo)
+        rule(SCMP_CMP_GT, hi)
+        for f in range(lo + 1, hi):
+            if f not in families:
+                rule(SCMP_CMP_EQ, f)
+    r = seccomp.seccomp_load(ctx)
+    assert r == 0, f"seccomp_load: {r}"
 
 
 def exec_sandboxed(spec_path, argv):
-    """Runs in the agent's process (already in its own mount namespace):
-    sets the sandbox up, then execs argv. (Python may live under /root,
-    which the sandbox hides: everything is imported first.)"""
+    """Runs in the agent's process (already in its own mount namespace, and
+    network namespace if PrivateNetwork=yes): sets the sandbox up, then
+    execs argv, or with argv None prints what probe() sees as JSON and
+    exits. (Python may live under /root, which the sandbox hides:
+    everything is imported first.)"""
     import resource
 
     with open(spec_path) as f:
@@ -104,8 +170,13 @@ def exec_sandboxed(spec_path, argv):
     seccomp.seccomp_init.argtypes = [ctypes.c_uint32]
     seccomp.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
     seccomp.seccomp_rule_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint]
+    seccomp.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint,
+                                               ctypes.POINTER(ScmpArgCmp)]
     seccomp.seccomp_load.argtypes = [ctypes.c_void_p]
-    ctx = seccomp.seccomp_init(0x00050000 | (spec["errno"] & 0xffff))  # SCMP_ACT_ERRNO
+    # First: the syscall filter below may not allow seccomp() itself.
+    if spec["address_families"] is not None:
+        restrict_address_families(seccomp, spec["address_families"])
+    ctx = seccomp.seccomp_init(SCMP_ACT_ERRNO | (spec["errno"] & 0xffff))
     assert ctx
     for name in spec["syscalls"]:
         nr = seccomp.seccomp_syscall_resolve_name(name.encode())
@@ -113,19 +184,22 @@ def exec_sandboxed(spec_path, argv):
             seccomp.seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)
     r = seccomp.seccomp_load(ctx)
     assert r == 0, f"seccomp_load: {r}"
+    if argv is None:
+        print(json.dumps(probe()), flush=True)
+        sys.exit(0)
     os.execv(argv[0], argv)
 
 
-if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--exec":
-    exec_sandboxed(sys.argv[2], sys.argv[4:])
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] in ("--exec", "--probe"):
+    exec_sandboxed(sys.argv[2], sys.argv[4:] if sys.argv[1] == "--exec" else None)
 
-import errno  # noqa: E402
-
-from cgproflib import (BUILD, WORKLOAD, Agent, Cgroup, folded, log, main, profile, read_sysctl, skip,
-                       write_sysctl)  # noqa: E402
-from systemdlib import parse_unit, run, unit_values  # noqa: E402
+from cgproflib import (BUILD, HOT, WORKLOAD, Agent, Cgroup, folded, log, main, profile, read_sysctl,
+                       skip, wait_for, workload, write_sysctl)  # noqa: E402
+from kubelib import KubeCgroups, KubeCluster, new_container_id  # noqa: E402
+from systemdlib import DROPIN, merge_units, run, unit_value, unit_values  # noqa: E402
 
 UNIT_FILE = os.path.join(BUILD, "systemd", "cgprofd.service")
+DROPIN_FILE = os.path.join(BUILD, "systemd", DROPIN)
 NOBODY = 65534
 groups = {}
 
@@ -144,15 +218,16 @@ def expand(item):
     return groups[item]
 
 
-def sandbox_spec(unit):
-    """What the unit asks for, in the form exec_sandboxed() applies."""
-    entries = parse_unit(unit)
+def sandbox_spec(unit, *dropins):
+    """What the unit and its drop-ins ask for, in the form exec_sandboxed()
+    applies."""
+    entries = merge_units(unit, *dropins)
 
     def values(key):
         return [w for v in unit_values(entries, key) for w in v.split()]
 
     def flag(key):
-        return any(v == "yes" for v in unit_values(entries, key))
+        return unit_value(entries, key, "no") == "yes"
 
     # SystemCallFilter=: an allow list (the first line is not ~) starts from
     # @default; each line then adds or (with ~) removes, in order.
@@ -164,15 +239,23 @@ def sandbox_spec(unit):
             allowed |= expand("@default")
         for item in line.lstrip("~").split():
             allowed = allowed - expand(item) if deny else allowed | expand(item)
-    (err,) = unit_values(entries, "SystemCallErrorNumber") or ["EPERM"]
+    err = unit_value(entries, "SystemCallErrorNumber", "EPERM")
     proc_sys = [p.lstrip("-") for p in values("ReadWritePaths") if p.lstrip("-").startswith(("/proc", "/sys"))]
     limits = {}
     for key, res in (("LimitNOFILE", "RLIMIT_NOFILE"), ("LimitMEMLOCK", "RLIMIT_MEMLOCK")):
         for v in unit_values(entries, key):
             limits[res] = -1 if v == "infinity" else int(v)  # RLIM_INFINITY
-    (protect_home,) = unit_values(entries, "ProtectHome") or ["no"]
-    (protect_proc,) = unit_values(entries, "ProtectProc") or [""]
-    (umask,) = unit_values(entries, "UMask") or ["0022"]
+    protect_home = unit_value(entries, "ProtectHome", "no")
+    protect_proc = unit_value(entries, "ProtectProc", "")
+    umask = unit_value(entries, "UMask", "0022")
+    # RestrictAddressFamilies=: an allow list, the union of its lines (None:
+    # not set, every family).
+    families = None
+    if unit_values(entries, "RestrictAddressFamilies"):
+        assert not any(v.startswith("~") for v in unit_values(entries, "RestrictAddressFamilies")), \
+            "the unit's RestrictAddressFamilies= is a deny list: this test expects an allow list"
+        families = sorted({getattr(socket, f) for f in values("RestrictAddressFamilies")})
+    (exec_start,) = unit_values(entries, "ExecStart")
     return {
         "capabilities": values("CapabilityBoundingSet"),
         "no_new_privileges": flag("NoNewPrivileges"),
@@ -185,18 +268,66 @@ def sandbox_spec(unit):
         "inaccessible": ["/home", "/root", "/run/user"] if protect_home == "yes" else [],
         "limits": limits,
         "umask": umask,
+        "address_families": families,
+        "private_network": flag("PrivateNetwork"),
+        "exec_start": exec_start.split(),
     }
 
 
+def mode_args(spec, kubeconfig=None):
+    """The options of the unit's ExecStart= that choose the agent's mode:
+    --no-kubernetes, or --kubeconfig with `kubeconfig` for the unit's file.
+    (The config, state directory and control socket are the test's own.)"""
+    out, argv = [], spec["exec_start"][1:]
+    while argv:
+        a = argv.pop(0)
+        if a in ("--config", "--state-dir"):
+            argv.pop(0)
+        elif a == "--kubeconfig":
+            argv.pop(0)
+            assert kubeconfig, "the unit runs the agent in Kubernetes mode"
+            out += [a, kubeconfig]
+        else:
+            out.append(a)
+    return out
+
+
+def unshare(spec):
+    return ["unshare", "-m"] + (["-n"] if spec["private_network"] else [])
+
+
+def check_sockets(spec):
+    """Inside the sandbox, socket() refuses exactly the families outside
+    RestrictAddressFamilies= with EAFNOSUPPORT (the others work as they do
+    here), and the network namespace is private iff PrivateNetwork=yes."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(spec, f)
+        f.flush()
+        r = run([*unshare(spec), sys.executable, SELF, "--probe", f.name])
+    inside, outside = json.loads(r.stdout), probe()
+    log(f"socket() here: {outside['families']}; in the sandbox: {inside['families']}")
+    for name, err in outside["families"].items():
+        allowed = spec["address_families"] is None or getattr(socket, name) in spec["address_families"]
+        want = err if allowed else errno.EAFNOSUPPORT
+        assert inside["families"][name] == want, \
+            f"socket({name}) in the sandbox: {inside['families'][name]}, want {want} (here: {err})"
+    assert (inside["netns"] != outside["netns"]) == spec["private_network"], (inside["netns"], outside["netns"])
+
+
 class SandboxedAgent(Agent):
-    def __init__(self, config, spec):
+    """The agent in the sandbox of spec, in the mode its ExecStart= says."""
+
+    def __init__(self, config, spec, kubeconfig=None):
         super().__init__(config)
+        self.spec = spec
+        self.mode = mode_args(spec, kubeconfig)
         self.spec_path = os.path.join(self.tmp, "sandbox.json")
         with open(self.spec_path, "w") as f:
             json.dump(spec, f)
 
     def argv(self):
-        return ["unshare", "-m", sys.executable, SELF, "--exec", self.spec_path, "--", *super().argv()]
+        agent = [a for a in super().argv() if a != "--no-kubernetes"] + self.mode
+        return [*unshare(self.spec), sys.executable, SELF, "--exec", self.spec_path, "--", *agent]
 
 
 def test_agent_in_sandbox():
@@ -208,8 +339,11 @@ def test_agent_in_sandbox():
     spec = sandbox_spec(UNIT_FILE)
     log("sandbox:", json.dumps({k: v for k, v in spec.items() if k != "syscalls"}), f"{len(spec['syscalls'])} syscalls")
     assert "bpf" in spec["syscalls"] and "perf_event_open" in spec["syscalls"]
+    assert spec["address_families"] == [socket.AF_UNIX] and spec["private_network"], spec
+    assert mode_args(spec) == ["--no-kubernetes"], spec["exec_start"]
     if not os.path.isdir("/home"):
         skip("no /home")
+    check_sockets(spec)
 
     # The workload: another user's binary in a 0700 directory under /home,
     # which the sandbox hides from the agent.
@@ -277,5 +411,75 @@ def test_agent_in_sandbox():
         write_sysctl(sysctl, original)
 
 
+def test_agent_in_kubernetes_sandbox():
+    for f in (UNIT_FILE, DROPIN_FILE):
+        if not os.path.isfile(f):
+            skip(f"no {f}")
+    for tool in ("systemd-analyze", "unshare"):
+        if shutil.which(tool) is None:
+            skip(f"no {tool}")
+    spec = sandbox_spec(UNIT_FILE, DROPIN_FILE)
+    log("sandbox:", json.dumps({k: v for k, v in spec.items() if k != "syscalls"}), f"{len(spec['syscalls'])} syscalls")
+    # The drop-in's settings, merged into the unit's: its ExecStart= replaced
+    # the unit's, its families were added to AF_UNIX, PrivateNetwork= is off.
+    assert spec["syscalls"] == sandbox_spec(UNIT_FILE)["syscalls"]
+    assert spec["address_families"] == sorted([socket.AF_UNIX, socket.AF_INET, socket.AF_INET6]), spec
+    assert not spec["private_network"], spec
+    check_sockets(spec)
+
+    # The node: the host name, as the drop-in leaves it (or $NODE_NAME, which
+    # the agent inherits from the test, as it would from Environment=).
+    node = os.environ.get("NODE_NAME") or socket.gethostname()
+    config = {"enableDefault": True, "defaultProfileRef": "k8s", "profiles": [profile(name="k8s")]}
+    with KubeCluster() as kc, KubeCgroups(driver="systemd") as cgs:
+        assert mode_args(spec, kc.kubeconfig) == ["--kubeconfig", kc.kubeconfig], spec["exec_start"]
+        kc.create_namespace("sandboxed", labels={"cgprof.io/profile": "enabled"})
+        pod = kc.create_pod("sandboxed", "web-0", node, qos="burstable")
+        cid = new_container_id()
+        cg = cgs.container_for(pod, cid)
+        proc = workload(cg, 60, name="web-0")
+        kc.set_pod_running("sandboxed", "web-0", {"main": cid})
+        agents = []
+        try:
+            # The control: in the unit's sandbox alone (its own network, no
+            # AF_INET), the same agent in Kubernetes mode does not get
+            # through to the API server.
+            base = SandboxedAgent(dict(config), sandbox_spec(UNIT_FILE))
+            agents.append(base)
+            base.mode = mode_args(spec, kc.kubeconfig)
+            base.start()
+            st = wait_for(lambda: (lambda k: k if k["podWatch"]["lastError"] else None)(base.status()["kubernetes"]),
+                          what="the pod watch's error in the unit's sandbox")
+            log(f"in the unit's sandbox alone: {st}")
+            assert not st["podWatch"]["synced"] and st["pods"] == 0 and base.status()["sessions"] == [], st
+            assert base.stop() == 0
+
+            agent = SandboxedAgent(dict(config), spec, kubeconfig=kc.kubeconfig)
+            agents.append(agent)
+            agent.start()
+            s = wait_for(lambda: next((x for x in agent.status()["sessions"]
+                                       if x.get("pod") == "web-0" and x["samples"] > 0), None),
+                         timeout=60, what="samples of the pod's container")
+            assert s["namespace"] == "sandboxed" and s["containerId"] == cid and s["cgroup"] == cg.rel, s
+            k = agent.status()["kubernetes"]
+            assert k["server"] == kc.server and k["podWatch"]["synced"] and k["namespaceWatch"]["synced"], k
+            # Deleting the pod ends its session, which writes the report.
+            kc.delete_pod("sandboxed", "web-0")
+            r = agent.wait_summary(lambda x: x.get("pod") == "web-0", what="the report of sandboxed/web-0")
+            assert r["namespace"] == "sandboxed" and r["container"] == "main" and r["containerId"] == cid, r
+            assert r["node"] == node and r["endReason"] == "pod-deleted", r
+            rel = os.path.relpath(r["_dir"], agent.report_dir).split("/")
+            assert rel[:3] == ["sandboxed", "web-0", "main"], rel
+            stacks = folded(r)
+            log(f"{sum(stacks.values())} samples; leaves: {sorted({st[-1] for st in stacks})[:10]}")
+            assert all(any(st[-1] == h for st in stacks) for h in HOT), "the workload's functions are not named"
+            assert agent.stop() == 0
+        finally:
+            proc.kill()
+            proc.wait()
+            for a in agents:
+                a.cleanup()
+
+
 if __name__ == "__main__":
-    main([test_agent_in_sandbox])
+    main([test_agent_in_sandbox, test_agent_in_kubernetes_sandbox])
