@@ -38,6 +38,8 @@
 
 /* record: the transient cgroups, below the cgroup v2 root. */
 #define RECORD_SLICE "cgprof-record.slice"
+/* Tries to make a record's cgroup while other records remove the slice. */
+#define RECORD_SLICE_ATTEMPTS 8U
 /* record: how long to retry StartSession while the agent has not yet seen
  * the cgroup we just created (its inotify event may still be queued). */
 #define RECORD_START_RETRY_USEC (5 * USEC_PER_SEC)
@@ -1379,17 +1381,24 @@ static int cmd_record(sd_bus *bus, char **command) {
         root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return log_error_errno(errno, "Failed to open %s: %m", root), EXIT_FAILURE;
-        if (mkdirat(root_fd, RECORD_SLICE, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root, RECORD_SLICE),
-                       EXIT_FAILURE;
         (void) sd_id128_randomize(&rnd);
         if (asprintf(&rel, RECORD_SLICE "/record-%d-%08" PRIx32, (int) getpid(), (uint32_t) rnd.qwords[0]) <
                     0 ||
             asprintf(&target, "cgroup:%s", rel) < 0)
                 return log_oom(), EXIT_FAILURE;
-        if (mkdirat(root_fd, rel, 0755) < 0)
-                return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root, rel),
-                       EXIT_FAILURE;
+        /* The last record to end removes the slice: another one may do so
+         * between our two mkdir()s (ENOENT), then we make it again. */
+        for (unsigned attempt = 0;; attempt++) {
+                if (mkdirat(root_fd, RECORD_SLICE, 0755) < 0 && errno != EEXIST)
+                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root,
+                                               RECORD_SLICE),
+                               EXIT_FAILURE;
+                if (mkdirat(root_fd, rel, 0755) >= 0)
+                        break;
+                if (errno != ENOENT || attempt >= RECORD_SLICE_ATTEMPTS)
+                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root, rel),
+                               EXIT_FAILURE;
+        }
         cg_fd = openat(root_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cg_fd < 0) {
                 log_error_errno(errno, "Failed to open the cgroup %s/%s: %m", root, rel);
@@ -1508,6 +1517,9 @@ remove_cgroup:
         if (unlinkat(root_fd, rel, AT_REMOVEDIR) < 0)
                 log_warning_errno(errno, "Failed to remove the cgroup %s/%s%s: %m", root, rel,
                                   errno == EBUSY ? " (processes the command left behind run in it)" : "");
+        /* And the slice, if this was its last record (EBUSY: others run). */
+        else if (unlinkat(root_fd, RECORD_SLICE, AT_REMOVEDIR) < 0 && errno != EBUSY && errno != ENOENT)
+                log_debug_errno(errno, "Failed to remove the cgroup %s/%s, ignoring: %m", root, RECORD_SLICE);
 
         if (ret != EXIT_SUCCESS) {
                 free(rec.report_dir);

@@ -196,17 +196,24 @@ def test_start_sessions_stop_reports():
         expect_rc(a.ctl("reports", "--filter", "a/b/c/d", check=False), 2, "filter")
 
 
+def record_slice():
+    return os.path.join(cgproflib.cgroup_root(), "cgprof-record.slice")
+
+
 def record_cgroups():
-    d = os.path.join(cgproflib.cgroup_root(), "cgprof-record.slice")
+    """The records' cgroups, or None once their slice is gone."""
     try:
-        return sorted(x for x in os.listdir(d) if x.startswith("record-"))
+        return sorted(x for x in os.listdir(record_slice()) if x.startswith("record-"))
     except FileNotFoundError:
-        return []
+        return None
 
 
 def test_record():
     with Running() as t:
         a = t.agent
+        if record_cgroups() == []:
+            os.rmdir(record_slice())  # left empty by an earlier version
+        # Each record removes its cgroup, and the last one the slice too.
         before = record_cgroups()
         r = a.ctl("record", "--", WORKLOAD, "--seconds", "2")
         log(r.stdout)
@@ -258,6 +265,18 @@ def test_record():
 
         # A command that does not exist: an error, nothing left behind.
         expect_rc(a.ctl("record", "--", "/nonexistent/command", check=False), 1, "Failed to execute")
+        assert record_cgroups() == before
+
+        # Records at once: each gets its own cgroup and report, however
+        # their slice comes and goes between them.
+        ps = [subprocess.Popen([CGPROFCTL, "--bus-socket", a.bus, "--json", "record", "--", WORKLOAD, "--seconds",
+                                str(0.5 + i / 4)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for i in range(4)]
+        outs = [p.communicate(timeout=60) for p in ps]
+        assert all(p.returncode == 0 for p in ps), outs
+        js = [json.loads(out.splitlines()[-1]) for out, _ in outs]
+        assert len({j["cgroup"] for j in js}) == 4 and len({j["reportDir"] for j in js}) == 4, js
+        assert all("hot_alpha" in [f["name"] for f in j["topFunctions"]] for j in js), js
         assert record_cgroups() == before
 
 
