@@ -841,41 +841,6 @@ static uint64_t json_u64(const cJSON *v) {
         return (uint64_t) v->valuedouble;
 }
 
-/* Reads a regular file (no symlink) below dfd, at most max bytes. */
-static int read_regular_file_at(int dfd, const char *name, size_t max, char **ret) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0;
-
-        fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        if ((uint64_t) st.st_size > max)
-                return -EFBIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        while (len < (size_t) st.st_size) {
-                ssize_t k = read(fd, buf + len, (size_t) st.st_size - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 static int report_add(ReportWalk *w, int dfd, const char *path) {
         _cleanup_free_ char *text = NULL;
         const ReportFilter *f = w->filter;
@@ -884,7 +849,7 @@ static int report_add(ReportWalk *w, int dfd, const char *path) {
         cJSON *j;
         int r;
 
-        r = read_regular_file_at(dfd, "summary.json", CONTROL_SUMMARY_MAX, &text);
+        r = read_regular_file_max(dfd, "summary.json", CONTROL_SUMMARY_MAX, &text, NULL);
         if (r == -ENOENT)
                 return 0;
         if (r < 0) {

@@ -7,7 +7,8 @@
 
 #define READ_FULL_FILE_MAX ((size_t) 64 * 1024 * 1024)
 
-int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size) {
+static int read_full_file_flags(int dirfd, const char *path, size_t max, bool regular, char **ret,
+                                size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, allocated = 0;
@@ -17,9 +18,17 @@ int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size
         if (max == 0)
                 max = READ_FULL_FILE_MAX;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (regular ? O_NOFOLLOW | O_NONBLOCK : 0));
         if (fd < 0)
                 return negative_errno();
+        if (regular) {
+                struct stat st;
+
+                if (fstat(fd, &st) < 0)
+                        return negative_errno();
+                if (!S_ISREG(st.st_mode))
+                        return -EBADFD;
+        }
 
         /* Read until EOF rather than trusting st_size: procfs and sysfs files
          * report 0. */
@@ -58,6 +67,14 @@ int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size
         if (ret_size)
                 *ret_size = len;
         return 0;
+}
+
+int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size) {
+        return read_full_file_flags(dirfd, path, max, false, ret, ret_size);
+}
+
+int read_regular_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size) {
+        return read_full_file_flags(dirfd, path, max, true, ret, ret_size);
 }
 
 int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size) {

@@ -8,6 +8,10 @@
 /* Reads a whole file, up to max bytes (0: 64 MiB; larger files are -EFBIG),
  * into a NUL-terminated buffer. */
 int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size);
+/* The same, for a file someone else may have put there (a report directory):
+ * a regular file only, not through a symlink (-ELOOP), never blocking on a
+ * FIFO nor touching a device (-EBADFD). */
+int read_regular_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size);
 int read_full_file(const char *path, char **ret, size_t *ret_size);
 int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size);
 /* Reads the first line, without the trailing newline. */

@@ -104,6 +104,32 @@ TEST(read_full_file) {
         ASSERT_STREQ(nonl, "value");
 }
 
+TEST(read_regular_file) {
+        _cleanup_tmpdir_ char *t = make_tmpdir();
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        size_t size = 0;
+
+        dfd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dfd >= 0);
+        ASSERT_OK(write_string_file_atomic_at(dfd, "summary.json", "{\"a\":1}"));
+        ASSERT_OK(read_regular_file_max(dfd, "summary.json", 64, &buf, &size));
+        ASSERT_STREQ(buf, "{\"a\":1}");
+        ASSERT_EQ(size, 7);
+
+        /* Too big, a symlink (even to a good file), a FIFO (without
+         * blocking: nobody writes to it), a directory. */
+        ASSERT_ERROR(read_regular_file_max(dfd, "summary.json", 6, &buf, NULL), EFBIG);
+        ASSERT_EQ(symlinkat("summary.json", dfd, "link"), 0);
+        ASSERT_ERROR(read_regular_file_max(dfd, "link", 64, &buf, NULL), ELOOP);
+        ASSERT_EQ(mkfifoat(dfd, "fifo", 0600), 0);
+        ASSERT_ERROR(read_regular_file_max(dfd, "fifo", 64, &buf, NULL), EBADFD);
+        ASSERT_ERROR(read_regular_file_max(dfd, ".", 64, &buf, NULL), EBADFD);
+        ASSERT_ERROR(read_regular_file_max(dfd, "missing", 64, &buf, NULL), ENOENT);
+        /* The buffer of the first read is untouched by the failures. */
+        ASSERT_STREQ(buf, "{\"a\":1}");
+}
+
 TEST(write_string_file) {
         _cleanup_tmpdir_ char *t = make_tmpdir();
         _cleanup_free_ char *p = NULL, *buf = NULL, *missing = NULL;
