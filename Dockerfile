@@ -20,6 +20,7 @@ RUN apt-get update \
         clang bpftool \
         libsystemd-dev libbpf-dev libcjson-dev libcurl4-openssl-dev libproc2-dev \
         libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev \
+        libiberty-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

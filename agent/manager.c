@@ -73,7 +73,8 @@ static void container_lookup_action(const void *nodep, VISIT which, void *userda
         CgroupState *c = *(CgroupState *const *) nodep;
         ContainerLookup *l = userdata;
 
-        if ((which == postorder || which == leaf) && !l->found && c->container && streq(c->container_id, l->id))
+        if ((which == postorder || which == leaf) && !l->found && c->container &&
+            streq(c->container_id, l->id))
                 l->found = c;
 }
 
@@ -289,37 +290,46 @@ static void manager_retarget(Manager *m) {
 
 /* ---- sampling ---- */
 
-static void on_proc_event(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm,
-                          void *userdata) {
+static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
         Manager *m = userdata;
-        if (slot >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[slot])
+        if (e->kind == CGPROF_PROC_EVENT_MAPPINGS) {
+                /* The walker met an address its mappings do not hold. */
+                (void) unwinder_process_reload(m->unwinder, (pid_t) e->pid, e->start_time, 0);
                 return;
-        session_on_process(m->sessions_by_slot[slot], pid, start_time, comm);
+        }
+        if (e->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[e->session])
+                return;
+        session_on_process(m->sessions_by_slot[e->session], e->pid, e->start_time, e->exec_id, comm);
 }
 
-static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+/* Process events first load unwind tables (the samples of a new process
+ * wait for them), then the symbols of all of them. */
+static void manager_proc_events(Manager *m) {
         int r = sampler_proc_events_consume(m->sampler);
         if (r < 0)
                 log_warning_errno(r, "Failed to read process events, ignoring: %m");
+        for (size_t i = 0; i < m->n_sessions; i++)
+                session_capture_pending(m->sessions[i]);
+}
+
+static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        manager_proc_events(userdata);
         return 0;
 }
 
-static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
-                      size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
-                      void *userdata) {
+static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
+                      const SamplerStack *kernel, bool stack_lost, void *userdata) {
         Manager *m = userdata;
         if (key->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[key->session])
                 return;
-        session_on_sample(m->sessions_by_slot[key->session], key, count, user, n_user, kernel, n_kernel,
-                          stack_lost);
+        session_on_sample(m->sessions_by_slot[key->session], key, count, user, kernel, stack_lost);
 }
 
 int manager_drain(Manager *m, bool full) {
         int r;
 
         /* New processes first, so their mappings are captured before their samples are resolved. */
-        (void) sampler_proc_events_consume(m->sampler);
+        manager_proc_events(m);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
                 r = sampler_drain(m->sampler, on_sample, m);
@@ -335,6 +345,7 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) manager_drain(m, false);
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_tick(m->sessions[i]);
+        unwinder_tick(m->unwinder);
         return sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC) < 0
                        ? 0
                        : sd_event_source_set_enabled(s, SD_EVENT_ON);
@@ -349,8 +360,8 @@ static void on_machine_change(const char *name, const char *old_value, const cha
 
 static void machine_apply(Manager *m, bool initial) {
         const Config *c = m->config->config;
-        int r = machine_config_apply(m->state_dir, m->opts.sysctl_root, c->machine_config, c->n_machine_config,
-                                     initial, on_machine_change, m);
+        int r = machine_config_apply(m->state_dir, m->opts.sysctl_root, c->machine_config,
+                                     c->n_machine_config, initial, on_machine_change, m);
         if (r < 0)
                 log_error_errno(r, "Failed to apply machineConfig: %m");
 }
@@ -560,9 +571,18 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the symbolizer: %m");
 
-        r = sampler_new(m->opts.attach_mode, on_proc_event, m, &m->sampler);
+        SamplerOptions sampler_opts = {
+                .mode = m->opts.attach_mode,
+                .unwind_rows = (uint32_t) m->config->config->unwind_table_rows,
+        };
+        r = sampler_new(&sampler_opts, on_proc_event, m, &m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the BPF sampler: %m");
+        SamplerUnwindMaps unwind_maps;
+        sampler_unwind_maps(m->sampler, &unwind_maps);
+        r = unwinder_new(m->event, &unwind_maps, &m->unwinder);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the unwinder: %m");
         r = sd_event_add_io(m->event, &m->proc_events, sampler_proc_events_fd(m->sampler), EPOLLIN,
                             on_proc_events_io, m);
         if (r < 0)
@@ -585,17 +605,19 @@ int manager_startup(Manager *m) {
                         return log_oom();
                 m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (m->cgroup_root_fd < 0)
-                        return log_error_errno(errno, "--cgroup-root: failed to open %s: %m", m->cgroup_root);
+                        return log_error_errno(errno, "--cgroup-root: failed to open %s: %m",
+                                               m->cgroup_root);
                 if (fstatfs(m->cgroup_root_fd, &sfs) < 0)
-                        return log_error_errno(errno, "--cgroup-root: failed to statfs %s: %m", m->cgroup_root);
+                        return log_error_errno(errno, "--cgroup-root: failed to statfs %s: %m",
+                                               m->cgroup_root);
                 if (sfs.f_type != CGROUP2_SUPER_MAGIC)
                         return log_error_errno(ENOTDIR, "--cgroup-root: %s is not a cgroup v2 mount.",
                                                m->cgroup_root);
         } else {
                 r = cg_find_unified_root(NULL, &m->cgroup_root);
                 if (r < 0)
-                        return log_error_errno(r,
-                                               "Failed to find the cgroup v2 mount in /proc/self/mountinfo: %m");
+                        return log_error_errno(
+                                r, "Failed to find the cgroup v2 mount in /proc/self/mountinfo: %m");
                 m->cgroup_root_fd = open(m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (m->cgroup_root_fd < 0)
                         return log_error_errno(errno, "Failed to open %s: %m", m->cgroup_root);
@@ -663,6 +685,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
         sd_event_source_disable_unref(m->sighup);
+        unwinder_free(m->unwinder);
         sampler_free(m->sampler);
         symbolizer_free(m->symbolizer);
         process_reader_free(m->process_reader);

@@ -12,6 +12,7 @@
 #include "process.h"
 #include "sampler.h"
 #include "symbolizer.h"
+#include "unwinder.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
@@ -103,6 +104,7 @@ typedef struct Manager {
         void *cgroups; /* tsearch: CgroupState by path */
 
         Sampler *sampler;
+        Unwinder *unwinder; /* the unwind tables in the sampler's maps */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
 

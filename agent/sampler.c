@@ -207,7 +207,7 @@ static int handle_proc_event(void *ctx, void *data, size_t size) {
         char comm[CGPROF_COMM_LEN + 1] = {};
         memcpy(comm, e->comm, CGPROF_COMM_LEN);
         if (s->proc_cb)
-                s->proc_cb(e->session, e->pid, e->start_time, comm, s->userdata);
+                s->proc_cb(e, comm, s->userdata);
         return 0;
 }
 
@@ -219,7 +219,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
         return vfprintf(stderr, fmt, ap);
 }
 
-int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
+int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
         _cleanup_(sampler_freep) Sampler *s = NULL;
         int r;
 
@@ -228,7 +228,7 @@ int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, S
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->mode = mode;
+        s->mode = opts->mode;
         s->proc_cb = proc_cb;
         s->userdata = userdata;
         s->next_slot = 1;
@@ -241,6 +241,10 @@ int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, S
         s->skel = profile_bpf__open();
         if (!s->skel)
                 return negative_errno();
+        r = bpf_map__set_max_entries(s->skel->maps.unwind_rows,
+                                     opts->unwind_rows > 0 ? opts->unwind_rows : CGPROF_UNWIND_ROWS_DEFAULT);
+        if (r < 0)
+                return r;
         r = profile_bpf__load(s->skel);
         if (r < 0)
                 return r;
@@ -379,7 +383,8 @@ static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
 }
 
 int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
-                         int cgroup_fd, uint32_t *ret_slot, const char **ret_event, char **ret_fallback) {
+                         UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
+                         char **ret_fallback) {
         _cleanup_free_ char *fallback = NULL;
         struct perf_event_attr attr;
         const char *used_event = event;
@@ -433,13 +438,18 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
         if (cgroup_fd >= 0) {
                 r = count_fds_open(s, cgroup_fd, &sl->count_fds);
                 if (r < 0)
-                        log_debug_errno(r, "Failed to open counting events for the session's cgroup, ignoring: %m");
+                        log_debug_errno(
+                                r, "Failed to open counting events for the session's cgroup, ignoring: %m");
         }
 
         sl->used = true;
         sl->session = (struct cgprof_session){
                 .group = sl->group,
-                .flags = kernel_stacks ? CGPROF_SESSION_KERNEL_STACKS : 0,
+                .flags = (kernel_stacks ? CGPROF_SESSION_KERNEL_STACKS : 0) |
+                         (unwind == UNWIND_AUTO
+                                  ? CGPROF_SESSION_UNWIND_TABLES | CGPROF_SESSION_UNWIND_FP_FALLBACK
+                          : unwind == UNWIND_DWARF ? CGPROF_SESSION_UNWIND_TABLES
+                                                   : 0),
         };
         *ret_slot = slot;
         *ret_event = used_event;
@@ -531,18 +541,17 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
 }
 
 typedef struct StackCache {
-        uint32_t id;
-        size_t n;
-        uint64_t ips[CGPROF_MAX_STACK_DEPTH];
+        uint64_t id;
         bool missing;
+        struct cgprof_stack stack;
 } StackCache;
 
 static int stack_cache_cmp(const void *a, const void *b) {
         return CMP(((const StackCache *) a)->id, ((const StackCache *) b)->id);
 }
 
-static const StackCache *stack_get(void **root, int fd, int32_t id) {
-        StackCache key = { .id = (uint32_t) id }, **found, *e;
+static const StackCache *stack_get(void **root, int fd, uint64_t id) {
+        StackCache key = { .id = id }, **found, *e;
 
         found = tfind(&key, root, stack_cache_cmp);
         if (found)
@@ -550,12 +559,9 @@ static const StackCache *stack_get(void **root, int fd, int32_t id) {
         e = calloc(1, sizeof(*e));
         if (!e)
                 return NULL;
-        e->id = (uint32_t) id;
-        if (bpf_map_lookup_elem(fd, &e->id, e->ips) < 0)
+        e->id = id;
+        if (bpf_map_lookup_elem(fd, &e->id, &e->stack) < 0 || e->stack.n > CGPROF_MAX_STACK_DEPTH)
                 e->missing = true;
-        else
-                while (e->n < CGPROF_MAX_STACK_DEPTH && e->ips[e->n] != 0)
-                        e->n++;
         if (!tsearch(e, root, stack_cache_cmp)) {
                 free(e);
                 return NULL;
@@ -563,11 +569,23 @@ static const StackCache *stack_get(void **root, int fd, int32_t id) {
         return e;
 }
 
-static int stack_delete_fd;
-static void stack_delete_and_free(void *p) {
-        StackCache *e = p;
-        (void) bpf_map_delete_elem(stack_delete_fd, &e->id);
-        free(e);
+static void stack_delete_action(const void *nodep, VISIT which, void *userdata) {
+        if (which != postorder && which != leaf)
+                return;
+        const StackCache *e = *(const StackCache *const *) nodep;
+        (void) bpf_map_delete_elem(*(int *) userdata, &e->id);
+}
+
+static const SamplerStack *stack_view(const StackCache *c, SamplerStack *ret) {
+        if (!c || c->missing)
+                return NULL;
+        *ret = (SamplerStack){
+                .pcs = (const uint64_t *) c->stack.pcs,
+                .n = c->stack.n,
+                .flags = c->stack.flags,
+                .fp_frames = (const uint64_t *) c->stack.fp_frames,
+        };
+        return ret;
 }
 
 int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
@@ -600,32 +618,39 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
         for (size_t i = 0; i < n_keys; i++) {
                 const struct cgprof_sample_key *k = &keys[i];
                 const StackCache *u = NULL, *kern = NULL;
-                bool lost = false;
+                SamplerStack uv, kv;
+                bool lost = k->lost != 0;
                 uint64_t count;
 
                 if (bpf_map_lookup_elem(counts_fd, k, &count) < 0)
                         continue;
                 (void) bpf_map_delete_elem(counts_fd, k);
 
-                if (k->user_stack >= 0) {
+                if (k->user_stack != 0) {
                         u = stack_get(&stack_root, stacks_fd, k->user_stack);
                         lost = lost || !u || u->missing;
                 }
-                if (k->kernel_stack >= 0) {
+                if (k->kernel_stack != 0) {
                         kern = stack_get(&stack_root, stacks_fd, k->kernel_stack);
                         lost = lost || !kern || kern->missing;
                 }
-                if (k->user_stack == -EEXIST || k->kernel_stack == -EEXIST)
-                        lost = true;
-
-                cb(k, count, u && !u->missing ? u->ips : NULL, u && !u->missing ? u->n : 0,
-                   kern && !kern->missing ? kern->ips : NULL, kern && !kern->missing ? kern->n : 0, lost,
-                   userdata);
+                cb(k, count, stack_view(u, &uv), stack_view(kern, &kv), lost, userdata);
         }
 
-        stack_delete_fd = stacks_fd;
-        tdestroy(stack_root, stack_delete_and_free);
+        /* The stacks this set's counts referenced: none is used by the other set. */
+        twalk_r(stack_root, stack_delete_action, &stacks_fd);
+        tdestroy(stack_root, free);
         return 0;
+}
+
+void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret) {
+        *ret = (SamplerUnwindMaps){
+                .rows_fd = bpf_map__fd(s->skel->maps.unwind_rows),
+                .tables_fd = bpf_map__fd(s->skel->maps.unwind_tables),
+                .mappings_fd = bpf_map__fd(s->skel->maps.unwind_mappings),
+                .procs_fd = bpf_map__fd(s->skel->maps.unwind_procs),
+                .n_rows = bpf_map__max_entries(s->skel->maps.unwind_rows),
+        };
 }
 
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt) {

@@ -3,6 +3,7 @@
 
 #include <linux/types.h>
 
+#include "config.h"
 #include "macro.h"
 #include "profile.h"
 
@@ -42,16 +43,29 @@ typedef struct SamplerSessionStats {
 void sampler_session_stats_done(SamplerSessionStats *s);
 
 /* New-process notifications from the kernel. */
-typedef void (*SamplerProcCallback)(uint32_t slot, uint32_t pid, uint64_t start_time, const char *comm,
-                                    void *userdata);
+typedef void (*SamplerProcCallback)(const struct cgprof_proc_event *e, const char *comm, void *userdata);
 
-/* One drained count: stacks are leaf first as the kernel records them;
- * n_user/n_kernel 0 when the stack is absent or was lost (stack_lost set). */
+/* A drained stack, leaf first as the kernel records it (NULL when the
+ * sample has none). */
+typedef struct SamplerStack {
+        const uint64_t *pcs;
+        size_t n;
+        uint32_t flags; /* CGPROF_STACK_*: how it was walked, why it ended */
+        const uint64_t *fp_frames; /* bit i: frame i was left by frame pointer */
+} SamplerStack;
+
+/* One drained count. stack_lost: a stack of the sample could not be
+ * stored or read back (its stack is NULL then). */
 typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count,
-                                      const uint64_t *user, size_t n_user, const uint64_t *kernel,
-                                      size_t n_kernel, bool stack_lost, void *userdata);
+                                      const SamplerStack *user, const SamplerStack *kernel, bool stack_lost,
+                                      void *userdata);
 
-int sampler_new(SamplerMode mode, SamplerProcCallback proc_cb, void *userdata, Sampler **ret);
+typedef struct SamplerOptions {
+        SamplerMode mode;
+        uint32_t unwind_rows; /* size of the unwind rows map; 0: CGPROF_UNWIND_ROWS_DEFAULT */
+} SamplerOptions;
+
+int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret);
 Sampler *sampler_free(Sampler *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sampler *, sampler_free);
 
@@ -69,7 +83,8 @@ int sampler_proc_events_consume(Sampler *s);
  * *ret_fallback (malloc()ed or NULL) says why. cgroup_fd is used in cgroup
  * mode. The session does not sample until sampler_session_activate(). */
 int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
-                         int cgroup_fd, uint32_t *ret_slot, const char **ret_event, char **ret_fallback);
+                         UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
+                         char **ret_fallback);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be
  * drained and its stats read. */
@@ -90,6 +105,14 @@ int sampler_session_cpu_time(Sampler *s, uint32_t slot, uint64_t *ret_nsec);
  * to cb and deleted, then the stacks it referenced are deleted. Call twice
  * to drain everything recorded before the first call. */
 int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata);
+
+/* The maps the unwinder fills (bpf/unwind.h, bpf/profile.h). */
+typedef struct SamplerUnwindMaps {
+        int rows_fd, tables_fd, mappings_fd, procs_fd;
+        uint32_t n_rows; /* entries of the rows map */
+} SamplerUnwindMaps;
+
+void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret);
 
 /* Program statistics (needs kernel.bpf_stats_enabled=1). */
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt);

@@ -10,12 +10,15 @@
 #include "journal.h"
 #include "log.h"
 #include "report.h"
+#include "unwind.h"
 #include "session.h"
 #include "template.h"
 
 typedef struct SessionProcess {
         uint32_t pid;
         uint64_t start_time;
+        uint32_t exec_id; /* the program it runs: samples before an exec() are not the new program's */
+        bool superseded; /* it called exec(): /proc names the next program */
         char *comm;
         char *cmdline;
         ProcessMaps *maps;
@@ -23,22 +26,50 @@ typedef struct SessionProcess {
         bool refreshed; /* maps re-read once for an uncovered address */
         uint64_t comm_checked; /* drain sequence number of the last comm check */
         uint32_t data_index; /* index in data->processes (wanted only) */
+        Unwinder *unwinder; /* holds a reference to the process's unwind tables */
+        bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
+        uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
 } SessionProcess;
 
 static int process_cmp(const void *a, const void *b) {
         const SessionProcess *x = a, *y = b;
         int r = CMP(x->pid, y->pid);
-        return r != 0 ? r : CMP(x->start_time, y->start_time);
+        if (r == 0)
+                r = CMP(x->start_time, y->start_time);
+        return r != 0 ? r : CMP(x->exec_id, y->exec_id);
 }
 
 static void process_free(void *p) {
         SessionProcess *sp = p;
         if (!sp)
                 return;
+        if (sp->unwinder)
+                unwinder_process_unref(sp->unwinder, (pid_t) sp->pid, sp->start_time);
         free(sp->comm);
         free(sp->cmdline);
         process_maps_free(sp->maps);
         free(sp);
+}
+
+/* Loads the process's unwind tables (or reloads them: after exec(), or
+ * for an address in a mapping loaded after them). -EAGAIN: it has no
+ * executable mapping (in the middle of exec()). */
+static int process_unwind_load(Session *s, SessionProcess *sp) {
+        Manager *m = s->manager;
+        int r;
+
+        if (s->profile->unwind == UNWIND_FRAME_POINTER)
+                return 0;
+        sp->unwind_checked = m->drain_seq;
+        if (sp->unwinder)
+                return unwinder_process_reload(sp->unwinder, (pid_t) sp->pid, sp->start_time, 0);
+        r = unwinder_process_ref(m->unwinder, (pid_t) sp->pid, sp->start_time);
+        if (r < 0)
+                return log_debug_errno(
+                        r, "Failed to load the unwind tables of PID %u, walking it by frame pointer: %m",
+                        sp->pid);
+        sp->unwinder = m->unwinder;
+        return 0;
 }
 
 static uint64_t now_usec(clockid_t clock) {
@@ -172,7 +203,8 @@ static const char *session_output(Session *s) {
                              s->profile->output ?: TEMPLATE_POD_NAMESPACED_DEFAULT) < 0)
                         s->output = NULL;
         } else
-                s->output = strdup(s->profile->output ?: (s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT));
+                s->output = strdup(s->profile->output
+                                           ?: (s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT));
         return s->output;
 }
 
@@ -274,8 +306,8 @@ static int session_start_internal(Session *s, bool now) {
         }
 
         r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
-                                 s->profile->kernel_stacks, s->cgroup_fd, &s->slot, &s->event,
-                                 &s->event_fallback);
+                                 s->profile->kernel_stacks, s->profile->unwind, s->cgroup_fd, &s->slot,
+                                 &s->event, &s->event_fallback);
         if (r < 0) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
@@ -342,8 +374,8 @@ int session_start_manual(Session *s) {
         return r;
 }
 
-static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_time) {
-        SessionProcess key = { .pid = pid, .start_time = start_time }, **p;
+static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
+        SessionProcess key = { .pid = pid, .start_time = start_time, .exec_id = exec_id }, **p;
         p = tfind(&key, &s->processes, process_cmp);
         return p ? *p : NULL;
 }
@@ -353,7 +385,14 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
         Manager *m = s->manager;
         _cleanup_free_ char *comm = NULL, *cmdline = NULL;
-        int r;
+        int r, unwind;
+
+        /* Unwind tables first, before anything else: until they are loaded
+         * its samples are walked by frame pointer. (Dropped below if the
+         * process is not wanted.) In the middle of exec() there is nothing
+         * to load or capture yet: the exec() or its first sample will be
+         * reported again. */
+        unwind = process_unwind_load(s, sp);
 
         r = process_reader_read(m->process_reader, (pid_t) sp->pid, &comm, &cmdline);
         if (r >= 0 && sp->cmdline && cmdline[0] == '[') {
@@ -404,16 +443,47 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                 if (changed)
                         (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
                                                         &sp->data_index);
+                if (unwind == -EAGAIN && sp->maps)
+                        return;
+                /* Its symbols are read after the other events at hand:
+                 * their unwind tables come first (session_capture_pending()). */
+                sp->capture_pending = true;
+                s->captures_pending = true;
+        } else {
                 process_maps_free(TAKE_PTR(sp->maps));
-                r = symbolizer_capture(m->symbolizer, (pid_t) sp->pid, &sp->maps);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
-        } else
-                process_maps_free(TAKE_PTR(sp->maps));
+                if (sp->unwinder)
+                        unwinder_process_unref(sp->unwinder, (pid_t) sp->pid, sp->start_time);
+                sp->unwinder = NULL;
+        }
 }
 
-static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time, bool *ret_new) {
-        SessionProcess *sp = process_find(s, pid, start_time);
+static void process_capture(Session *s, SessionProcess *sp) {
+        int r;
+
+        sp->capture_pending = false;
+        process_maps_free(TAKE_PTR(sp->maps));
+        r = symbolizer_capture(s->manager->symbolizer, (pid_t) sp->pid, &sp->maps);
+        if (r < 0)
+                log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
+}
+
+static void capture_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+
+        if ((which == postorder || which == leaf) && sp->capture_pending)
+                process_capture(userdata, sp);
+}
+
+void session_capture_pending(Session *s) {
+        if (!s->captures_pending)
+                return;
+        s->captures_pending = false;
+        twalk_r(s->processes, capture_action, s);
+}
+
+static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id,
+                                   bool *ret_new) {
+        SessionProcess *sp = process_find(s, pid, start_time, exec_id), *before;
         if (sp) {
                 *ret_new = false;
                 return sp;
@@ -423,19 +493,27 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
                 return NULL;
         sp->pid = pid;
         sp->start_time = start_time;
+        sp->exec_id = exec_id;
         if (!tsearch(sp, &s->processes, process_cmp)) {
                 free(sp);
                 return NULL;
         }
+        /* The program it ran before this exec() is over: /proc now tells
+         * of this one. */
+        before = process_find(s, pid, start_time, exec_id - 1);
+        if (before)
+                before->superseded = true;
         *ret_new = true;
         return sp;
 }
 
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const char *comm) {
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
         bool is_new;
-        SessionProcess *sp = process_get(s, pid, start_time, &is_new);
+        SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
         if (!sp)
                 return (void) log_oom();
+        if (sp->superseded && !is_new)
+                return; /* a late event of the program before exec(): what we knew stays */
         /* New, or re-reported after exec() or a rename: (re-)examine. */
         process_examine(s, sp, comm);
 }
@@ -445,8 +523,14 @@ void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const cha
 #define KERNEL_SPACE_START UINT64_C(0xffff800000000000)
 
 /* Interns the frame and the location of one sampled address. */
-static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, uint32_t *ret_frame,
-                       uint32_t *ret_location) {
+/* How a user frame was left: by its unwind table, or by frame pointer. */
+typedef enum FrameWalk {
+        FRAME_WALK_TABLE,
+        FRAME_WALK_FP,
+} FrameWalk;
+
+static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, FrameWalk walk,
+                       bool leaf, uint32_t *ret_frame, uint32_t *ret_location) {
         Manager *m = s->manager;
         uint32_t frame, mapping = PROFILE_NONE;
         ResolvedFrame rf = {};
@@ -477,10 +561,32 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
         if (r < 0)
                 return r;
         if (rf.path) {
+                ProfileMapping *pm;
+                uint8_t rule;
+
                 r = profile_data_intern_mapping(s->data, rf.path, rf.map_start, rf.map_end, rf.map_pgoff,
                                                 rf.build_id, false, &mapping);
                 if (r < 0)
                         return r;
+                pm = &s->data->mappings[mapping];
+                if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
+                        r = profile_data_mapping_set_unwind_table(
+                                s->data, mapping, unwinder_describe(m->unwinder, (pid_t) sp->pid, addr));
+                        if (r < 0)
+                                return r;
+                }
+                if (walk == FRAME_WALK_FP)
+                        pm->fp_frames += count;
+                else
+                        pm->table_frames += count;
+                /* Whether the function keeps a frame pointer: its CFA is
+                 * computed from it (the leaf may be in a prologue). */
+                if (!leaf && unwinder_frame_rule(m->unwinder, (pid_t) sp->pid, addr, &rule) >= 0) {
+                        if (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_FP)
+                                pm->fp_cfa_frames += count;
+                        else if (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_SP)
+                                pm->sp_cfa_frames += count;
+                }
         }
         r = profile_data_intern_location(s->data, addr, mapping, frame, ret_location);
         if (r < 0)
@@ -518,13 +624,46 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
         return 0;
 }
 
-void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
-                       size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost) {
-        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH], locations[2 * CGPROF_MAX_STACK_DEPTH];
-        size_t n = 0;
-        bool is_new;
+static bool stack_fp_frame(const SamplerStack *st, size_t i) {
+        if (st->flags & CGPROF_STACK_KERNEL_WALK)
+                return true;
+        return i < CGPROF_MAX_STACK_DEPTH && (st->fp_frames[i / 64] >> (i % 64)) & 1;
+}
 
-        SessionProcess *sp = process_get(s, key->pid, key->start_time, &is_new);
+static void session_count_walk(Session *s, const SamplerStack *st, uint64_t count) {
+        static const struct {
+                uint32_t flag;
+                size_t offset;
+        } reasons[] = {
+                { CGPROF_STACK_COMPLETE, offsetof(ReportUnwindInfo, complete) },
+                { CGPROF_STACK_TRUNCATED, offsetof(ReportUnwindInfo, truncated) },
+                { CGPROF_STACK_NO_MAPPING, offsetof(ReportUnwindInfo, no_mapping) },
+                { CGPROF_STACK_NO_TABLE, offsetof(ReportUnwindInfo, no_table) },
+                { CGPROF_STACK_UNSUPPORTED, offsetof(ReportUnwindInfo, unsupported) },
+                { CGPROF_STACK_READ_ERROR, offsetof(ReportUnwindInfo, read_error) },
+                { CGPROF_STACK_BAD_FRAME, offsetof(ReportUnwindInfo, bad_frame) },
+                { CGPROF_STACK_FP_END, offsetof(ReportUnwindInfo, fp_end) },
+        };
+
+        if (st->flags & CGPROF_STACK_PENDING)
+                s->unwind.pending_walks += count;
+        else if (st->flags & CGPROF_STACK_KERNEL_WALK)
+                s->unwind.kernel_walks += count;
+        else {
+                s->unwind.table_walks += count;
+                for (size_t i = 0; i < ELEMENTSOF(reasons); i++)
+                        if (st->flags & reasons[i].flag)
+                                *(uint64_t *) ((uint8_t *) &s->unwind + reasons[i].offset) += count;
+        }
+}
+
+void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
+                       const SamplerStack *user, const SamplerStack *kernel, bool stack_lost) {
+        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH], locations[2 * CGPROF_MAX_STACK_DEPTH];
+        size_t n = 0, n_user = user ? user->n : 0, n_kernel = kernel ? kernel->n : 0;
+        bool is_new, truncated = false;
+
+        SessionProcess *sp = process_get(s, key->pid, key->start_time, key->exec_id, &is_new);
         if (!sp)
                 return (void) log_oom();
         if (is_new)
@@ -533,13 +672,15 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 s->excluded += count;
                 return;
         }
+        if (sp->capture_pending)
+                process_capture(s, sp);
         if (stack_lost)
                 s->stack_lost += count;
 
         /* A process may rename itself (prctl(PR_SET_NAME), pthread_setname_np)
          * after its first sample: look again once per drain while it lives,
          * and attribute later samples to the new name. */
-        if (sp->comm_checked != s->manager->drain_seq) {
+        if (sp->comm_checked != s->manager->drain_seq && !sp->superseded) {
                 _cleanup_free_ char *path = NULL, *comm = NULL;
                 sp->comm_checked = s->manager->drain_seq;
                 if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_one_line_file(path, &comm) >= 0 &&
@@ -551,21 +692,33 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 }
         }
 
+        if (user) {
+                session_count_walk(s, user, count);
+                /* Tables not loaded yet (a missed event, exec()), or an
+                 * address outside the mappings they know (dlopen()): load
+                 * them, at most once per drain. */
+                if ((user->flags & (CGPROF_STACK_PENDING | CGPROF_STACK_NO_MAPPING)) &&
+                    sp->unwind_checked != s->manager->drain_seq)
+                        (void) process_unwind_load(s, sp);
+                truncated = (user->flags & CGPROF_STACK_TRUNCATED) ||
+                            ((user->flags & CGPROF_STACK_KERNEL_WALK) && n_user >= s->max_stack_depth);
+        }
+
         /* Root first: the outermost user frame ... the innermost kernel frame.
          * Except for each stack's first entry (the interrupted PC), the
          * addresses are return addresses, after the call: use addr - 1, inside
          * the call instruction, for symbols and locations. */
         for (size_t i = n_user; i > 0; i--)
-                if (intern_user(s, sp, i - 1 == 0 ? user[i - 1] : user[i - 1] - 1, count, &frames[n],
-                                &locations[n]) >= 0)
+                if (intern_user(s, sp, i - 1 == 0 ? user->pcs[i - 1] : user->pcs[i - 1] - 1, count,
+                                stack_fp_frame(user, i - 1) ? FRAME_WALK_FP : FRAME_WALK_TABLE, i - 1 == 0,
+                                &frames[n], &locations[n]) >= 0)
                         n++;
         for (size_t i = n_kernel; i > 0; i--)
-                if (intern_kernel(s, i - 1 == 0 ? kernel[i - 1] : kernel[i - 1] - 1, count, &frames[n],
-                                  &locations[n]) >= 0)
+                if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, count,
+                                  &frames[n], &locations[n]) >= 0)
                         n++;
 
-        if (profile_data_add_stack_full(s->data, sp->data_index, frames, locations, n,
-                                        n_user >= s->max_stack_depth, count) < 0)
+        if (profile_data_add_stack_full(s->data, sp->data_index, frames, locations, n, truncated, count) < 0)
                 log_oom();
 }
 
@@ -684,7 +837,9 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                 .cpu_usage_source = usage_source,
                 .unsymbolized_frames = s->frames_unsymbolized,
                 .total_frames = s->frames_total,
+                .unwind = s->unwind,
         };
+        info.unwind.mode = unwind_mode_to_string(s->profile->unwind);
 
         random_uid(ts_uid);
         snprintf(node_buf, sizeof(node_buf), "%s", strempty(m->node_name));

@@ -5,6 +5,7 @@
 
 #include "manager.h"
 #include "profile-data.h"
+#include "report.h"
 
 /* A session: one profile applied to one target cgroup for a span of time.
  * It owns its slot in the sampler, the processes seen in it (with their
@@ -59,6 +60,8 @@ struct Session {
         uint64_t excluded; /* samples of excluded processes */
         uint64_t stack_lost; /* samples whose stack was lost */
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
+        bool captures_pending; /* a process's mappings and symbols are to be captured */
+        ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
 };
 
 /* What a container's session knows of its pod; container may be NULL (not
@@ -67,8 +70,8 @@ typedef struct SessionKube {
         const char *namespace, *pod, *pod_uid, *container, *container_id;
 } SessionKube;
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup, const SessionKube *kube,
-                Session **ret);
+int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup,
+                const SessionKube *kube, Session **ret);
 /* The same under a rule: a target and profile that may come from a
  * namespace's ProfileConfig (the session holds rule->rule_set). */
 int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, const char *cgroup,
@@ -97,8 +100,14 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir);
 void session_discard(Session *s);
 
 /* The kernel saw the process (first sample, exec() or rename); comm is its name then. */
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, const char *comm);
-void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
-                       size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost);
+/* A process is (pid, start time, exec() count): each program a process runs
+ * is its own, so samples taken before an exec() stay with the program that
+ * ran then. */
+void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm);
+void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
+                       const SamplerStack *user, const SamplerStack *kernel, bool stack_lost);
+/* Captures the mappings and symbols of the processes reported since the
+ * last call (after a batch of process events, and before a drain). */
+void session_capture_pending(Session *s);
 /* Called on every drain tick: updates the cgroup's CPU usage. */
 void session_tick(Session *s);

@@ -38,12 +38,12 @@
 #include "elf-symtab.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "proc-maps.h"
 #include "symbolizer.h"
 
 #define MAX_FILES_DEFAULT 256U
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define VDSO_MODULE "[vdso]"
-#define DELETED_SUFFIX " (deleted)"
 /* When kallsyms hides its addresses (kptr_restrict), look again this much
  * later: the machine config may change kernel.kptr_restrict. */
 #define KALLSYMS_RETRY_USEC (60 * USEC_PER_SEC)
@@ -279,53 +279,6 @@ static FileEntry *cache_find(Symbolizer *s, const struct stat *st) {
 
 /* ---- opening files ---- */
 
-static int open_regular_at(int dirfd, const char *path, bool in_root) {
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
-
-        if (in_root) {
-                /* Resolve absolute symlinks and ".." inside the process's
-                 * root, not ours: a container's /usr/lib/debug must not lead
-                 * to the host's files. */
-                struct open_how how = {
-                        .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-                        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-                };
-
-                fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-                if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-                        /* openat2() not there (before 5.6) or filtered. */
-                        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        } else
-                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-
-        /* Never a FIFO or a device, whatever a container put there. */
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        return TAKE_FD(fd);
-}
-
-/* path is absolute, as the process sees it. */
-static int open_in_process_root(const Symbolizer *s, pid_t pid, const char *path) {
-        _cleanup_free_ char *root = NULL;
-        _cleanup_close_ int root_fd = -EBADF;
-
-        if (asprintf(&root, "%s/%d/root", s->proc_root, (int) pid) < 0)
-                return -ENOMEM;
-        root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root_fd < 0)
-                return negative_errno();
-
-        path += strspn(path, "/");
-        if (path[0] == '\0')
-                return -EISDIR;
-        return open_regular_at(root_fd, path, true);
-}
-
 /* Loads the debug file at fd if it is one of the build build_id, with symbols. */
 static int load_debug_file(int fd, const char *what, const char *build_id, ElfSymtab **ret) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
@@ -359,7 +312,7 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
 
         if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
                 return;
-        fd = open_in_process_root(s, pid, rel);
+        fd = proc_open_in_root(s->proc_root, pid, rel);
         if (fd >= 0) {
                 (void) load_debug_file(fd, "process's", build_id, &debug);
                 fd = safe_close(fd);
@@ -429,52 +382,31 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
 /* ---- the vDSO ---- */
 
 static void symbolizer_load_vdso(Symbolizer *s) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *line = NULL;
         _cleanup_free_ FileEntry *e = NULL;
         _cleanup_free_ void *image = NULL;
-        unsigned long base;
-        uint64_t start = 0, end = 0;
-        size_t alloc = 0;
+        const void *own;
+        size_t size;
         int r;
 
         if (s->vdso_tried)
                 return;
         s->vdso_tried = true;
 
-        base = getauxval(AT_SYSINFO_EHDR);
-        if (base == 0)
+        if (proc_self_vdso(&own, &size) < 0)
                 return;
-
-        /* Our own maps, whatever proc_root says: it is our vDSO. */
-        f = fopen("/proc/self/maps", "re");
-        if (!f)
-                return;
-        while (getline(&line, &alloc, f) > 0) {
-                uint64_t a, b;
-
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64, &a, &b) == 2 && a == base && b > a) {
-                        start = a;
-                        end = b;
-                        break;
-                }
-        }
-        if (end == 0)
-                return;
-
         e = calloc(1, sizeof(FileEntry));
-        image = malloc(end - start);
+        image = malloc(size);
         if (!e || !image)
                 return;
-        memcpy(image, (const void *) (uintptr_t) start, end - start);
-        r = elf_symtab_load_memory(image, end - start, &e->symtab);
+        memcpy(image, own, size);
+        r = elf_symtab_load_memory(image, size, &e->symtab);
         if (r < 0) {
                 log_debug_errno(r, "Failed to read the vDSO's symbols, ignoring: %m");
                 return;
         }
         e->owner = s;
         s->vdso_image = TAKE_PTR(image);
-        s->vdso_size = end - start;
+        s->vdso_size = size;
         s->vdso = file_entry_ref(TAKE_PTR(e));
 }
 
@@ -551,56 +483,36 @@ bool process_maps_covers(const ProcessMaps *m, uint64_t addr) {
         return m && mappings_find(m->mappings, m->n_mappings, addr);
 }
 
-/* "start-end perms offset major:minor inode   path". Fills everything but
- * the file reference; returns 0 for a line to skip (not executable). */
+/* Fills everything but the file reference; returns 0 for a line to skip
+ * (not executable). */
 static int parse_maps_line(char *line, Mapping *ret) {
-        uint64_t start, end, pgoff, inode;
-        unsigned maj, min;
-        char perms[8];
-        const char *module = NULL;
-        char *path = NULL, *p;
-        size_t len;
-        int pos = 0;
+        const char *module = NULL, *slash;
+        ProcMapsEntry e;
+        char *path;
+        int r;
 
-        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 "%n", &start, &end, perms,
-                   &pgoff, &maj, &min, &inode, &pos) < 7 ||
-            pos == 0)
-                return -EBADMSG;
-        if (strlen(perms) < 4 || end <= start)
-                return -EBADMSG;
-        if (perms[2] != 'x')
+        r = proc_maps_parse_line(line, &e);
+        if (r < 0)
+                return r;
+        if (!proc_maps_entry_executable(&e))
                 return 0;
 
-        p = line + pos;
-        p += strspn(p, " \t");
-        len = strcspn(p, "\n");
-        p[len] = '\0';
-
         *ret = (Mapping){
-                .start = start,
-                .end = end,
-                .pgoff = pgoff,
-                .maps_major = maj,
-                .maps_minor = min,
-                .maps_inode = inode,
+                .start = e.start,
+                .end = e.end,
+                .pgoff = e.pgoff,
+                .maps_major = e.major,
+                .maps_minor = e.minor,
+                .maps_inode = e.inode,
+                .deleted = e.deleted,
         };
-
-        if (len == 0)
+        if (e.path[0] == '\0')
                 return 1; /* anonymous: JIT code and the like */
 
-        path = strdup(p);
+        path = strdup(e.path);
         if (!path)
                 return -ENOMEM;
-
-        if (path[0] == '/') {
-                size_t l = strlen(path), sl = strlen(DELETED_SUFFIX);
-                const char *slash;
-
-                /* Deleted (e.g. upgraded) files still resolve through map_files. */
-                if (l > sl && streq(path + l - sl, DELETED_SUFFIX)) {
-                        path[l - sl] = '\0';
-                        ret->deleted = true;
-                }
+        if (proc_maps_entry_file_backed(&e)) {
                 slash = strrchr(path, '/');
                 module = slash[1] ? slash + 1 : path;
                 ret->file_backed = true;
@@ -623,36 +535,22 @@ static bool mapping_same(const Mapping *a, const Mapping *b) {
 
 /* Takes a reference to the symbols of a file-backed mapping, if we can. */
 static int mapping_attach_file(Symbolizer *s, pid_t pid, Mapping *mp) {
-        _cleanup_free_ char *map_file = NULL;
         _cleanup_close_ int fd = -EBADF;
+        ProcMapsEntry e = {
+                .start = mp->start,
+                .end = mp->end,
+                .pgoff = mp->pgoff,
+                .major = mp->maps_major,
+                .minor = mp->maps_minor,
+                .inode = mp->maps_inode,
+                .path = mp->path,
+                .deleted = mp->deleted,
+        };
         int r;
 
-        /* The kernel names these "%lx-%lx": lowercase hex, no 0x, no padding. */
-        if (asprintf(&map_file, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, (int) pid, mp->start,
-                     mp->end) < 0)
-                return -ENOMEM;
-
-        fd = open_regular_at(AT_FDCWD, map_file, false);
-        if (fd < 0 && !mp->deleted) {
-                /* map_files needs CAP_SYS_ADMIN; the path, through the
-                 * process's root, works in containers too. */
-                fd = open_in_process_root(s, pid, mp->path);
-                if (fd >= 0) {
-                        struct stat st;
-
-                        /* The path may name another file by now. Where the
-                         * device agrees with the maps line, so must the inode
-                         * (overlayfs shows different devices: no check). */
-                        if (fstat(fd, &st) < 0)
-                                return negative_errno();
-                        if (major(st.st_dev) == mp->maps_major && minor(st.st_dev) == mp->maps_minor &&
-                            (uint64_t) st.st_ino != mp->maps_inode) {
-                                log_debug("%s of PID %d was replaced, not symbolizing it.", mp->path,
-                                          (int) pid);
-                                return -ESTALE;
-                        }
-                }
-        }
+        fd = proc_maps_open_file(s->proc_root, pid, &e);
+        if (fd == -ESTALE)
+                log_debug("%s of PID %d was replaced, not symbolizing it.", mp->path, (int) pid);
         if (fd < 0) {
                 log_debug_errno(fd, "Failed to open %s of PID %d, ignoring: %m", mp->path, (int) pid);
                 return fd;

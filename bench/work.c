@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fixed-work CPU workload for bench/overhead.
  *
- *   cgprof-bench-work ITERATIONS
+ *   cgprof-bench-work [--depth N] ITERATIONS
  *
  * Runs ITERATIONS rounds of a deterministic compute loop spread over a few
  * non-inlined functions (so a profiler sees a real call chain:
@@ -13,12 +13,19 @@
  *
  *   elapsed <wall seconds> cpu <CPU seconds> iterations <N> checksum <x>
  *
- * Timing covers the work only (not exec, dynamic linking or exit). */
+ * Timing covers the work only (not exec, dynamic linking or exit).
+ *
+ * --depth N (0 to 64, default 0) puts N more frames between main and
+ * run_work (main → descend × N → run_work → ...), so that a stack walker
+ * has more frames to walk; the work itself is the same. bench/overhead
+ * uses it with cgprof-bench-work-nofp, the same source built with
+ * -fomit-frame-pointer, to measure DWARF (.eh_frame) unwinding. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* noclone too: GCC would otherwise profile as "bench_hash.constprop.0". */
@@ -97,6 +104,19 @@ NOINLINE static uint64_t run_work(uint64_t iterations) {
         return h ^ (uint64_t) (v * 1e9);
 }
 
+/* depth (>= 1) frames of its own above run_work. Not a tail call (the asm
+ * uses the result after the call), so each level keeps a frame on the stack. */
+NOINLINE static uint64_t descend(unsigned depth, uint64_t iterations) {
+        uint64_t r;
+
+        if (depth <= 1)
+                r = run_work(iterations);
+        else
+                r = descend(depth - 1, iterations);
+        __asm__ volatile("" : "+r"(r));
+        return r;
+}
+
 static void init_walk(void) {
         /* A fixed single-cycle permutation (Sattolo's shuffle with a fixed LCG). */
         uint32_t seed = 12345;
@@ -113,18 +133,30 @@ static void init_walk(void) {
 
 int main(int argc, char *argv[]) {
         unsigned long long iterations;
+        unsigned long depth = 0;
         double w0, c0, w1, c1;
         uint64_t sum;
+        const char *arg;
         char *end;
 
-        if (argc != 2) {
-                fprintf(stderr, "usage: %s ITERATIONS\n", argv[0]);
+        if (argc == 4 && strcmp(argv[1], "--depth") == 0) {
+                errno = 0;
+                depth = strtoul(argv[2], &end, 10);
+                if (errno != 0 || end == argv[2] || *end != 0 || depth > 64) {
+                        fprintf(stderr, "%s: invalid --depth '%s' (0 to 64)\n", argv[0], argv[2]);
+                        return 2;
+                }
+                arg = argv[3];
+        } else if (argc == 2)
+                arg = argv[1];
+        else {
+                fprintf(stderr, "usage: %s [--depth N] ITERATIONS\n", argv[0]);
                 return 2;
         }
         errno = 0;
-        iterations = strtoull(argv[1], &end, 10);
-        if (errno != 0 || end == argv[1] || *end != 0 || iterations == 0) {
-                fprintf(stderr, "%s: invalid ITERATIONS '%s'\n", argv[0], argv[1]);
+        iterations = strtoull(arg, &end, 10);
+        if (errno != 0 || end == arg || *end != 0 || iterations == 0) {
+                fprintf(stderr, "%s: invalid ITERATIONS '%s'\n", argv[0], arg);
                 return 2;
         }
 
@@ -132,7 +164,7 @@ int main(int argc, char *argv[]) {
 
         w0 = now(CLOCK_MONOTONIC);
         c0 = now(CLOCK_PROCESS_CPUTIME_ID);
-        sum = run_work(iterations);
+        sum = depth ? descend((unsigned) depth, iterations) : run_work(iterations);
         c1 = now(CLOCK_PROCESS_CPUTIME_ID);
         w1 = now(CLOCK_MONOTONIC);
 

@@ -2,8 +2,18 @@
 /* cgprof's sampler: a perf_event program that keeps only samples of cgroups
  * with an active session and counts (session, process, user stack, kernel
  * stack) in the kernel. Counts and stacks are double-buffered: the agent
- * flips 'active_set' and drains the other set, so a stack ID it reads is
- * never reused under it. */
+ * flips 'active_set' and drains the other set, so a stack it reads is never
+ * replaced under it.
+ *
+ * User stacks are walked here with the unwind tables the agent built from
+ * the process's files' .eh_frame (bpf/unwind.h), frame by frame: find the
+ * mapping of the address (unwind_mappings), binary-search its table's rows,
+ * compute the CFA, read the return address and the saved frame pointer.
+ * A frame whose mapping has no table (JIT code, no .eh_frame) is left by
+ * frame pointer when the session allows it. Processes whose tables are not
+ * loaded yet, and sessions that ask for frame pointers, get the kernel's
+ * frame-pointer walk (bpf_get_stack). Stacks are stored by a 64-bit hash
+ * and compared frame by frame on insert. */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -12,12 +22,16 @@
 #include <bpf/bpf_core_read.h>
 
 #include "profile.h"
+#include "unwind.h"
 
 #ifndef EEXIST
 #define EEXIST 17
 #endif
 #ifndef EFAULT
 #define EFAULT 14
+#endif
+#ifndef E2BIG
+#define E2BIG 7
 #endif
 #ifndef ENOENT
 #define ENOENT 2
@@ -32,6 +46,8 @@ struct task_struct {
         struct task_struct *group_leader;
         __s32 tgid;
         char comm[16];
+        void *mm;
+        __u32 self_exec_id; /* u64 since Linux 5.9: its low half (little-endian) */
 } __attribute__((preserve_access_index));
 
 /* Which counts/stacks set the program writes to (0 or 1). */
@@ -66,12 +82,12 @@ struct {
                 __type(value, __u64);                  \
         } n SEC(".maps")
 
-#define STACKS_MAP(n)                                                       \
-        struct {                                                            \
-                __uint(type, BPF_MAP_TYPE_STACK_TRACE);                     \
-                __uint(max_entries, 16384);                                 \
-                __uint(key_size, sizeof(__u32));                            \
-                __uint(value_size, CGPROF_MAX_STACK_DEPTH * sizeof(__u64)); \
+#define STACKS_MAP(n)                                       \
+        struct {                                            \
+                __uint(type, BPF_MAP_TYPE_HASH);            \
+                __uint(max_entries, CGPROF_STACKS_PER_SET); \
+                __type(key, __u64);                         \
+                __type(value, struct cgprof_stack);         \
         } n SEC(".maps")
 
 COUNTS_MAP(counts0);
@@ -91,13 +107,78 @@ struct {
         __uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
 
+/* Unwind tables: the agent writes rows through mmap() (max_entries is set
+ * from the config before load). */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, CGPROF_UNWIND_ROWS_DEFAULT);
+        __type(key, __u32);
+        __type(value, struct cgprof_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, CGPROF_MAX_UNWIND_TABLES);
+        __type(key, __u32);
+        __type(value, struct cgprof_unwind_table);
+} unwind_tables SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __uint(max_entries, CGPROF_MAX_MAPPING_ENTRIES);
+        __type(key, struct cgprof_mapping_key);
+        __type(value, struct cgprof_mapping);
+} unwind_mappings SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, CGPROF_MAX_UNWIND_PROCS);
+        __type(key, __u32); /* tgid */
+        __type(value, struct cgprof_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* Per-CPU scratch: the stack being walked and the walker's registers (too
+ * big for the BPF stack). */
+struct walk_state {
+        __u64 ip, sp, fp;
+        struct cgprof_mapping map; /* the last mapping found (map.end 0: none) */
+        __u64 start_time;
+        __u32 pid;
+        __u32 session_flags;
+        __u32 session;
+        __u32 pad;
+};
+
+struct scratch {
+        struct walk_state w;
+        struct cgprof_stack user;
+        struct cgprof_stack kernel;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+/* A frame index the verifier sees bounded: masked in a register the
+ * compiler cannot swap for an unmasked copy. */
+static __always_inline __u64 frame_index(__u64 i) {
+        asm volatile("%0 &= %1" : "+r"(i) : "i"(CGPROF_MAX_STACK_DEPTH - 1));
+        return i;
+}
+
 static __always_inline int comm_equal(const char *a, const char *b) {
         /* 16 bytes compared as two words. */
         return ((const __u64 *) a)[0] == ((const __u64 *) b)[0] &&
                ((const __u64 *) a)[1] == ((const __u64 *) b)[1];
 }
 
-static __always_inline void note_process(struct task_struct *task, __u32 pid, __u64 start_time, __u32 slot) {
+static __always_inline void note_process(struct task_struct *task, __u32 pid, __u64 start_time,
+                                         __u32 exec_id, __u32 slot) {
         struct cgprof_proc_seen *seen, v = { .start_time = start_time, .session = slot };
         struct cgprof_proc_event *e;
 
@@ -115,68 +196,379 @@ static __always_inline void note_process(struct task_struct *task, __u32 pid, __
         e->pid = pid;
         e->session = slot;
         __builtin_memcpy(e->comm, v.comm, sizeof(e->comm));
+        e->kind = CGPROF_PROC_EVENT_SEEN;
+        e->exec_id = exec_id;
         bpf_ringbuf_submit(e, 0);
         bpf_map_update_elem(&procs_seen, &pid, &v, BPF_ANY);
 }
 
-static __always_inline int stack_id(void *ctx, void *stack_map, __u64 flags,
-                                    struct cgprof_session_stats *st) {
-        long id = bpf_get_stackid(ctx, stack_map, flags);
-        if (id == -EEXIST) {
-                if (st)
-                        __sync_fetch_and_add(&st->collisions, 1);
-        } else if (id < 0 && id != -EFAULT) {
-                if (st)
-                        __sync_fetch_and_add(&st->stack_errors, 1);
-        }
-        return (int) id;
+/* ---- The stacks store: keyed by a 64-bit hash of the stack, every insert
+ * compared frame by frame, so a hash collision never merges two stacks. ---- */
+
+static __always_inline __u64 hash_mix(__u64 h, __u64 v) {
+        h ^= v * 0x9e3779b97f4a7c15ULL;
+        h = (h << 31) | (h >> 33);
+        return h * 0xff51afd7ed558ccdULL;
 }
 
-static __always_inline int record(void *ctx, void *counts, void *stack_map, struct cgprof_sample_key *key,
-                                  __u32 flags, struct cgprof_session_stats *st) {
-        __u64 one = 1, *v;
+struct hash_ctx {
+        struct cgprof_stack *st;
+        __u64 h;
+};
 
-        key->user_stack = stack_id(ctx, stack_map, BPF_F_USER_STACK, st);
-        if (flags & CGPROF_SESSION_KERNEL_STACKS)
-                key->kernel_stack = stack_id(ctx, stack_map, 0, st);
+static long hash_frame(__u32 i, void *data) {
+        struct hash_ctx *c = data;
+        if (i >= c->st->n || i >= CGPROF_MAX_STACK_DEPTH)
+                return 1;
+        c->h = hash_mix(c->h, c->st->pcs[frame_index(i)]);
+        return 0;
+}
+
+struct equal_ctx {
+        struct cgprof_stack *a, *b;
+        int equal;
+};
+
+static long equal_frame(__u32 i, void *data) {
+        struct equal_ctx *c = data;
+        if (i >= c->a->n || i >= CGPROF_MAX_STACK_DEPTH)
+                return 1;
+        __u64 k = frame_index(i);
+        if (c->a->pcs[k] != c->b->pcs[k]) {
+                c->equal = 0;
+                return 1;
+        }
+        return 0;
+}
+
+static __always_inline int stack_equal(struct cgprof_stack *a, struct cgprof_stack *b) {
+        struct equal_ctx c = { .a = a, .b = b, .equal = 1 };
+
+        if (a->n != b->n || a->flags != b->flags || a->fp_frames[0] != b->fp_frames[0] ||
+            a->fp_frames[1] != b->fp_frames[1])
+                return 0;
+        bpf_loop(CGPROF_MAX_STACK_DEPTH, equal_frame, &c, 0);
+        return c.equal;
+}
+
+#define STORE_PROBES 4
+
+/* Returns the stack's key in the map, 0 when it could not be stored. */
+static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st,
+                                         struct cgprof_session_stats *stats) {
+        struct hash_ctx hc = { .st = st, .h = hash_mix(st->n, st->flags) };
+        struct cgprof_stack *v;
+        long r;
+
+        hc.h = hash_mix(hc.h, st->fp_frames[0] ^ (st->fp_frames[1] << 1));
+        bpf_loop(CGPROF_MAX_STACK_DEPTH, hash_frame, &hc, 0);
+
+        for (int i = 0; i < STORE_PROBES; i++) {
+                __u64 key = hc.h + i;
+                if (key == 0)
+                        continue; /* 0 means "no stack" */
+                v = bpf_map_lookup_elem(stacks, &key);
+                if (!v) {
+                        r = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
+                        if (r == 0)
+                                return key;
+                        if (r != -EEXIST) {
+                                if (stats)
+                                        __sync_fetch_and_add(&stats->stack_errors, 1);
+                                return 0; /* full */
+                        }
+                        /* Another CPU stored a stack with this key meanwhile. */
+                        v = bpf_map_lookup_elem(stacks, &key);
+                        if (!v)
+                                continue;
+                }
+                if (stack_equal(v, st))
+                        return key;
+        }
+        if (stats)
+                __sync_fetch_and_add(&stats->collisions, 1);
+        return 0;
+}
+
+/* ---- The user stack walk with unwind tables ---- */
+
+/* The last row whose pc <= rel, in rows [first, first + n). */
+static __always_inline struct cgprof_unwind_row *row_find(__u32 first, __u32 n, __u32 rel) {
+        __u32 lo = 0, hi = n; /* the answer is in [lo, hi) once row lo's pc <= rel */
+        struct cgprof_unwind_row *row;
+        __u32 idx;
+
+        if (n == 0)
+                return NULL;
+        idx = first;
+        row = bpf_map_lookup_elem(&unwind_rows, &idx);
+        if (!row || row->pc > rel)
+                return NULL;
+        for (int i = 0; i < 32 && hi - lo > 1; i++) {
+                __u32 mid = lo + (hi - lo) / 2;
+                idx = first + mid;
+                row = bpf_map_lookup_elem(&unwind_rows, &idx);
+                if (!row)
+                        return NULL;
+                if (row->pc <= rel)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        idx = first + lo;
+        return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+static __always_inline int mapping_find(struct walk_state *w, __u64 addr) {
+        struct cgprof_mapping_key key = {
+                .prefixlen = 96,
+                .pid_be = __builtin_bswap32(w->pid),
+                .addr_be = __builtin_bswap64(addr),
+        };
+        struct cgprof_mapping *m;
+
+        if (addr >= w->map.start && addr < w->map.end)
+                return 0;
+        m = bpf_map_lookup_elem(&unwind_mappings, &key);
+        if (!m)
+                return -ENOENT;
+        w->map = *m;
+        return 0;
+}
+
+#define USER_ADDR_MAX 0x00007fffffffffffULL /* x86-64 and arm64 (48-bit) user space */
+
+static __always_inline int read_user_u64(__u64 addr, __u64 *ret) {
+        if (addr > USER_ADDR_MAX - 8)
+                return -EFAULT;
+        return bpf_probe_read_user(ret, sizeof(*ret), (void *) addr);
+}
+
+/* One frame by frame pointer: [fp] is the caller's fp, [fp + 8] the return address. */
+static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st) {
+        __u64 next_fp, ra;
+
+        if (w->fp == 0) {
+                st->flags |= CGPROF_STACK_FP_END;
+                return 1;
+        }
+        if (read_user_u64(w->fp, &next_fp) < 0 || read_user_u64(w->fp + 8, &ra) < 0) {
+                st->flags |= CGPROF_STACK_READ_ERROR;
+                return 1;
+        }
+        if (w->fp + 16 <= w->sp) {
+                st->flags |= CGPROF_STACK_BAD_FRAME;
+                return 1;
+        }
+        w->sp = w->fp + 16;
+        w->fp = next_fp;
+        w->ip = ra;
+        return 0;
+}
+
+/* One frame by the table row. Returns 1 to stop, 2 to try a frame-pointer step. */
+static __always_inline int table_step(struct walk_state *w, struct cgprof_stack *st, __u64 addr) {
+        struct cgprof_unwind_table *t;
+        struct cgprof_unwind_row *row;
+        __u64 cfa, ra, fp, rel;
+        __u32 tid = w->map.table;
+        __u8 rule;
+
+        t = bpf_map_lookup_elem(&unwind_tables, &tid);
+        if (!t || t->n_rows == 0)
+                return 2;
+        rel = addr - w->map.bias;
+        if (rel > 0xffffffffULL)
+                return 2;
+        row = row_find(t->first_row, t->n_rows, (__u32) rel);
+        if (!row)
+                return 2;
+        rule = row->rule;
+        switch (CGPROF_UNWIND_CFA(rule)) {
+        case CGPROF_CFA_SP:
+                cfa = w->sp + row->cfa_offset;
+                break;
+        case CGPROF_CFA_FP:
+                if (w->fp == 0) {
+                        st->flags |= CGPROF_STACK_FP_END;
+                        return 1;
+                }
+                cfa = w->fp + row->cfa_offset;
+                break;
+        case CGPROF_CFA_PLT:
+                cfa = w->sp + 8 + ((addr & 15) >= row->cfa_offset ? 8 : 0);
+                break;
+        case CGPROF_CFA_END:
+                st->flags |= CGPROF_STACK_COMPLETE;
+                return 1;
+        case CGPROF_CFA_UNSUPPORTED:
+                st->flags |= CGPROF_STACK_UNSUPPORTED;
+                return 2;
+        default: /* CGPROF_CFA_NONE: no FDE covers the address */
+                return 2;
+        }
+        if (read_user_u64(cfa - 8, &ra) < 0) {
+                st->flags |= CGPROF_STACK_READ_ERROR;
+                return 1;
+        }
+        switch (CGPROF_UNWIND_FP(rule)) {
+        case CGPROF_FP_AT_CFA:
+                if (read_user_u64(cfa + (__s64) row->fp_offset * 8, &fp) < 0) {
+                        st->flags |= CGPROF_STACK_READ_ERROR;
+                        return 1;
+                }
+                w->fp = fp;
+                break;
+        case CGPROF_FP_SAME:
+                break;
+        default:
+                w->fp = 0;
+        }
+        if (cfa <= w->sp) {
+                st->flags |= CGPROF_STACK_BAD_FRAME;
+                return 1;
+        }
+        w->sp = cfa;
+        w->ip = ra;
+        return 0;
+}
+
+/* Asks the agent, once until it reloads them, to read the process's mappings again. */
+static __always_inline void request_mappings(struct walk_state *w) {
+        struct cgprof_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &w->pid);
+        struct cgprof_proc_event *e;
+
+        /* Two CPUs may both ask: harmless (the agent reloads twice). */
+        if (!proc || proc->start_time != w->start_time || proc->mappings_requested)
+                return;
+        proc->mappings_requested = 1;
+        e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
+        if (!e) {
+                proc->mappings_requested = 0;
+                return;
+        }
+        e->start_time = w->start_time;
+        e->pid = w->pid;
+        e->session = w->session;
+        __builtin_memset(e->comm, 0, sizeof(e->comm));
+        e->kind = CGPROF_PROC_EVENT_MAPPINGS;
+        e->exec_id = 0;
+        bpf_ringbuf_submit(e, 0);
+}
+
+static long walk_frame(__u32 i, void *data) {
+        __u32 zero = 0;
+        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct cgprof_stack *st;
+        struct walk_state *w;
+        __u64 addr;
+        __u32 n;
+        int r;
+
+        if (!s)
+                return 1;
+        w = &s->w;
+        st = &s->user;
+        n = st->n;
+        if (n >= CGPROF_MAX_STACK_DEPTH) {
+                st->flags |= CGPROF_STACK_TRUNCATED;
+                return 1;
+        }
+        if (w->ip == 0 || w->ip > USER_ADDR_MAX) {
+                st->flags |= CGPROF_STACK_COMPLETE;
+                return 1;
+        }
+        st->pcs[frame_index(n)] = w->ip;
+        st->n = n + 1;
+
+        /* A return address is after the call: look up the call itself. */
+        addr = n == 0 ? w->ip : w->ip - 1;
+        if (mapping_find(w, addr) < 0) {
+                st->flags |= CGPROF_STACK_NO_MAPPING;
+                request_mappings(w);
+                r = 2;
+        } else if (w->map.table == 0)
+                r = 2;
         else
-                key->kernel_stack = -ENOENT;
+                r = table_step(w, st, addr);
+        if (r == 2) {
+                if (!(w->session_flags & CGPROF_SESSION_UNWIND_FP_FALLBACK)) {
+                        st->flags |= CGPROF_STACK_NO_TABLE;
+                        return 1;
+                }
+                if (n < 64)
+                        st->fp_frames[0] |= 1ULL << n;
+                else
+                        st->fp_frames[1] |= 1ULL << (n & 63);
+                r = fp_step(w, st);
+        }
+        return r ? 1 : 0;
+}
 
-        v = bpf_map_lookup_elem(counts, key);
-        if (v) {
-                __sync_fetch_and_add(v, 1);
-                return 0;
+static __always_inline void user_stack(void *ctx, struct scratch *s, struct task_struct *task, __u32 pid,
+                                       __u64 start_time, __u32 session, __u32 session_flags) {
+        struct cgprof_stack *st = &s->user;
+        struct cgprof_unwind_proc *proc = NULL;
+        struct pt_regs regs;
+        long r;
+
+        st->n = 0;
+        st->flags = 0;
+        st->fp_frames[0] = st->fp_frames[1] = 0;
+
+        if (session_flags & CGPROF_SESSION_UNWIND_TABLES) {
+                proc = bpf_map_lookup_elem(&unwind_procs, &pid);
+                if (proc && proc->start_time != start_time)
+                        proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
-        if (bpf_map_update_elem(counts, key, &one, BPF_NOEXIST) == 0)
-                return 0;
-        /* Lost the race to another CPU, or the map is full. */
-        v = bpf_map_lookup_elem(counts, key);
-        if (v) {
-                __sync_fetch_and_add(v, 1);
-                return 0;
+        if (!proc) {
+                /* Frame pointers, by the kernel's walker. */
+                r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
+                st->n = r > 0 ? (__u32) r / 8 : 0;
+                st->flags = CGPROF_STACK_KERNEL_WALK;
+                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
+                        st->flags |= CGPROF_STACK_PENDING;
+                return;
         }
-        return -1;
+
+        /* The user registers, saved on kernel entry (also when the sample
+         * interrupted user mode: then they are the interrupted ones). */
+        if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0) {
+                st->flags = CGPROF_STACK_READ_ERROR;
+                return;
+        }
+        s->w.ip = PT_REGS_IP(&regs);
+        s->w.sp = PT_REGS_SP(&regs);
+        s->w.fp = PT_REGS_FP(&regs);
+        s->w.pid = pid;
+        s->w.start_time = start_time;
+        s->w.session = session;
+        s->w.session_flags = session_flags;
+        s->w.map.start = s->w.map.end = 0;
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, walk_frame, NULL, 0);
 }
 
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
-        __u32 mode = cookie >> 32, id = (__u32) cookie, slot;
+        __u32 mode = cookie >> 32, id = (__u32) cookie, slot, zero = 0;
         struct cgprof_sample_key key = {};
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
         struct task_struct *task;
-        __u64 pid_tgid;
-        int r;
+        void *counts, *stacks;
+        struct scratch *s;
+        __u64 pid_tgid, one = 1, *v;
+        int r = 0;
 
         if (mode == CGPROF_ATTACH_CGROUP)
                 slot = id;
         else {
                 __u64 cgid = bpf_get_current_cgroup_id();
-                __u32 *s = bpf_map_lookup_elem(&cgroups, &cgid);
-                if (!s)
+                __u32 *sl = bpf_map_lookup_elem(&cgroups, &cgid);
+                if (!sl)
                         return 0;
-                slot = *s;
+                slot = *sl;
         }
 
         sess = bpf_map_lookup_elem(&sessions, &slot);
@@ -191,15 +583,54 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 return 0; /* idle */
         key.session = slot;
 
-        task = (struct task_struct *) bpf_get_current_task();
+        task = bpf_get_current_task_btf();
         key.start_time = BPF_CORE_READ(task, group_leader, start_time);
+        key.exec_id = BPF_CORE_READ(task, group_leader, self_exec_id);
 
         st = bpf_map_lookup_elem(&stats, &slot);
+        s = bpf_map_lookup_elem(&scratch_map, &zero);
+        if (!s)
+                return 0;
 
-        if (active_set == 0)
-                r = record(ctx, &counts0, &stacks0, &key, sess->flags, st);
-        else
-                r = record(ctx, &counts1, &stacks1, &key, sess->flags, st);
+        if (active_set == 0) {
+                counts = &counts0;
+                stacks = &stacks0;
+        } else {
+                counts = &counts1;
+                stacks = &stacks1;
+        }
+
+        if (BPF_CORE_READ(task, mm)) { /* kernel threads have no user stack */
+                user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
+                if (s->user.n > 0) {
+                        key.user_stack = stack_store(stacks, &s->user, st);
+                        if (key.user_stack == 0)
+                                key.lost |= CGPROF_SAMPLE_USER_LOST;
+                }
+        }
+        if (sess->flags & CGPROF_SESSION_KERNEL_STACKS) {
+                long n = bpf_get_stack(ctx, s->kernel.pcs, sizeof(s->kernel.pcs), 0);
+                s->kernel.n = n > 0 ? (__u32) n / 8 : 0;
+                s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
+                s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
+                if (s->kernel.n > 0) {
+                        key.kernel_stack = stack_store(stacks, &s->kernel, st);
+                        if (key.kernel_stack == 0)
+                                key.lost |= CGPROF_SAMPLE_KERNEL_LOST;
+                }
+        }
+
+        v = bpf_map_lookup_elem(counts, &key);
+        if (v)
+                __sync_fetch_and_add(v, 1);
+        else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST) < 0) {
+                /* Lost the race to another CPU, or the map is full. */
+                v = bpf_map_lookup_elem(counts, &key);
+                if (v)
+                        __sync_fetch_and_add(v, 1);
+                else
+                        r = -1;
+        }
 
         if (st) {
                 if (r < 0)
@@ -208,7 +639,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         __sync_fetch_and_add(&st->samples, 1);
         }
 
-        note_process(task, key.pid, key.start_time, slot);
+        note_process(task, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }
 
@@ -218,6 +649,34 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         __u32 pid = BPF_CORE_READ(p, tgid);
+        struct cgprof_proc_event *e;
+        struct cgprof_session *sess;
+        __u64 cgid;
+        __u32 *slot;
+
         bpf_map_delete_elem(&procs_seen, &pid);
+        /* Its mappings are gone: walk by frame pointer until the agent loaded the new ones. */
+        bpf_map_delete_elem(&unwind_procs, &pid);
+
+        /* In a profiled cgroup: tell the agent now, so the new program's
+         * tables are loaded while the dynamic loader runs, before its
+         * first samples. */
+        cgid = bpf_get_current_cgroup_id();
+        slot = bpf_map_lookup_elem(&cgroups, &cgid);
+        if (!slot)
+                return 0;
+        sess = bpf_map_lookup_elem(&sessions, slot);
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_UNWIND_TABLES))
+                return 0;
+        e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
+        if (!e)
+                return 0;
+        e->start_time = BPF_CORE_READ(p, group_leader, start_time);
+        e->pid = pid;
+        e->session = *slot;
+        BPF_CORE_READ_STR_INTO(&e->comm, p, group_leader, comm);
+        e->kind = CGPROF_PROC_EVENT_EXEC;
+        e->exec_id = BPF_CORE_READ(p, group_leader, self_exec_id);
+        bpf_ringbuf_submit(e, 0);
         return 0;
 }

@@ -5,8 +5,18 @@
  * fields only. */
 
 #define CGPROF_MAX_SESSIONS 4096 /* session slots; slot 0 is never used */
-#define CGPROF_MAX_STACK_DEPTH 127 /* PERF_MAX_STACK_DEPTH */
+/* Frames kept per stack: user stacks walked with unwind tables go this deep;
+ * the kernel's own walker (kernel stacks, frame-pointer user stacks) stops
+ * at kernel.perf_event_max_stack (127 by default). A power of two. */
+#define CGPROF_MAX_STACK_DEPTH 128
 #define CGPROF_MAX_CGROUPS 16384
+#define CGPROF_STACKS_PER_SET 16384 /* distinct stacks (user and kernel) between two drains */
+
+/* Unwinding with tables (bpf/unwind.h for the rows). */
+#define CGPROF_UNWIND_ROWS_DEFAULT (1u << 21) /* rows, all tables together: 16 MiB */
+#define CGPROF_MAX_UNWIND_TABLES 16384 /* table 0 is never used: "no table" */
+#define CGPROF_MAX_MAPPING_ENTRIES 262144 /* prefix entries of all processes' mappings */
+#define CGPROF_MAX_UNWIND_PROCS 32768
 
 /* bpf_cookie of each perf event link: (mode << 32) | id. */
 #define CGPROF_ATTACH_CPU 0u /* id: sampler group; filter by the cgroup map */
@@ -14,28 +24,86 @@
 
 #define CGPROF_SESSION_ACTIVE (1u << 0)
 #define CGPROF_SESSION_KERNEL_STACKS (1u << 1)
+#define CGPROF_SESSION_UNWIND_TABLES (1u << 2) /* walk user stacks with unwind tables */
+#define CGPROF_SESSION_UNWIND_FP_FALLBACK (1u << 3) /* ... and frames without a table with frame pointers */
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
         __u32 flags; /* CGPROF_SESSION_* */
 };
 
+#define CGPROF_SAMPLE_USER_LOST (1u << 0) /* the user stack could not be stored */
+#define CGPROF_SAMPLE_KERNEL_LOST (1u << 1)
+
 /* Key of the in-kernel counts: one (session, process, user stack, kernel
- * stack). Stack ids are negative errnos when there is no stack. */
+ * stack). Stacks are keys of the stacks map (a 64-bit hash of the frames,
+ * checked frame by frame on insert); 0 when there is none. */
 struct cgprof_sample_key {
         __u64 start_time; /* the process's (thread group leader's) start time, ns since boot */
+        __u64 user_stack;
+        __u64 kernel_stack;
         __u32 session;
         __u32 pid; /* tgid */
-        __s32 user_stack;
-        __s32 kernel_stack;
+        __u32 lost; /* CGPROF_SAMPLE_*_LOST */
+        __u32 exec_id; /* the process's exec() count (self_exec_id): which program it was running */
+};
+
+/* How a stack was walked and why it ended. */
+#define CGPROF_STACK_KERNEL_WALK (1u << 0) /* by the kernel's frame-pointer walker (bpf_get_stack) */
+#define CGPROF_STACK_PENDING (1u << 1) /* the process's unwind tables were not loaded yet */
+#define CGPROF_STACK_COMPLETE (1u << 2) /* reached the outermost frame */
+#define CGPROF_STACK_TRUNCATED (1u << 3) /* CGPROF_MAX_STACK_DEPTH frames, more to walk */
+#define CGPROF_STACK_NO_MAPPING (1u << 4) /* an address in no known mapping */
+#define CGPROF_STACK_NO_TABLE (1u << 5) /* a frame without a table and no frame-pointer fallback */
+#define CGPROF_STACK_UNSUPPORTED (1u << 6) /* a table row the walker cannot evaluate */
+#define CGPROF_STACK_READ_ERROR (1u << 7) /* the stack could not be read (paged out, bad pointer) */
+#define CGPROF_STACK_BAD_FRAME (1u << 8) /* the stack pointer did not grow: a broken frame */
+#define CGPROF_STACK_FP_END (1u << 9) /* a frame-pointer step found no frame pointer (0) */
+
+/* A stored stack (value of the stacks maps), leaf first. */
+struct cgprof_stack {
+        __u32 n;
+        __u32 flags; /* CGPROF_STACK_* */
+        __u64 fp_frames[CGPROF_MAX_STACK_DEPTH / 64]; /* bit i: frame i was left by frame pointer */
+        __u64 pcs[CGPROF_MAX_STACK_DEPTH];
 };
 
 /* Per session slot, per CPU. */
 struct cgprof_session_stats {
         __u64 samples; /* samples recorded in the counts map */
         __u64 lost; /* samples not recorded: counts map full */
-        __u64 collisions; /* stack map hash collisions (-EEXIST): stack lost */
-        __u64 stack_errors; /* stack map full or other errors (-ENOMEM, ...) */
+        __u64 collisions; /* stacks not stored: four different stacks with one hash (64-bit) */
+        __u64 stack_errors; /* stacks not stored: the stacks map is full */
+};
+
+/* Unwind tables in maps: the rows of every table in one array, a table is
+ * a range of it. */
+struct cgprof_unwind_table {
+        __u32 first_row;
+        __u32 n_rows;
+};
+
+/* The mappings of processes whose stacks are walked with tables: longest
+ * prefix match on (pid, address), both big-endian. A mapping is stored as
+ * the aligned blocks that cover it. */
+struct cgprof_mapping_key {
+        __u32 prefixlen; /* bits of pid_be and addr_be that count: 32 + ... */
+        __u32 pid_be;
+        __u64 addr_be;
+};
+
+struct cgprof_mapping {
+        __u64 start, end;
+        __u64 bias; /* table row pc = address - bias */
+        __u32 table; /* 0: no table (walk by frame pointer) */
+        __u32 flags;
+};
+
+/* A process whose mappings are loaded (keyed by tgid). */
+struct cgprof_unwind_proc {
+        __u64 start_time;
+        __u32 mappings_requested; /* a CGPROF_PROC_EVENT_MAPPINGS was sent since the last load */
+        __u32 pad;
 };
 
 #define CGPROF_COMM_LEN 16
@@ -43,11 +111,17 @@ struct cgprof_session_stats {
 /* Ring buffer event: the first sample of a process (pid, start time) in a
  * session, the first after it called exec(), or the first after it renamed
  * itself (comm is the thread group leader's name). */
+#define CGPROF_PROC_EVENT_SEEN 0 /* first sample (in the session), or first after exec() or a rename */
+#define CGPROF_PROC_EVENT_EXEC 1 /* exec() in a cgroup of a session: load its tables before it runs */
+#define CGPROF_PROC_EVENT_MAPPINGS 2 /* a walk met an address in no known mapping (dlopen(), JIT) */
+
 struct cgprof_proc_event {
         __u64 start_time;
         __u32 pid;
         __u32 session;
         char comm[CGPROF_COMM_LEN];
+        __u32 kind; /* CGPROF_PROC_EVENT_* */
+        __u32 exec_id;
 };
 
 struct cgprof_proc_seen {

@@ -29,6 +29,12 @@ static const char *const profile_start_table[_PROFILE_START_MAX] = {
         [PROFILE_START_MANUAL] = "manual",
 };
 
+static const char *const unwind_mode_table[_UNWIND_MODE_MAX] = {
+        [UNWIND_AUTO] = "auto",
+        [UNWIND_FRAME_POINTER] = "frame-pointer",
+        [UNWIND_DWARF] = "dwarf",
+};
+
 /* perf events a profile may sample on (the names perf(1) uses). */
 static const char *const profile_events[] = {
         "cpu-clock",    "task-clock", "cycles",       "cpu-cycles",
@@ -78,6 +84,21 @@ ProfileStart profile_start_from_string(const char *s) {
                 if (streq(s, profile_start_table[i]))
                         return i;
         return _PROFILE_START_INVALID;
+}
+
+const char *unwind_mode_to_string(UnwindMode m) {
+        if (m < 0 || m >= _UNWIND_MODE_MAX)
+                return NULL;
+        return unwind_mode_table[m];
+}
+
+UnwindMode unwind_mode_from_string(const char *s) {
+        if (!s)
+                return _UNWIND_MODE_INVALID;
+        for (UnwindMode i = 0; i < _UNWIND_MODE_MAX; i++)
+                if (streq(s, unwind_mode_table[i]))
+                        return i;
+        return _UNWIND_MODE_INVALID;
 }
 
 bool machine_setting_allowed(const char *name) {
@@ -539,6 +560,31 @@ static int dispatch_start(const cJSON *j, const char *path, void *base, const Js
         return 0;
 }
 
+static int dispatch_unwind(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        UnwindMode m;
+
+        m = cJSON_IsString(j) ? unwind_mode_from_string(j->valuestring) : _UNWIND_MODE_INVALID;
+        if (m < 0)
+                return fail(error, path, "must be \"auto\", \"frame-pointer\" or \"dwarf\"");
+        *(UnwindMode *) FIELD(base, f) = m;
+        return 0;
+}
+
+static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                      char **error) {
+        double d;
+
+        if (!cJSON_IsNumber(j))
+                return fail(error, path, "must be an integer");
+        d = j->valuedouble;
+        if (!(d >= CONFIG_UNWIND_TABLE_ROWS_MIN && d <= (double) CONFIG_UNWIND_TABLE_ROWS_MAX) ||
+            (double) (uint64_t) d != d)
+                return fail(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
+                            CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
+        *(uint64_t *) FIELD(base, f) = (uint64_t) d;
+        return 0;
+}
+
 static int dispatch_formats(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         const cJSON *i;
         unsigned mask = 0;
@@ -609,6 +655,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "duration", dispatch_duration, offsetof(Profile, duration_usec) },
                 { "start", dispatch_start, offsetof(Profile, start) },
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
+                { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),
@@ -828,8 +875,8 @@ static int dispatch_owner(const cJSON *j, const char *path, void *base, const Js
 }
 
 /* 'fallback': a ProfileConfig's targets may also name the cluster config's profiles. */
-static int parse_target(const cJSON *j, const char *path, const Config *c, const Config *fallback, Target *ret,
-                        char **error) {
+static int parse_target(const cJSON *j, const char *path, const Config *c, const Config *fallback,
+                        Target *ret, char **error) {
         static const JsonField fields[] = {
                 { "name", dispatch_name, offsetof(Target, name), 0, true },
                 { "profileRef", dispatch_string, offsetof(Target, profile_ref) },
@@ -1048,6 +1095,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 { "machineConfigInterval", dispatch_positive_duration,
                   offsetof(Config, machine_config_interval_usec) },
                 { "enableDefault", dispatch_bool, offsetof(Config, enable_default) },
+                { "unwindTableRows", dispatch_unwind_table_rows, offsetof(Config, unwind_table_rows) },
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
                 { "profiles", dispatch_profiles },
                 { "targets", NULL },
@@ -1065,6 +1113,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .restore_machine_config = true,
                 .machine_config_interval_usec = CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC,
                 .enable_default = false,
+                .unwind_table_rows = CONFIG_DEFAULT_UNWIND_TABLE_ROWS,
                 .default_profile_ref = strdup(CONFIG_DEFAULT_PROFILE_NAME),
         };
         if (!c->report_dir || !c->default_profile_ref)
@@ -1105,11 +1154,12 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
 
 /* ---- a ProfileConfig's spec ------------------------------------------------------------------- */
 
-static int config_namespaced_from_json(const cJSON *spec, const char *path, const Config *cluster, Config **ret,
-                                       char **error) {
+static int config_namespaced_from_json(const cJSON *spec, const char *path, const Config *cluster,
+                                       Config **ret, char **error) {
         /* What only the cluster config may set: named, rather than "unknown key". */
         static const char *const cluster_only[] = {
-                "reportDir", "machineConfig", "restoreMachineConfig", "machineConfigInterval", "enableDefault",
+                "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
+                "enableDefault", "unwindTableRows",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
@@ -1128,7 +1178,8 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
                         _cleanup_free_ char *p = path_key(path, cluster_only[i]);
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p, "not allowed in a ProfileConfig: only the cluster config sets %s",
+                        return fail(error, p,
+                                    "not allowed in a ProfileConfig: only the cluster config sets %s",
                                     cluster_only[i]);
                 }
 
@@ -1144,13 +1195,15 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
                 _cleanup_free_ char *p = path_key(path, "defaultProfileRef");
                 if (!p)
                         return -ENOMEM;
-                return fail(error, p, "no profile named \"%s\" (in this ProfileConfig or the cluster config)",
+                return fail(error, p,
+                            "no profile named \"%s\" (in this ProfileConfig or the cluster config)",
                             c->default_profile_ref);
         }
 
         for (size_t i = 0; i < c->n_profiles; i++)
                 if (c->profiles[i].output && strstr(c->profiles[i].output, "%{")) {
-                        _cleanup_free_ char *a = path_key(path, "profiles"), *b = a ? path_index(a, i) : NULL,
+                        _cleanup_free_ char *a = path_key(path, "profiles"),
+                                            *b = a ? path_index(a, i) : NULL,
                                             *p = b ? path_key(b, "output") : NULL;
                         if (!p)
                                 return -ENOMEM;
@@ -1168,19 +1221,18 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
                         return r;
                 for (size_t i = 0; i < c->n_targets; i++) {
                         const Target *t = &c->targets[i];
-                        const char *key = t->namespace_selector ? "namespaceSelector" :
-                                          t->cgroup_patterns    ? "cgroupPatterns" :
-                                                                  NULL;
+                        const char *key = t->namespace_selector ? "namespaceSelector"
+                                          : t->cgroup_patterns  ? "cgroupPatterns"
+                                                                : NULL;
                         if (!key)
                                 continue;
                         _cleanup_free_ char *b = path_index(tp, i), *p = b ? path_key(b, key) : NULL;
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p,
-                                    "not allowed in a ProfileConfig: %s",
-                                    t->namespace_selector ?
-                                            "its targets select pods of its own namespace only" :
-                                            "host cgroups are the cluster config's");
+                        return fail(error, p, "not allowed in a ProfileConfig: %s",
+                                    t->namespace_selector
+                                            ? "its targets select pods of its own namespace only"
+                                            : "host cgroups are the cluster config's");
                 }
         }
 

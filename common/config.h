@@ -27,6 +27,23 @@ typedef enum ProfileStart {
         _PROFILE_START_INVALID = -EINVAL,
 } ProfileStart;
 
+/* How user stacks are walked (the profile's "unwind"). */
+typedef enum UnwindMode {
+        UNWIND_AUTO, /* unwind tables (.eh_frame) where a mapping has one, frame pointers elsewhere */
+        UNWIND_FRAME_POINTER, /* the kernel's frame-pointer walk only */
+        UNWIND_DWARF, /* unwind tables only: a frame without one ends the stack */
+        _UNWIND_MODE_MAX,
+        _UNWIND_MODE_INVALID = -EINVAL,
+} UnwindMode;
+
+const char *unwind_mode_to_string(UnwindMode m);
+UnwindMode unwind_mode_from_string(const char *s);
+
+/* Rows of unwind tables the agent may load (all files together): 8 bytes each. */
+#define CONFIG_DEFAULT_UNWIND_TABLE_ROWS (UINT64_C(1) << 21)
+#define CONFIG_UNWIND_TABLE_ROWS_MIN 4096
+#define CONFIG_UNWIND_TABLE_ROWS_MAX (UINT64_C(1) << 23) /* 64 MiB */
+
 typedef enum ReportFormat {
         REPORT_FORMAT_FOLDED, /* profile.folded */
         REPORT_FORMAT_JSON, /* summary.json */
@@ -54,6 +71,7 @@ typedef struct Profile {
         uint64_t duration_usec; /* 0: until stopped */
         ProfileStart start;
         bool kernel_stacks;
+        UnwindMode unwind;
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */
@@ -92,6 +110,7 @@ typedef struct Config {
         bool restore_machine_config; /* default true */
         uint64_t machine_config_interval_usec; /* default 30s, > 0 */
         bool enable_default; /* default false */
+        uint64_t unwind_table_rows; /* default CONFIG_DEFAULT_UNWIND_TABLE_ROWS; read at start only */
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */
         size_t n_profiles;

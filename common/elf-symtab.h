@@ -34,5 +34,14 @@ int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *re
 
 /* The PLT stub ("printf@plt", or the section's name for a stub that names no
  * function) or the function symbol containing vaddr (st_value <= vaddr <
- * st_value+st_size, or the nearest below for size-0 symbols). NULL if none. */
+ * st_value+st_size, or the nearest below for size-0 symbols). NULL if none.
+ * C++ and Rust names come demangled (demangle.h: "std::vector<int,
+ * std::allocator<int> >::push_back(int const&)@plt"), others as they are;
+ * the name is demangled on its first lookup and kept in s, so lookups on one
+ * table must not run concurrently. The name lives as long as s. */
 const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);
+
+/* The GNU build ID of an ELF file (lowercase hex) in *ret: 1 when found, 0
+ * when it has none (*ret untouched). */
+typedef struct Elf Elf;
+int elf_read_build_id(Elf *elf, char **ret);

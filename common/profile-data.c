@@ -239,6 +239,7 @@ ProfileData *profile_data_free(ProfileData *d) {
         for (size_t i = 0; i < d->n_mappings; i++) {
                 free(d->mappings[i].file);
                 free(d->mappings[i].build_id);
+                free(d->mappings[i].unwind_table);
         }
         free(d->mappings);
         free(d->locations);
@@ -630,6 +631,15 @@ static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
         return (uint32_t) siphash_finalize(&s);
 }
 
+int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table) {
+        if (!d || mapping >= d->n_mappings)
+                return -EINVAL;
+        if (!unwind_table || d->mappings[mapping].unwind_table)
+                return 0;
+        d->mappings[mapping].unwind_table = strdup(unwind_table);
+        return d->mappings[mapping].unwind_table ? 0 : -ENOMEM;
+}
+
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
         ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
@@ -829,7 +839,10 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                                 if (profile_data_intern_mapping(
                                                             p, m->file, m->start, m->limit, m->offset,
                                                             m->build_id, m->kernel,
-                                                            &mapping_map[loc->mapping]) < 0)
+                                                            &mapping_map[loc->mapping]) < 0 ||
+                                                    profile_data_mapping_set_unwind_table(
+                                                            p, mapping_map[loc->mapping], m->unwind_table) <
+                                                            0)
                                                         return NULL;
                                         }
                                         mp = mapping_map[loc->mapping];

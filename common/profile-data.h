@@ -37,6 +37,11 @@ typedef struct ProfileMapping {
         uint64_t start, limit, offset; /* address range and file offset of the mapping */
         char *build_id; /* lowercase hex, or NULL */
         bool kernel;
+        /* How user stacks were walked through it (weighted by samples): */
+        char *unwind_table; /* its unwind table: "eh_frame", "none", "error: ...", ...; NULL: unknown */
+        uint64_t table_frames; /* frames left with the unwind table */
+        uint64_t fp_frames; /* frames left by frame pointer */
+        uint64_t sp_cfa_frames, fp_cfa_frames; /* table rows found (non-leaf): CFA from sp / from fp */
 } ProfileMapping;
 
 /* One sampled address: what pprof calls a Location. */
@@ -95,6 +100,9 @@ int profile_data_add_stack(ProfileData *d, uint32_t process, const uint32_t *fra
 /* Returns the index of the mapping, adding it if new (equal: all fields). */
 int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start, uint64_t limit,
                                 uint64_t offset, const char *build_id, bool kernel, uint32_t *ret_index);
+/* Sets what a mapping's unwind table is (kept if already set). */
+int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table);
+
 /* Returns the index of the location (address, mapping, frame), adding it if new. */
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index);

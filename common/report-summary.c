@@ -249,6 +249,8 @@ static int add_stack_depths(cJSON *root, const ProfileData *d) {
 
 typedef struct BinaryStats {
         uint64_t frames, unsymbolized; /* frames in the mapping's file, weighted by samples */
+        uint64_t table_frames, fp_frames, sp_cfa_frames, fp_cfa_frames; /* summed over the file's mappings */
+        const char *unwind_table;
         uint64_t leaf, shallow; /* samples whose innermost user frame is in it; of those, user depth <= 2 */
 } BinaryStats;
 
@@ -285,6 +287,18 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
                                 canon[i] = (uint32_t) k;
                                 break;
                         }
+        }
+
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                const ProfileMapping *mp = &d->mappings[i];
+                BinaryStats *b = &stats[canon[i]];
+
+                b->table_frames += mp->table_frames;
+                b->fp_frames += mp->fp_frames;
+                b->sp_cfa_frames += mp->sp_cfa_frames;
+                b->fp_cfa_frames += mp->fp_cfa_frames;
+                if (!b->unwind_table)
+                        b->unwind_table = mp->unwind_table;
         }
 
         for (size_t i = 0; i < d->n_stacks; i++) {
@@ -333,11 +347,57 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
                         continue;
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "leafSamples", (double) b->leaf));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "shallowLeafSamples", (double) b->shallow));
-                ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "likelyNoFramePointers",
-                                                    b->leaf >= SHALLOW_MIN_SAMPLES &&
-                                                            (double) b->shallow >
-                                                                    SHALLOW_SHARE * (double) b->leaf));
+                /* Without frame pointers: where stacks were walked with the
+                 * unwind table, its functions compute the CFA from the stack
+                 * pointer; where they were walked by frame pointer, its
+                 * stacks end early (most leaves at a shallow depth). */
+                bool no_fp;
+                if (b->sp_cfa_frames + b->fp_cfa_frames >= SHALLOW_MIN_SAMPLES)
+                        no_fp = b->sp_cfa_frames > b->fp_cfa_frames;
+                else
+                        no_fp = b->leaf >= SHALLOW_MIN_SAMPLES &&
+                                (double) b->shallow > SHALLOW_SHARE * (double) b->leaf;
+                ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "likelyNoFramePointers", no_fp));
+                if (b->unwind_table || b->table_frames + b->fp_frames > 0) {
+                        cJSON *u = cJSON_AddObjectToObject(o, "unwind");
+                        if (!u)
+                                return -ENOMEM;
+                        ADD_OR_ENOMEM(add_string_or_null(u, "table", b->unwind_table));
+                        ADD_OR_ENOMEM(cJSON_AddNumberToObject(u, "tableFrames", (double) b->table_frames));
+                        ADD_OR_ENOMEM(
+                                cJSON_AddNumberToObject(u, "framePointerFrames", (double) b->fp_frames));
+                }
         }
+        return 0;
+}
+
+/* "unwind": how user stacks were walked, and why table walks ended. */
+static int add_unwind(cJSON *root, const ReportUnwindInfo *u) {
+        cJSON *o, *w, *e;
+
+        if (!u->mode)
+                return 0;
+        o = cJSON_AddObjectToObject(root, "unwind");
+        if (!o)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "mode", u->mode));
+        w = cJSON_AddObjectToObject(o, "walks");
+        if (!w)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "tables", (double) u->table_walks));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "framePointer", (double) u->kernel_walks));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "pending", (double) u->pending_walks));
+        e = cJSON_AddObjectToObject(o, "tableWalkEnds");
+        if (!e)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "complete", (double) u->complete));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "truncated", (double) u->truncated));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "noMapping", (double) u->no_mapping));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "noTable", (double) u->no_table));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "unsupported", (double) u->unsupported));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "readError", (double) u->read_error));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "badFrame", (double) u->bad_frame));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "framePointerEnd", (double) u->fp_end));
         return 0;
 }
 
@@ -408,6 +468,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (r < 0)
                 return r;
         r = add_mappings(root, d);
+        if (r < 0)
+                return r;
+        r = add_unwind(root, &info->unwind);
         if (r < 0)
                 return r;
 

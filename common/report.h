@@ -17,6 +17,17 @@ int report_write_folded(FILE *f, const ProfileData *d);
 /* The same with the writer table's signature. */
 int report_write_folded_info(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 
+/* How the session's user stacks were walked (summary.json "unwind"). */
+typedef struct ReportUnwindInfo {
+        const char *mode; /* the profile's "unwind"; NULL: not reported */
+        /* User stacks walked with unwind tables; by the kernel's frame-pointer
+         * walker (unwind: frame-pointer); by it because the process's tables
+         * were not loaded yet. */
+        uint64_t table_walks, kernel_walks, pending_walks;
+        /* Why the table walks ended (a walk may have several reasons). */
+        uint64_t complete, truncated, no_mapping, no_table, unsupported, read_error, bad_frame, fp_end;
+} ReportUnwindInfo;
+
 /* Session metadata for summary.json. */
 struct ReportSummaryInfo {
         const char *session_id; /* 32 hex */
@@ -41,6 +52,7 @@ struct ReportSummaryInfo {
         const char *cpu_usage_source; /* where cpu_usage_usec comes from ("cpu.stat", "perf"), or NULL */
         uint64_t unsymbolized_frames; /* frames (weighted by samples) left unresolved */
         uint64_t total_frames; /* frames (weighted by samples) */
+        ReportUnwindInfo unwind;
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
 };

@@ -14,9 +14,8 @@
 static char *cg_root;
 static bool skip;
 
-static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const uint64_t *user,
-                     size_t n_user, const uint64_t *kernel, size_t n_kernel, bool stack_lost,
-                     void *userdata) {
+static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
+                     const SamplerStack *kernel, bool stack_lost, void *userdata) {
         uint64_t *total = userdata;
         *total += count;
         ASSERT_TRUE(key->pid > 0);
@@ -42,7 +41,7 @@ static void run_mode(SamplerMode mode) {
         uint64_t id, total = 0;
         int r;
 
-        r = sampler_new(mode, NULL, NULL, &s);
+        r = sampler_new(&(SamplerOptions){ .mode = mode }, NULL, NULL, &s);
         if (r == -EPERM || r == -EACCES) {
                 skip = true;
                 return;
@@ -55,7 +54,8 @@ static void run_mode(SamplerMode mode) {
         ASSERT_TRUE(cg_fd >= 0);
         ASSERT_OK(cg_get_id_at(cg_fd, "", &id));
 
-        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, cg_fd, &slot, &event, &fallback));
+        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, UNWIND_FRAME_POINTER, cg_fd, &slot, &event,
+                                       &fallback));
         ASSERT_STREQ(event, "cpu-clock");
         ASSERT_NULL(fallback);
         ASSERT_OK(sampler_cgroup_set(s, id, slot));
@@ -110,8 +110,8 @@ TEST(hardware_event_falls_back_or_works) {
         const char *event;
         uint32_t slot;
 
-        ASSERT_OK(sampler_new(SAMPLER_MODE_CPU, NULL, NULL, &s));
-        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, -1, &slot, &event, &fallback));
+        ASSERT_OK(sampler_new(&(SamplerOptions){ .mode = SAMPLER_MODE_CPU }, NULL, NULL, &s));
+        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, UNWIND_AUTO, -1, &slot, &event, &fallback));
         if (streq(event, "cpu-clock"))
                 ASSERT_NOT_NULL(fallback);
         else

@@ -308,6 +308,83 @@ TEST(plt_stubs) {
         ASSERT_EQ(check_plt(ibt_path, ibt), n);
 }
 
+/* The address of objdump's "label>:" in the PLT sections of path, 0 if none. */
+static uint64_t objdump_plt_label(const char *path, const char *label) {
+        _cleanup_free_ char *cmd = NULL;
+        char line[512], want[300];
+        uint64_t found = 0;
+        FILE *f;
+
+        snprintf(want, sizeof(want), "<%s>:", label);
+        ASSERT_TRUE(asprintf(&cmd, "objdump -d -j .plt -j .plt.sec -j .plt.got '%s'", path) > 0);
+        f = popen(cmd, "r");
+        ASSERT_NOT_NULL(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long addr;
+
+                if (strstr(line, want) && sscanf(line, "%llx <", &addr) == 1)
+                        found = addr;
+        }
+        ASSERT_EQ(pclose(f), 0);
+        return found;
+}
+
+/* C++ names come out demangled, once: the second lookup of a symbol returns
+ * the very string the first one made. The fixture's own functions from its
+ * .symtab (the oracle gives their mangled names' addresses), and the PLT stub
+ * of a libstdc++ function. */
+TEST(cxx_demangled) {
+        const char *path = getenv("CGPROF_ELF_FIXTURE_CXX");
+        _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
+        static const struct {
+                const char *mangled, *shown;
+        } fns[] = {
+                { "_ZN2ns6WidgetIiE4spinEv", "ns::Widget<int>::spin()" },
+                { "_ZNK2ns6WidgetIiEeqERKS1_", "ns::Widget<int>::operator==(ns::Widget<int> const&) const" },
+                { "_ZN2ns5twiceIlEET_S1_", "ns::twice<long>(long)" },
+                { "main", "main" },
+        };
+        const char *first, *again;
+        uint64_t plt, off;
+
+        /* Not exit(77): the binary's other tests would not run. */
+        if (!path || access(path, X_OK) < 0) {
+                fprintf(stderr, "CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler), skipping\n");
+                return;
+        }
+
+        s = load_path(path);
+        ASSERT_TRUE(elf_symtab_has_full_symtab(s));
+        for (size_t i = 0; i < ELEMENTSOF(fns); i++) {
+                uint64_t value, size;
+
+                ASSERT_TRUE(oracle_symbol(path, fns[i].mangled, &value, &size));
+                ASSERT_TRUE(size > 1);
+                first = elf_symtab_lookup(s, value, &off);
+                ASSERT_STREQ(first, fns[i].shown);
+                ASSERT_EQ(off, 0);
+                again = elf_symtab_lookup(s, value + size - 1, &off);
+                ASSERT_TRUE(again == first);
+                ASSERT_EQ(off, size - 1);
+        }
+
+#if defined(__x86_64__)
+        /* Called through .plt.got (its address is taken too) or .plt. */
+        plt = objdump_plt_label(path, "_ZNSt6chrono3_V212steady_clock3nowEv@plt");
+        ASSERT_TRUE(plt != 0);
+        first = elf_symtab_lookup(s, plt, &off);
+        ASSERT_STREQ(first, "std::chrono::_V2::steady_clock::now()@plt");
+        ASSERT_EQ(off, 0);
+        ASSERT_TRUE(elf_symtab_lookup(s, plt + 1, NULL) == first);
+        /* C names of the same PLT stay as they are. */
+        plt = objdump_plt_label(path, "printf@plt");
+        ASSERT_TRUE(plt != 0);
+        ASSERT_STREQ(elf_symtab_lookup(s, plt, NULL), "printf@plt");
+#else
+        (void) plt;
+#endif
+}
+
 TEST(offset_to_vaddr) {
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(path);

@@ -62,7 +62,7 @@ TEST(folded) {
 TEST(folded_read_round_trip) {
         _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *back = NULL;
         _cleanup_free_ char *out = NULL, *again = NULL;
-        uint32_t p1, p2, main_, work, sys, unk, vdso;
+        uint32_t p1, p2, main_, work, sys, unk, vdso, cxx, rust;
         FILE *f;
 
         p1 = process(d, 100, "app", "app --serve");
@@ -72,7 +72,12 @@ TEST(folded_read_round_trip) {
         sys = frame(d, "do_syscall_64", "[kernel.kallsyms]", FRAME_KERNEL);
         unk = frame(d, "[libc.so.6]", "libc.so.6", FRAME_UNKNOWN);
         vdso = frame(d, "[vdso]", "[vdso]", FRAME_UNKNOWN);
+        /* Demangled names: spaces, <>, &, (), brackets at the end. */
+        cxx = frame(d, "std::vector<int, std::allocator<int> >::push_back(int const&) [clone .cold]", "app",
+                    FRAME_USER);
+        rust = frame(d, "<mycrate::shapes::Widget<u64> as mycrate::shapes::Area>::area", "app", FRAME_USER);
         add(d, p1, 3, 2, main_, work);
+        add(d, p2, 5, 3, main_, cxx, rust);
         add(d, p1, 1, 3, main_, work, sys);
         add(d, p2, 4, 2, main_, unk);
         add(d, p2, 2, 2, main_, vdso);
@@ -89,8 +94,16 @@ TEST(folded_read_round_trip) {
         ASSERT_EQ(back->n_processes, 2);
 
         /* Kinds come back from the "_[k]" suffix and the brackets. */
-        bool saw_kernel = false, saw_unknown = false;
+        bool saw_kernel = false, saw_unknown = false, saw_cxx = false, saw_rust = false;
         for (size_t i = 0; i < back->n_frames; i++) {
+                if (streq(back->frames[i].name, d->frames[cxx].name)) {
+                        ASSERT_EQ(back->frames[i].kind, FRAME_USER);
+                        saw_cxx = true;
+                }
+                if (streq(back->frames[i].name, d->frames[rust].name)) {
+                        ASSERT_EQ(back->frames[i].kind, FRAME_USER);
+                        saw_rust = true;
+                }
                 if (streq(back->frames[i].name, "do_syscall_64")) {
                         ASSERT_EQ(back->frames[i].kind, FRAME_KERNEL);
                         saw_kernel = true;
@@ -101,7 +114,7 @@ TEST(folded_read_round_trip) {
                         saw_unknown = true;
                 }
         }
-        ASSERT_TRUE(saw_kernel && saw_unknown);
+        ASSERT_TRUE(saw_kernel && saw_unknown && saw_cxx && saw_rust);
 }
 
 TEST(folded_read_malformed) {

@@ -332,6 +332,49 @@ TEST(resolve_live_then_after_exit) {
         ASSERT_TRUE(f.name && strstr(f.name, "getpid"));
 }
 
+/* A C++ process: its functions and a libstdc++ one resolve to demangled
+ * names (the addresses from the fixture's .symtab, by mangled name). */
+TEST(cxx_demangled) {
+        const char *path = getenv("CGPROF_ELF_FIXTURE_CXX");
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        _cleanup_(child_stop) Child c = {};
+        char *argv[] = { (char *) path, (char *) "--wait", NULL };
+        static const struct {
+                const char *mangled, *shown;
+        } fns[] = {
+                { "_ZN2ns6WidgetIiE4spinEv", "ns::Widget<int>::spin()" },
+                { "_ZNK2ns6WidgetIiEeqERKS1_", "ns::Widget<int>::operator==(ns::Widget<int> const&) const" },
+                { "_ZN2ns5twiceIlEET_S1_", "ns::twice<long>(long)" },
+        };
+        const char *module;
+        ResolvedFrame f;
+
+        /* Not exit(77): the binary's other tests would not run. */
+        if (!path || access(path, X_OK) < 0) {
+                fprintf(stderr, "CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler), skipping\n");
+                return;
+        }
+
+        module = basename_of(path);
+        ASSERT_OK(symbolizer_new(NULL, &s));
+        child_start(&c, argv);
+        ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+
+        for (size_t i = 0; i < ELEMENTSOF(fns); i++) {
+                uint64_t addr = runtime_address(c.pid, path, fns[i].mangled);
+
+                assert_resolves(s, m, addr, fns[i].shown, module, 0);
+                assert_resolves(s, m, addr + 4, fns[i].shown, module, 4);
+        }
+
+        /* libstdc++ (.dynsym only, or a debug file's .symtab). */
+        ASSERT_OK(symbolizer_resolve_user(s, m, child_addr(&c, "steady_clock_now"), &f));
+        ASSERT_STREQ(f.name, "std::chrono::_V2::steady_clock::now()");
+        ASSERT_TRUE(strncmp(f.module, "libstdc++.so", 12) == 0);
+        ASSERT_EQ(f.offset, 0);
+}
+
 TEST(unresolved) {
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         _cleanup_(symbolizer_freep) Symbolizer *s = NULL;

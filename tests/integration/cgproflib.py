@@ -121,14 +121,13 @@ class Cgroup:
 
 
 def run_in_cgroup(cg, argv, **kw):
-    """Starts argv inside cgroup cg (the child moves itself before exec)."""
+    """Starts argv inside cgroup cg: a small shell moves itself into the
+    cgroup and execs argv, as a container runtime's init does (a Python
+    preexec_fn would run this interpreter in the cgroup for milliseconds
+    first, and its samples would be the target's)."""
     procs = os.path.join(cg.path, "cgroup.procs")
-
-    def enter():
-        with open(procs, "w") as f:
-            f.write("0")
-
-    return subprocess.Popen(argv, preexec_fn=enter, stdout=subprocess.PIPE, **kw)
+    wrapper = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs]
+    return subprocess.Popen(wrapper + list(argv), stdout=subprocess.PIPE, **kw)
 
 
 def workload(cg, seconds, name=None, extra=()):

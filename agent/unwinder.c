@@ -1,0 +1,947 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <search.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "elf-symtab.h"
+#include "log.h"
+#include "proc-maps.h"
+#include "profile.h"
+#include "unwind-table.h"
+#include "unwind.h"
+#include "unwinder.h"
+
+/* A table no live process uses is kept this long: the next process of the
+ * same binary (a shell loop, a worker pool) finds it ready. */
+#define UNUSED_GRACE_USEC (60 * USEC_PER_SEC)
+#define MAX_SEGMENTS 16
+
+typedef struct FileKey {
+        uint64_t dev, ino, size, mtime_nsec;
+} FileKey;
+
+typedef struct LoadSegment {
+        uint64_t offset, vaddr, filesz;
+        bool exec;
+} LoadSegment;
+
+typedef struct UnwindFile UnwindFile;
+
+/* One (device, inode, size, mtime) that names a file entry: a file has
+ * several when copies with one build ID are mapped (containers). */
+typedef struct FileAlias {
+        FileKey key;
+        UnwindFile *file;
+        struct FileAlias *next;
+} FileAlias;
+
+struct UnwindFile {
+        char *build_id; /* NULL: none, found by its aliases only */
+        FileAlias *aliases;
+        LoadSegment segments[MAX_SEGMENTS];
+        size_t n_segments;
+        uint32_t table; /* 0: no table in the maps */
+        uint32_t first_row, n_rows;
+        uint64_t base; /* the table's base vaddr */
+        char *describe; /* "eh_frame", "none", "error: ...", "not loaded: ..." */
+        unsigned n_ref; /* processes mapping it */
+        uint64_t unused_since; /* when n_ref dropped to 0 */
+        UnwindFile *unused_prev, *unused_next;
+        bool in_unused;
+};
+
+typedef struct ProcMapping {
+        uint64_t start, end;
+        uint64_t bias; /* table row pc = address - bias (when file->table != 0) */
+        UnwindFile *file; /* a reference, or NULL */
+        const char *describe;
+} ProcMapping;
+
+typedef struct UnwindProcess {
+        Unwinder *unwinder;
+        pid_t pid;
+        uint64_t start_time;
+        unsigned n_ref;
+        int pidfd;
+        sd_event_source *exit_source;
+        ProcMapping *mappings;
+        size_t n_mappings;
+        struct cgprof_mapping_key *keys; /* its entries in the mappings map */
+        size_t n_keys;
+        uint64_t loaded_usec;
+        /* Exited: out of the maps, its mappings kept for two more ticks, so
+         * the samples drained after its exit are still described. */
+        unsigned exited_ticks;
+        bool exited;
+} UnwindProcess;
+
+typedef struct RowExtent {
+        uint32_t start, len;
+} RowExtent;
+
+struct Unwinder {
+        sd_event *event;
+        SamplerUnwindMaps maps;
+        struct cgprof_unwind_row *rows; /* the rows map, mmap()ed */
+        size_t rows_mapped_size;
+        RowExtent *free_rows; /* sorted by start, coalesced */
+        size_t n_free_rows, allocated_free_rows;
+        uint8_t table_used[CGPROF_MAX_UNWIND_TABLES];
+        uint32_t next_table;
+
+        void *by_key; /* tsearch: FileAlias by FileKey */
+        void *by_build_id; /* tsearch: UnwindFile by build ID */
+        void *processes; /* tsearch: UnwindProcess by pid */
+        UnwindFile *unused_first, *unused_last; /* oldest first */
+        UnwindFile *vdso; /* the vDSO's table (we hold a reference); NULL: none */
+        size_t vdso_size;
+        bool vdso_tried;
+
+        UnwinderStats stats;
+};
+
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* ---- rows: first fit over the free extents ---- */
+
+static int rows_alloc(Unwinder *u, uint32_t n, uint32_t *ret) {
+        for (size_t i = 0; i < u->n_free_rows; i++) {
+                RowExtent *e = &u->free_rows[i];
+                if (e->len < n)
+                        continue;
+                *ret = e->start;
+                e->start += n;
+                e->len -= n;
+                if (e->len == 0) {
+                        memmove(e, e + 1, (u->n_free_rows - i - 1) * sizeof(*e));
+                        u->n_free_rows--;
+                }
+                u->stats.rows_used += n;
+                return 0;
+        }
+        return -ENOSPC;
+}
+
+static int rows_release(Unwinder *u, uint32_t start, uint32_t n) {
+        size_t i = 0;
+
+        if (n == 0)
+                return 0;
+        while (i < u->n_free_rows && u->free_rows[i].start < start)
+                i++;
+        /* Merge with the extent before and/or after. */
+        bool prev = i > 0 && u->free_rows[i - 1].start + u->free_rows[i - 1].len == start;
+        bool next = i < u->n_free_rows && start + n == u->free_rows[i].start;
+        if (prev && next) {
+                u->free_rows[i - 1].len += n + u->free_rows[i].len;
+                memmove(&u->free_rows[i], &u->free_rows[i + 1],
+                        (u->n_free_rows - i - 1) * sizeof(RowExtent));
+                u->n_free_rows--;
+        } else if (prev)
+                u->free_rows[i - 1].len += n;
+        else if (next) {
+                u->free_rows[i].start = start;
+                u->free_rows[i].len += n;
+        } else {
+                if (u->n_free_rows == u->allocated_free_rows) {
+                        size_t na = MAX(u->allocated_free_rows * 2, (size_t) 16);
+                        RowExtent *a = reallocarray(u->free_rows, na, sizeof(RowExtent));
+                        if (!a)
+                                return -ENOMEM; /* the rows are lost to this run: harmless */
+                        u->free_rows = a;
+                        u->allocated_free_rows = na;
+                }
+                memmove(&u->free_rows[i + 1], &u->free_rows[i], (u->n_free_rows - i) * sizeof(RowExtent));
+                u->free_rows[i] = (RowExtent){ .start = start, .len = n };
+                u->n_free_rows++;
+        }
+        u->stats.rows_used -= n;
+        return 0;
+}
+
+static uint32_t table_id_alloc(Unwinder *u) {
+        for (uint32_t k = 0; k < CGPROF_MAX_UNWIND_TABLES - 1; k++) {
+                uint32_t id = u->next_table;
+                u->next_table = id + 1 >= CGPROF_MAX_UNWIND_TABLES ? 1 : id + 1;
+                if (!u->table_used[id]) {
+                        u->table_used[id] = 1;
+                        return id;
+                }
+        }
+        return 0;
+}
+
+/* ---- files ---- */
+
+static int file_key_cmp(const void *a, const void *b) {
+        const FileKey *x = &((const FileAlias *) a)->key, *y = &((const FileAlias *) b)->key;
+        int c = CMP(x->dev, y->dev);
+        if (c == 0)
+                c = CMP(x->ino, y->ino);
+        if (c == 0)
+                c = CMP(x->size, y->size);
+        if (c == 0)
+                c = CMP(x->mtime_nsec, y->mtime_nsec);
+        return c;
+}
+
+static int build_id_cmp(const void *a, const void *b) {
+        return strcmp(((const UnwindFile *) a)->build_id, ((const UnwindFile *) b)->build_id);
+}
+
+static void unused_remove(Unwinder *u, UnwindFile *f) {
+        if (!f->in_unused)
+                return;
+        if (f->unused_prev)
+                f->unused_prev->unused_next = f->unused_next;
+        else
+                u->unused_first = f->unused_next;
+        if (f->unused_next)
+                f->unused_next->unused_prev = f->unused_prev;
+        else
+                u->unused_last = f->unused_prev;
+        f->unused_prev = f->unused_next = NULL;
+        f->in_unused = false;
+        u->stats.tables_unused--;
+}
+
+static void unused_append(Unwinder *u, UnwindFile *f) {
+        f->unused_prev = u->unused_last;
+        f->unused_next = NULL;
+        if (u->unused_last)
+                u->unused_last->unused_next = f;
+        else
+                u->unused_first = f;
+        u->unused_last = f;
+        f->in_unused = true;
+        f->unused_since = now_monotonic_usec();
+        u->stats.tables_unused++;
+}
+
+static void file_unload_table(Unwinder *u, UnwindFile *f) {
+        struct cgprof_unwind_table none = {};
+
+        if (f->table == 0)
+                return;
+        (void) bpf_map_update_elem(u->maps.tables_fd, &f->table, &none, BPF_ANY);
+        (void) rows_release(u, f->first_row, f->n_rows);
+        u->table_used[f->table] = 0;
+        f->table = 0;
+        u->stats.tables--;
+}
+
+static void file_free(Unwinder *u, UnwindFile *f) {
+        unused_remove(u, f);
+        file_unload_table(u, f);
+        while (f->aliases) {
+                FileAlias *a = f->aliases;
+                f->aliases = a->next;
+                tdelete(a, &u->by_key, file_key_cmp);
+                free(a);
+        }
+        if (f->build_id)
+                tdelete(f, &u->by_build_id, build_id_cmp);
+        free(f->build_id);
+        free(f->describe);
+        free(f);
+}
+
+static void file_unref(Unwinder *u, UnwindFile *f) {
+        if (!f || f->n_ref == 0)
+                return;
+        if (--f->n_ref > 0)
+                return;
+        if (f->table == 0)
+                file_free(u, f); /* nothing loaded to keep */
+        else
+                unused_append(u, f);
+}
+
+static UnwindFile *file_ref(Unwinder *u, UnwindFile *f) {
+        if (f->n_ref++ == 0)
+                unused_remove(u, f);
+        return f;
+}
+
+/* Frees unused tables, oldest first, until n rows fit (or none is left). */
+static int rows_alloc_evicting(Unwinder *u, uint32_t n, uint32_t *ret) {
+        while (rows_alloc(u, n, ret) < 0) {
+                if (!u->unused_first)
+                        return -ENOSPC;
+                file_free(u, u->unused_first);
+        }
+        return 0;
+}
+
+static int read_segments(Elf *elf, UnwindFile *f) {
+        size_t phnum;
+
+        if (elf_getphdrnum(elf, &phnum) < 0)
+                return -EBADMSG;
+        for (size_t i = 0; i < phnum && f->n_segments < MAX_SEGMENTS; i++) {
+                GElf_Phdr ph;
+                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
+                        continue;
+                f->segments[f->n_segments++] = (LoadSegment){
+                        .offset = ph.p_offset,
+                        .vaddr = ph.p_vaddr,
+                        .filesz = ph.p_filesz,
+                        .exec = ph.p_flags & PF_X,
+                };
+        }
+        return f->n_segments > 0 ? 0 : -ENOEXEC;
+}
+
+/* The load bias of a mapping of the file: runtime address = bias + vaddr. */
+static int file_load_bias(const UnwindFile *f, uint64_t map_start, uint64_t pgoff, uint64_t *ret) {
+        const LoadSegment *best = NULL;
+
+        for (size_t i = 0; i < f->n_segments; i++) {
+                const LoadSegment *sg = &f->segments[i];
+                uint64_t page_off = sg->offset & ~UINT64_C(0xfff);
+                if (pgoff < page_off || pgoff >= sg->offset + MAX(sg->filesz, (uint64_t) 1))
+                        continue;
+                if (!best || (sg->exec && !best->exec))
+                        best = sg;
+        }
+        if (!best)
+                return -ENOENT;
+        /* The mapping's first byte is file offset pgoff, which is vaddr
+         * sg->vaddr + (pgoff - sg->offset) of the file. */
+        *ret = map_start - (best->vaddr + pgoff - best->offset);
+        return 0;
+}
+
+static int file_describef(UnwindFile *f, const char *fmt, const char *arg) {
+        free(f->describe);
+        f->describe = NULL;
+        if (asprintf(&f->describe, fmt, arg) < 0) {
+                f->describe = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Builds the table and writes it into the maps. */
+static int file_load(Unwinder *u, UnwindFile *f, Elf *elf, const char *path) {
+        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
+        struct cgprof_unwind_table desc;
+        uint64_t t0 = now_monotonic_usec();
+        uint32_t first, id;
+        int r;
+
+        r = unwind_table_build_elf(elf, &t);
+        u->stats.build_usec += now_monotonic_usec() - t0;
+        if (r == -ENODATA) {
+                u->stats.files_without_table++;
+                return file_describef(f, "%s", "none");
+        }
+        if (r < 0) {
+                u->stats.files_bad++;
+                log_debug_errno(r, "Failed to build the unwind table of %s, walking it by frame pointer: %m",
+                                path);
+                return file_describef(f, "error: %s", strerror(-r));
+        }
+        u->stats.tables_built++;
+        if (t->stats.n_bad_entries > 0)
+                u->stats.files_bad++;
+        if (t->n_rows == 0 || t->n_rows > UINT32_MAX) {
+                u->stats.files_without_table++;
+                return file_describef(f, "%s", "none");
+        }
+
+        r = rows_alloc_evicting(u, (uint32_t) t->n_rows, &first);
+        if (r < 0) {
+                u->stats.tables_not_fitted++;
+                log_debug("The unwind table of %s (%zu rows) does not fit in the rows map, walking it by "
+                          "frame pointer.",
+                          path, t->n_rows);
+                return file_describef(f, "%s", "not loaded: the unwind rows map is full (unwindTableRows)");
+        }
+        id = table_id_alloc(u);
+        if (id == 0) {
+                (void) rows_release(u, first, (uint32_t) t->n_rows);
+                u->stats.tables_not_fitted++;
+                return file_describef(f, "%s", "not loaded: too many tables");
+        }
+        memcpy(u->rows + first, t->rows, t->n_rows * sizeof(struct cgprof_unwind_row));
+        /* The rows are in place before the table points at them. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        desc = (struct cgprof_unwind_table){ .first_row = first, .n_rows = (uint32_t) t->n_rows };
+        r = bpf_map_update_elem(u->maps.tables_fd, &id, &desc, BPF_ANY);
+        if (r < 0) {
+                r = negative_errno();
+                (void) rows_release(u, first, (uint32_t) t->n_rows);
+                u->table_used[id] = 0;
+                return r;
+        }
+        f->table = id;
+        f->first_row = first;
+        f->n_rows = (uint32_t) t->n_rows;
+        f->base = t->base;
+        u->stats.tables++;
+        log_debug("Unwind table of %s: %zu rows from %s (%zu FDEs, %zu bad entries) as table %u.", path,
+                  t->n_rows, unwind_source_to_string(t->source), t->stats.n_fdes, t->stats.n_bad_entries,
+                  id);
+        if (t->stats.n_bad_entries > 0) {
+                char buf[128];
+                snprintf(buf, sizeof(buf), "%s (%zu bad entries skipped)",
+                         unwind_source_to_string(t->source), t->stats.n_bad_entries);
+                return file_describef(f, "%s", buf);
+        }
+        return file_describef(f, "%s", unwind_source_to_string(t->source));
+}
+
+static int alias_add(Unwinder *u, UnwindFile *f, const FileKey *key) {
+        FileAlias *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->key = *key;
+        a->file = f;
+        if (!tsearch(a, &u->by_key, file_key_cmp)) {
+                free(a);
+                return -ENOMEM;
+        }
+        a->next = f->aliases;
+        f->aliases = a;
+        return 0;
+}
+
+/* The file entry of an open file (new files: built and loaded). */
+static int file_get(Unwinder *u, int fd, const char *path, UnwindFile **ret) {
+        FileAlias key = {}, **found;
+        struct stat st;
+        Elf *elf = NULL;
+        UnwindFile *f = NULL;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        key.key = (FileKey){
+                .dev = st.st_dev,
+                .ino = st.st_ino,
+                .size = (uint64_t) st.st_size,
+                .mtime_nsec = (uint64_t) st.st_mtim.tv_sec * NSEC_PER_SEC + (uint64_t) st.st_mtim.tv_nsec,
+        };
+        found = tfind(&key, &u->by_key, file_key_cmp);
+        if (found) {
+                *ret = file_ref(u, (*found)->file);
+                return 0;
+        }
+
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -EBADMSG;
+
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        (void) elf_read_build_id(elf, &f->build_id);
+        if (f->build_id) {
+                UnwindFile **same = tfind(f, &u->by_build_id, build_id_cmp);
+                if (same) {
+                        /* A copy of a file we know (another container's). */
+                        free(f->build_id);
+                        free(f);
+                        f = NULL;
+                        r = alias_add(u, *same, &key.key);
+                        if (r >= 0)
+                                *ret = file_ref(u, *same);
+                        goto finish;
+                }
+        }
+
+        if (elf_kind(elf) != ELF_K_ELF || read_segments(elf, f) < 0)
+                r = file_describef(f, "%s", "none");
+        else
+                r = file_load(u, f, elf, path);
+        if (r < 0)
+                goto finish;
+
+        if (f->build_id && !tsearch(f, &u->by_build_id, build_id_cmp)) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        r = alias_add(u, f, &key.key);
+        if (r < 0) {
+                if (f->build_id)
+                        tdelete(f, &u->by_build_id, build_id_cmp);
+                goto finish;
+        }
+        *ret = file_ref(u, TAKE_PTR(f));
+        r = 0;
+finish:
+        if (f) {
+                file_unload_table(u, f);
+                free(f->build_id);
+                free(f->describe);
+                free(f);
+        }
+        elf_end(elf);
+        return r;
+}
+
+/* The vDSO is one image for every 64-bit process: its table is built from
+ * our own copy. A process whose vDSO differs in size (32-bit) gets none. */
+static UnwindFile *vdso_get(Unwinder *u, uint64_t size) {
+        if (!u->vdso_tried) {
+                _cleanup_free_ void *image = NULL;
+                _cleanup_free_ UnwindFile *f = NULL;
+                const void *own;
+                size_t n;
+                Elf *elf;
+
+                u->vdso_tried = true;
+                if (proc_self_vdso(&own, &n) < 0)
+                        return NULL;
+                image = malloc(n);
+                f = calloc(1, sizeof(*f));
+                if (!image || !f)
+                        return NULL;
+                memcpy(image, own, n);
+                elf = elf_memory(image, n);
+                if (!elf)
+                        return NULL;
+                if (read_segments(elf, f) >= 0 && file_load(u, f, elf, "[vdso]") >= 0 && f->table != 0) {
+                        f->n_ref = 1;
+                        u->vdso = TAKE_PTR(f);
+                        u->vdso_size = n;
+                } else if (f) {
+                        file_unload_table(u, f);
+                        free(f->describe);
+                }
+                elf_end(elf);
+        }
+        if (!u->vdso || size != u->vdso_size)
+                return NULL;
+        return file_ref(u, u->vdso);
+}
+
+/* ---- processes ---- */
+
+static int process_cmp(const void *a, const void *b) {
+        return CMP(((const UnwindProcess *) a)->pid, ((const UnwindProcess *) b)->pid);
+}
+
+static UnwindProcess *process_find(Unwinder *u, pid_t pid) {
+        UnwindProcess key = { .pid = pid }, **found = tfind(&key, &u->processes, process_cmp);
+        return found ? *found : NULL;
+}
+
+/* Removes the process's entries from the maps. */
+static void process_unload_maps(UnwindProcess *p) {
+        Unwinder *u = p->unwinder;
+        uint32_t pid = (uint32_t) p->pid;
+
+        /* Not ready any more first: the walker falls back to frame pointers. */
+        (void) bpf_map_delete_elem(u->maps.procs_fd, &pid);
+        for (size_t i = 0; i < p->n_keys; i++)
+                (void) bpf_map_delete_elem(u->maps.mappings_fd, &p->keys[i]);
+        free(p->keys);
+        p->keys = NULL;
+        p->n_keys = 0;
+}
+
+/* ... and drops its mappings. */
+static void process_unload(UnwindProcess *p) {
+        Unwinder *u = p->unwinder;
+
+        process_unload_maps(p);
+        for (size_t i = 0; i < p->n_mappings; i++)
+                file_unref(u, p->mappings[i].file);
+        free(p->mappings);
+        p->mappings = NULL;
+        p->n_mappings = 0;
+}
+
+static void process_free(UnwindProcess *p) {
+        Unwinder *u = p->unwinder;
+
+        process_unload(p);
+        tdelete(p, &u->processes, process_cmp);
+        sd_event_source_disable_unref(p->exit_source);
+        safe_close(p->pidfd);
+        u->stats.processes--;
+        free(p);
+}
+
+static int on_process_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        UnwindProcess *p = userdata;
+
+        log_debug("PID %d exited, unloading its mappings.", (int) p->pid);
+        process_unload_maps(p);
+        p->exit_source = sd_event_source_disable_unref(p->exit_source);
+        p->pidfd = safe_close(p->pidfd);
+        p->exited = true;
+        return 0;
+}
+
+/* The aligned blocks that cover [start, end), as keys of the mappings map. */
+static int keys_add_range(struct cgprof_mapping_key **keys, size_t *n, size_t *allocated, uint32_t pid,
+                          uint64_t start, uint64_t end) {
+        while (start < end) {
+                unsigned bits = start == 0 ? 63 : (unsigned) __builtin_ctzll(start);
+                while (bits > 0 && (bits >= 64 || end - start < (UINT64_C(1) << bits)))
+                        bits--;
+                if (*n == *allocated) {
+                        size_t na = MAX(*allocated * 2, (size_t) 64);
+                        struct cgprof_mapping_key *k = reallocarray(*keys, na, sizeof(**keys));
+                        if (!k)
+                                return -ENOMEM;
+                        *keys = k;
+                        *allocated = na;
+                }
+                (*keys)[(*n)++] = (struct cgprof_mapping_key){
+                        .prefixlen = 32 + 64 - bits,
+                        .pid_be = __builtin_bswap32(pid),
+                        .addr_be = __builtin_bswap64(start),
+                };
+                start += UINT64_C(1) << bits;
+        }
+        return 0;
+}
+
+static int mapping_key_cmp(const void *a, const void *b) {
+        return memcmp(a, b, sizeof(struct cgprof_mapping_key));
+}
+
+/* (Re)reads the process's mappings. The new entries go in before the old
+ * ones that are gone come out, and the process stays ready throughout: a
+ * reload after a dlopen() does not make its samples pending. */
+static int process_load(UnwindProcess *p) {
+        Unwinder *u = p->unwinder;
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ ProcMapping *maps = NULL;
+        _cleanup_free_ struct cgprof_mapping_key *keys = NULL;
+        size_t alloc = 0, n_maps = 0, allocated_maps = 0, n_keys = 0, allocated_keys = 0;
+        struct cgprof_unwind_proc ready = { .start_time = p->start_time };
+        uint32_t pid = (uint32_t) p->pid;
+        int r = 0;
+
+        p->loaded_usec = now_monotonic_usec();
+
+        if (asprintf(&path, "/proc/%d/maps", (int) p->pid) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+
+        while (getline(&line, &alloc, f) > 0) {
+                ProcMapsEntry e;
+                ProcMapping pm = {};
+                struct cgprof_mapping v;
+                size_t first_key = n_keys;
+
+                if (proc_maps_parse_line(line, &e) < 0 || !proc_maps_entry_executable(&e))
+                        continue;
+                if (e.start > 0x00007fffffffffffULL)
+                        continue; /* [vsyscall]: not user space the walker reads */
+
+                pm.start = e.start;
+                pm.end = e.end;
+                v = (struct cgprof_mapping){ .start = e.start, .end = e.end };
+                if (proc_maps_entry_file_backed(&e)) {
+                        _cleanup_close_ int fd = proc_maps_open_file("/proc", p->pid, &e);
+                        if (fd >= 0 && file_get(u, fd, e.path, &pm.file) >= 0) {
+                                uint64_t bias;
+                                pm.describe = pm.file->describe;
+                                if (pm.file->table != 0 &&
+                                    file_load_bias(pm.file, e.start, e.pgoff, &bias) >= 0) {
+                                        v.table = pm.file->table;
+                                        v.bias = bias + pm.file->base;
+                                        pm.bias = v.bias;
+                                }
+                        } else
+                                pm.describe = "not loaded: the file could not be opened";
+                } else if (streq(e.path, "[vdso]") && (pm.file = vdso_get(u, e.end - e.start))) {
+                        uint64_t bias;
+                        pm.describe = pm.file->describe;
+                        if (file_load_bias(pm.file, e.start, 0, &bias) >= 0) {
+                                v.table = pm.file->table;
+                                v.bias = bias + pm.file->base;
+                                pm.bias = v.bias;
+                        }
+                } else
+                        pm.describe = e.path[0] ? "none" : "anonymous";
+
+                if (n_maps == allocated_maps) {
+                        size_t na = MAX(allocated_maps * 2, (size_t) 32);
+                        ProcMapping *a = reallocarray(maps, na, sizeof(*a));
+                        if (!a) {
+                                file_unref(u, pm.file);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        maps = a;
+                        allocated_maps = na;
+                }
+                maps[n_maps++] = pm;
+
+                r = keys_add_range(&keys, &n_keys, &allocated_keys, pid, e.start, e.end);
+                if (r < 0)
+                        break;
+                for (size_t k = first_key; k < n_keys; k++)
+                        if (bpf_map_update_elem(u->maps.mappings_fd, &keys[k], &v, BPF_ANY) < 0)
+                                u->stats.mapping_entries_failed++;
+        }
+        if (r >= 0 && ferror(f))
+                r = errno == ESRCH ? -ESRCH : -EIO;
+        if (r >= 0 && n_maps == 0)
+                /* A zombie, or in the middle of exec(): the exec() or its
+                 * first sample will tell us again. */
+                r = -EAGAIN;
+
+        /* Drop the old entries the new ones did not replace (on failure:
+         * the new ones the old ones do not have). */
+        struct cgprof_mapping_key *stale = r >= 0 ? p->keys : keys, *kept = r >= 0 ? keys : p->keys;
+        size_t n_stale = r >= 0 ? p->n_keys : n_keys, n_kept = r >= 0 ? n_keys : p->n_keys;
+        if (n_kept > 0)
+                qsort(kept, n_kept, sizeof(*kept), mapping_key_cmp);
+        for (size_t i = 0; i < n_stale; i++)
+                if (n_kept == 0 || !bsearch(&stale[i], kept, n_kept, sizeof(*kept), mapping_key_cmp))
+                        (void) bpf_map_delete_elem(u->maps.mappings_fd, &stale[i]);
+        if (r < 0) {
+                for (size_t i = 0; i < n_maps; i++)
+                        file_unref(u, maps[i].file);
+                return r;
+        }
+
+        for (size_t i = 0; i < p->n_mappings; i++)
+                file_unref(u, p->mappings[i].file);
+        free(p->mappings);
+        free(p->keys);
+        p->mappings = TAKE_PTR(maps);
+        p->n_mappings = n_maps;
+        p->keys = TAKE_PTR(keys);
+        p->n_keys = n_keys;
+
+        /* Everything in place: the walker may use the tables. */
+        if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)
+                return negative_errno();
+        log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding (%.1f ms after it "
+                  "started).",
+                  (int) p->pid, p->n_mappings, p->n_keys,
+                  (double) (now_monotonic_usec() * 1000 - p->start_time) / 1e6);
+        return 0;
+}
+
+int unwinder_process_ref(Unwinder *u, pid_t pid, uint64_t start_time) {
+        UnwindProcess *p = process_find(u, pid);
+        int r;
+
+        if (p && p->start_time == start_time && !p->exited) {
+                /* Another holder (a session, or the next program after
+                 * exec()): its mappings may have changed. */
+                p->n_ref++;
+                r = process_load(p);
+                if (r < 0 && r != -EAGAIN)
+                        log_debug_errno(r, "Failed to reload the mappings of PID %d for unwinding: %m",
+                                        (int) pid);
+                return 0;
+        }
+        if (p)
+                process_free(p); /* the PID was reused */
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->unwinder = u;
+        p->pid = pid;
+        p->start_time = start_time;
+        p->n_ref = 1;
+        p->pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (p->pidfd < 0) {
+                r = errno == ESRCH ? -ESRCH : negative_errno();
+                free(p);
+                return r;
+        }
+        if (!tsearch(p, &u->processes, process_cmp)) {
+                safe_close(p->pidfd);
+                free(p);
+                return -ENOMEM;
+        }
+        u->stats.processes++;
+        r = sd_event_add_io(u->event, &p->exit_source, p->pidfd, EPOLLIN, on_process_exit, p);
+        if (r < 0) {
+                process_free(p);
+                return r;
+        }
+        (void) sd_event_source_set_description(p->exit_source, "unwind-process-exit");
+
+        r = process_load(p);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to load the mappings of PID %d for unwinding: %m", (int) pid);
+                process_free(p);
+                return r;
+        }
+        return 0;
+}
+
+void unwinder_process_unref(Unwinder *u, pid_t pid, uint64_t start_time) {
+        UnwindProcess *p = process_find(u, pid);
+
+        if (!p || p->start_time != start_time)
+                return;
+        if (--p->n_ref == 0)
+                process_free(p);
+}
+
+int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_t min_interval_usec) {
+        UnwindProcess *p = process_find(u, pid);
+        int r;
+
+        if (!p || p->start_time != start_time || p->exited)
+                return -ENOENT;
+        if (min_interval_usec > 0 && now_monotonic_usec() - p->loaded_usec < min_interval_usec)
+                return 0;
+        r = process_load(p);
+        if (r < 0)
+                log_debug_errno(r, "Failed to reload the mappings of PID %d for unwinding: %m", (int) pid);
+        return r;
+}
+
+static const ProcMapping *mapping_find(Unwinder *u, pid_t pid, uint64_t addr) {
+        UnwindProcess *p = process_find(u, pid);
+
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_mappings; i++)
+                if (addr >= p->mappings[i].start && addr < p->mappings[i].end)
+                        return &p->mappings[i];
+        return NULL;
+}
+
+const char *unwinder_describe(Unwinder *u, pid_t pid, uint64_t addr) {
+        const ProcMapping *pm = mapping_find(u, pid, addr);
+        return pm ? pm->describe : NULL;
+}
+
+int unwinder_frame_rule(Unwinder *u, pid_t pid, uint64_t addr, uint8_t *ret_rule) {
+        const ProcMapping *pm = mapping_find(u, pid, addr);
+        const struct cgprof_unwind_row *rows;
+        size_t lo = 0, hi;
+        uint64_t rel;
+
+        if (!pm || !pm->file || pm->file->table == 0)
+                return -ENOENT;
+        rows = u->rows + pm->file->first_row;
+        hi = pm->file->n_rows;
+        rel = addr - pm->bias;
+        if (rel > UINT32_MAX || hi == 0 || rows[0].pc > rel)
+                return -ENOENT;
+        while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (rows[mid].pc <= rel)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        *ret_rule = rows[lo].rule;
+        return 0;
+}
+
+static void exited_action(const void *nodep, VISIT which, void *userdata) {
+        UnwindProcess *p = *(UnwindProcess *const *) nodep;
+        UnwindProcess ***list = userdata;
+
+        if ((which == postorder || which == leaf) && p->exited && ++p->exited_ticks > 2)
+                *(*list)++ = p;
+}
+
+void unwinder_tick(Unwinder *u) {
+        uint64_t now = now_monotonic_usec();
+        _cleanup_free_ UnwindProcess **gone = NULL;
+
+        if (u->stats.processes > 0) {
+                gone = calloc(u->stats.processes, sizeof(UnwindProcess *));
+                if (gone) {
+                        UnwindProcess **end = gone;
+                        twalk_r(u->processes, exited_action, &end);
+                        for (UnwindProcess **i = gone; i < end; i++)
+                                process_free(*i);
+                }
+        }
+
+        while (u->unused_first && now - u->unused_first->unused_since >= UNUSED_GRACE_USEC)
+                file_free(u, u->unused_first);
+}
+
+void unwinder_stats(const Unwinder *u, UnwinderStats *ret) {
+        *ret = u->stats;
+        ret->rows_max = u->maps.n_rows;
+}
+
+int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret) {
+        _cleanup_(unwinder_freep) Unwinder *u = NULL;
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -EINVAL;
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        u->event = sd_event_ref(event);
+        u->maps = *maps;
+        u->next_table = 1;
+        u->table_used[0] = 1; /* "no table" */
+
+        u->rows_mapped_size =
+                ((size_t) maps->n_rows * sizeof(struct cgprof_unwind_row) + (size_t) page - 1) &
+                ~((size_t) page - 1);
+        u->rows = mmap(NULL, u->rows_mapped_size, PROT_READ | PROT_WRITE, MAP_SHARED, maps->rows_fd, 0);
+        if (u->rows == MAP_FAILED) {
+                u->rows = NULL;
+                return negative_errno();
+        }
+        u->free_rows = calloc(1, sizeof(RowExtent));
+        if (!u->free_rows)
+                return -ENOMEM;
+        u->free_rows[0] = (RowExtent){ .start = 0, .len = maps->n_rows };
+        u->n_free_rows = u->allocated_free_rows = 1;
+
+        *ret = TAKE_PTR(u);
+        return 0;
+}
+
+static void process_free_action(void *p) {
+        UnwindProcess *x = p;
+        Unwinder *u = x->unwinder;
+
+        process_unload(x);
+        sd_event_source_disable_unref(x->exit_source);
+        safe_close(x->pidfd);
+        u->stats.processes--;
+        free(x);
+}
+
+Unwinder *unwinder_free(Unwinder *u) {
+        if (!u)
+                return NULL;
+        tdestroy(u->processes, process_free_action);
+        u->processes = NULL;
+        file_unref(u, TAKE_PTR(u->vdso));
+        while (u->unused_first)
+                file_free(u, u->unused_first);
+        if (u->rows)
+                munmap(u->rows, u->rows_mapped_size);
+        free(u->free_rows);
+        sd_event_unref(u->event);
+        free(u);
+        return NULL;
+}

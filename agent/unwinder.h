@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-event.h>
+#include <sys/types.h>
+
+#include "macro.h"
+#include "sampler.h"
+
+/* The unwind tables of profiled processes, in the sampler's BPF maps.
+ *
+ * A table is built once per file (common/unwind-table.c, from .eh_frame or
+ * .debug_frame), keyed by the file's build ID, else by (device, inode,
+ * size, mtime), and written once into the rows map however many processes
+ * map the file. A process's executable mappings go into the mappings map
+ * (longest prefix match on pid and address) pointing at their file's table
+ * with the load bias; then the process is marked ready, and the BPF walker
+ * uses the tables for its samples (before that: frame pointers, counted as
+ * pending). Processes are held by the sessions that sample them and
+ * forgotten when they exit (a pidfd on the event loop) or when the last
+ * session lets go. A table no live process uses stays loaded for a grace
+ * period (a process of the same binary often follows), then is freed; when
+ * rows run short, unused tables are freed first, and a table that still
+ * does not fit is counted and its mappings walked by frame pointer. */
+
+typedef struct Unwinder Unwinder;
+
+typedef struct UnwinderStats {
+        size_t processes; /* processes whose mappings are loaded */
+        size_t tables; /* tables in the maps */
+        size_t tables_unused; /* ... of which no live process uses */
+        size_t rows_used, rows_max;
+        uint64_t tables_built, build_usec; /* tables built so far and the time it took */
+        uint64_t tables_not_fitted; /* tables that did not fit in the rows map */
+        uint64_t files_without_table; /* files with no usable .eh_frame/.debug_frame */
+        uint64_t files_bad; /* files whose tables had errors (entries skipped, or none usable) */
+        uint64_t mapping_entries_failed; /* mapping entries the map refused (full) */
+} UnwinderStats;
+
+int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret);
+Unwinder *unwinder_free(Unwinder *u);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Unwinder *, unwinder_free);
+
+/* Takes a reference to the process (pid, start_time as the BPF program
+ * sees it) and loads its mappings and their tables. Loading again (after
+ * exec(), a dlopen(), ...): unwinder_process_reload(). -ESRCH: gone;
+ * -EAGAIN: no executable mapping (a zombie, or in the middle of exec()). */
+int unwinder_process_ref(Unwinder *u, pid_t pid, uint64_t start_time);
+void unwinder_process_unref(Unwinder *u, pid_t pid, uint64_t start_time);
+/* Re-reads the process's mappings (if it is held, and at most once per
+ * min_interval_usec). */
+int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_t min_interval_usec);
+
+/* How the mapping holding addr in process pid is unwound, for the summary:
+ * "eh_frame", "debug_frame", "none" (no table: frame pointers), "anonymous",
+ * "error: ...", "not loaded: ...". NULL when unknown. Static or owned by the
+ * unwinder until the process goes. */
+const char *unwinder_describe(Unwinder *u, pid_t pid, uint64_t addr);
+
+/* The rule (bpf/unwind.h CGPROF_UNWIND_RULE) of the table row covering
+ * addr in process pid: -ENOENT when its mapping has no table. */
+int unwinder_frame_rule(Unwinder *u, pid_t pid, uint64_t addr, uint8_t *ret_rule);
+
+/* Call after each drain: forgets processes that exited two ticks ago and
+ * frees tables unused for longer than the grace period. */
+void unwinder_tick(Unwinder *u);
+
+void unwinder_stats(const Unwinder *u, UnwinderStats *ret);

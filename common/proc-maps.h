@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* /proc/PID/maps lines, and opening the file a mapping maps. Shared by the
+ * symbolizer and the unwinder. */
+
+#define PROC_MAPS_DELETED_SUFFIX " (deleted)"
+
+typedef struct ProcMapsEntry {
+        uint64_t start, end, pgoff;
+        unsigned major, minor;
+        uint64_t inode;
+        char perms[5]; /* "r-xp" */
+        /* Points into the parsed line (with " (deleted)" cut off); "" for
+         * anonymous memory; "[vdso]", "[anon:name]", ... for special ones. */
+        const char *path;
+        bool deleted;
+} ProcMapsEntry;
+
+static inline bool proc_maps_entry_executable(const ProcMapsEntry *e) {
+        return e->perms[2] == 'x';
+}
+
+static inline bool proc_maps_entry_file_backed(const ProcMapsEntry *e) {
+        return e->path[0] == '/';
+}
+
+/* "start-end perms offset major:minor inode   path": modifies line (the
+ * path is cut at its end). -EBADMSG for a malformed line. */
+int proc_maps_parse_line(char *line, ProcMapsEntry *ret);
+
+/* Opens the file of a file-backed mapping of pid: through
+ * PROC/PID/map_files/START-END (needs CAP_SYS_ADMIN, works for deleted
+ * files), else its path inside the process's root (containers), checking
+ * that the path still names the mapped file (-ESTALE when the device agrees
+ * but the inode does not). Regular files only. */
+int proc_maps_open_file(const char *proc_root, pid_t pid, const ProcMapsEntry *e);
+
+/* Opens a regular file (never a FIFO or a device) for reading; in_root:
+ * path is resolved with dirfd as the root directory (openat2
+ * RESOLVE_IN_ROOT), so a container's symlinks stay in the container. */
+int open_regular_at(int dirfd, const char *path, bool in_root);
+
+/* Opens path inside the process's root directory (PROC/PID/root). */
+int proc_open_in_root(const char *proc_root, pid_t pid, const char *path);
+
+/* Our own vDSO (the kernel maps the same image into every 64-bit process):
+ * its address and size, from getauxval(AT_SYSINFO_EHDR) and
+ * /proc/self/maps. -ENOENT when there is none. */
+int proc_self_vdso(const void **ret_image, size_t *ret_size);

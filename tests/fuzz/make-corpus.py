@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Seed corpus for fuzz-unwind-table: make-corpus.py LIST DIR ELF...
+
+Writes into DIR each ELF file whole, and its .eh_frame / .debug_frame in the
+fuzzer's raw form (b'E' or b'D', the section address as 8 bytes little
+endian, the section's bytes); LIST gets the seeds' paths, comma-separated,
+for libFuzzer's -seed_inputs=@LIST (which reads seeds without writing new
+inputs into the build tree)."""
+import os
+import shutil
+import struct
+import sys
+
+
+def sections(data):
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    headers = []
+    for i in range(shnum):
+        name, stype, flags, addr, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        headers.append((name, stype, addr, offset, size))
+    strtab = headers[shstrndx]
+    for name, stype, addr, offset, size in headers:
+        end = data.index(b"\0", strtab[3] + name)
+        yield data[strtab[3] + name:end].decode(), stype, addr, data[offset:offset + size]
+
+
+def main():
+    listfile, outdir, inputs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    seeds = []
+    for path in inputs:
+        base = os.path.basename(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        seed = os.path.join(outdir, "elf-" + base)
+        shutil.copyfile(path, seed)
+        seeds.append(seed)
+        for name, stype, addr, contents in sections(data):
+            if name not in (".eh_frame", ".debug_frame") or stype == 8 or not contents:  # 8: SHT_NOBITS
+                continue
+            seed = os.path.join(outdir, "raw-" + base + name)
+            with open(seed, "wb") as f:
+                f.write((b"D" if name == ".debug_frame" else b"E") + struct.pack("<Q", addr) + contents)
+            seeds.append(seed)
+    with open(listfile, "w") as f:
+        f.write(",".join(os.path.abspath(s) for s in seeds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""DWARF stack unwinding ("unwind": "dwarf" in a profile) against perf
+record --call-graph dwarf, on programs built without frame pointers.
+
+Each fixture (tests/unwind/) spends its CPU time in known leaves, in a
+designed ratio, under a fixed call chain. For each, in the same test:
+  - perf record --call-graph dwarf runs it (the reference; the test first
+    checks that perf sees the chain and the ratio, i.e. that the fixture is
+    what it claims to be);
+  - cgprofd profiles it in a cgroup with DWARF unwinding;
+  - of the samples in the leaves, >= 95 % must hold the whole chain from main
+    to the leaf, frame for frame (recursion included, exactly as deep), each
+    leaf's share must be within 5 points of the design, and both must be
+    within 5 points of perf's.
+The frame pointer build's frameless leaf shows what DWARF adds even there
+(perf -g loses the leaf's caller), and Debian's own python3.11 (no frame
+pointers) must reach main/Py_BytesMain/Py_RunMain at least as often as perf.
+
+The numbers (ours and perf's) are logged for each fixture."""
+
+import os
+
+from cgproflib import Agent, Cgroup, folded, log, main, profile, run_in_cgroup, skip
+from perflib import Shares, ends_with_chain, of_comm, perf_record_dwarf, perf_record_fp, share_with
+
+BUILD = os.environ.get("CGPROF_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SOURCE = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def fixture(var, name):
+    return os.environ.get(var, os.path.join(BUILD, "tests", name))
+
+
+NOFP = fixture("CGPROF_UNWIND_NOFP", "cgprof-unwind-nofp")
+FP = fixture("CGPROF_UNWIND_FP", "cgprof-unwind-fp")
+CXX = fixture("CGPROF_UNWIND_CXX", "cgprof-unwind-cxx")
+SHLIB = fixture("CGPROF_UNWIND_SHLIB", "cgprof-unwind-shlib")
+DEEP = fixture("CGPROF_UNWIND_DEEP", "cgprof-unwind-deep")
+PY_WORKLOAD = os.environ.get("CGPROF_UNWIND_PY", os.path.join(SOURCE, "tests", "unwind", "py-workload.py"))
+PYTHON = "/usr/bin/python3.11"
+PY_ROOTS = {"main", "Py_BytesMain", "Py_RunMain"}
+
+# What the profile asks for: the feature under test.
+PROFILE_KEYS = {"unwind": "dwarf"}
+FREQ = 999
+SECONDS = 3  # ~3000 samples a run
+
+MIN_CHAIN = 95.0  # % of the leaf samples with the whole chain
+TOLERANCE = 5.0  # points: a leaf's share against the design, ours against perf's
+MIN_LEAF_SAMPLES = 1000  # enough for 5 points to be > 5 standard deviations
+
+# The fixtures' chains (main .. the leaf's caller) and leaves with their
+# designed shares (%).
+C_CHAIN = ["main", "run_all", "stage_outer"] + ["descend"] * 7 + ["stage_inner"]
+C_LEAVES = {"hot_alpha": 50, "hot_beta": 30, "hot_gamma": 20}
+CXX_CHAIN = ["main", "app::Runner::run", "app::Pipeline<int>::step", "app::MixStage::process"]
+CXX_LEAVES = {"app::hot_a": 70, "app::hot_b": 30}
+SHLIB_CHAIN = ["main", "lib_entry", "lib_mid"]
+SHLIB_LEAVES = {"lib_hot_x": 60, "lib_hot_y": 40}
+DEEP_CHAIN = ["main", "deep_start"] + ["recurse"] * 110
+DEEP_LEAVES = {"deep_leaf": 100}
+
+
+def ours_label():
+    return "cgprofd " + (" ".join(f"{k}={v}" for k, v in PROFILE_KEYS.items()) or "(default profile)")
+
+
+def require(path):
+    if not os.access(path, os.X_OK):
+        raise AssertionError(f"fixture {path} is missing: build the tests (meson compile)")
+    return path
+
+
+def agent_run(tag, argv, seconds=SECONDS):
+    """Runs argv (+ --seconds) alone in a new cgroup that cgprofd profiles
+    with PROFILE_KEYS; returns the report's folded stacks."""
+    cg = Cgroup(f"cgprof-test-unwind-{tag}-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="unwind", frequency=FREQ, **PROFILE_KEYS)],
+        "targets": [{"name": "t", "profileRef": "unwind", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        try:
+            agent.start()
+        except AssertionError:
+            if "unknown key" in agent.log() and "unwind" in agent.log():
+                raise AssertionError("cgprofd does not accept the profile key \"unwind\": "
+                                     + agent.log().strip().splitlines()[-1]) from None
+            raise
+        p = run_in_cgroup(cg, [*argv, "--seconds", str(seconds)])
+        line = p.stdout.readline().decode()
+        assert line.startswith("ready"), f"{argv[0]} did not start: {line!r}"
+        assert p.wait(timeout=seconds + 60) == 0, f"{argv} exited {p.returncode}"
+        # Removing the cgroup ends the session, which writes its report.
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        st = report.get("stacks", {})
+        log(f"[{tag}] cgprofd report: {report['samples'].get('total')} samples, stacks "
+            + str({k: v for k, v in st.items() if k != "userDepthHistogram"}))
+        stacks = folded(report)
+        rc = agent.stop()
+        assert rc == 0, f"cgprofd exited {rc}:\n{agent.log()[-4000:]}"
+        return stacks
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def assert_fixture(ref, chain_min=MIN_CHAIN, ratio=None):
+    """The fixture is what it claims: perf's DWARF unwinding sees the chain
+    and the ratio. (A failure here is the fixture's or perf's, not ours.)"""
+    assert ref.leaf >= MIN_LEAF_SAMPLES, f"fixture broken? {ref}\n{ref.top()}"
+    assert ref.leaf_pct >= 90, f"fixture broken: its time is not in its leaves: {ref}\n{ref.top()}"
+    assert ref.chain_pct >= chain_min, f"fixture broken: {ref}\n{ref.top()}"
+    for leaf, want in (ratio or {}).items():
+        assert abs(ref.leaves[leaf] - want) <= TOLERANCE, f"fixture broken: {leaf} is not {want}%: {ref}"
+
+
+def assert_ours(tag, ours, ref, ratio):
+    """Our profile against the design and against perf's."""
+    assert ours.leaf >= MIN_LEAF_SAMPLES, f"[{tag}] too few samples: {ours}\n{ours.top()}"
+    # The leaf is the sampled instruction, whatever the unwinding: as many
+    # samples land in the leaves as perf's (none lost, none empty).
+    assert abs(ours.leaf_pct - ref.leaf_pct) <= TOLERANCE, \
+        f"[{tag}] {ours.leaf_pct:.1f}% of our samples in the leaves, perf {ref.leaf_pct:.1f}%\nours:\n{ours.top()}"
+    assert ours.chain_pct >= MIN_CHAIN, \
+        f"[{tag}] only {ours.chain_pct:.1f}% of our samples hold the whole chain: {ours}\n" \
+        f"our commonest stacks without it:\n{ours.missing()}"
+    for leaf, want in ratio.items():
+        assert abs(ours.leaves[leaf] - want) <= TOLERANCE, f"[{tag}] {leaf} is not {want}±{TOLERANCE}%: {ours}"
+    # Agreement with perf, like with like: both over the samples in the
+    # leaves, the same chain frame for frame. perf --call-graph dwarf copies
+    # 8 KB of stack per sample and these stacks use under 2 KB, so perf's
+    # walks are whole (100 % by hand); what either side loses is its
+    # unwinder's, and the margin is the two runs' sampling noise (a share
+    # near 50 % over ~3000 samples: ~1 point, so 5 points is > 3 sigma of
+    # the difference).
+    assert abs(ours.chain_pct - ref.chain_pct) <= TOLERANCE, \
+        f"[{tag}] full chain: ours {ours.chain_pct:.1f}% vs perf {ref.chain_pct:.1f}%\n" \
+        f"our commonest stacks without it:\n{ours.missing()}"
+    for leaf in ratio:
+        assert abs(ours.leaves[leaf] - ref.leaves[leaf]) <= TOLERANCE, \
+            f"[{tag}] {leaf}: ours {ours.leaves[leaf]:.1f}% vs perf {ref.leaves[leaf]:.1f}%"
+
+
+def compare(tag, exe, chain, ratio, extra=()):
+    require(exe)
+    comm = os.path.basename(exe)
+    argv = [exe, *extra]
+    ref = Shares(perf_record_dwarf(argv[:1], SECONDS, freq=FREQ, extra_args=extra), comm, chain, ratio,
+                 f"[{tag}] perf --call-graph dwarf")
+    log(ref)
+    assert_fixture(ref, ratio=ratio)
+    ours = Shares(agent_run(tag, argv), comm, chain, ratio, f"[{tag}] {ours_label()}")
+    log(ours)
+    assert_ours(tag, ours, ref, ratio)
+    return ref, ours
+
+
+def test_c_without_frame_pointers():
+    compare("c-nofp", NOFP, C_CHAIN, C_LEAVES)
+
+
+def test_c_with_frame_pointers():
+    """The frame pointer build: DWARF must do at least what the frame
+    pointers do (perf -g sees the whole chain too)."""
+    require(FP)
+    fpref = Shares(perf_record_fp([FP], SECONDS, freq=FREQ), os.path.basename(FP), C_CHAIN, C_LEAVES,
+                   "[c-fp] perf -g")
+    log(fpref)
+    assert_fixture(fpref, ratio=C_LEAVES)
+    compare("c-fp", FP, C_CHAIN, C_LEAVES)
+
+
+def test_frameless_leaf():
+    """main -> work_unit -> hot_leaf in the frame pointer build, hot_leaf
+    with no frame: a frame pointer walk skips work_unit, DWARF does not."""
+    require(FP)
+    comm = os.path.basename(FP)
+    argv = [FP, "--frameless"]
+    leaves = {"hot_leaf": 100}
+
+    fpref = Shares(perf_record_fp([FP], SECONDS, freq=FREQ, extra_args=["--frameless"]), comm,
+                   ["main", "work_unit"], leaves, "[frameless] perf -g")
+    lost, _ = share_with(fpref.stacks, comm, lambda f: ends_with_chain(f, ["main", "hot_leaf"]))
+    log(fpref, f"; main;hot_leaf (work_unit lost) {lost:.1f}%")
+    # The fixture: the frame pointer walk really loses work_unit.
+    assert fpref.leaf >= MIN_LEAF_SAMPLES, fpref
+    assert fpref.chain_pct <= TOLERANCE, f"fixture broken: hot_leaf has a frame: {fpref}\n{fpref.top()}"
+    assert lost >= MIN_CHAIN, f"fixture broken: {fpref}\n{fpref.top()}"
+
+    ref = Shares(perf_record_dwarf([FP], SECONDS, freq=FREQ, extra_args=["--frameless"]), comm,
+                 ["main", "work_unit"], leaves, "[frameless] perf --call-graph dwarf")
+    log(ref)
+    assert_fixture(ref)
+
+    ours = Shares(agent_run("frameless", argv), comm, ["main", "work_unit"], leaves,
+                  f"[frameless] {ours_label()}")
+    log(ours)
+    assert_ours("frameless", ours, ref, leaves)
+
+
+def test_cxx():
+    if not os.path.exists(CXX) and "CGPROF_UNWIND_CXX" not in os.environ:
+        skip("the C++ fixture was not built (no C++ compiler: scripts/deps installs g++)")
+    ref, ours = compare("c++", CXX, CXX_CHAIN, CXX_LEAVES)
+    # The samples taken while an exception was in flight (inside libgcc's
+    # unwinder or the personality routine): few, logged for comparison.
+    def throwing(frames):
+        return any(x in ("__cxa_throw", "_Unwind_RaiseException") for x in frames)
+
+    for who, s in (("perf", ref), ("ours", ours)):
+        n = sum(c for k, c in s.stacks.items() if throwing(k[1:]))
+        whole = sum(c for k, c in s.stacks.items() if throwing(k[1:]) and "app::Runner::run" in k)
+        log(f"[c++] {who}: {n} samples during a throw, {whole} of them reach app::Runner::run")
+
+
+def test_shared_library():
+    compare("shlib", SHLIB, SHLIB_CHAIN, SHLIB_LEAVES)
+
+
+def test_deep_recursion():
+    compare("deep", DEEP, DEEP_CHAIN, DEEP_LEAVES)
+
+
+def unrooted(stacks, n=8):
+    """The commonest of python3.11's stacks that reach no root (for a failure
+    message), root side first, long ones cut in the middle."""
+    s = of_comm(stacks, os.path.basename(PYTHON))
+    bad = sorted(((c, k) for k, c in s.items() if not PY_ROOTS & set(k[1:])), key=lambda x: -x[0])
+    out = []
+    for c, k in bad[:n]:
+        f = list(k)
+        if len(f) > 14:
+            f = f[:7] + ["..."] + f[-6:]
+        out.append(f"  {c:6d} {';'.join(f)}")
+    return "\n".join(out)
+
+
+def test_python_interpreter():
+    """Debian's python3.11 (no frame pointers) running pure Python: the
+    interpreter's native stack down to main. Python 3.11 runs Python calls
+    in the same C frame, so the native stacks are ~15 frames deep whatever
+    the Python recursion; main tail-calls Py_BytesMain, so main itself is
+    not on the stack (perf shows __libc_start_call_main;Py_BytesMain)."""
+    if not os.access(PYTHON, os.X_OK):
+        skip(f"no {PYTHON}")
+    if not os.path.exists(PY_WORKLOAD):
+        raise AssertionError(f"no {PY_WORKLOAD}")
+    comm = os.path.basename(PYTHON)
+    argv = [PYTHON, PY_WORKLOAD]
+
+    def rooted(frames):
+        return bool(PY_ROOTS & set(frames))
+
+    seconds = 4
+    ref, ref_total = share_with(perf_record_dwarf(argv, seconds, freq=FREQ), comm, rooted)
+    log(f"[python] perf --call-graph dwarf: {ref_total} samples, {ref:.1f}% reach main/Py_BytesMain/Py_RunMain")
+    assert ref_total >= MIN_LEAF_SAMPLES and ref >= 90, "perf cannot unwind python3.11 here"
+    stacks = agent_run("python", argv, seconds)
+    ours, ours_total = share_with(stacks, comm, rooted)
+    log(f"[python] {ours_label()}: {ours_total} samples, {ours:.1f}% reach main/Py_BytesMain/Py_RunMain")
+    assert ours_total >= MIN_LEAF_SAMPLES, f"too few samples of {comm}: {ours_total}"
+    # At least perf's share. The two runs are separate: the 0.5-point margin
+    # is their sampling noise (perf's share is ~99.9 %, the unrooted samples
+    # are the interpreter's startup in ld.so and imports, a handful a run).
+    assert ours >= ref - 0.5, f"ours {ours:.1f}% < perf's {ref:.1f}%; our stacks that do not:\n" + unrooted(stacks)
+
+
+if __name__ == "__main__":
+    main([
+        test_c_without_frame_pointers,
+        test_c_with_frame_pointers,
+        test_frameless_leaf,
+        test_cxx,
+        test_shared_library,
+        test_deep_recursion,
+        test_python_interpreter,
+    ])
