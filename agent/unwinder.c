@@ -353,7 +353,11 @@ static int file_load(Unwinder *u, UnwindFile *f, Elf *elf, const char *path) {
                 u->stats.files_bad++;
                 log_debug_errno(r, "Failed to build the unwind table of %s, walking it by frame pointer: %m",
                                 path);
-                return file_describef(f, "error: %s", strerror(-r));
+                return file_describef(f, "error: %s",
+                                      r == -EBADMSG   ? "malformed unwind data"
+                                      : r == -E2BIG   ? "unwind table too large"
+                                      : r == -ENOTSUP ? "unsupported architecture"
+                                                      : strerror(-r));
         }
         u->stats.tables_built++;
         if (t->stats.n_bad_entries > 0)
