@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "elf-symtab.h"
+#include "elf-util.h"
 #include "log.h"
 #include "proc-maps.h"
 #include "profile.h"
@@ -446,9 +447,9 @@ static int file_get(Unwinder *u, int fd, const char *path, UnwindFile **ret) {
                 return 0;
         }
 
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -EBADMSG;
+        r = elf_open_fd(fd, &elf);
+        if (r < 0)
+                return r;
 
         f = calloc(1, sizeof(*f));
         if (!f) {

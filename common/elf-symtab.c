@@ -35,6 +35,7 @@
 
 #include "demangle.h"
 #include "elf-symtab.h"
+#include "elf-util.h"
 
 /* When a size-0 symbol is the last one and its section is unknown. */
 #define UNSIZED_SYMBOL_MAX 4096U
@@ -96,11 +97,6 @@ ElfSymtab *elf_symtab_free(ElfSymtab *s) {
         free(s->build_id);
         free(s);
         return NULL;
-}
-
-static void elf_endp(Elf **e) {
-        if (*e)
-                elf_end(*e);
 }
 
 const char *elf_symtab_build_id(const ElfSymtab *s) {
@@ -563,8 +559,9 @@ static int read_plt(Elf *elf, const GElf_Ehdr *ehdr, ElfSymtab *s) {
                 }
 
                 code = data->d_buf;
-                entsize = shdr.sh_entsize >= PLT_ENTRY_MIN && shdr.sh_entsize <= PLT_ENTRY_MAX ? shdr.sh_entsize
-                                                                                                : 16;
+                entsize = shdr.sh_entsize >= PLT_ENTRY_MIN && shdr.sh_entsize <= PLT_ENTRY_MAX
+                                  ? shdr.sh_entsize
+                                  : 16;
                 for (uint64_t off = 0; off < shdr.sh_size; off += entsize) {
                         uint64_t len = MIN(entsize, shdr.sh_size - off);
 
@@ -641,16 +638,11 @@ static int load_elf(Elf *elf, ElfSymtab **ret) {
 
 int elf_symtab_load(int fd, ElfSymtab **ret) {
         _cleanup_(elf_endp) Elf *elf = NULL;
+        int r;
 
-        if (fd < 0 || !ret)
-                return -EINVAL;
-        if (elf_version(EV_CURRENT) == EV_NONE)
-                return -EOPNOTSUPP;
-
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -ENOEXEC;
-
+        r = elf_open_fd(fd, &elf);
+        if (r < 0)
+                return r;
         return load_elf(elf, ret);
 }
 

@@ -36,6 +36,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "elf-util.h"
 #include "log.h"
 #include "unwind-table.h"
 
@@ -167,11 +168,13 @@ static void cursor_skip(Cursor *c, uint64_t n) {
         c->p += n;
 }
 
-/* Bits beyond 64 are dropped (as readelf does); the loop ends at c->end. */
-static uint64_t read_uleb(Cursor *c) {
+/* Bits beyond 64 are dropped (as readelf does); the loop ends at c->end.
+ * *ret_shift and *ret_last (may be NULL) tell a signed reader where the
+ * sign bit is. */
+static uint64_t read_leb(Cursor *c, unsigned *ret_shift, uint8_t *ret_last) {
         uint64_t v = 0;
         unsigned shift = 0;
-        uint8_t b;
+        uint8_t b = 0;
 
         do {
                 if (!cursor_need(c, 1))
@@ -182,24 +185,23 @@ static uint64_t read_uleb(Cursor *c) {
                         shift += 7;
                 }
         } while (b & 0x80);
+        if (ret_shift)
+                *ret_shift = shift;
+        if (ret_last)
+                *ret_last = b;
         return v;
 }
 
-static int64_t read_sleb(Cursor *c) {
-        uint64_t v = 0;
-        unsigned shift = 0;
-        uint8_t b;
+static uint64_t read_uleb(Cursor *c) {
+        return read_leb(c, NULL, NULL);
+}
 
-        do {
-                if (!cursor_need(c, 1))
-                        return 0;
-                b = *c->p++;
-                if (shift < 64) {
-                        v |= (uint64_t) (b & 0x7f) << shift;
-                        shift += 7;
-                }
-        } while (b & 0x80);
-        if (shift < 64 && (b & 0x40))
+static int64_t read_sleb(Cursor *c) {
+        unsigned shift = 64;
+        uint8_t last = 0;
+        uint64_t v = read_leb(c, &shift, &last);
+
+        if (shift < 64 && (last & 0x40))
                 v |= ~UINT64_C(0) << shift;
         return (int64_t) v;
 }
@@ -1090,11 +1092,6 @@ const struct cgprof_unwind_row *unwind_table_lookup(const UnwindTable *t, uint64
         return &t->rows[lo];
 }
 
-static void elf_endp(Elf **e) {
-        if (*e)
-                elf_end(*e);
-}
-
 /* The bytes of a CFI section, decompressed if need be. */
 static int section_bytes(Elf_Scn *scn, const GElf_Shdr *shdr, const uint8_t **ret, size_t *ret_size) {
         Elf_Data *data;
@@ -1193,15 +1190,10 @@ int unwind_table_build_elf(Elf *elf, UnwindTable **ret) {
 
 int unwind_table_build_fd(int fd, UnwindTable **ret) {
         _cleanup_(elf_endp) Elf *elf = NULL;
+        int r;
 
-        if (fd < 0 || !ret)
-                return -EINVAL;
-        if (elf_version(EV_CURRENT) == EV_NONE)
-                return -EOPNOTSUPP;
-
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -ENOEXEC;
-
+        r = elf_open_fd(fd, &elf);
+        if (r < 0)
+                return r;
         return unwind_table_build_elf(elf, ret);
 }
