@@ -737,6 +737,23 @@ char *manager_status_json(Manager *m) {
         cJSON_AddNumberToObject(j, "sessionsStarted", (double) m->sessions_started);
         cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
         cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);
+        if (m->unwinder) {
+                UnwinderStats us;
+                cJSON *u = cJSON_AddObjectToObject(j, "unwindTables");
+
+                unwinder_stats(m->unwinder, &us);
+                cJSON_AddNumberToObject(u, "processes", (double) us.processes);
+                cJSON_AddNumberToObject(u, "tables", (double) us.tables);
+                cJSON_AddNumberToObject(u, "tablesUnused", (double) us.tables_unused);
+                cJSON_AddNumberToObject(u, "rowsUsed", (double) us.rows_used);
+                cJSON_AddNumberToObject(u, "rowsMax", (double) us.rows_max);
+                cJSON_AddNumberToObject(u, "tablesBuilt", (double) us.tables_built);
+                cJSON_AddNumberToObject(u, "buildMsec", (double) us.build_usec / 1000.0);
+                cJSON_AddNumberToObject(u, "tablesNotFitted", (double) us.tables_not_fitted);
+                cJSON_AddNumberToObject(u, "filesWithoutTable", (double) us.files_without_table);
+                cJSON_AddNumberToObject(u, "filesBad", (double) us.files_bad);
+                cJSON_AddNumberToObject(u, "mappingEntriesFailed", (double) us.mapping_entries_failed);
+        }
         sessions = cJSON_AddArrayToObject(j, "sessions");
         for (size_t i = 0; i < m->n_sessions; i++) {
                 Session *x = m->sessions[i];

@@ -26,11 +26,12 @@ CHAIN = ["main", "run_all", "stage_outer"] + ["descend"] * 7 + ["stage_inner"]
 LEAVES = {"hot_alpha", "hot_beta", "hot_gamma"}
 
 
-def run(tag, exe, unwind, seconds=2):
+def run(tag, exe, unwind, seconds=2, config=None, status=None):
     cg = Cgroup(f"cgprof-test-unwind-modes-{tag}-{os.getpid()}")
     agent = Agent({
         "profiles": [profile(name="p", unwind=unwind)],
         "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel]}],
+        **(config or {}),
     })
     try:
         agent.start()
@@ -40,6 +41,8 @@ def run(tag, exe, unwind, seconds=2):
         cg.remove()
         r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
         stacks = folded(r)
+        if status is not None:
+            status.update(agent.status())
         # Still alive and well after whatever the binary held.
         assert agent.proc.poll() is None, agent.log()[-3000:]
         assert agent.stop() == 0
@@ -156,5 +159,20 @@ def test_corrupt_eh_frame():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_rows_bound():
+    """unwindTableRows bounds the tables: one that does not fit is counted,
+    named in its mapping, and walked by frame pointer; the rest works."""
+    st = {}
+    r, stacks = run("rows", NOFP, "auto", config={"unwindTableRows": 4096}, status=st)
+    u = st["unwindTables"]
+    log("status:", u)
+    assert u["rowsMax"] == 4096 and 0 < u["rowsUsed"] <= 4096, u
+    assert u["tablesNotFitted"] >= 1, u  # libc's table has ~28k rows
+    libc = [m for m in r["mappings"] if os.path.basename(m["file"]).startswith("libc.so")]
+    assert libc and libc[0]["unwind"]["table"].startswith("not loaded: "), libc
+    assert mapping(r, NOFP)["unwind"]["table"] == ".eh_frame"
+    assert chain_share(stacks) >= 95.0
+
+
 if __name__ == "__main__":
-    main([test_auto_walks_with_tables, test_frame_pointer_mode_is_flat, test_corrupt_eh_frame])
+    main([test_auto_walks_with_tables, test_frame_pointer_mode_is_flat, test_corrupt_eh_frame, test_rows_bound])
