@@ -47,6 +47,7 @@ def test_convert():
                          "summary.json"], files
         s = json.load(open(os.path.join(d, "summary.json")))
         assert s["session"] == report["session"] and s["samples"]["total"] == total
+        assert s["unwind"] == report["unwind"], (s.get("unwind"), report["unwind"])
         assert s["topFunctions"][0]["name"] == "hot_alpha"
         assert sum(folded({"_dir": d}).values()) == total
         with open(os.path.join(d, "flame.svg")) as f:
