@@ -120,13 +120,20 @@ class Cgroup:
         return 0
 
 
+# The shell run_in_cgroup() starts programs with: it runs in the cgroup
+# for a moment before its exec(), and the agent reports those samples as
+# its own process (comm "sh"), as it should.
+LAUNCHER = "/bin/sh"
+LAUNCHER_COMM = "sh"
+
+
 def run_in_cgroup(cg, argv, **kw):
     """Starts argv inside cgroup cg: a small shell moves itself into the
     cgroup and execs argv, as a container runtime's init does (a Python
     preexec_fn would run this interpreter in the cgroup for milliseconds
     first, and its samples would be the target's)."""
     procs = os.path.join(cg.path, "cgroup.procs")
-    wrapper = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', procs]
+    wrapper = [LAUNCHER, "-c", 'echo 0 > "$0" && exec "$@"', procs]
     return subprocess.Popen(wrapper + list(argv), stdout=subprocess.PIPE, **kw)
 
 
