@@ -20,7 +20,7 @@ RUN apt-get update \
         clang bpftool \
         libsystemd-dev libbpf-dev libcjson-dev libcurl4-openssl-dev libproc2-dev \
         libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev \
-        libiberty-dev \
+        libiberty-dev liblzma-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -33,7 +33,7 @@ FROM debian:12-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libsystemd0 libbpf1 libcjson1 libcurl4 libproc2-0 libelf1 \
-        libprotobuf-c1 zlib1g libyaml-0-2 \
+        libprotobuf-c1 zlib1g libyaml-0-2 liblzma5 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/sbin/cgprofd /usr/sbin/cgprofd
 COPY --from=build /out/usr/bin/cgprofctl /usr/bin/cgprofctl

@@ -443,8 +443,8 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                 if (changed)
                         (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
                                                         &sp->data_index);
-                if (unwind == -EAGAIN && sp->maps)
-                        return;
+                if (unwind == -EAGAIN)
+                        return; /* in the middle of exec(): nothing to capture */
                 /* Its symbols are read after the other events at hand:
                  * their unwind tables come first (session_capture_pending()). */
                 sp->capture_pending = true;
@@ -569,6 +569,11 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                 if (r < 0)
                         return r;
                 pm = &s->data->mappings[mapping];
+                if (!pm->symbols) {
+                        r = profile_data_mapping_set_symbols(s->data, mapping, rf.symbols_source);
+                        if (r < 0)
+                                return r;
+                }
                 if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
                         r = profile_data_mapping_set_unwind_table(
                                 s->data, mapping, unwinder_describe(m->unwinder, (pid_t) sp->pid, addr));

@@ -20,8 +20,11 @@
  * costs an open() and fstat() per executable mapping otherwise. The session
  * code calls it once per new process, not per sample.
  *
- * Kernel addresses go through /proc/kallsyms, loaded on the first kernel
- * frame (and, while its addresses are hidden, tried again a minute later).
+ * Kernel addresses go through /proc/kallsyms (a KallsymsCache): loaded on the
+ * first kernel frame (and, while its addresses are hidden, tried again a
+ * minute later), reloaded only when /proc/modules changed, compared at most
+ * every 10 s. A kernel address in no symbol is an unnamed frame, never a
+ * reason to reload.
  * vDSO addresses resolve through our own vDSO, the same image for every
  * process of our ABI on this kernel (compared with the process's through
  * /proc/PID/mem where we may read it, by size otherwise). */
@@ -44,9 +47,6 @@
 #define MAX_FILES_DEFAULT 256U
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define VDSO_MODULE "[vdso]"
-/* When kallsyms hides its addresses (kptr_restrict), look again this much
- * later: the machine config may change kernel.kptr_restrict. */
-#define KALLSYMS_RETRY_USEC (60 * USEC_PER_SEC)
 
 typedef struct FileEntry FileEntry;
 struct FileEntry {
@@ -85,14 +85,8 @@ struct ProcessMaps {
         size_t n_mappings;
 };
 
-typedef struct KernelModule {
-        const char *name; /* owned by the Kallsyms */
-        char *bracketed; /* "[ext4]" */
-} KernelModule;
-
 struct Symbolizer {
         size_t max_files;
-        char *kallsyms_path;
         char *debug_dir;
         char *proc_root;
 
@@ -103,9 +97,9 @@ struct Symbolizer {
         FileEntry *lru_head, *lru_tail; /* unreferenced entries, most recently used first */
         size_t n_lru;
 
-        Kallsyms *kallsyms;
-        uint64_t kallsyms_next_try; /* CLOCK_MONOTONIC usec; UINT64_MAX: loaded */
-        KernelModule *modules;
+        KallsymsCache *kallsyms;
+        /* "[ext4]": every module name seen, kept across reloads of kallsyms. */
+        char **modules;
         size_t n_modules, n_modules_alloc;
 
         FileEntry *vdso; /* we hold one reference */
@@ -367,8 +361,12 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
         if (r < 0)
                 /* Remembered as unreadable, so it is not retried per process. */
                 log_debug_errno(r, "Failed to read ELF symbols of %s, ignoring: %m", path);
-        else
+        else {
+                if (elf_symtab_minidebuginfo_error(e->symtab) < 0)
+                        log_debug_errno(elf_symtab_minidebuginfo_error(e->symtab),
+                                        "Failed to read the MiniDebugInfo of %s, using .dynsym: %m", path);
                 load_debug_symbols(s, pid, e->symtab);
+        }
 
         r = hash_add(s, e);
         if (r < 0) {
@@ -759,6 +757,8 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
                 .map_end = mp->end,
                 .map_pgoff = mp->pgoff,
                 .build_id = mp->file && mp->file->symtab ? elf_symtab_build_id(mp->file->symtab) : NULL,
+                .symbols_source = elf_symbols_source_to_string(
+                        mp->file ? elf_symtab_symbols_source(mp->file->symtab) : ELF_SYMBOLS_NONE),
         };
         if (mp->file && mp->file->symtab &&
             elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
@@ -781,15 +781,16 @@ static uint64_t now_usec(void) {
 }
 
 static const char *kernel_module_name(Symbolizer *s, const char *module) {
+        size_t len = strlen(module);
         char *b;
 
         for (size_t i = 0; i < s->n_modules; i++)
-                if (s->modules[i].name == module)
-                        return s->modules[i].bracketed;
+                if (strlen(s->modules[i]) == len + 2 && memcmp(s->modules[i] + 1, module, len) == 0)
+                        return s->modules[i];
 
         if (s->n_modules >= s->n_modules_alloc) {
                 size_t n = MAX(s->n_modules_alloc * 2, (size_t) 16);
-                KernelModule *m = reallocarray(s->modules, n, sizeof(KernelModule));
+                char **m = reallocarray(s->modules, n, sizeof(char *));
 
                 if (!m)
                         return NULL;
@@ -798,34 +799,26 @@ static const char *kernel_module_name(Symbolizer *s, const char *module) {
         }
         if (asprintf(&b, "[%s]", module) < 0)
                 return NULL;
-        s->modules[s->n_modules++] = (KernelModule){ .name = module, .bracketed = b };
+        s->modules[s->n_modules++] = b;
         return b;
 }
 
 int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) {
         const char *name, *module = NULL, *bracketed = KERNEL_MODULE;
+        const Kallsyms *k = NULL;
         uint64_t off;
         int r;
 
         if (!s || !ret)
                 return -EINVAL;
 
-        /* Loaded once, on the first kernel frame; never reloaded, since
-         * names handed out must stay valid while s lives. */
-        if (!s->kallsyms && now_usec() >= s->kallsyms_next_try) {
-                r = kallsyms_load(s->kallsyms_path, &s->kallsyms);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        log_debug_errno(r, "Failed to load %s, kernel frames stay unnamed for now: %m",
-                                        s->kallsyms_path);
-                        s->kallsyms_next_try = now_usec() + KALLSYMS_RETRY_USEC;
-                } else
-                        log_debug("Loaded %zu kernel symbols from %s.", kallsyms_count(s->kallsyms),
-                                  s->kallsyms_path);
-        }
+        /* Loads the table on the first kernel frame, and reloads it only
+         * when the modules changed; a miss below reloads nothing. */
+        r = kallsyms_cache_get(s->kallsyms, now_usec(), &k);
+        if (r < 0)
+                return r;
 
-        name = kallsyms_lookup(s->kallsyms, addr, &off, &module);
+        name = kallsyms_lookup(k, addr, &off, &module);
         if (!name) {
                 *ret = (ResolvedFrame){ .module = KERNEL_MODULE, .offset = addr };
                 return 0;
@@ -845,6 +838,7 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
 int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret) {
         _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
         SymbolizerOptions o = opts ? *opts : (SymbolizerOptions){};
+        int r;
 
         if (!ret)
                 return -EINVAL;
@@ -854,11 +848,19 @@ int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret) {
                 return -ENOMEM;
 
         s->max_files = o.max_files > 0 ? o.max_files : MAX_FILES_DEFAULT;
-        s->kallsyms_path = strdup(o.kallsyms_path ?: "/proc/kallsyms");
         s->debug_dir = strdup(o.debug_dir ?: "/usr/lib/debug");
         s->proc_root = strdup(o.proc_root ?: "/proc");
-        if (!s->kallsyms_path || !s->debug_dir || !s->proc_root)
+        if (!s->debug_dir || !s->proc_root)
                 return -ENOMEM;
+        r = kallsyms_cache_new(
+                &(KallsymsCacheOptions){
+                        .kallsyms_path = o.kallsyms_path,
+                        .modules_path = o.modules_path,
+                        .check_usec = o.kernel_check_usec,
+                },
+                &s->kallsyms);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -892,11 +894,10 @@ Symbolizer *symbolizer_free(Symbolizer *s) {
         free(s->vdso_image);
 
         for (size_t i = 0; i < s->n_modules; i++)
-                free(s->modules[i].bracketed);
+                free(s->modules[i]);
         free(s->modules);
-        kallsyms_free(s->kallsyms);
+        kallsyms_cache_free(s->kallsyms);
 
-        free(s->kallsyms_path);
         free(s->debug_dir);
         free(s->proc_root);
         free(s);
@@ -905,4 +906,8 @@ Symbolizer *symbolizer_free(Symbolizer *s) {
 
 size_t symbolizer_cached_files(const Symbolizer *s) {
         return s ? s->n_entries : 0;
+}
+
+unsigned symbolizer_kernel_loads(const Symbolizer *s) {
+        return s ? kallsyms_cache_loads(s->kallsyms) : 0;
 }

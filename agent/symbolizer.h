@@ -7,7 +7,9 @@
 
 /* Symbolization of sampled addresses.
  *
- * Kernel addresses: /proc/kallsyms, loaded once (lazily).
+ * Kernel addresses: /proc/kallsyms, loaded on the first kernel frame and
+ * reloaded when the loaded modules change (/proc/modules, compared at most
+ * every kernel_check_usec); never because an address is in no symbol.
  * User addresses: a snapshot of a process's mappings (/proc/PID/maps) taken
  * while the process is alive, whose executable file mappings hold references
  * to cached ELF symbol tables. Files are opened through
@@ -15,9 +17,11 @@
  * so binaries inside containers resolve; when the file has a build ID and a
  * separate debug file exists under <root>/usr/lib/debug/.build-id/xx/yyyy.debug
  * (the process's root first, then the host's debug directory) its .symtab is
- * used, as perf does. The cache is keyed by (device, inode) and holds at most
- * max_files tables not referenced by any snapshot (least recently used are
- * dropped first). */
+ * used, as perf does; short of one, a file without .symtab gives the
+ * symbols of its .dynsym and of its MiniDebugInfo (the .symtab compressed in
+ * .gnu_debugdata, as Fedora ships it).
+ * The cache is keyed by (device, inode) and holds at most max_files tables
+ * not referenced by any snapshot (least recently used are dropped first). */
 
 typedef struct Symbolizer Symbolizer;
 typedef struct ProcessMaps ProcessMaps;
@@ -25,6 +29,8 @@ typedef struct ProcessMaps ProcessMaps;
 typedef struct SymbolizerOptions {
         size_t max_files; /* 0: 256 */
         const char *kallsyms_path; /* NULL: /proc/kallsyms */
+        const char *modules_path; /* NULL: /proc/modules */
+        uint64_t kernel_check_usec; /* how often modules are compared; 0: 10 s */
         const char *debug_dir; /* host debug directory, NULL: /usr/lib/debug */
         const char *proc_root; /* NULL: /proc */
 } SymbolizerOptions;
@@ -52,12 +58,19 @@ typedef struct ResolvedFrame {
         const char *path; /* the mapped file's path, or the special name ("[vdso]") */
         uint64_t map_start, map_end, map_pgoff;
         const char *build_id; /* lowercase hex, NULL when unknown */
+        /* Where the mapping's function symbols came from: "symtab", "dynsym",
+         * "minidebuginfo", "debug file", or "none" (user frames in a mapping;
+         * NULL otherwise). */
+        const char *symbols_source;
 } ResolvedFrame;
 
-/* Pointers in ret stay valid while m (user) or s (kernel) lives. Returns 0
- * also for unresolved addresses (name NULL). */
+/* Pointers in ret stay valid while m lives (user), or until the next
+ * symbolizer_resolve_kernel() call, which may reload the kernel's symbols
+ * (kernel). Returns 0 also for unresolved addresses (name NULL). */
 int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret);
 int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret);
 
 /* Cache statistics for tests and benchmarks. */
 size_t symbolizer_cached_files(const Symbolizer *s);
+/* How many times /proc/kallsyms was read. */
+unsigned symbolizer_kernel_loads(const Symbolizer *s);

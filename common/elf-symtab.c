@@ -10,6 +10,12 @@
  * keeps the largest end of all entries up to it, so a lookup knows when no
  * earlier symbol can contain an address and stops walking back.
  *
+ * MiniDebugInfo (Fedora's find-debuginfo, also gdb's and perf's name): a
+ * stripped file's .gnu_debugdata is an xz-compressed ELF whose .symtab keeps
+ * the function symbols .dynsym lacks. It is decoded (liblzma, a bounded
+ * output and decoder memory), opened with elf_memory() and read with the
+ * file's .dynsym as one table; the decoded image lives only while loading.
+ *
  * PLT stubs have no symbols; like perf and objdump, each gets a synthetic
  * one, "NAME@plt", so a sample in a stub (a call through it, or a frame
  * pointer walk that lands on a lazily bound GOT value) is attributed rather
@@ -32,6 +38,7 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 
 #include "demangle.h"
 #include "elf-symtab.h"
@@ -41,6 +48,10 @@
 #define UNSIZED_SYMBOL_MAX 4096U
 /* The GNU build ID is 20 bytes (sha1) or 16 (md5/uuid); refuse silly ones. */
 #define BUILD_ID_SIZE_MAX 64U
+/* MiniDebugInfo: what liblzma may allocate (the dictionary: xz -9 asks for
+ * 64 MiB, the default -6 for 8 MiB); the first output buffer. */
+#define MINIDEBUGINFO_MEMLIMIT (80U * 1024 * 1024)
+#define MINIDEBUGINFO_CHUNK (64U * 1024)
 
 typedef struct ElfSym {
         uint64_t addr;
@@ -58,6 +69,8 @@ struct ElfSymtab {
         size_t n_syms;
         char *pool;
         bool full_symtab;
+        ElfSymbolsSource source;
+        int minidebuginfo_error; /* negative errno: .gnu_debugdata was unusable */
 
         ElfSym *plt; /* sorted, disjoint; names are owned */
         size_t n_plt;
@@ -109,6 +122,26 @@ bool elf_symtab_has_full_symtab(const ElfSymtab *s) {
 
 size_t elf_symtab_count(const ElfSymtab *s) {
         return s ? s->n_syms : 0;
+}
+
+ElfSymbolsSource elf_symtab_symbols_source(const ElfSymtab *s) {
+        return s && s->n_syms > 0 ? s->source : ELF_SYMBOLS_NONE;
+}
+
+int elf_symtab_minidebuginfo_error(const ElfSymtab *s) {
+        return s ? s->minidebuginfo_error : 0;
+}
+
+const char *elf_symbols_source_to_string(ElfSymbolsSource source) {
+        static const char *const table[_ELF_SYMBOLS_SOURCE_MAX] = {
+                [ELF_SYMBOLS_NONE] = "none",
+                [ELF_SYMBOLS_SYMTAB] = "symtab",
+                [ELF_SYMBOLS_DYNSYM] = "dynsym",
+                [ELF_SYMBOLS_MINIDEBUGINFO] = "minidebuginfo",
+                [ELF_SYMBOLS_DEBUG_FILE] = "debug file",
+        };
+
+        return (unsigned) source < _ELF_SYMBOLS_SOURCE_MAX ? table[source] : NULL;
 }
 
 static int hexify(const uint8_t *p, size_t n, char **ret) {
@@ -296,34 +329,52 @@ static uint64_t section_end(Elf *elf, const GElf_Sym *sym) {
         return shdr.sh_addr + shdr.sh_size;
 }
 
-static int read_symbols(Elf *elf, Elf_Scn *scn, ElfSymtab *s) {
+/* A symbol table to read: a section of elf (the file's own, or of the ELF
+ * its MiniDebugInfo decompresses to). */
+typedef struct SymSource {
+        Elf *elf;
+        Elf_Scn *scn;
+        GElf_Shdr shdr;
+        Elf_Data *data;
+        size_t n_entries;
+} SymSource;
+
+static int sym_source_init(Elf *elf, Elf_Scn *scn, SymSource *ret) {
+        *ret = (SymSource){ .elf = elf, .scn = scn };
+        if (!gelf_getshdr(scn, &ret->shdr) || ret->shdr.sh_entsize == 0)
+                return -EBADMSG;
+        ret->data = elf_getdata(scn, NULL);
+        if (!ret->data)
+                return -EBADMSG;
+        ret->n_entries = ret->shdr.sh_size / ret->shdr.sh_entsize;
+        return 0;
+}
+
+/* The function symbols of all sources, merged (aliases across them fold
+ * like aliases within one). */
+static int read_symbols(const SymSource *sources, size_t n_sources, ElfSymtab *s) {
         _cleanup_free_ RawSym *raw = NULL;
         _cleanup_free_ char *pool = NULL;
         _cleanup_free_ const char **shown = NULL;
-        size_t n_entries, n_raw = 0, pool_size = 0, pool_used = 0, n;
-        GElf_Shdr shdr;
-        Elf_Data *data;
+        size_t n_raw = 0, pool_size = 0, pool_used = 0, n;
         ElfSym *syms;
 
-        if (!gelf_getshdr(scn, &shdr) || shdr.sh_entsize == 0)
-                return -EBADMSG;
-        data = elf_getdata(scn, NULL);
-        if (!data)
-                return -EBADMSG;
-        n_entries = shdr.sh_size / shdr.sh_entsize;
-
         /* Pass 1: how many, and how much room for their names. */
-        for (size_t i = 0; i < n_entries; i++) {
-                GElf_Sym sym;
-                const char *name;
+        for (size_t k = 0; k < n_sources; k++) {
+                const SymSource *src = &sources[k];
 
-                if (!gelf_getsym(data, (int) i, &sym))
-                        break;
-                name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                if (!sym_wanted(&sym, name))
-                        continue;
-                n_raw++;
-                pool_size += strlen(name) + 1;
+                for (size_t i = 0; i < src->n_entries; i++) {
+                        GElf_Sym sym;
+                        const char *name;
+
+                        if (!gelf_getsym(src->data, (int) i, &sym))
+                                break;
+                        name = elf_strptr(src->elf, src->shdr.sh_link, sym.st_name);
+                        if (!sym_wanted(&sym, name))
+                                continue;
+                        n_raw++;
+                        pool_size += strlen(name) + 1;
+                }
         }
         if (n_raw == 0)
                 return 0;
@@ -335,31 +386,35 @@ static int read_symbols(Elf *elf, Elf_Scn *scn, ElfSymtab *s) {
 
         /* Pass 2: copy them out. */
         n = 0;
-        for (size_t i = 0; i < n_entries && n < n_raw; i++) {
-                GElf_Sym sym;
-                const char *name;
-                size_t len;
+        for (size_t k = 0; k < n_sources; k++) {
+                const SymSource *src = &sources[k];
 
-                if (!gelf_getsym(data, (int) i, &sym))
-                        break;
-                name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                if (!sym_wanted(&sym, name))
-                        continue;
-                len = strlen(name) + 1;
-                if (pool_used + len > pool_size)
-                        break;
-                memcpy(pool + pool_used, name, len);
-                raw[n++] = (RawSym) {
-                        .sym = {
-                                .addr = sym.st_value,
-                                .end = sym.st_size > UINT64_MAX - sym.st_value ? UINT64_MAX
-                                                                               : sym.st_value + sym.st_size,
-                                .name = pool + pool_used,
-                        },
-                        .section_end = sym.st_size == 0 ? section_end(elf, &sym) : 0,
-                        .rank = (uint8_t) bind_rank(GELF_ST_BIND(sym.st_info)),
-                };
-                pool_used += len;
+                for (size_t i = 0; i < src->n_entries && n < n_raw; i++) {
+                        GElf_Sym sym;
+                        const char *name;
+                        size_t len;
+
+                        if (!gelf_getsym(src->data, (int) i, &sym))
+                                break;
+                        name = elf_strptr(src->elf, src->shdr.sh_link, sym.st_name);
+                        if (!sym_wanted(&sym, name))
+                                continue;
+                        len = strlen(name) + 1;
+                        if (pool_used + len > pool_size)
+                                break;
+                        memcpy(pool + pool_used, name, len);
+                        raw[n++] = (RawSym) {
+                                .sym = {
+                                        .addr = sym.st_value,
+                                        .end = sym.st_size > UINT64_MAX - sym.st_value ? UINT64_MAX
+                                                                                       : sym.st_value + sym.st_size,
+                                        .name = pool + pool_used,
+                                },
+                                .section_end = sym.st_size == 0 ? section_end(src->elf, &sym) : 0,
+                                .rank = (uint8_t) bind_rank(GELF_ST_BIND(sym.st_info)),
+                        };
+                        pool_used += len;
+                }
         }
         n_raw = n;
 
@@ -582,11 +637,159 @@ static int read_plt(Elf *elf, const GElf_Ehdr *ehdr, ElfSymtab *s) {
         return 0;
 }
 
+size_t elf_minidebuginfo_max_size(size_t compressed_size) {
+        if (compressed_size > MINIDEBUGINFO_SIZE_MAX / MINIDEBUGINFO_RATIO_MAX)
+                return MINIDEBUGINFO_SIZE_MAX;
+        return compressed_size * MINIDEBUGINFO_RATIO_MAX;
+}
+
+int elf_minidebuginfo_decompress(const void *data, size_t size, size_t max_size, void **ret,
+                                 size_t *ret_size) {
+        _cleanup_free_ uint8_t *out = NULL;
+        lzma_stream strm = LZMA_STREAM_INIT;
+        size_t allocated = 0;
+        lzma_ret lr;
+        int r = 0;
+
+        if (!data || !ret || !ret_size)
+                return -EINVAL;
+        if (size < 6 || memcmp(data, "\3757zXZ", 6) != 0)
+                return -EBADMSG;
+
+        /* .xz streams and their padding, nothing else after them (as xz(1)
+         * reads them); the memory limit refuses a header asking for a huge
+         * dictionary. */
+        lr = lzma_stream_decoder(&strm, MINIDEBUGINFO_MEMLIMIT, LZMA_CONCATENATED);
+        if (lr != LZMA_OK)
+                return lr == LZMA_MEM_ERROR ? -ENOMEM : -EOPNOTSUPP;
+
+        strm.next_in = data;
+        strm.avail_in = size;
+        for (;;) {
+                if (strm.avail_out == 0) {
+                        size_t m;
+                        uint8_t *p;
+
+                        if (allocated >= max_size) {
+                                /* Full: only the end of the stream may follow. */
+                                uint8_t probe;
+
+                                strm.next_out = &probe;
+                                strm.avail_out = 1;
+                                lr = lzma_code(&strm, LZMA_FINISH);
+                                if (lr == LZMA_STREAM_END && strm.avail_out == 1)
+                                        break;
+                                r = (lr == LZMA_OK || lr == LZMA_STREAM_END) && strm.avail_out == 0
+                                            ? -EFBIG
+                                            : -EBADMSG;
+                                goto finish;
+                        }
+                        m = allocated == 0 ? MIN((size_t) MINIDEBUGINFO_CHUNK, max_size)
+                                           : MIN(allocated * 2, max_size);
+                        p = realloc(out, MAX(m, (size_t) 1));
+                        if (!p) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        out = p;
+                        strm.next_out = out + allocated;
+                        strm.avail_out = m - allocated;
+                        allocated = m;
+                }
+
+                lr = lzma_code(&strm, LZMA_FINISH);
+                if (lr == LZMA_STREAM_END)
+                        break;
+                if (lr == LZMA_OK)
+                        continue;
+                switch (lr) {
+                case LZMA_MEM_ERROR:
+                        r = -ENOMEM;
+                        break;
+                case LZMA_MEMLIMIT_ERROR:
+                        r = -E2BIG;
+                        break;
+                case LZMA_UNSUPPORTED_CHECK:
+                case LZMA_OPTIONS_ERROR:
+                        r = -EOPNOTSUPP;
+                        break;
+                default: /* LZMA_FORMAT_ERROR, LZMA_DATA_ERROR, LZMA_BUF_ERROR (truncated) */
+                        r = -EBADMSG;
+                }
+                goto finish;
+        }
+
+        *ret_size = (size_t) strm.total_out;
+        *ret = TAKE_PTR(out);
+finish:
+        lzma_end(&strm);
+        return r;
+}
+
+/* The MiniDebugInfo of elf (.gnu_debugdata, shstrndx: its section name
+ * table), decompressed into *ret_image and opened as *ret_elf. 0 when it has
+ * none. */
+static int open_minidebuginfo(Elf *elf, size_t shstrndx, void **ret_image, Elf **ret_elf) {
+        _cleanup_free_ void *image = NULL;
+        Elf_Scn *scn = NULL;
+        Elf_Data *data;
+        size_t size;
+        Elf *mini;
+        int r;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+                const char *name;
+
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
+                        continue;
+                name = elf_strptr(elf, shstrndx, shdr.sh_name);
+                if (name && streq(name, ".gnu_debugdata"))
+                        break;
+        }
+        if (!scn)
+                return 0;
+
+        data = elf_rawdata(scn, NULL);
+        if (!data || !data->d_buf || data->d_size == 0)
+                return -EBADMSG;
+        r = elf_minidebuginfo_decompress(data->d_buf, data->d_size, elf_minidebuginfo_max_size(data->d_size),
+                                         &image, &size);
+        if (r < 0)
+                return r;
+        mini = elf_memory(image, size);
+        if (!mini)
+                return -ENOEXEC;
+        if (elf_kind(mini) != ELF_K_ELF) {
+                elf_end(mini);
+                return -ENOEXEC;
+        }
+        *ret_image = TAKE_PTR(image);
+        *ret_elf = mini;
+        return 1;
+}
+
+static Elf_Scn *find_section_of_type(Elf *elf, Elf64_Word type) {
+        Elf_Scn *scn = NULL;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+
+                if (gelf_getshdr(scn, &shdr) && shdr.sh_type == type)
+                        return scn;
+        }
+        return NULL;
+}
+
 static int load_elf(Elf *elf, ElfSymtab **ret) {
         _cleanup_(elf_symtab_freep) ElfSymtab *s = NULL;
-        Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+        _cleanup_free_ void *mini_image = NULL; /* freed after mini is ended */
+        _cleanup_(elf_endp) Elf *mini = NULL;
+        Elf_Scn *symtab, *dynsym, *mini_symtab = NULL;
+        SymSource sources[2];
+        size_t n_sources = 0;
         GElf_Ehdr ehdr;
-        size_t phnum = 0;
+        size_t phnum = 0, shstrndx;
         int r;
 
         if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
@@ -606,27 +809,54 @@ static int load_elf(Elf *elf, ElfSymtab **ret) {
         if (r < 0)
                 return r;
 
-        while ((scn = elf_nextscn(elf, scn))) {
-                GElf_Shdr shdr;
+        symtab = find_section_of_type(elf, SHT_SYMTAB);
+        dynsym = find_section_of_type(elf, SHT_DYNSYM);
 
-                if (!gelf_getshdr(scn, &shdr))
-                        continue;
-                if (shdr.sh_type == SHT_SYMTAB && !symtab)
-                        symtab = scn;
-                else if (shdr.sh_type == SHT_DYNSYM && !dynsym)
-                        dynsym = scn;
+        /* Without .symtab: MiniDebugInfo (Fedora, RHEL), an xz-compressed
+         * ELF in .gnu_debugdata whose .symtab has the function symbols
+         * .dynsym lacks (the static ones); both are read. Unusable, it is
+         * remembered (elf_symtab_minidebuginfo_error()) and .dynsym is
+         * read alone. */
+        if (!symtab && elf_getshdrstrndx(elf, &shstrndx) >= 0) {
+                r = open_minidebuginfo(elf, shstrndx, &mini_image, &mini);
+                if (r == -ENOMEM)
+                        return r;
+                if (r > 0) {
+                        mini_symtab = find_section_of_type(mini, SHT_SYMTAB);
+                        if (!mini_symtab)
+                                r = -ENODATA;
+                }
+                if (r < 0)
+                        s->minidebuginfo_error = r;
         }
 
         if (symtab) {
-                r = read_symbols(elf, symtab, s);
+                r = sym_source_init(elf, symtab, &sources[n_sources++]);
                 if (r < 0)
                         return r;
                 s->full_symtab = true;
-        } else if (dynsym) {
-                r = read_symbols(elf, dynsym, s);
-                if (r < 0)
-                        return r;
+                s->source = ELF_SYMBOLS_SYMTAB;
+        } else {
+                if (dynsym) {
+                        r = sym_source_init(elf, dynsym, &sources[n_sources++]);
+                        if (r < 0)
+                                return r;
+                        s->source = ELF_SYMBOLS_DYNSYM;
+                }
+                if (mini_symtab) {
+                        r = sym_source_init(mini, mini_symtab, &sources[n_sources]);
+                        if (r < 0)
+                                s->minidebuginfo_error = r;
+                        else {
+                                n_sources++;
+                                s->source = ELF_SYMBOLS_MINIDEBUGINFO;
+                        }
+                }
         }
+
+        r = read_symbols(sources, n_sources, s);
+        if (r < 0)
+                return r;
 
         r = read_plt(elf, &ehdr, s);
         if (r < 0)
@@ -683,6 +913,7 @@ int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug) {
         s->pool = TAKE_PTR(debug->pool);
         s->n_syms = debug->n_syms;
         s->full_symtab = debug->full_symtab;
+        s->source = ELF_SYMBOLS_DEBUG_FILE;
         debug->n_syms = 0;
         debug->full_symtab = false;
         return 0;

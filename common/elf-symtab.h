@@ -4,11 +4,25 @@
 #include "macro.h"
 
 /* Function symbols of one ELF file (libelf from elfutils): .symtab when the
- * file has one, otherwise .dynsym, plus a synthetic "NAME@plt" for each PLT
- * stub; the PT_LOAD segments to turn a file offset into a virtual address;
- * the GNU build ID. */
+ * file has one, otherwise .dynsym and, when the file has MiniDebugInfo (an
+ * xz-compressed ELF in .gnu_debugdata, as Fedora and RHEL ship), that ELF's
+ * .symtab; plus a synthetic "NAME@plt" for each PLT stub; the PT_LOAD
+ * segments to turn a file offset into a virtual address; the GNU build ID. */
 
 typedef struct ElfSymtab ElfSymtab;
+
+/* Where a table's function symbols came from. */
+typedef enum ElfSymbolsSource {
+        ELF_SYMBOLS_NONE, /* no function symbols */
+        ELF_SYMBOLS_SYMTAB, /* the file's .symtab */
+        ELF_SYMBOLS_DYNSYM, /* the file's .dynsym alone */
+        ELF_SYMBOLS_MINIDEBUGINFO, /* .dynsym and the .symtab of .gnu_debugdata */
+        ELF_SYMBOLS_DEBUG_FILE, /* a separate debug file (elf_symtab_take_symbols()) */
+        _ELF_SYMBOLS_SOURCE_MAX,
+} ElfSymbolsSource;
+
+/* "none", "symtab", "dynsym", "minidebuginfo", "debug file"; NULL if invalid. */
+const char *elf_symbols_source_to_string(ElfSymbolsSource source);
 
 /* Reads everything it needs from fd (the fd is not kept). */
 int elf_symtab_load(int fd, ElfSymtab **ret);
@@ -19,9 +33,18 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ElfSymtab *, elf_symtab_free);
 
 /* Lowercase hex build ID, or NULL when the file has none. */
 const char *elf_symtab_build_id(const ElfSymtab *s);
-/* Whether the symbols came from a full .symtab (false: .dynsym only or none). */
+/* Whether the symbols came from a full .symtab (false: .dynsym only, with
+ * MiniDebugInfo or not, or none): a separate debug file is worth a look. */
 bool elf_symtab_has_full_symtab(const ElfSymtab *s);
 size_t elf_symtab_count(const ElfSymtab *s);
+/* ELF_SYMBOLS_NONE when the table has no function symbols. */
+ElfSymbolsSource elf_symtab_symbols_source(const ElfSymtab *s);
+/* Why the file's MiniDebugInfo was not used (negative errno: -EBADMSG
+ * corrupt or truncated, -EFBIG larger than elf_minidebuginfo_max_size(),
+ * -E2BIG needing too much decoder memory, -ENOEXEC not an ELF, -ENODATA no
+ * .symtab in it, -EOPNOTSUPP an xz feature liblzma lacks); 0 when it was,
+ * or the file has none. The file's own symbols load all the same. */
+int elf_symtab_minidebuginfo_error(const ElfSymtab *s);
 
 /* Replaces s's symbols by those of 'debug' (a separate debug file of the same
  * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments and
@@ -40,6 +63,19 @@ int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *re
  * the name is demangled on its first lookup and kept in s, so lookups on one
  * table must not run concurrently. The name lives as long as s. */
 const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);
+
+/* MiniDebugInfo is decompressed up to min(MINIDEBUGINFO_SIZE_MAX,
+ * MINIDEBUGINFO_RATIO_MAX x its compressed size): more is a decompression
+ * bomb, not symbols (Fedora's are 3x to 6x, a few MiB at most). */
+#define MINIDEBUGINFO_SIZE_MAX ((size_t) 64 * 1024 * 1024)
+#define MINIDEBUGINFO_RATIO_MAX 64U
+size_t elf_minidebuginfo_max_size(size_t compressed_size);
+/* Decompresses one .xz stream (a .gnu_debugdata section's contents) of at
+ * most max_size bytes into *ret (malloc()ed, *ret_size bytes): -EBADMSG
+ * when it is not .xz, corrupt or truncated, -EFBIG when it holds more than
+ * max_size, -E2BIG when its decoder would need more than 80 MiB. */
+int elf_minidebuginfo_decompress(const void *data, size_t size, size_t max_size, void **ret,
+                                 size_t *ret_size);
 
 /* The GNU build ID of an ELF file (lowercase hex) in *ret: 1 when found, 0
  * when it has none (*ret untouched). */

@@ -240,6 +240,7 @@ ProfileData *profile_data_free(ProfileData *d) {
                 free(d->mappings[i].file);
                 free(d->mappings[i].build_id);
                 free(d->mappings[i].unwind_table);
+                free(d->mappings[i].symbols);
         }
         free(d->mappings);
         free(d->locations);
@@ -640,6 +641,15 @@ int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, cons
         return d->mappings[mapping].unwind_table ? 0 : -ENOMEM;
 }
 
+int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const char *symbols) {
+        if (!d || mapping >= d->n_mappings)
+                return -EINVAL;
+        if (!symbols || d->mappings[mapping].symbols)
+                return 0;
+        d->mappings[mapping].symbols = strdup(symbols);
+        return d->mappings[mapping].symbols ? 0 : -ENOMEM;
+}
+
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
         ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
@@ -842,7 +852,9 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                                             &mapping_map[loc->mapping]) < 0 ||
                                                     profile_data_mapping_set_unwind_table(
                                                             p, mapping_map[loc->mapping], m->unwind_table) <
-                                                            0)
+                                                            0 ||
+                                                    profile_data_mapping_set_symbols(
+                                                            p, mapping_map[loc->mapping], m->symbols) < 0)
                                                         return NULL;
                                         }
                                         mp = mapping_map[loc->mapping];

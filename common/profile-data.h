@@ -42,6 +42,9 @@ typedef struct ProfileMapping {
         uint64_t table_frames; /* frames left with the unwind table */
         uint64_t fp_frames; /* frames left by frame pointer */
         uint64_t sp_cfa_frames, fp_cfa_frames; /* table rows found (non-leaf): CFA from sp / from fp */
+        /* Where its function symbols came from: "symtab", "dynsym",
+         * "minidebuginfo", "debug file", "none"; NULL: unknown (kernel). */
+        char *symbols;
 } ProfileMapping;
 
 /* One sampled address: what pprof calls a Location. */
@@ -102,6 +105,8 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
                                 uint64_t offset, const char *build_id, bool kernel, uint32_t *ret_index);
 /* Sets what a mapping's unwind table is (kept if already set). */
 int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table);
+/* Sets where a mapping's symbols came from (kept if already set). */
+int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const char *symbols);
 
 /* Returns the index of the location (address, mapping, frame), adding it if new. */
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,

@@ -251,6 +251,7 @@ typedef struct BinaryStats {
         uint64_t frames, unsymbolized; /* frames in the mapping's file, weighted by samples */
         uint64_t table_frames, fp_frames, sp_cfa_frames, fp_cfa_frames; /* summed over the file's mappings */
         const char *unwind_table;
+        const char *symbols;
         uint64_t leaf, shallow; /* samples whose innermost user frame is in it; of those, user depth <= 2 */
 } BinaryStats;
 
@@ -299,6 +300,8 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
                 b->fp_cfa_frames += mp->fp_cfa_frames;
                 if (!b->unwind_table)
                         b->unwind_table = mp->unwind_table;
+                if (!b->symbols)
+                        b->symbols = mp->symbols;
         }
 
         for (size_t i = 0; i < d->n_stacks; i++) {
@@ -345,6 +348,7 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
                                                       (double) b->unsymbolized / (double) b->frames));
                 if (mp->kernel)
                         continue;
+                ADD_OR_ENOMEM(add_string_or_null(o, "symbols", b->symbols));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "leafSamples", (double) b->leaf));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "shallowLeafSamples", (double) b->shallow));
                 /* Without frame pointers: where stacks were walked with the

@@ -179,6 +179,9 @@ TEST(stripped_has_dynsym_only) {
 
         ASSERT_FALSE(elf_symtab_has_full_symtab(stripped));
         ASSERT_STREQ(elf_symtab_build_id(stripped), elf_symtab_build_id(full));
+        /* Its .dynsym defines no function: no symbols at all. */
+        ASSERT_EQ(elf_symtab_symbols_source(stripped), ELF_SYMBOLS_NONE);
+        ASSERT_OK(elf_symtab_minidebuginfo_error(stripped));
 
         ASSERT_FALSE(oracle_symbol(stripped_path, "fixture_static_gamma", &value, &size));
         ASSERT_TRUE(oracle_symbol(path, "fixture_static_gamma", &value, &size));
@@ -208,8 +211,11 @@ TEST(debug_file) {
         ASSERT_OK(elf_symtab_offset_to_vaddr(stripped, 0, &before));
 
         n_debug = elf_symtab_count(debug);
+        ASSERT_EQ(elf_symtab_symbols_source(debug), ELF_SYMBOLS_SYMTAB);
         ASSERT_OK(elf_symtab_take_symbols(stripped, debug));
         ASSERT_EQ(elf_symtab_count(stripped), n_debug);
+        ASSERT_EQ(elf_symtab_symbols_source(stripped), ELF_SYMBOLS_DEBUG_FILE);
+        ASSERT_STREQ(elf_symbols_source_to_string(elf_symtab_symbols_source(stripped)), "debug file");
         ASSERT_TRUE(elf_symtab_has_full_symtab(stripped));
         ASSERT_EQ(elf_symtab_count(debug), 0);
 
@@ -517,6 +523,227 @@ TEST(vdso_from_memory) {
         ASSERT_TRUE(false);
 }
 
+/* ---- MiniDebugInfo ---- */
+
+/* Checks every function symbol ("T"/"t") nm finds in the unstripped
+ * original against the table loaded from its MiniDebugInfo copy: found at
+ * its address (offset 0), under its name or an alias of it (a name nm
+ * gives the same address). Returns how many were checked. */
+static size_t check_against_nm(const char *original, const ElfSymtab *s) {
+        _cleanup_free_ char *cmd = NULL, *line = NULL;
+        size_t n_line = 0, checked = 0;
+        struct {
+                char name[256];
+                char type;
+                uint64_t addr;
+        } *syms = NULL;
+        size_t n = 0, allocated = 0;
+        FILE *f;
+
+        ASSERT_TRUE(asprintf(&cmd, "nm --defined-only --format=posix '%s'", original) > 0);
+        f = popen(cmd, "r");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &n_line, f) > 0) {
+                char name[256], type;
+                unsigned long long addr;
+
+                if (sscanf(line, "%255s %c %llx", name, &type, &addr) != 3)
+                        continue;
+                if (n == allocated) {
+                        allocated = allocated ? allocated * 2 : 64;
+                        syms = reallocarray(syms, allocated, sizeof(*syms));
+                        ASSERT_NOT_NULL(syms);
+                }
+                snprintf(syms[n].name, sizeof(syms[n].name), "%s", name);
+                syms[n].type = type;
+                syms[n].addr = addr;
+                n++;
+        }
+        ASSERT_EQ(pclose(f), 0);
+
+        for (size_t i = 0; i < n; i++) {
+                const char *found;
+                uint64_t off = 4242;
+                bool alias = false;
+
+                if ((syms[i].type != 'T' && syms[i].type != 't') || syms[i].addr == 0)
+                        continue;
+                found = elf_symtab_lookup(s, syms[i].addr, &off);
+                if (!found) {
+                        fprintf(stderr, "%s at 0x%" PRIx64 " not found\n", syms[i].name, syms[i].addr);
+                        ASSERT_TRUE(false);
+                }
+                for (size_t k = 0; k < n && !alias; k++)
+                        alias = syms[k].addr == syms[i].addr && streq(syms[k].name, found);
+                if (!alias)
+                        fprintf(stderr, "%s at 0x%" PRIx64 " resolved to %s\n", syms[i].name, syms[i].addr,
+                                found);
+                ASSERT_TRUE(alias);
+                ASSERT_EQ(off, 0);
+                checked++;
+        }
+        free(syms);
+        return checked;
+}
+
+/* The contents of a section of the file at path, malloc()ed. */
+static void *read_section(const char *path, const char *name, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        Elf_Scn *scn = NULL;
+        void *copy = NULL;
+        size_t shstrndx;
+        Elf *elf;
+
+        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        ASSERT_NOT_NULL(elf);
+        ASSERT_TRUE(elf_getshdrstrndx(elf, &shstrndx) == 0);
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr shdr;
+                Elf_Data *data;
+
+                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
+                if (!streq_ptr(elf_strptr(elf, shstrndx, shdr.sh_name), name))
+                        continue;
+                data = elf_rawdata(scn, NULL);
+                ASSERT_NOT_NULL(data);
+                copy = malloc(data->d_size);
+                ASSERT_NOT_NULL(copy);
+                memcpy(copy, data->d_buf, data->d_size);
+                *ret_size = data->d_size;
+                break;
+        }
+        elf_end(elf);
+        ASSERT_NOT_NULL(copy);
+        return copy;
+}
+
+TEST(minidebuginfo) {
+        const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
+        const char *mini_path = env_or_skip("CGPROF_ELF_FIXTURE_MINIDEBUGINFO");
+        _cleanup_(elf_symtab_freep) ElfSymtab *full = load_path(path);
+        _cleanup_(elf_symtab_freep) ElfSymtab *mini = load_path(mini_path);
+        static const char *const names[] = {
+                "fixture_alpha", "fixture_beta", "fixture_static_gamma", "fixture_static_delta", "main",
+        };
+        uint64_t value, size, off;
+
+        /* Stripped: the file itself names none of them. */
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                ASSERT_FALSE(oracle_symbol(mini_path, names[i], &value, &size));
+
+        ASSERT_OK(elf_symtab_minidebuginfo_error(mini));
+        ASSERT_EQ(elf_symtab_symbols_source(mini), ELF_SYMBOLS_MINIDEBUGINFO);
+        ASSERT_STREQ(elf_symbols_source_to_string(elf_symtab_symbols_source(mini)), "minidebuginfo");
+        ASSERT_EQ(elf_symtab_symbols_source(full), ELF_SYMBOLS_SYMTAB);
+        ASSERT_FALSE(elf_symtab_has_full_symtab(mini)); /* a debug file would still be looked for */
+        ASSERT_STREQ(elf_symtab_build_id(mini), elf_symtab_build_id(full));
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                ASSERT_TRUE(oracle_symbol(path, names[i], &value, &size));
+                ASSERT_STREQ(elf_symtab_lookup(mini, value + size - 1, &off), names[i]);
+                ASSERT_EQ(off, size - 1);
+        }
+        ASSERT_TRUE(check_against_nm(path, mini) >= ELEMENTSOF(names));
+}
+
+/* The workload, -rdynamic: its exported functions come from .dynsym, its
+ * static ones (now()) from MiniDebugInfo, merged into one table. */
+TEST(minidebuginfo_with_dynsym) {
+        const char *path = env_or_skip("CGPROF_WORKLOAD");
+        const char *mini_path = env_or_skip("CGPROF_WORKLOAD_MINIDEBUGINFO_RDYNAMIC");
+        _cleanup_(elf_symtab_freep) ElfSymtab *mini = load_path(mini_path);
+        uint64_t value, size, off;
+
+        ASSERT_EQ(elf_symtab_symbols_source(mini), ELF_SYMBOLS_MINIDEBUGINFO);
+        ASSERT_TRUE(oracle_symbol(mini_path, "hot_alpha", &value, &size)); /* .dynsym */
+        ASSERT_FALSE(oracle_symbol(mini_path, "now", &value, &size));
+        ASSERT_TRUE(oracle_symbol(path, "now", &value, &size));
+        ASSERT_STREQ(elf_symtab_lookup(mini, value + 1, &off), "now");
+        ASSERT_EQ(off, 1);
+        ASSERT_TRUE(check_against_nm(path, mini) >= 8);
+}
+
+/* A broken .gnu_debugdata is an error remembered in the table, and the file
+ * loads with .dynsym alone. */
+TEST(minidebuginfo_broken) {
+        static const struct {
+                const char *env;
+                int error;
+        } cases[] = {
+                { "CGPROF_WORKLOAD_MINIDEBUGINFO_TRUNCATED", -EBADMSG },
+                { "CGPROF_WORKLOAD_MINIDEBUGINFO_BADMAGIC", -EBADMSG },
+                { "CGPROF_WORKLOAD_MINIDEBUGINFO_BOMB", -EFBIG },
+        };
+        const char *path = env_or_skip("CGPROF_WORKLOAD");
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const char *broken = env_or_skip(cases[i].env);
+                _cleanup_(elf_symtab_freep) ElfSymtab *s = load_path(broken);
+                uint64_t value, size;
+
+                fprintf(stderr, "%s: %s\n", cases[i].env, strerror(-elf_symtab_minidebuginfo_error(s)));
+                ASSERT_EQ(elf_symtab_minidebuginfo_error(s), cases[i].error);
+                ASSERT_EQ(elf_symtab_symbols_source(s), ELF_SYMBOLS_DYNSYM);
+                ASSERT_TRUE(oracle_symbol(path, "hot_alpha", &value, &size));
+                ASSERT_STREQ(elf_symtab_lookup(s, value, NULL), "hot_alpha");
+                ASSERT_TRUE(oracle_symbol(path, "now", &value, &size));
+                ASSERT_FALSE(streq_ptr(elf_symtab_lookup(s, value, NULL), "now"));
+        }
+}
+
+TEST(minidebuginfo_decompress) {
+        const char *mini_path = env_or_skip("CGPROF_WORKLOAD_MINIDEBUGINFO_RDYNAMIC");
+        const char *bomb_path = env_or_skip("CGPROF_WORKLOAD_MINIDEBUGINFO_BOMB");
+        _cleanup_free_ void *xz = NULL, *bomb = NULL, *out = NULL, *out2 = NULL;
+        _cleanup_free_ uint8_t *bad = NULL;
+        size_t xz_size, bomb_size, size = 0, size2 = 0;
+
+        ASSERT_EQ(elf_minidebuginfo_max_size(1000), 64000);
+        ASSERT_EQ(elf_minidebuginfo_max_size(SIZE_MAX), MINIDEBUGINFO_SIZE_MAX);
+        ASSERT_EQ(elf_minidebuginfo_max_size(MINIDEBUGINFO_SIZE_MAX), MINIDEBUGINFO_SIZE_MAX);
+
+        xz = read_section(mini_path, ".gnu_debugdata", &xz_size);
+        ASSERT_OK(
+                elf_minidebuginfo_decompress(xz, xz_size, elf_minidebuginfo_max_size(xz_size), &out, &size));
+        ASSERT_TRUE(size > xz_size);
+        ASSERT_EQ(memcmp(out, "\177ELF", 4), 0);
+        /* A bound of exactly its size is enough, one byte less is not. */
+        ASSERT_OK(elf_minidebuginfo_decompress(xz, xz_size, size, &out2, &size2));
+        ASSERT_EQ(size2, size);
+        ASSERT_EQ(memcmp(out, out2, size), 0);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(xz, xz_size, size - 1, &out2, &size2), EFBIG);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(xz, xz_size, 0, &out2, &size2), EFBIG);
+
+        /* Truncated anywhere, a flipped byte in the middle, nothing at all. */
+        for (size_t cut = 0; cut < xz_size; cut += 1 + cut / 8)
+                ASSERT_TRUE(elf_minidebuginfo_decompress(xz, cut, SIZE_MAX, &out2, &size2) < 0);
+        bad = malloc(xz_size);
+        ASSERT_NOT_NULL(bad);
+        memcpy(bad, xz, xz_size);
+        bad[xz_size / 2] ^= 0x55;
+        ASSERT_ERROR(elf_minidebuginfo_decompress(bad, xz_size, SIZE_MAX, &out2, &size2), EBADMSG);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(NULL, 0, SIZE_MAX, &out2, &size2), EINVAL);
+        /* Trailing garbage after the stream. */
+        bad = realloc(bad, xz_size + 8);
+        ASSERT_NOT_NULL(bad);
+        memcpy(bad, xz, xz_size);
+        memset(bad + xz_size, 0x42, 8);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(bad, xz_size + 8, SIZE_MAX, &out2, &size2), EBADMSG);
+
+        /* The bomb: 200 MiB of zeros. Refused at the default bound, and at
+         * any bound below its size, without allocating more than that. */
+        bomb = read_section(bomb_path, ".gnu_debugdata", &bomb_size);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(bomb, bomb_size, elf_minidebuginfo_max_size(bomb_size),
+                                                  &out2, &size2),
+                     EFBIG);
+        ASSERT_ERROR(elf_minidebuginfo_decompress(bomb, bomb_size, MINIDEBUGINFO_SIZE_MAX, &out2, &size2),
+                     EFBIG);
+        ASSERT_EQ(size2, size); /* untouched */
+}
+
 TEST(not_elf) {
         _cleanup_close_ int fd = -EBADF;
         ElfSymtab *s = NULL;
@@ -533,6 +760,9 @@ TEST(not_elf) {
         ASSERT_NULL(elf_symtab_build_id(NULL));
         ASSERT_EQ(elf_symtab_count(NULL), 0);
         ASSERT_FALSE(elf_symtab_has_full_symtab(NULL));
+        ASSERT_EQ(elf_symtab_symbols_source(NULL), ELF_SYMBOLS_NONE);
+        ASSERT_OK(elf_symtab_minidebuginfo_error(NULL));
+        ASSERT_NULL(elf_symbols_source_to_string(_ELF_SYMBOLS_SOURCE_MAX));
 }
 
 DEFINE_TEST_MAIN

@@ -450,6 +450,60 @@ TEST(summary_minimal) {
         ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "reportDir")));
 }
 
+/* "mappings": where each user mapping's symbols came from, kept through a
+ * per-process copy of the data; the kernel's mapping says nothing. */
+TEST(summary_mapping_symbols) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        uint32_t proc, f_user, f_kernel, m_user, m_kernel, locs[2], frames[2];
+        const cJSON *a, *o;
+        ReportSummaryInfo info = {
+                .session_id = "00000000000000000000000000000000",
+                .profile = "p",
+                .target = "t",
+                .cgroup = "c",
+                .frequency = 99,
+                .event = "cpu-clock",
+                .attach_mode = "cgroup",
+                .end_reason = "stopped",
+        };
+
+        ASSERT_NOT_NULL(d);
+        ASSERT_OK(profile_data_add_process(d, 42, "app", "app", &proc));
+        ASSERT_OK(profile_data_intern_frame(d, "hot_alpha", "app", FRAME_USER, &f_user));
+        ASSERT_OK(profile_data_intern_frame(d, "schedule", "[kernel.kallsyms]", FRAME_KERNEL, &f_kernel));
+        ASSERT_OK(profile_data_intern_mapping(d, "/usr/bin/app", 0x1000, 0x2000, 0, "abcd", false, &m_user));
+        ASSERT_OK(profile_data_intern_mapping(d, "[kernel.kallsyms]", 0, UINT64_MAX, 0, NULL, true,
+                                              &m_kernel));
+        ASSERT_OK(profile_data_mapping_set_symbols(d, m_user, "minidebuginfo"));
+        ASSERT_OK(profile_data_mapping_set_symbols(d, m_user, "dynsym")); /* kept: set once */
+        ASSERT_OK(profile_data_mapping_set_symbols(d, m_user, NULL));
+        ASSERT_ERROR(profile_data_mapping_set_symbols(d, 99, "symtab"), EINVAL);
+        ASSERT_STREQ(d->mappings[m_user].symbols, "minidebuginfo");
+        ASSERT_NULL(d->mappings[m_kernel].symbols);
+        ASSERT_OK(profile_data_intern_location(d, 0x1234, m_user, f_user, &locs[0]));
+        ASSERT_OK(profile_data_intern_location(d, 0xffffffff81000000, m_kernel, f_kernel, &locs[1]));
+        frames[0] = f_user;
+        frames[1] = f_kernel;
+        ASSERT_OK(profile_data_add_stack_full(d, proc, frames, locs, 2, false, 7));
+
+        p = profile_data_of_process(d, proc);
+        ASSERT_NOT_NULL(p);
+        ASSERT_EQ(p->n_mappings, 2);
+        j = summary(p, &info);
+        a = cJSON_GetObjectItemCaseSensitive(j, "mappings");
+        ASSERT_EQ(cJSON_GetArraySize(a), 2);
+        cJSON_ArrayForEach (o, a) {
+                if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "kernel")))
+                        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(o, "symbols"));
+                else {
+                        ASSERT_STREQ(get_string(o, "file"), "/usr/bin/app");
+                        ASSERT_STREQ(get_string(o, "symbols"), "minidebuginfo");
+                }
+        }
+}
+
 TEST(summary_top_limit) {
         _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
         _cleanup_(cjson_deletep) cJSON *j = NULL;

@@ -753,4 +753,81 @@ TEST(kernel) {
         ASSERT_STREQ(f.module, "[kernel.kallsyms]");
 }
 
+TEST(kernel_misses_do_not_reload) {
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizerOptions opts = {};
+        char kallsyms[PATH_MAX], modules[PATH_MAX];
+        ResolvedFrame f;
+
+        tmp_dir_make(&t);
+        snprintf(kallsyms, sizeof(kallsyms), "%s/kallsyms", t.path);
+        snprintf(modules, sizeof(modules), "%s/modules", t.path);
+        write_file(kallsyms, "ffffffff81000000 T _text\n"
+                             "ffffffff81200000 T schedule\n");
+        write_file(modules, "ext4 1040384 1 - Live 0xffffffffc0001000\n");
+        opts.kallsyms_path = kallsyms;
+        opts.modules_path = modules;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        ASSERT_EQ(symbolizer_kernel_loads(s), 0);
+
+        /* Addresses in no symbol (below the first one here; in BPF code or
+         * section gaps on a real kernel) stay unnamed, and cost no reload. */
+        for (unsigned i = 0; i < 5000; i++) {
+                ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffff80000000ULL + i * 16, &f));
+                ASSERT_NULL(f.name);
+                ASSERT_STREQ(f.module, "[kernel.kallsyms]");
+                ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffff81200000ULL + i, &f));
+                ASSERT_STREQ(f.name, "schedule");
+        }
+        ASSERT_EQ(symbolizer_kernel_loads(s), 1);
+}
+
+TEST(kernel_reload_on_module_change) {
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        SymbolizerOptions opts = {};
+        char kallsyms[PATH_MAX], modules[PATH_MAX];
+        ResolvedFrame f;
+
+        tmp_dir_make(&t);
+        snprintf(kallsyms, sizeof(kallsyms), "%s/kallsyms", t.path);
+        snprintf(modules, sizeof(modules), "%s/modules", t.path);
+        write_file(kallsyms, "ffffffff81000000 T _text\n"
+                             "ffffffffc0001000 t ext4_get_block\t[ext4]\n");
+        write_file(modules, "ext4 1040384 1 - Live 0xffffffffc0001000\n");
+        opts.kallsyms_path = kallsyms;
+        opts.modules_path = modules;
+        opts.kernel_check_usec = 1; /* compare the modules at every call a microsecond apart */
+        ASSERT_OK(symbolizer_new(&opts, &s));
+
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0100004ULL, &f));
+        ASSERT_STREQ(f.name, "ext4_get_block");
+        ASSERT_STREQ(f.module, "[ext4]");
+        ASSERT_EQ(symbolizer_kernel_loads(s), 1);
+
+        /* kallsyms alone changing (a BPF program, say) reloads nothing... */
+        write_file(kallsyms, "ffffffff81000000 T _text\n"
+                             "ffffffffc0001000 t ext4_get_block\t[ext4]\n"
+                             "ffffffffc0100000 t xfs_bmap\t[xfs]\n");
+        ASSERT_EQ(usleep(2000), 0);
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0100004ULL, &f));
+        ASSERT_STREQ(f.name, "ext4_get_block");
+        ASSERT_EQ(symbolizer_kernel_loads(s), 1);
+
+        /* ...a module loading does. */
+        write_file(modules, "xfs 2000000 0 - Live 0xffffffffc0100000\n"
+                            "ext4 1040384 1 - Live 0xffffffffc0001000\n");
+        ASSERT_EQ(usleep(2000), 0);
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0100004ULL, &f));
+        ASSERT_STREQ(f.name, "xfs_bmap");
+        ASSERT_STREQ(f.module, "[xfs]");
+        ASSERT_EQ(f.offset, 4);
+        ASSERT_EQ(symbolizer_kernel_loads(s), 2);
+        ASSERT_OK(symbolizer_resolve_kernel(s, 0xffffffffc0001008ULL, &f));
+        ASSERT_STREQ(f.name, "ext4_get_block");
+        ASSERT_STREQ(f.module, "[ext4]");
+        ASSERT_EQ(symbolizer_kernel_loads(s), 2);
+}
+
 DEFINE_TEST_MAIN

@@ -6,7 +6,10 @@ Writes into DIR each ELF file whole, and its .eh_frame / .debug_frame in the
 fuzzer's raw form (b'E' or b'D', the section address as 8 bytes little
 endian, the section's bytes); LIST gets the seeds' paths, comma-separated,
 for libFuzzer's -seed_inputs=@LIST (which reads seeds without writing new
-inputs into the build tree)."""
+inputs into the build tree).
+
+make-corpus.py --minidebuginfo LIST DIR ELF...: the same for
+fuzz-minidebuginfo, each file whole and its .gnu_debugdata as it is."""
 import os
 import shutil
 import struct
@@ -29,7 +32,11 @@ def sections(data):
 
 
 def main():
-    listfile, outdir, inputs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    mini = args[:1] == ["--minidebuginfo"]
+    if mini:
+        args = args[1:]
+    listfile, outdir, inputs = args[0], args[1], args[2:]
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
     seeds = []
@@ -41,6 +48,13 @@ def main():
         shutil.copyfile(path, seed)
         seeds.append(seed)
         for name, stype, addr, contents in sections(data):
+            if mini:
+                if name == ".gnu_debugdata" and contents:
+                    seed = os.path.join(outdir, "raw-" + base + name)
+                    with open(seed, "wb") as f:
+                        f.write(contents)
+                    seeds.append(seed)
+                continue
             if name not in (".eh_frame", ".debug_frame") or stype == 8 or not contents:  # 8: SHT_NOBITS
                 continue
             seed = os.path.join(outdir, "raw-" + base + name)
