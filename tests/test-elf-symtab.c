@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "elf-symtab.h"
+#include "elf-test.h"
 #include "tests.h"
 
 static const char *env_or_skip(const char *name) {
@@ -40,11 +41,7 @@ static bool oracle_symbol(const char *path, const char *name, uint64_t *ret_valu
         bool found = false;
         Elf *elf;
 
-        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        ASSERT_NOT_NULL(elf);
+        elf = test_elf_open(path, &fd);
 
         while (!found && (scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr shdr;
@@ -124,11 +121,7 @@ static uint64_t oracle_section_end(const char *path, uint64_t vaddr) {
         uint64_t end = 0;
         Elf *elf;
 
-        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        ASSERT_NOT_NULL(elf);
+        elf = test_elf_open(path, &fd);
         while ((scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr shdr;
 
@@ -594,11 +587,7 @@ static void *read_section(const char *path, const char *name, size_t *ret_size) 
         size_t shstrndx;
         Elf *elf;
 
-        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        ASSERT_NOT_NULL(elf);
+        elf = test_elf_open(path, &fd);
         ASSERT_TRUE(elf_getshdrstrndx(elf, &shstrndx) == 0);
         while ((scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr shdr;

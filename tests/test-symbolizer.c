@@ -15,6 +15,7 @@
 
 #include "elf-symtab.h"
 #include "symbolizer.h"
+#include "elf-test.h"
 #include "tests.h"
 
 static const char *env_or_skip(const char *name) {
@@ -170,11 +171,7 @@ static bool oracle_symbol(const char *path, const char *name, OracleSym *ret) {
         bool found;
         Elf *elf;
 
-        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        ASSERT_NOT_NULL(elf);
+        elf = test_elf_open(path, &fd);
         found = oracle_elf(elf, name, ret);
         elf_end(elf);
         return found;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf-test.h"
 #include "tests.h"
 #include "unwind-table.h"
 
@@ -233,11 +234,7 @@ static size_t plt_ranges(const char *path, Range *ranges, size_t max) {
         size_t n = 0, shstrndx;
         Elf *elf;
 
-        ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        ASSERT_TRUE(fd >= 0);
-        elf = elf_begin(fd, ELF_C_READ, NULL);
-        ASSERT_NOT_NULL(elf);
+        elf = test_elf_open(path, &fd);
         ASSERT_TRUE(elf_getshdrstrndx(elf, &shstrndx) == 0);
         while ((scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr shdr;

@@ -306,6 +306,15 @@ def folded(report):
     return out
 
 
+def mapping_of(report, path):
+    """summary.json's mappings[] entry of a file (by its real path)."""
+    real = os.path.realpath(path)
+    for m in report["mappings"]:
+        if os.path.realpath(m["file"]) == real:
+            return m
+    raise AssertionError(f"no mapping for {path}: {[m['file'] for m in report['mappings']]}")
+
+
 def self_shares(report, names=HOT):
     """Self (leaf) samples of each function as a percentage of all samples."""
     f = folded(report)

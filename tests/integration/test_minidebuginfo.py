@@ -10,20 +10,12 @@ from "minidebuginfo"; the unstripped workload's from "symtab"."""
 import os
 import subprocess
 
-from cgproflib import (Agent, Cgroup, WORKLOAD, assert_shares, folded, log, main, profile, run_in_cgroup,
+from cgproflib import (mapping_of, Agent, Cgroup, WORKLOAD, assert_shares, folded, log, main, profile, run_in_cgroup,
                        skip, workload)
 
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 MINI = os.environ.get("CGPROF_WORKLOAD_MINIDEBUGINFO",
                       os.path.join(BUILD, "tests", "cgprof-workload-minidebuginfo"))
-
-
-def mapping_of(report, path):
-    real = os.path.realpath(path)
-    for m in report["mappings"]:
-        if os.path.realpath(m["file"]) == real:
-            return m
-    raise AssertionError(f"no mapping for {path}: {[m['file'] for m in report['mappings']]}")
 
 
 def test_minidebuginfo_symbols():

@@ -8,17 +8,9 @@ built with and without them)."""
 
 import os
 
-from cgproflib import (Agent, Cgroup, WORKLOAD, log, main, profile, run_in_cgroup, workload)
+from cgproflib import (mapping_of, Agent, Cgroup, WORKLOAD, log, main, profile, run_in_cgroup, workload)
 
 NOFP = os.environ.get("CGPROF_WORKLOAD_NOFP", WORKLOAD + "-nofp")
-
-
-def mapping_of(report, path):
-    real = os.path.realpath(path)
-    for m in report["mappings"]:
-        if os.path.realpath(m["file"]) == real:
-            return m
-    raise AssertionError(f"no mapping for {path}: {[m['file'] for m in report['mappings']]}")
 
 
 def test_depth_truncation_and_frame_pointers():

@@ -17,7 +17,7 @@ import shutil
 import struct
 import tempfile
 
-from cgproflib import Agent, Cgroup, folded, log, main, profile, run_in_cgroup
+from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, run_in_cgroup
 
 BUILD = os.environ.get("CGPROF_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 NOFP = os.environ.get("CGPROF_UNWIND_NOFP", os.path.join(BUILD, "tests", "cgprof-unwind-nofp"))
@@ -62,14 +62,6 @@ def chain_share(stacks):
     return 100.0 * whole / total
 
 
-def mapping(report, path):
-    real = os.path.realpath(path)
-    for m in report["mappings"]:
-        if os.path.realpath(m["file"]) == real:
-            return m
-    raise AssertionError(f"no mapping for {path}: {[m['file'] for m in report['mappings']]}")
-
-
 def test_auto_walks_with_tables():
     r, stacks = run("auto", NOFP, "auto")
     u = r["unwind"]
@@ -80,10 +72,13 @@ def test_auto_walks_with_tables():
     assert u["walks"]["framePointer"] == 0, u
     assert u["tableWalkEnds"]["complete"] >= 0.95 * u["walks"]["tables"], u
     assert chain_share(stacks) >= 95.0
-    m = mapping(r, NOFP)
+    m = mapping_of(r, NOFP)
     log("mapping:", m)
     assert m["unwind"]["table"] == ".eh_frame", m
-    assert m["unwind"]["tableFrames"] > 0 and m["unwind"]["framePointerFrames"] == 0, m
+    # Frame-pointer frames only from the walks made while its tables were
+    # loading (pending).
+    assert m["unwind"]["tableFrames"] > 0, m
+    assert m["unwind"]["framePointerFrames"] <= 0.01 * m["unwind"]["tableFrames"], m
     assert m["likelyNoFramePointers"] is True, m
     # No sample lost to stack storage.
     assert r["collisions"] == 0 and r["samples"]["lost"] == 0, (r["collisions"], r["samples"])
@@ -97,7 +92,7 @@ def test_frame_pointer_mode_is_flat():
     # Every user stack (a sample in the middle of exec() has none).
     assert u["walks"]["tables"] == 0 and u["walks"]["framePointer"] >= 0.99 * r["samples"]["total"], u
     assert chain_share(stacks) < 5.0
-    assert mapping(r, NOFP)["likelyNoFramePointers"] is True
+    assert mapping_of(r, NOFP)["likelyNoFramePointers"] is True
 
 
 def elf_section(path, name):
@@ -142,7 +137,7 @@ def test_corrupt_eh_frame():
         for how in ("garbage", "fdes"):
             exe = corrupt_copy(tmp, how)
             r, stacks = run(f"bad-{how}", exe, "auto")
-            m = mapping(r, exe)
+            m = mapping_of(r, exe)
             log(f"{how}: mapping", m["unwind"], "walks", r["unwind"]["walks"],
                 f"chain {chain_share(stacks):.1f}%")
             table = m["unwind"]["table"]
@@ -170,7 +165,7 @@ def test_rows_bound():
     assert u["tablesNotFitted"] >= 1, u  # libc's table has ~28k rows
     libc = [m for m in r["mappings"] if os.path.basename(m["file"]).startswith("libc.so")]
     assert libc and libc[0]["unwind"]["table"].startswith("not loaded: "), libc
-    assert mapping(r, NOFP)["unwind"]["table"] == ".eh_frame"
+    assert mapping_of(r, NOFP)["unwind"]["table"] == ".eh_frame"
     assert chain_share(stacks) >= 95.0
 
 
