@@ -161,6 +161,7 @@ Config *config_free(Config *c) {
                 return NULL;
 
         free(c->report_dir);
+        strv_free(c->debuginfod_urls);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
         free(c->machine_config);
@@ -1059,6 +1060,74 @@ static int dispatch_report_dir(const cJSON *j, const char *path, void *base, con
         return string_dup(j, path, FIELD(base, f), error);
 }
 
+/* debuginfodUrls: http:// or https:// URLs with a host, without
+ * whitespace (libdebuginfod takes them space-separated in one variable),
+ * control characters or a query or fragment; no duplicates. May be empty. */
+static const char *debuginfod_url_invalid_reason(const char *url) {
+        const char *host;
+        size_t n;
+
+        if (strncmp(url, "http://", 7) == 0)
+                host = url + 7;
+        else if (strncmp(url, "https://", 8) == 0)
+                host = url + 8;
+        else
+                return "not an http(s) URL";
+        for (const char *c = url; *c; c++)
+                if ((unsigned char) *c <= ' ' || *c == 0x7f)
+                        return "must not contain whitespace or control characters";
+        if (strpbrk(url, "?#"))
+                return "must not have a query or fragment";
+        n = strcspn(host, "/");
+        if (n == 0 || host[0] == ':' || host[0] == '@')
+                return "not an http(s) URL: no host";
+        return NULL;
+}
+
+static int dispatch_debuginfod_urls(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        _cleanup_strv_free_ char **l = NULL;
+        const cJSON *i;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ true, error);
+        if (r < 0)
+                return r;
+        if (cJSON_GetArraySize(j) > CONFIG_DEBUGINFOD_URLS_MAX)
+                return fail(error, path, "at most %d servers", CONFIG_DEBUGINFOD_URLS_MAX);
+
+        l = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+
+        cJSON_ArrayForEach (i, j) {
+                _cleanup_free_ char *p = path_index(path, n);
+                const char *why;
+
+                if (!p)
+                        return -ENOMEM;
+                if (!cJSON_IsString(i))
+                        return fail(error, p, "must be a string");
+                if (strlen(i->valuestring) > CONFIG_DEBUGINFOD_URL_LENGTH_MAX)
+                        return fail(error, p, "longer than %d characters", CONFIG_DEBUGINFOD_URL_LENGTH_MAX);
+                why = debuginfod_url_invalid_reason(i->valuestring);
+                if (why)
+                        return fail(error, p, "%s", why);
+                for (size_t k = 0; k < n; k++)
+                        if (streq(l[k], i->valuestring))
+                                return fail(error, p, "duplicate URL \"%s\"", i->valuestring);
+                l[n] = strdup(i->valuestring);
+                if (!l[n])
+                        return -ENOMEM;
+                n++;
+        }
+
+        strv_free(*(char ***) FIELD(base, f));
+        *(char ***) FIELD(base, f) = TAKE_PTR(l);
+        return 0;
+}
+
 /* ---- the document ----------------------------------------------------------------------------- */
 
 static unsigned line_of(const char *text, const char *pos) {
@@ -1096,6 +1165,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                   offsetof(Config, machine_config_interval_usec) },
                 { "enableDefault", dispatch_bool, offsetof(Config, enable_default) },
                 { "unwindTableRows", dispatch_unwind_table_rows, offsetof(Config, unwind_table_rows) },
+                { "debuginfodUrls", dispatch_debuginfod_urls, offsetof(Config, debuginfod_urls) },
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
                 { "profiles", dispatch_profiles },
                 { "targets", NULL },
@@ -1159,7 +1229,7 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         /* What only the cluster config may set: named, rather than "unknown key". */
         static const char *const cluster_only[] = {
                 "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
-                "enableDefault", "unwindTableRows",
+                "enableDefault", "unwindTableRows", "debuginfodUrls",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },

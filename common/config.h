@@ -43,6 +43,9 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_DEFAULT_UNWIND_TABLE_ROWS (UINT64_C(1) << 21)
 #define CONFIG_UNWIND_TABLE_ROWS_MIN 4096
 #define CONFIG_UNWIND_TABLE_ROWS_MAX (UINT64_C(1) << 23) /* 64 MiB */
+/* debuginfodUrls: at most this many servers, each URL at most this long. */
+#define CONFIG_DEBUGINFOD_URLS_MAX 16
+#define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024
 
 typedef enum ReportFormat {
         REPORT_FORMAT_FOLDED, /* profile.folded */
@@ -111,6 +114,10 @@ typedef struct Config {
         uint64_t machine_config_interval_usec; /* default 30s, > 0 */
         bool enable_default; /* default false */
         uint64_t unwind_table_rows; /* default CONFIG_DEFAULT_UNWIND_TABLE_ROWS; read at start only */
+        /* debuginfod servers (http:// or https:// URLs) asked for the debug
+         * files of stripped binaries; NULL or empty: none (the default). Read
+         * at start only. */
+        char **debuginfod_urls;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */
         size_t n_profiles;

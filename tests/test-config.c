@@ -127,6 +127,7 @@ TEST(empty_document) {
         ASSERT_FALSE(c->enable_default);
         ASSERT_STREQ(c->default_profile_ref, "default");
         ASSERT_EQ(c->n_targets, 0);
+        ASSERT_NULL(c->debuginfod_urls); /* off unless configured */
 
         /* The implicit default profile. */
         ASSERT_EQ(c->n_profiles, 1);
@@ -378,6 +379,59 @@ TEST(report_dir) {
         check_fail("{\"reportDir\": \"/..\"}", "reportDir: ");
         check_fail("{\"reportDir\": 1}", "reportDir: must be a string");
         check_fail("{\"reportDir\": null}", "reportDir: must be a string");
+}
+
+TEST(debuginfod_urls) {
+        Config *c = parse_ok("{\"debuginfodUrls\": [\"https://debuginfod.debian.net\", "
+                             "\"http://127.0.0.1:8002/\", \"http://[::1]:8002/prefix\"]}");
+
+        ASSERT_NOT_NULL(c->debuginfod_urls);
+        ASSERT_STREQ(c->debuginfod_urls[0], "https://debuginfod.debian.net");
+        ASSERT_STREQ(c->debuginfod_urls[1], "http://127.0.0.1:8002/");
+        ASSERT_STREQ(c->debuginfod_urls[2], "http://[::1]:8002/prefix");
+        ASSERT_NULL(c->debuginfod_urls[3]);
+        config_free(c);
+
+        /* Empty: no server, as when the key is absent. */
+        c = parse_ok("{\"debuginfodUrls\": []}");
+        ASSERT_NOT_NULL(c->debuginfod_urls);
+        ASSERT_NULL(c->debuginfod_urls[0]);
+        config_free(c);
+
+        char *err = parse_fail("{\"debuginfodUrls\": [\"http://a\", \"ftp://b\"]}", "debuginfodUrls[1]: ");
+        ASSERT_STREQ(err, "debuginfodUrls[1]: not an http(s) URL");
+        free(err);
+        check_fail("{\"debuginfodUrls\": \"http://a\"}", "debuginfodUrls: must be an array");
+        check_fail("{\"debuginfodUrls\": [1]}", "debuginfodUrls[0]: must be a string");
+        check_fail("{\"debuginfodUrls\": [\"\"]}", "debuginfodUrls[0]: not an http(s) URL");
+        check_fail("{\"debuginfodUrls\": [\"debuginfod.debian.net\"]}",
+                   "debuginfodUrls[0]: not an http(s) URL");
+        check_fail("{\"debuginfodUrls\": [\"file:///srv/debug\"]}", "debuginfodUrls[0]: not an http(s) URL");
+        check_fail("{\"debuginfodUrls\": [\"http://\"]}", "debuginfodUrls[0]: not an http(s) URL: no host");
+        check_fail("{\"debuginfodUrls\": [\"https:///x\"]}",
+                   "debuginfodUrls[0]: not an http(s) URL: no host");
+        /* libdebuginfod reads the servers space-separated from one variable. */
+        check_fail("{\"debuginfodUrls\": [\"http://a http://b\"]}",
+                   "debuginfodUrls[0]: must not contain whitespace or control characters");
+        check_fail("{\"debuginfodUrls\": [\"http://a/\\n\"]}",
+                   "debuginfodUrls[0]: must not contain whitespace or control characters");
+        check_fail("{\"debuginfodUrls\": [\"http://a/?x=1\"]}", "debuginfodUrls[0]: must not have a query");
+        check_fail("{\"debuginfodUrls\": [\"http://a\", \"http://a\"]}",
+                   "debuginfodUrls[1]: duplicate URL \"http://a\"");
+        check_fail(
+                "{\"debuginfodUrls\": [\"http://1\", \"http://2\", \"http://3\", \"http://4\", "
+                "\"http://5\", "
+                "\"http://6\", \"http://7\", \"http://8\", \"http://9\", \"http://10\", \"http://11\", "
+                "\"http://12\", \"http://13\", \"http://14\", \"http://15\", \"http://16\", \"http://17\"]}",
+                "debuginfodUrls: at most 16 servers");
+
+        _cleanup_free_ char *doc = NULL, *long_url = malloc(1100);
+        ASSERT_NOT_NULL(long_url);
+        memset(long_url, 'a', 1099);
+        memcpy(long_url, "http://", 7);
+        long_url[1099] = '\0';
+        ASSERT_TRUE(asprintf(&doc, "{\"debuginfodUrls\": [\"%s\"]}", long_url) >= 0);
+        check_fail(doc, "debuginfodUrls[0]: longer than 1024 characters");
 }
 
 TEST(booleans) {

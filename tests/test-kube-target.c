@@ -147,6 +147,9 @@ TEST(profile_config_spec) {
                    "machineConfig");
         spec_fails(cluster, "{\"enableDefault\":true}",
                    "spec.enableDefault: not allowed in a ProfileConfig: only the cluster config sets enableDefault");
+        spec_fails(cluster, "{\"debuginfodUrls\":[\"http://127.0.0.1:1/\"]}",
+                   "spec.debuginfodUrls: not allowed in a ProfileConfig: only the cluster config sets "
+                   "debuginfodUrls");
         spec_fails(cluster, "{\"targets\":[{\"name\":\"t\",\"cgroupPatterns\":[\"*\"]}]}",
                    "spec.targets[0].cgroupPatterns: not allowed in a ProfileConfig: host cgroups are the cluster "
                    "config's");
