@@ -650,6 +650,21 @@ int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const cha
         return d->mappings[mapping].symbols ? 0 : -ENOMEM;
 }
 
+int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const char *symbols) {
+        char *c;
+
+        if (!d || mapping >= d->n_mappings || !symbols)
+                return -EINVAL;
+        if (streq_ptr(d->mappings[mapping].symbols, symbols))
+                return 0;
+        c = strdup(symbols);
+        if (!c)
+                return -ENOMEM;
+        free(d->mappings[mapping].symbols);
+        d->mappings[mapping].symbols = c;
+        return 0;
+}
+
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
         ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
@@ -870,4 +885,170 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                         return NULL;
         }
         return TAKE_PTR(p);
+}
+
+/* Whether position k of stack st is a frame late resolution may name: an
+ * unresolved frame with a location in a user mapping. */
+static bool relocate_candidate(const ProfileData *d, const ProfileStack *st, uint32_t k) {
+        const ProfileLocation *l;
+
+        if (!st->locations || d->frames[st->frames[k]].kind != FRAME_UNKNOWN)
+                return false;
+        l = &d->locations[st->locations[k]];
+        return l->mapping != PROFILE_NONE && !d->mappings[l->mapping].kernel;
+}
+
+int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
+                          ProfileData **ret, ProfileRelocateStats *ret_stats) {
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+        /* Per frame and location of d: its copy in p (PROFILE_NONE: not yet);
+         * per location, the process it was last resolved for and the
+         * location that gave in p (PROFILE_NONE: unresolved for it). */
+        _cleanup_free_ uint32_t *frame_map = NULL, *keep_loc = NULL, *memo_process = NULL, *memo_loc = NULL,
+                                *frames = NULL, *locations = NULL;
+        _cleanup_free_ bool *named = NULL; /* per location of d: resolved for some process */
+        ProfileRelocateStats stats = {};
+        size_t max_frames = 0, n_loc = MAX(d ? d->n_locations : 0, (size_t) 1);
+        int r;
+
+        if (!d || !resolve || !ret)
+                return -EINVAL;
+
+        stats.stacks_before = stats.stacks_after = d->n_stacks;
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+
+                max_frames = MAX(max_frames, (size_t) st->n_frames);
+                for (uint32_t k = 0; k < st->n_frames; k++)
+                        if (relocate_candidate(d, st, k))
+                                stats.candidates += st->count;
+        }
+        if (stats.candidates == 0) {
+                *ret = NULL;
+                if (ret_stats)
+                        *ret_stats = stats;
+                return 0;
+        }
+
+        p = profile_data_new();
+        frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        keep_loc = malloc(n_loc * sizeof(uint32_t));
+        memo_process = malloc(n_loc * sizeof(uint32_t));
+        memo_loc = malloc(n_loc * sizeof(uint32_t));
+        frames = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
+        locations = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
+        named = calloc(n_loc, sizeof(bool));
+        if (!p || !frame_map || !keep_loc || !memo_process || !memo_loc || !frames || !locations || !named)
+                return -ENOMEM;
+        memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        memset(keep_loc, 0xff, n_loc * sizeof(uint32_t));
+        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+        memset(memo_loc, 0xff, n_loc * sizeof(uint32_t));
+
+        /* Processes and mappings keep their indices: sessions hold process
+         * indices, and a mapping carries its counters. */
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const ProfileProcess *pp = &d->processes[i];
+                uint32_t idx;
+
+                r = profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < d->n_mappings; i++) {
+                const ProfileMapping *m = &d->mappings[i];
+                uint32_t idx;
+
+                r = profile_data_intern_mapping(p, m->file, m->start, m->limit, m->offset, m->build_id,
+                                                m->kernel, &idx);
+                if (r < 0)
+                        return r;
+                if (idx != i)
+                        return -EINVAL; /* two equal mappings: not made by profile_data_intern_mapping() */
+                r = profile_data_mapping_set_unwind_table(p, idx, m->unwind_table);
+                if (r >= 0)
+                        r = profile_data_mapping_set_symbols(p, idx, m->symbols);
+                if (r < 0)
+                        return r;
+                p->mappings[idx].table_frames = m->table_frames;
+                p->mappings[idx].fp_frames = m->fp_frames;
+                p->mappings[idx].sp_cfa_frames = m->sp_cfa_frames;
+                p->mappings[idx].fp_cfa_frames = m->fp_cfa_frames;
+        }
+
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+
+                for (uint32_t k = 0; k < st->n_frames; k++) {
+                        uint32_t f = st->frames[k], l = st->locations ? st->locations[k] : PROFILE_NONE;
+
+                        if (relocate_candidate(d, st, k)) {
+                                if (memo_process[l] != st->process) {
+                                        ProfileFrameName fn = {};
+                                        uint32_t nf;
+
+                                        stats.calls++;
+                                        r = resolve(userdata, st->process, &d->locations[l], &fn);
+                                        if (r < 0)
+                                                return r;
+                                        memo_process[l] = st->process;
+                                        if (r > 0 && fn.name && fn.kind >= 0 && fn.kind < _FRAME_KIND_MAX &&
+                                            fn.kind != FRAME_UNKNOWN) {
+                                                const ProfileLocation *ol = &d->locations[l];
+
+                                                r = profile_data_intern_frame(p, fn.name, fn.module, fn.kind,
+                                                                              &nf);
+                                                if (r < 0)
+                                                        return r;
+                                                if (!named[l])
+                                                        stats.locations_resolved++;
+                                                named[l] = true;
+                                                r = profile_data_intern_location(p, ol->address, ol->mapping,
+                                                                                 nf, &memo_loc[l]);
+                                                if (r < 0)
+                                                        return r;
+                                        } else
+                                                memo_loc[l] = PROFILE_NONE;
+                                }
+                                if (memo_loc[l] != PROFILE_NONE) {
+                                        stats.resolved += st->count;
+                                        locations[k] = memo_loc[l];
+                                        frames[k] = p->locations[memo_loc[l]].frame;
+                                        continue;
+                                }
+                                /* Still unresolved (for this process): as it was. */
+                        }
+
+                        if (frame_map[f] == PROFILE_NONE) {
+                                const Frame *fr = &d->frames[f];
+
+                                r = profile_data_intern_frame(p, fr->name, fr->module, fr->kind,
+                                                              &frame_map[f]);
+                                if (r < 0)
+                                        return r;
+                        }
+                        frames[k] = frame_map[f];
+                        if (l == PROFILE_NONE)
+                                continue;
+                        if (keep_loc[l] == PROFILE_NONE) {
+                                const ProfileLocation *ol = &d->locations[l];
+
+                                r = profile_data_intern_location(p, ol->address, ol->mapping, frames[k],
+                                                                 &keep_loc[l]);
+                                if (r < 0)
+                                        return r;
+                        }
+                        locations[k] = keep_loc[l];
+                }
+                r = profile_data_add_stack_full(p, st->process, frames, st->locations ? locations : NULL,
+                                                st->n_frames, st->truncated, st->count);
+                if (r < 0)
+                        return r;
+        }
+
+        stats.stacks_after = p->n_stacks;
+        if (ret_stats)
+                *ret_stats = stats;
+        *ret = stats.resolved > 0 ? TAKE_PTR(p) : NULL;
+        return 0;
 }

@@ -107,6 +107,8 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
 int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table);
 /* Sets where a mapping's symbols came from (kept if already set). */
 int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const char *symbols);
+/* The same, replacing what was set (symbols that arrived later). */
+int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const char *symbols);
 
 /* Returns the index of the location (address, mapping, frame), adding it if new. */
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
@@ -118,6 +120,43 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
                                 const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count);
 
 uint64_t profile_data_total(const ProfileData *d);
+
+/* Late resolution: the frames that were unresolved (FRAME_UNKNOWN) when
+ * their stacks were added may resolve now that more symbols are known (a
+ * debug file fetched later, a JIT map written later).
+ *
+ * 'resolve' is asked about each unresolved frame of a stack that has a
+ * location in a user (non-kernel) mapping, with the stack's process and the
+ * location; it returns 1 and fills *ret (a name, a module, a kind other than
+ * FRAME_UNKNOWN; the strings need to live until the next call only) when
+ * the frame resolves now, 0 when it does not, or a negative errno. Stacks
+ * share their locations: it is asked once per location, and again only when
+ * the location's next stack is another process's (a shared library). */
+typedef struct ProfileFrameName {
+        const char *name;
+        const char *module;
+        FrameKind kind;
+} ProfileFrameName;
+typedef int (*ProfileResolveFunc)(void *userdata, uint32_t process, const ProfileLocation *location,
+                                  ProfileFrameName *ret);
+
+typedef struct ProfileRelocateStats {
+        uint64_t candidates; /* unresolved user frames in the stacks, weighted by samples */
+        uint64_t resolved; /* of which resolve now, weighted by samples */
+        size_t locations_resolved; /* distinct locations that resolve now */
+        size_t calls; /* times 'resolve' was asked */
+        size_t stacks_before, stacks_after; /* stacks that became equal are merged */
+} ProfileRelocateStats;
+
+/* Builds *ret: d with the frames that resolve now replaced (the stack's
+ * frame and its location), stacks that became equal merged (counts and
+ * process samples added), and only the frames and locations the stacks
+ * still use. Processes and mappings keep their indices (and everything
+ * they carry). *ret is NULL when nothing resolves (d stays as it is, and
+ * nothing was copied when d has no unresolved user frame). *ret_stats
+ * (optional) is filled either way. */
+int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
+                          ProfileData **ret, ProfileRelocateStats *ret_stats);
 
 /* A new ProfileData with only the stacks (and their frames, mappings,
  * locations) of one process, for per-process reports. NULL on OOM/EINVAL. */

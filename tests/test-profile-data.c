@@ -223,4 +223,238 @@ TEST(empty) {
         ASSERT_NULL(d->processes[0].cmdline);
 }
 
+/* ---- late resolution ---- */
+
+typedef struct FakeSymbols {
+        pid_t pid; /* resolves for this process only */
+        int error; /* returned instead, when set */
+        unsigned calls;
+} FakeSymbols;
+
+/* 0x2000..0x21ff is "hot", 0x2200.. is "warm" (both in "app"), in process fs->pid. */
+static int fake_resolve(void *userdata, uint32_t process, const ProfileLocation *location,
+                        ProfileFrameName *ret) {
+        FakeSymbols *fs = userdata;
+        (void) process;
+
+        fs->calls++;
+        if (fs->error)
+                return fs->error;
+        if (location->address >= 0x2000 && location->address < 0x2200) {
+                *ret = (ProfileFrameName){ .name = "hot", .module = "app", .kind = FRAME_USER };
+                return 1;
+        }
+        if (location->address >= 0x2200 && location->address < 0x2300) {
+                *ret = (ProfileFrameName){ .name = "warm", .module = "app", .kind = FRAME_USER };
+                return 1;
+        }
+        return 0;
+}
+
+static int fake_resolve_pid(void *userdata, uint32_t process, const ProfileLocation *location,
+                            ProfileFrameName *ret) {
+        /* Only process 0 of the fixture has the symbols. */
+        if (process != 0) {
+                ((FakeSymbols *) userdata)->calls++;
+                return 0;
+        }
+        return fake_resolve(userdata, process, location, ret);
+}
+
+static uint32_t location(ProfileData *d, uint64_t addr, uint32_t mapping, uint32_t frame) {
+        uint32_t i = UINT32_MAX;
+
+        ASSERT_OK(profile_data_intern_location(d, addr, mapping, frame, &i));
+        return i;
+}
+
+static void add_full(ProfileData *d, uint32_t p, uint64_t count, size_t n, const uint32_t *locations) {
+        uint32_t frames[16];
+
+        ASSERT_TRUE(n <= ELEMENTSOF(frames));
+        for (size_t i = 0; i < n; i++)
+                frames[i] = d->locations[locations[i]].frame;
+        ASSERT_OK(profile_data_add_stack_full(d, p, frames, locations, n, false, count));
+}
+
+/* The stack of process p whose leaf location has this address (NULL: none). */
+static const ProfileStack *stack_with_leaf(const ProfileData *d, uint32_t p, uint64_t leaf,
+                                           size_t n_frames) {
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+                if (st->process == p && st->n_frames == n_frames && st->locations &&
+                    d->locations[st->locations[n_frames - 1]].address == leaf)
+                        return st;
+        }
+        return NULL;
+}
+
+TEST(relocate) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *n = NULL;
+        uint32_t p1, p2, app, kern, main_f, hot, unknown, kunknown, l_main, l_hot, l_u1, l_u2, l_u3, l_u4,
+                l_k;
+        ProfileRelocateStats st;
+        FakeSymbols fs = {};
+
+        p1 = process(d, 100, "app");
+        p2 = process(d, 200, "app");
+        ASSERT_OK(profile_data_intern_mapping(d, "/bin/app", 0x1000, 0x9000, 0, "abcd", false, &app));
+        ASSERT_OK(profile_data_intern_mapping(d, "[kernel.kallsyms]", 0xffff800000000000, UINT64_MAX, 0,
+                                              NULL, true, &kern));
+        ASSERT_OK(profile_data_mapping_set_symbols(d, app, "dynsym (debuginfod pending)"));
+        ASSERT_OK(profile_data_mapping_set_unwind_table(d, app, "eh_frame"));
+        d->mappings[app].fp_frames = 7;
+        main_f = frame(d, "main", "app", FRAME_USER);
+        hot = frame(d, "hot", "app", FRAME_USER);
+        unknown = frame(d, "[app]", "app", FRAME_UNKNOWN);
+        kunknown = frame(d, "[kernel]", "[kernel.kallsyms]", FRAME_UNKNOWN);
+        (void) frame(d, "orphan", "app", FRAME_USER); /* in no stack: not copied */
+        l_main = location(d, 0x1500, app, main_f);
+        l_hot = location(d, 0x2000, app, hot); /* resolved in a later drain */
+        l_u1 = location(d, 0x2000, app, unknown); /* the same address, before the symbols came */
+        l_u2 = location(d, 0x2100, app, unknown);
+        l_u3 = location(d, 0x5000, app, unknown); /* never resolves */
+        l_u4 = location(d, 0x2200, app, unknown);
+        l_k = location(d, 0xffff800000001000, kern, kunknown);
+
+        add_full(d, p1, 3, 2, (uint32_t[]){ l_main, l_u1 }); /* A: becomes B */
+        add_full(d, p1, 4, 2, (uint32_t[]){ l_main, l_hot }); /* B */
+        add_full(d, p1, 2, 2, (uint32_t[]){ l_main, l_u2 }); /* C: "hot", another address */
+        add_full(d, p1, 5, 2, (uint32_t[]){ l_main, l_u3 }); /* D: stays */
+        add_full(d, p2, 1, 3, (uint32_t[]){ l_main, l_u1, l_k }); /* E: p2 has no symbols; kernel stays */
+        add_full(d, p1, 6, 3, (uint32_t[]){ l_main, l_u1, l_u4 }); /* F: both frames resolve */
+        add(d, p1, 8, 2, main_f, unknown); /* G: no locations, no address: stays */
+        ASSERT_EQ(d->n_stacks, 7);
+        ASSERT_EQ(profile_data_total(d), 29);
+
+        ASSERT_OK(profile_data_relocate(d, fake_resolve_pid, &fs, &n, &st));
+        ASSERT_NOT_NULL(n);
+        /* Unresolved user frames with a location: A 3, C 2, D 5, E 1, F 6+6. */
+        ASSERT_EQ(st.candidates, 23);
+        ASSERT_EQ(st.resolved, 3 + 2 + 12);
+        /* Asked once per location while the process stays the same: u1 (A),
+         * u2, u3, u1 for p2 (E), u1 for p1 again (F), u4. */
+        ASSERT_EQ(fs.calls, 6);
+        ASSERT_EQ(st.calls, 6);
+        ASSERT_EQ(st.locations_resolved, 3);
+        ASSERT_EQ(st.stacks_before, 7);
+        ASSERT_EQ(st.stacks_after, 6); /* A merged into B */
+
+        /* Counts and processes add up as before. */
+        ASSERT_EQ(profile_data_total(n), 29);
+        ASSERT_EQ(n->n_processes, 2);
+        ASSERT_EQ(n->processes[p1].pid, 100);
+        ASSERT_EQ(n->processes[p1].samples, 28);
+        ASSERT_EQ(n->processes[p2].samples, 1);
+        /* Mappings keep their index and what they carry. */
+        ASSERT_EQ(n->n_mappings, 2);
+        ASSERT_STREQ(n->mappings[app].file, "/bin/app");
+        ASSERT_STREQ(n->mappings[app].build_id, "abcd");
+        ASSERT_STREQ(n->mappings[app].symbols, "dynsym (debuginfod pending)");
+        ASSERT_STREQ(n->mappings[app].unwind_table, "eh_frame");
+        ASSERT_EQ(n->mappings[app].fp_frames, 7);
+        ASSERT_TRUE(n->mappings[kern].kernel);
+
+        const ProfileStack *b = stack_with_leaf(n, p1, 0x2000, 2);
+        ASSERT_NOT_NULL(b);
+        ASSERT_EQ(b->count, 7);
+        ASSERT_STREQ(n->frames[b->frames[1]].name, "hot");
+        ASSERT_EQ(n->frames[b->frames[1]].kind, FRAME_USER);
+        const ProfileStack *c = stack_with_leaf(n, p1, 0x2100, 2);
+        ASSERT_NOT_NULL(c);
+        ASSERT_EQ(c->count, 2);
+        ASSERT_EQ(c->frames[1], b->frames[1]); /* one function, two locations */
+        ASSERT_TRUE(c->locations[1] != b->locations[1]);
+        const ProfileStack *dd = stack_with_leaf(n, p1, 0x5000, 2);
+        ASSERT_NOT_NULL(dd);
+        ASSERT_EQ(dd->count, 5);
+        ASSERT_STREQ(n->frames[dd->frames[1]].name, "[app]");
+        ASSERT_EQ(n->frames[dd->frames[1]].kind, FRAME_UNKNOWN);
+        const ProfileStack *e = stack_with_leaf(n, p2, 0xffff800000001000, 3);
+        ASSERT_NOT_NULL(e);
+        ASSERT_STREQ(n->frames[e->frames[1]].name, "[app]");
+        ASSERT_STREQ(n->frames[e->frames[2]].name, "[kernel]");
+        ASSERT_EQ(n->locations[e->locations[1]].address, 0x2000);
+        const ProfileStack *f = stack_with_leaf(n, p1, 0x2200, 3);
+        ASSERT_NOT_NULL(f);
+        ASSERT_EQ(f->count, 6);
+        ASSERT_STREQ(n->frames[f->frames[1]].name, "hot");
+        ASSERT_STREQ(n->frames[f->frames[2]].name, "warm");
+        ASSERT_EQ(f->locations[1], b->locations[1]);
+        bool found_g = false;
+        for (size_t i = 0; i < n->n_stacks; i++)
+                if (!n->stacks[i].locations) {
+                        ASSERT_EQ(n->stacks[i].count, 8);
+                        ASSERT_EQ(n->frames[n->stacks[i].frames[1]].kind, FRAME_UNKNOWN);
+                        found_g = true;
+                }
+        ASSERT_TRUE(found_g);
+
+        /* Only what the stacks use is copied: no "orphan", and the unknown
+         * location at 0x2000 only for p2's stack. */
+        for (size_t i = 0; i < n->n_frames; i++)
+                ASSERT_FALSE(streq(n->frames[i].name, "orphan"));
+        ASSERT_EQ(n->n_frames, 5); /* main, hot, warm, [app], [kernel] */
+        /* main, hot at 0x2000 and 0x2100, warm, [app] at 0x5000 and 0x2000, [kernel] */
+        ASSERT_EQ(n->n_locations, 7);
+
+        /* The top functions see the merge. */
+        _cleanup_free_ TopFunction *top = NULL;
+        size_t n_top;
+        ASSERT_OK(profile_data_top_functions(n, 0, &top, &n_top));
+        ASSERT_EQ(n_top, 5);
+        for (size_t i = 0; i < n_top; i++)
+                if (streq(n->frames[top[i].frame].name, "hot")) {
+                        ASSERT_EQ(top[i].self, 9); /* B with A, C */
+                        ASSERT_EQ(top[i].total, 15); /* and F */
+                }
+}
+
+TEST(relocate_nothing) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *n = NULL;
+        uint32_t p, app, main_f, unknown, l_main, l_u;
+        ProfileRelocateStats st;
+        FakeSymbols fs = {};
+
+        /* No unresolved frame: nothing is asked or copied. */
+        p = process(d, 100, "app");
+        ASSERT_OK(profile_data_intern_mapping(d, "/bin/app", 0x1000, 0x9000, 0, NULL, false, &app));
+        main_f = frame(d, "main", "app", FRAME_USER);
+        l_main = location(d, 0x1500, app, main_f);
+        add_full(d, p, 3, 1, (uint32_t[]){ l_main });
+        n = (ProfileData *) 1;
+        ASSERT_OK(profile_data_relocate(d, fake_resolve, &fs, &n, &st));
+        ASSERT_NULL(n);
+        ASSERT_EQ(fs.calls, 0);
+        ASSERT_EQ(st.candidates, 0);
+        ASSERT_EQ(st.stacks_before, 1);
+
+        /* Unresolved frames that stay so: asked, nothing returned. */
+        unknown = frame(d, "[app]", "app", FRAME_UNKNOWN);
+        l_u = location(d, 0x7000, app, unknown);
+        add_full(d, p, 2, 2, (uint32_t[]){ l_main, l_u });
+        add_full(d, p, 2, 3, (uint32_t[]){ l_main, l_u, l_u });
+        n = (ProfileData *) 1;
+        ASSERT_OK(profile_data_relocate(d, fake_resolve, &fs, &n, &st));
+        ASSERT_NULL(n);
+        ASSERT_EQ(fs.calls, 1);
+        ASSERT_EQ(st.candidates, 6);
+        ASSERT_EQ(st.resolved, 0);
+
+        /* Errors of the resolver are returned. */
+        fs.error = -EIO;
+        ASSERT_ERROR(profile_data_relocate(d, fake_resolve, &fs, &n, NULL), EIO);
+        ASSERT_ERROR(profile_data_relocate(NULL, fake_resolve, &fs, &n, NULL), EINVAL);
+        ASSERT_ERROR(profile_data_relocate(d, NULL, &fs, &n, NULL), EINVAL);
+        ASSERT_NULL(n); /* untouched on failure */
+
+        /* update_symbols replaces, set_symbols keeps. */
+        ASSERT_OK(profile_data_mapping_set_symbols(d, app, "dynsym"));
+        ASSERT_OK(profile_data_mapping_set_symbols(d, app, "symtab"));
+        ASSERT_STREQ(d->mappings[app].symbols, "dynsym");
+        ASSERT_OK(profile_data_mapping_update_symbols(d, app, "debuginfod"));
+        ASSERT_STREQ(d->mappings[app].symbols, "debuginfod");
+        ASSERT_ERROR(profile_data_mapping_update_symbols(d, 9, "x"), EINVAL);
+}
+
 DEFINE_TEST_MAIN
