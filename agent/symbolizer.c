@@ -48,6 +48,13 @@
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define VDSO_MODULE "[vdso]"
 
+/* Where a file stands with debuginfod. */
+typedef enum DebuginfodState {
+        DEBUGINFOD_NONE, /* not wanted: it has symbols, no build ID, or no server has its debug file */
+        DEBUGINFOD_WANTED, /* to be asked for (the last request was not taken) */
+        DEBUGINFOD_PENDING, /* asked for: symbolizer_debuginfod_done() will tell */
+} DebuginfodState;
+
 typedef struct FileEntry FileEntry;
 struct FileEntry {
         Symbolizer *owner; /* NULL once the Symbolizer is gone */
@@ -59,6 +66,7 @@ struct FileEntry {
         struct timespec mtime;
 
         ElfSymtab *symtab; /* NULL: not an ELF file we could read; remembered as such */
+        DebuginfodState debuginfod;
         unsigned n_ref;
 
         FileEntry *hash_next;
@@ -106,6 +114,9 @@ struct Symbolizer {
         void *vdso_image;
         size_t vdso_size;
         bool vdso_tried;
+
+        SymbolizerDebuginfod debuginfod; /* all NULL: none */
+        uint64_t generation;
 };
 
 /* ---- file entries and the cache ---- */
@@ -329,6 +340,102 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
                 log_debug("Using debug symbols of build ID %s.", build_id);
 }
 
+/* Whether a file's symbols could still improve with a separate debug file. */
+static bool symtab_wants_debug_file(const ElfSymtab *symtab) {
+        const char *build_id = elf_symtab_build_id(symtab);
+
+        return symtab && build_id && strlen(build_id) >= 3 && !elf_symtab_has_full_symtab(symtab);
+}
+
+/* Takes the symbols of the debug file debuginfod has at hand; -ENOENT when
+ * it has none (yet). */
+static int file_entry_take_debuginfod(Symbolizer *s, FileEntry *e) {
+        _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *build_id = elf_symtab_build_id(e->symtab);
+        int r;
+
+        fd = s->debuginfod.open_cached(s->debuginfod.userdata, build_id);
+        if (fd < 0)
+                return fd;
+        r = load_debug_file(fd, "debuginfod", build_id, &debug);
+        if (r < 0)
+                return r;
+        r = elf_symtab_take_symbols(e->symtab, debug);
+        if (r < 0)
+                return r;
+        (void) elf_symtab_set_symbols_source(e->symtab, ELF_SYMBOLS_DEBUGINFOD);
+        e->debuginfod = DEBUGINFOD_NONE;
+        log_debug("Using the debuginfod debug file of build ID %s.", build_id);
+        return 0;
+}
+
+/* A file without symbols of its own or a local debug file: its debug file
+ * from debuginfod's cache, or asked for. Nothing is waited for. */
+static void file_entry_want_debuginfod(Symbolizer *s, FileEntry *e) {
+        const char *build_id = elf_symtab_build_id(e->symtab);
+        int r;
+
+        if (e->debuginfod == DEBUGINFOD_NONE || e->debuginfod == DEBUGINFOD_PENDING)
+                return;
+        if (file_entry_take_debuginfod(s, e) >= 0)
+                return;
+        r = s->debuginfod.request(s->debuginfod.userdata, build_id);
+        if (r >= 0)
+                e->debuginfod = DEBUGINFOD_PENDING;
+        else if (r == -ENOENT)
+                e->debuginfod = DEBUGINFOD_NONE; /* no server has it (lately) */
+        else
+                log_debug_errno(r, "Not asking debuginfod for build ID %s now: %m", build_id);
+}
+
+void symbolizer_set_debuginfod(Symbolizer *s, const SymbolizerDebuginfod *d) {
+        if (!s)
+                return;
+        s->debuginfod = d && d->open_cached && d->request ? *d : (SymbolizerDebuginfod){};
+}
+
+int symbolizer_debuginfod_done(Symbolizer *s, const char *build_id, int result) {
+        int n = 0, r;
+
+        if (!s || !build_id)
+                return -EINVAL;
+        if (!s->debuginfod.open_cached)
+                return 0;
+
+        /* Every file of that build ID (one per (device, inode): the same
+         * binary in several containers' layers) waiting for it. */
+        for (size_t i = 0; i < s->n_buckets; i++)
+                for (FileEntry *e = s->buckets[i]; e; e = e->hash_next) {
+                        if (e->debuginfod == DEBUGINFOD_NONE ||
+                            !streq_ptr(elf_symtab_build_id(e->symtab), build_id))
+                                continue;
+                        if (result < 0) {
+                                /* Missing: never again (the fetcher remembers
+                                 * for how long); failed: at a later capture. */
+                                e->debuginfod = result == -ENOENT ? DEBUGINFOD_NONE : DEBUGINFOD_WANTED;
+                                continue;
+                        }
+                        r = file_entry_take_debuginfod(s, e);
+                        if (r < 0) {
+                                log_debug_errno(r,
+                                                "Failed to use the debuginfod debug file of build ID %s, "
+                                                "ignoring: %m",
+                                                build_id);
+                                e->debuginfod = DEBUGINFOD_NONE;
+                                continue;
+                        }
+                        n++;
+                }
+        if (n > 0)
+                s->generation++;
+        return n;
+}
+
+uint64_t symbolizer_generation(const Symbolizer *s) {
+        return s ? s->generation : 0;
+}
+
 /* Returns a new reference to the cache entry of the file open at fd. */
 static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, FileEntry **ret) {
         _cleanup_free_ FileEntry *e = NULL;
@@ -343,6 +450,8 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
 
         found = cache_find(s, &st);
         if (found) {
+                if (found->debuginfod == DEBUGINFOD_WANTED)
+                        file_entry_want_debuginfod(s, found); /* not taken last time: again */
                 *ret = file_entry_ref(found);
                 return 0;
         }
@@ -366,6 +475,10 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                         log_debug_errno(elf_symtab_minidebuginfo_error(e->symtab),
                                         "Failed to read the MiniDebugInfo of %s, using .dynsym: %m", path);
                 load_debug_symbols(s, pid, e->symtab);
+                if (s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
+                        e->debuginfod = DEBUGINFOD_WANTED;
+                        file_entry_want_debuginfod(s, e);
+                }
         }
 
         r = hash_add(s, e);
@@ -734,6 +847,22 @@ int symbolizer_refresh(Symbolizer *s, ProcessMaps *m) {
 
 /* ---- resolution ---- */
 
+/* Where a file's symbols came from, and whether better ones are on their way. */
+static const char *file_symbols_source(const FileEntry *e) {
+        ElfSymbolsSource source = e ? elf_symtab_symbols_source(e->symtab) : ELF_SYMBOLS_NONE;
+
+        if (e && e->debuginfod == DEBUGINFOD_PENDING)
+                switch (source) {
+                case ELF_SYMBOLS_DYNSYM:
+                        return "dynsym (debuginfod pending)";
+                case ELF_SYMBOLS_MINIDEBUGINFO:
+                        return "minidebuginfo (debuginfod pending)";
+                default:
+                        return "none (debuginfod pending)";
+                }
+        return elf_symbols_source_to_string(source);
+}
+
 int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret) {
         const Mapping *mp;
         const char *name;
@@ -757,8 +886,7 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
                 .map_end = mp->end,
                 .map_pgoff = mp->pgoff,
                 .build_id = mp->file && mp->file->symtab ? elf_symtab_build_id(mp->file->symtab) : NULL,
-                .symbols_source = elf_symbols_source_to_string(
-                        mp->file ? elf_symtab_symbols_source(mp->file->symtab) : ELF_SYMBOLS_NONE),
+                .symbols_source = file_symbols_source(mp->file),
         };
         if (mp->file && mp->file->symtab &&
             elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {

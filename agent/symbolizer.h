@@ -20,6 +20,9 @@
  * used, as perf does; short of one, a file without .symtab gives the
  * symbols of its .dynsym and of its MiniDebugInfo (the .symtab compressed in
  * .gnu_debugdata, as Fedora ships it).
+ * Short of those, when debuginfod is set up (symbolizer_set_debuginfod()),
+ * the debug file is taken from its disk cache or asked for, and arrives
+ * later (symbolizer_debuginfod_done()).
  * The cache is keyed by (device, inode) and holds at most max_files tables
  * not referenced by any snapshot (least recently used are dropped first). */
 
@@ -38,6 +41,32 @@ typedef struct SymbolizerOptions {
 int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret);
 Symbolizer *symbolizer_free(Symbolizer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
+
+/* Debug files from debuginfod, for files with a build ID and neither a
+ * .symtab nor a local debug file. The symbolizer does no I/O beyond
+ * open_cached(): fetching is the caller's business (off the event loop). */
+typedef struct SymbolizerDebuginfod {
+        /* Opens the debug file of build_id if it is already at hand (a disk
+         * cache): an fd, or a negative errno (-ENOENT: not there). */
+        int (*open_cached)(void *userdata, const char *build_id);
+        /* Asks for it: >= 0 asked (the answer comes through
+         * symbolizer_debuginfod_done()), -ENOENT known to be missing,
+         * another negative errno: not now (asked again when a later capture
+         * maps the file). */
+        int (*request)(void *userdata, const char *build_id);
+        void *userdata;
+} SymbolizerDebuginfod;
+
+void symbolizer_set_debuginfod(Symbolizer *s, const SymbolizerDebuginfod *d);
+/* A request ended: result 0: open_cached() has the file now; -ENOENT: no
+ * server has it; another negative errno: failed (asked again later). Every
+ * cached file of that build ID waiting for it takes its symbols. Returns how
+ * many did. */
+int symbolizer_debuginfod_done(Symbolizer *s, const char *build_id, int result);
+
+/* Goes up each time files already loaded get new symbols (a debug file
+ * that arrived late): frames unresolved before may resolve now. */
+uint64_t symbolizer_generation(const Symbolizer *s);
 
 /* Captures the mappings of pid and loads (or takes from the cache) the symbol
  * tables of its executable file mappings. -ESRCH when the process is gone. */
@@ -59,8 +88,9 @@ typedef struct ResolvedFrame {
         uint64_t map_start, map_end, map_pgoff;
         const char *build_id; /* lowercase hex, NULL when unknown */
         /* Where the mapping's function symbols came from: "symtab", "dynsym",
-         * "minidebuginfo", "debug file", or "none" (user frames in a mapping;
-         * NULL otherwise). */
+         * "minidebuginfo", "debug file", "debuginfod", or "none", the last
+         * three followed by " (debuginfod pending)" while a debug file is
+         * being fetched (user frames in a mapping; NULL otherwise). */
         const char *symbols_source;
 } ResolvedFrame;
 

@@ -139,6 +139,7 @@ const char *elf_symbols_source_to_string(ElfSymbolsSource source) {
                 [ELF_SYMBOLS_DYNSYM] = "dynsym",
                 [ELF_SYMBOLS_MINIDEBUGINFO] = "minidebuginfo",
                 [ELF_SYMBOLS_DEBUG_FILE] = "debug file",
+                [ELF_SYMBOLS_DEBUGINFOD] = "debuginfod",
         };
 
         return (unsigned) source < _ELF_SYMBOLS_SOURCE_MAX ? table[source] : NULL;
@@ -916,6 +917,13 @@ int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug) {
         s->source = ELF_SYMBOLS_DEBUG_FILE;
         debug->n_syms = 0;
         debug->full_symtab = false;
+        return 0;
+}
+
+int elf_symtab_set_symbols_source(ElfSymtab *s, ElfSymbolsSource source) {
+        if (!s || source < 0 || source >= _ELF_SYMBOLS_SOURCE_MAX)
+                return -EINVAL;
+        s->source = source;
         return 0;
 }
 

@@ -18,10 +18,12 @@ typedef enum ElfSymbolsSource {
         ELF_SYMBOLS_DYNSYM, /* the file's .dynsym alone */
         ELF_SYMBOLS_MINIDEBUGINFO, /* .dynsym and the .symtab of .gnu_debugdata */
         ELF_SYMBOLS_DEBUG_FILE, /* a separate debug file (elf_symtab_take_symbols()) */
+        ELF_SYMBOLS_DEBUGINFOD, /* a debug file fetched from a debuginfod server */
         _ELF_SYMBOLS_SOURCE_MAX,
 } ElfSymbolsSource;
 
-/* "none", "symtab", "dynsym", "minidebuginfo", "debug file"; NULL if invalid. */
+/* "none", "symtab", "dynsym", "minidebuginfo", "debug file", "debuginfod";
+ * NULL if invalid. */
 const char *elf_symbols_source_to_string(ElfSymbolsSource source);
 
 /* Reads everything it needs from fd (the fd is not kept). */
@@ -50,6 +52,10 @@ int elf_symtab_minidebuginfo_error(const ElfSymtab *s);
  * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments and
  * PLT stubs (a debug file has no PLT contents). */
 int elf_symtab_take_symbols(ElfSymtab *s, ElfSymtab *debug);
+/* Says where the symbols came from, when the caller knows better than
+ * elf_symtab_take_symbols() (ELF_SYMBOLS_DEBUG_FILE): a debug file fetched
+ * from debuginfod. */
+int elf_symtab_set_symbols_source(ElfSymtab *s, ElfSymbolsSource source);
 
 /* File offset (from /proc/PID/maps) -> virtual address in the file's own
  * address space, through the PT_LOAD segment containing it. -ENOENT if none. */

@@ -211,6 +211,11 @@ TEST(debug_file) {
         ASSERT_STREQ(elf_symbols_source_to_string(elf_symtab_symbols_source(stripped)), "debug file");
         ASSERT_TRUE(elf_symtab_has_full_symtab(stripped));
         ASSERT_EQ(elf_symtab_count(debug), 0);
+        /* One fetched from debuginfod says so. */
+        ASSERT_OK(elf_symtab_set_symbols_source(stripped, ELF_SYMBOLS_DEBUGINFOD));
+        ASSERT_STREQ(elf_symbols_source_to_string(elf_symtab_symbols_source(stripped)), "debuginfod");
+        ASSERT_ERROR(elf_symtab_set_symbols_source(stripped, _ELF_SYMBOLS_SOURCE_MAX), EINVAL);
+        ASSERT_OK(elf_symtab_set_symbols_source(stripped, ELF_SYMBOLS_DEBUG_FILE));
 
         ASSERT_STREQ(elf_symtab_lookup(stripped, value + 2, &off), "fixture_static_gamma");
         ASSERT_EQ(off, 2);

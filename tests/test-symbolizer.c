@@ -449,6 +449,160 @@ TEST(stripped_binary_with_debug_dir) {
         }
 }
 
+/* debuginfod as the symbolizer sees it: a disk cache that has the debug
+ * file or not, and requests whose answers the test gives. */
+typedef struct FakeDebuginfod {
+        const char *debug_path; /* what the cache holds once 'arrived' */
+        const char *build_id;
+        bool arrived;
+        int request_result;
+        unsigned requests, opens;
+} FakeDebuginfod;
+
+static int fake_open_cached(void *userdata, const char *build_id) {
+        FakeDebuginfod *f = userdata;
+
+        f->opens++;
+        ASSERT_STREQ(build_id, f->build_id);
+        if (!f->arrived)
+                return -ENOENT;
+        return open(f->debug_path, O_RDONLY | O_CLOEXEC);
+}
+
+static int fake_request(void *userdata, const char *build_id) {
+        FakeDebuginfod *f = userdata;
+
+        f->requests++;
+        ASSERT_STREQ(build_id, f->build_id);
+        return f->request_result;
+}
+
+static void assert_source(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *source) {
+        ResolvedFrame f = {};
+
+        ASSERT_OK(symbolizer_resolve_user(s, m, addr, &f));
+        ASSERT_STREQ(f.symbols_source, source);
+}
+
+TEST(debuginfod) {
+        const char *stripped = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        const char *debug = env_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
+        _cleanup_(tmp_dir_done) TmpDir empty = {};
+        _cleanup_(elf_symtab_freep) ElfSymtab *e = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *module = basename_of(stripped), *source_before;
+
+        fd = open(stripped, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(elf_symtab_load(fd, &e));
+        ASSERT_NOT_NULL(elf_symtab_build_id(e));
+        source_before = elf_symbols_source_to_string(elf_symtab_symbols_source(e));
+        tmp_dir_make(&empty);
+
+        /* Asked for once, pending, then arrived: the file takes its symbols,
+         * and frames unresolved before resolve now. */
+        {
+                FakeDebuginfod fake = { .debug_path = debug, .build_id = elf_symtab_build_id(e) };
+                SymbolizerOptions opts = { .debug_dir = empty.path };
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+                _cleanup_(process_maps_freep) ProcessMaps *m = NULL, *m2 = NULL;
+                _cleanup_(child_stop) Child c = {}, c2 = {};
+                _cleanup_free_ char *pending = NULL;
+                uint64_t gamma;
+                ResolvedFrame f;
+
+                ASSERT_OK(symbolizer_new(&opts, &s));
+                symbolizer_set_debuginfod(s,
+                                          &(SymbolizerDebuginfod){ fake_open_cached, fake_request, &fake });
+                fixture_wait_start(&c, stripped);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+                ASSERT_EQ(fake.requests, 1);
+                ASSERT_EQ(fake.opens, 1); /* the disk cache first */
+                gamma = child_addr(&c, "fixture_static_gamma");
+                ASSERT_OK(symbolizer_resolve_user(s, m, gamma + 5, &f));
+                ASSERT_NULL(f.name);
+                ASSERT_TRUE(asprintf(&pending, "%s (debuginfod pending)", source_before) >= 0);
+                ASSERT_STREQ(f.symbols_source, pending);
+                ASSERT_EQ(symbolizer_generation(s), 0);
+
+                /* Another process of the same file: cached, still pending, not asked again. */
+                fixture_wait_start(&c2, stripped);
+                ASSERT_OK(symbolizer_capture(s, c2.pid, &m2));
+                ASSERT_EQ(fake.requests, 1);
+
+                /* Another build ID's answer changes nothing. */
+                ASSERT_EQ(symbolizer_debuginfod_done(s, "00112233", 0), 0);
+                ASSERT_EQ(symbolizer_generation(s), 0);
+
+                fake.arrived = true;
+                ASSERT_EQ(symbolizer_debuginfod_done(s, fake.build_id, 0), 1);
+                ASSERT_EQ(symbolizer_generation(s), 1);
+                assert_resolves(s, m, gamma + 5, "fixture_static_gamma", module, 5);
+                assert_source(s, m, gamma + 5, "debuginfod");
+                assert_source(s, m2, child_addr(&c2, "fixture_static_gamma"), "debuginfod");
+                /* A second answer finds nobody waiting. */
+                ASSERT_EQ(symbolizer_debuginfod_done(s, fake.build_id, 0), 0);
+                ASSERT_EQ(symbolizer_generation(s), 1);
+        }
+
+        /* Already in the disk cache: used at once, nothing asked. */
+        {
+                FakeDebuginfod fake = { .debug_path = debug,
+                                        .build_id = elf_symtab_build_id(e),
+                                        .arrived = true };
+                SymbolizerOptions opts = { .debug_dir = empty.path };
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+                _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+                _cleanup_(child_stop) Child c = {};
+
+                ASSERT_OK(symbolizer_new(&opts, &s));
+                symbolizer_set_debuginfod(s,
+                                          &(SymbolizerDebuginfod){ fake_open_cached, fake_request, &fake });
+                fixture_wait_start(&c, stripped);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m));
+                ASSERT_EQ(fake.requests, 0);
+                assert_resolves(s, m, child_addr(&c, "fixture_alpha"), "fixture_alpha", module, 0);
+                assert_source(s, m, child_addr(&c, "fixture_alpha"), "debuginfod");
+                ASSERT_EQ(symbolizer_generation(s), 0); /* nothing resolved before changed */
+        }
+
+        /* Not taken (a full queue): asked again at the next capture; no
+         * server has it: never again; a failure: asked again later. */
+        {
+                FakeDebuginfod fake = { .debug_path = debug,
+                                        .build_id = elf_symtab_build_id(e),
+                                        .request_result = -ENOBUFS };
+                SymbolizerOptions opts = { .debug_dir = empty.path };
+                _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+                _cleanup_(process_maps_freep) ProcessMaps *m1 = NULL, *m2 = NULL, *m3 = NULL, *m4 = NULL,
+                                                          *m5 = NULL;
+                _cleanup_(child_stop) Child c = {};
+
+                ASSERT_OK(symbolizer_new(&opts, &s));
+                symbolizer_set_debuginfod(s,
+                                          &(SymbolizerDebuginfod){ fake_open_cached, fake_request, &fake });
+                fixture_wait_start(&c, stripped);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m1));
+                ASSERT_EQ(fake.requests, 1);
+                assert_source(s, m1, child_addr(&c, "fixture_alpha"), source_before);
+                fake.request_result = 0;
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m2));
+                ASSERT_EQ(fake.requests, 2);
+                ASSERT_EQ(symbolizer_debuginfod_done(s, fake.build_id, -ETIME), 0);
+                assert_source(s, m2, child_addr(&c, "fixture_alpha"), source_before);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m3));
+                ASSERT_EQ(fake.requests, 3);
+                ASSERT_EQ(symbolizer_debuginfod_done(s, fake.build_id, -ENOENT), 0);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m4));
+                ASSERT_EQ(fake.requests, 3);
+                /* Known missing when asked: the same. */
+                symbolizer_set_debuginfod(s, NULL);
+                ASSERT_OK(symbolizer_capture(s, c.pid, &m5));
+                ASSERT_EQ(fake.requests, 3);
+                ASSERT_EQ(symbolizer_generation(s), 0);
+        }
+}
+
 TEST(deleted_binary) {
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         _cleanup_(tmp_dir_done) TmpDir t = {};
