@@ -14,7 +14,7 @@
 #include "session.h"
 #include "template.h"
 
-typedef struct SessionProcess {
+struct SessionProcess {
         uint32_t pid;
         uint64_t start_time;
         uint32_t exec_id; /* the program it runs: samples before an exec() are not the new program's */
@@ -29,7 +29,7 @@ typedef struct SessionProcess {
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
         bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
         uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
-} SessionProcess;
+};
 
 static int process_cmp(const void *a, const void *b) {
         const SessionProcess *x = a, *y = b;
@@ -37,6 +37,36 @@ static int process_cmp(const void *a, const void *b) {
         if (r == 0)
                 r = CMP(x->start_time, y->start_time);
         return r != 0 ? r : CMP(x->exec_id, y->exec_id);
+}
+
+/* Adds the process (again, after a rename) to the report's data, and
+ * remembers which program each data process is. */
+static int session_data_add_process(Session *s, SessionProcess *sp) {
+        uint32_t index;
+        int r;
+
+        r = profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline, &index);
+        if (r < 0)
+                return r;
+        if (index >= s->n_data_processes) {
+                size_t n = MAX((size_t) index + 1, s->n_data_processes * 2);
+                SessionProcess **a = reallocarray(s->data_processes, n, sizeof(SessionProcess *));
+
+                if (!a)
+                        return -ENOMEM;
+                memset(a + s->n_data_processes, 0, (n - s->n_data_processes) * sizeof(SessionProcess *));
+                s->data_processes = a;
+                s->n_data_processes = n;
+        }
+        s->data_processes[index] = sp;
+        sp->data_index = index;
+        return 0;
+}
+
+const ProcessMaps *session_process_maps(Session *s, uint32_t index) {
+        if (index >= s->n_data_processes || !s->data_processes[index])
+                return NULL;
+        return s->data_processes[index]->maps;
 }
 
 static void process_free(void *p) {
@@ -161,6 +191,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->timer);
         sd_event_source_disable_unref(s->events_watch);
         tdestroy(s->processes, process_free);
+        free(s->data_processes);
         profile_data_free(s->data);
         free(s->event_fallback);
         free(s->cgroup);
@@ -319,6 +350,7 @@ static int session_start_internal(Session *s, bool now) {
 
         m->sessions_by_slot[s->slot] = s;
         s->state = SESSION_RUNNING;
+        s->symbols_generation = symbolizer_generation(m->symbolizer);
         s->start_realtime = now_usec(CLOCK_REALTIME);
         s->start_monotonic = now_usec(CLOCK_MONOTONIC);
         if (cg_read_cpu_usage_usec(s->cgroup_fd, &s->cpu_usage_start) < 0)
@@ -414,8 +446,7 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                 if (comm && !streq(comm, sp->comm) && sp->wanted) {
                         free(sp->comm);
                         sp->comm = TAKE_PTR(comm);
-                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
-                                                        &sp->data_index);
+                        (void) session_data_add_process(s, sp);
                 }
                 return;
         }
@@ -426,8 +457,7 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                         sp->cmdline = strdup("");
                         sp->wanted = profile_process_wanted(s->profile, "");
                         if (sp->wanted)
-                                (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm,
-                                                                sp->cmdline, &sp->data_index);
+                                (void) session_data_add_process(s, sp);
                 }
                 return;
         }
@@ -441,8 +471,7 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
 
         if (sp->wanted) {
                 if (changed)
-                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
-                                                        &sp->data_index);
+                        (void) session_data_add_process(s, sp);
                 if (unwind == -EAGAIN)
                         return; /* in the middle of exec(): nothing to capture */
                 /* Its symbols are read after the other events at hand:
@@ -692,8 +721,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                     !streq_ptr(comm, sp->comm)) {
                         free(sp->comm);
                         sp->comm = TAKE_PTR(comm);
-                        (void) profile_data_add_process(s->data, (pid_t) sp->pid, sp->comm, sp->cmdline,
-                                                        &sp->data_index);
+                        (void) session_data_add_process(s, sp);
                 }
         }
 
@@ -807,6 +835,9 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         (void) manager_drain(m, true);
 
         (void) sampler_session_stats(m->sampler, s->slot, &st);
+
+        /* Frames whose symbols arrived since they were drained. */
+        session_resolve_late(s);
 
         /* Give the cgroups back to an enclosing session (if any), release the slot. */
         m->sessions_by_slot[s->slot] = NULL;

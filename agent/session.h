@@ -22,6 +22,8 @@ typedef enum SessionState {
         SESSION_ENDED,
 } SessionState;
 
+typedef struct SessionProcess SessionProcess; /* a program run in the session (session.c) */
+
 struct Session {
         Manager *manager;
         sd_id128_t id;
@@ -57,6 +59,11 @@ struct Session {
 
         ProfileData *data;
         void *processes; /* tsearch: SessionProcess by (pid, start time) */
+        /* data->processes[i] is the program of data_processes[i] (a process
+         * renamed has several entries): late resolution needs its mappings. */
+        SessionProcess **data_processes;
+        size_t n_data_processes;
+        uint64_t symbols_generation; /* the symbolizer's when frames were last resolved (late) */
         uint64_t excluded; /* samples of excluded processes */
         uint64_t stack_lost; /* samples whose stack was lost */
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
@@ -111,3 +118,13 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
 void session_capture_pending(Session *s);
 /* Called on every drain tick: updates the cgroup's CPU usage. */
 void session_tick(Session *s);
+
+/* The mappings snapshot of the process of data->processes[index] (NULL:
+ * none, e.g. it exited before it was captured). */
+const ProcessMaps *session_process_maps(Session *s, uint32_t index);
+
+/* session-resolve.c: before a report is written, names the frames that
+ * were unresolved when drained and resolve now (a debug file arrived from
+ * debuginfod), merging stacks that became equal, and says again where each
+ * mapping's symbols came from. */
+void session_resolve_late(Session *s);
