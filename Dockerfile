@@ -13,6 +13,7 @@
 # package this runtime stage installs.
 
 FROM debian:12 AS build
+# libdebuginfod-dev: elfutils' debuginfod client, for debuginfodUrls.
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
@@ -20,7 +21,7 @@ RUN apt-get update \
         clang bpftool \
         libsystemd-dev libbpf-dev libcjson-dev libcurl4-openssl-dev libproc2-dev \
         libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev \
-        libiberty-dev liblzma-dev \
+        libiberty-dev liblzma-dev libdebuginfod-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -29,11 +30,12 @@ RUN scripts/image-build /out /tmp/build
 FROM debian:12-slim
 # The libraries cgprofd and cgprofctl link (and what they pull in). tar and
 # coreutils, which kubectl cgprof download runs in the container, are in
-# the base image already.
+# the base image already. libdebuginfod1 is the debuginfod client
+# (debuginfodUrls); it brings libcurl3-gnutls, which it links.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libsystemd0 libbpf1 libcjson1 libcurl4 libproc2-0 libelf1 \
-        libprotobuf-c1 zlib1g libyaml-0-2 liblzma5 \
+        libprotobuf-c1 zlib1g libyaml-0-2 liblzma5 libdebuginfod1 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/sbin/cgprofd /usr/sbin/cgprofd
 COPY --from=build /out/usr/bin/cgprofctl /usr/bin/cgprofctl

@@ -617,6 +617,15 @@ static int cmd_status(sd_bus *bus, char **args) {
         print_kv(j, "sessionsStarted", "Sessions started");
         print_kv(j, "sessionsEnded", "Sessions ended");
         print_kv(j, "sessionsFailed", "Sessions failed");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "debuginfod");
+        if (cJSON_IsObject(d)) {
+#define N(key) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, key))
+                printf("%18s: %.0f fetched, %.0f from cache, %.0f not found, %.0f failed, %.0f dropped, "
+                       "%.0f pending\n",
+                       "debuginfod", N("fetched"), N("fromCache"), N("notFound"), N("failed"), N("dropped"),
+                       N("pending"));
+#undef N
+        }
         const cJSON *sessions = cJSON_GetObjectItemCaseSensitive(j, "sessions"), *s;
         printf("%18s: %d\n", "Active sessions", cJSON_GetArraySize(sessions));
         cJSON_ArrayForEach (s, sessions) {

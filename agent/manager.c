@@ -456,11 +456,25 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         return 0;
 }
 
+static bool strv_equal_or_empty(char *const *a, char *const *b) {
+        size_t n = strv_length(a);
+
+        if (n != strv_length(b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return true;
+}
+
 int manager_reload(Manager *m, char **ret_error) {
         int r;
 
         (void) sd_notify(false, "RELOADING=1");
         r = manager_load_config(m, false, ret_error);
+        if (r >= 0 && !strv_equal_or_empty(m->config->config->debuginfod_urls, m->debuginfod_urls))
+                log_notice("debuginfodUrls changed: the agent keeps the servers it started with until it "
+                           "restarts.");
         if (r >= 0) {
                 machine_apply(m, true);
                 if (m->machine_timer)
@@ -474,6 +488,71 @@ int manager_reload(Manager *m, char **ret_error) {
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         (void) manager_reload(userdata, NULL);
+        return 0;
+}
+
+/* ---- debuginfod ---- */
+
+static int debuginfod_open_cached(void *userdata, const char *build_id) {
+        return debuginfod_fetcher_open_cached(userdata, build_id);
+}
+
+static int debuginfod_request(void *userdata, const char *build_id) {
+        return debuginfod_fetcher_request(userdata, build_id);
+}
+
+static void on_debuginfod_fetched(DebuginfodFetcher *f, const char *build_id, int result, uint64_t usec,
+                                  void *userdata) {
+        Manager *m = userdata;
+        int n;
+
+        if (result == -ENOENT)
+                log_debug("No debuginfod server has the debug file of build ID %s.", build_id);
+        else if (result < 0)
+                log_info_errno(result,
+                               "Failed to fetch the debug file of build ID %s from debuginfod, ignoring: %m",
+                               build_id);
+        n = symbolizer_debuginfod_done(m->symbolizer, build_id, result);
+        if (result >= 0)
+                log_info(
+                        "Debug file of build ID %s from debuginfod (%.1f ms): symbols for %d loaded file%s.",
+                        build_id, (double) usec / 1000.0, MAX(n, 0), n == 1 ? "" : "s");
+}
+
+/* debuginfodUrls, read at start: the fetcher sets libdebuginfod's
+ * environment, so this runs before any other thread exists (libcurl's
+ * resolver threads come with the Kubernetes client, later). */
+static int manager_setup_debuginfod(Manager *m) {
+        _cleanup_free_ char *cache_dir = NULL;
+        char **urls = m->config->config->debuginfod_urls;
+        int r;
+
+        if (strv_length(urls) == 0)
+                return 0;
+        if (asprintf(&cache_dir, "%s/debuginfod", m->state_dir) < 0)
+                return log_oom();
+        m->debuginfod_urls = calloc(strv_length(urls) + 1, sizeof(char *));
+        if (!m->debuginfod_urls)
+                return log_oom();
+        for (size_t i = 0; urls[i]; i++)
+                if (!(m->debuginfod_urls[i] = strdup(urls[i])))
+                        return log_oom();
+
+        r = debuginfod_fetcher_new(m->event,
+                                   &(DebuginfodFetcherOptions){ .urls = urls, .cache_dir = cache_dir },
+                                   on_debuginfod_fetched, m, &m->debuginfod);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to set up debuginfod (cache %s), continuing without: %m",
+                                         cache_dir);
+        symbolizer_set_debuginfod(m->symbolizer, &(SymbolizerDebuginfod){
+                                                         .open_cached = debuginfod_open_cached,
+                                                         .request = debuginfod_request,
+                                                         .userdata = m->debuginfod,
+                                                 });
+        log_info("Fetching the debug files of stripped binaries from %zu debuginfod server%s "
+                 "(cache %s, at most %" PRIu64 " MiB).",
+                 strv_length(urls), strv_length(urls) == 1 ? "" : "s", cache_dir,
+                 debuginfod_fetcher_cache_max_bytes(m->debuginfod) >> 20);
         return 0;
 }
 
@@ -572,6 +651,7 @@ int manager_startup(Manager *m) {
         r = symbolizer_new(NULL, &m->symbolizer);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the symbolizer: %m");
+        (void) manager_setup_debuginfod(m);
         /* Kernel symbols now, once (~40 ms for 120k symbols), rather than
          * in the first drain of the first session. */
         ResolvedFrame rf;
@@ -693,6 +773,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sighup);
         unwinder_free(m->unwinder);
         sampler_free(m->sampler);
+        debuginfod_fetcher_free(m->debuginfod); /* before the symbolizer its answers go to */
+        strv_free(m->debuginfod_urls);
         symbolizer_free(m->symbolizer);
         process_reader_free(m->process_reader);
         config_unref(m->config);
@@ -759,6 +841,31 @@ char *manager_status_json(Manager *m) {
                 cJSON_AddNumberToObject(u, "filesWithoutTable", (double) us.files_without_table);
                 cJSON_AddNumberToObject(u, "filesBad", (double) us.files_bad);
                 cJSON_AddNumberToObject(u, "mappingEntriesFailed", (double) us.mapping_entries_failed);
+        }
+        if (m->debuginfod) {
+                DebuginfodFetcherStats ds;
+                cJSON *d = cJSON_AddObjectToObject(j, "debuginfod"),
+                      *urls = cJSON_AddArrayToObject(d, "urls");
+
+                debuginfod_fetcher_stats(m->debuginfod, &ds);
+                for (size_t i = 0; m->debuginfod_urls && m->debuginfod_urls[i]; i++)
+                        cJSON_AddItemToArray(urls, cJSON_CreateString(m->debuginfod_urls[i]));
+                cJSON_AddStringToObject(d, "cacheDir", debuginfod_fetcher_cache_dir(m->debuginfod));
+                cJSON_AddNumberToObject(d, "cacheMaxBytes",
+                                        (double) debuginfod_fetcher_cache_max_bytes(m->debuginfod));
+                cJSON_AddNumberToObject(d, "cacheBytes", (double) ds.cache_bytes);
+                cJSON_AddNumberToObject(d, "cachePruned", (double) ds.cache_pruned);
+                cJSON_AddNumberToObject(d, "requested", (double) ds.requested);
+                cJSON_AddNumberToObject(d, "queued", (double) ds.queued);
+                cJSON_AddNumberToObject(d, "pending", (double) ds.pending);
+                cJSON_AddNumberToObject(d, "joined", (double) ds.joined);
+                cJSON_AddNumberToObject(d, "fetched", (double) ds.fetched);
+                cJSON_AddNumberToObject(d, "fromCache", (double) ds.from_cache);
+                cJSON_AddNumberToObject(d, "notFound", (double) ds.not_found);
+                cJSON_AddNumberToObject(d, "failed", (double) ds.failed);
+                cJSON_AddNumberToObject(d, "dropped", (double) ds.dropped);
+                cJSON_AddNumberToObject(d, "skipped", (double) ds.skipped);
+                cJSON_AddNumberToObject(d, "fetchMsecMax", (double) ds.fetch_usec_max / 1000.0);
         }
         sessions = cJSON_AddArrayToObject(j, "sessions");
         for (size_t i = 0; i < m->n_sessions; i++) {

@@ -6,6 +6,7 @@
 
 #include "cgroup-watch.h"
 #include "config.h"
+#include "debuginfod-fetcher.h"
 #include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
@@ -107,6 +108,8 @@ typedef struct Manager {
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
+        DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
+        char **debuginfod_urls; /* the servers it uses (debuginfodUrls at start) */
 
         Session *sessions_by_slot[CGPROF_MAX_SESSIONS];
         Session **sessions; /* running and armed sessions */
