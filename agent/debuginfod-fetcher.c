@@ -78,7 +78,7 @@ struct DebuginfodFetcher {
         /* The worker's. */
         debuginfod_client *client;
         uint64_t deadline;
-        bool cancelled;
+        bool cancelled, too_big;
 
         pthread_t thread;
         bool thread_started;
@@ -167,11 +167,21 @@ static void known_gc(DebuginfodFetcher *f) {
 
 /* ---- the worker ---- */
 
+/* Called about every second while a fetch runs (and while libdebuginfod
+ * cleans its cache), with the bytes downloaded so far (a) and the size
+ * announced (b, <= 0 when unknown) once a server answers. This, rather than
+ * DEBUGINFOD_MAXTIME and DEBUGINFOD_MAXSIZE, bounds a fetch: libdebuginfod
+ * 0.188 writes to its verbose fd (none: -1) when those apply, and glibc's
+ * dprintf() to a bad fd leaks its 8 KiB buffer each time. */
 static int on_progress(debuginfod_client *c, long a, long b) {
         DebuginfodFetcher *f = debuginfod_get_user_data(c);
 
         if (atomic_load(&f->cancel) || now_usec() > f->deadline) {
                 f->cancelled = true;
+                return 1;
+        }
+        if ((b > 0 && (uint64_t) b > f->cache_max_bytes) || (a > 0 && (uint64_t) a > f->cache_max_bytes)) {
+                f->cancelled = f->too_big = true;
                 return 1;
         }
         return 0;
@@ -189,10 +199,9 @@ static void fetch_one(DebuginfodFetcher *f, Job *job) {
         had = fstatat(f->cache_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
               st.st_size > 0;
 
-        /* DEBUGINFOD_MAXTIME bounds the transfer itself; this bounds it all
-         * (retries, a connect that never completes), and lets free() cancel. */
-        f->deadline = start + f->timeout_usec + 5 * USEC_PER_SEC;
-        f->cancelled = false;
+        /* The whole fetch: retries, a connect that never completes. */
+        f->deadline = start + f->timeout_usec;
+        f->cancelled = f->too_big = false;
         fd = debuginfod_find_debuginfo(f->client, (const unsigned char *) job->build_id, 0, &found);
         job->usec = now_usec() - start;
         if (fd >= 0) {
@@ -209,7 +218,11 @@ static void fetch_one(DebuginfodFetcher *f, Job *job) {
         }
 
         job->result = fd;
-        if (f->cancelled) {
+        if (f->too_big)
+                /* Larger than the whole cache may be: as good as missing (its
+                 * negative entry, if libdebuginfod made one, stays). */
+                job->result = -EFBIG;
+        else if (f->cancelled) {
                 /* libdebuginfod takes a cancelled fetch for a miss and leaves
                  * an empty file (its negative entry): it was no answer. */
                 if (fstatat(f->cache_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -388,7 +401,7 @@ int debuginfod_fetcher_open_cached(DebuginfodFetcher *f, const char *build_id) {
 
 /* libdebuginfod's settings, for every fetch of this process. */
 static int set_environment(const DebuginfodFetcher *f, char *const *urls) {
-        _cleanup_free_ char *joined = NULL, *timeout = NULL, *maxsize = NULL;
+        _cleanup_free_ char *joined = NULL, *timeout = NULL;
         size_t len = 0;
 
         for (char *const *u = urls; *u; u++)
@@ -402,18 +415,16 @@ static int set_environment(const DebuginfodFetcher *f, char *const *urls) {
                         strcat(joined, " ");
                 strcat(joined, *u);
         }
-        if (asprintf(&timeout, "%" PRIu64, f->timeout_usec / USEC_PER_SEC) < 0 ||
-            asprintf(&maxsize, "%" PRIu64, f->cache_max_bytes) < 0)
+        if (asprintf(&timeout, "%" PRIu64, f->timeout_usec / USEC_PER_SEC) < 0)
                 return -ENOMEM;
 
         if (setenv(DEBUGINFOD_URLS_ENV_VAR, joined, 1) < 0 ||
             setenv(DEBUGINFOD_CACHE_PATH_ENV_VAR, f->cache_dir, 1) < 0 ||
             /* No 100 kB in this many seconds, or no answer: give up. */
             setenv(DEBUGINFOD_TIMEOUT_ENV_VAR, timeout, 1) < 0 ||
-            setenv(DEBUGINFOD_MAXTIME_ENV_VAR, timeout, 1) < 0 ||
-            /* A file larger than the whole cache may be is not fetched. */
-            setenv(DEBUGINFOD_MAXSIZE_ENV_VAR, maxsize, 1) < 0 ||
             setenv(DEBUGINFOD_RETRY_LIMIT_ENV_VAR, "1", 1) < 0 ||
+            /* The time and size bounds are on_progress()'s (see there). */
+            unsetenv(DEBUGINFOD_MAXTIME_ENV_VAR) < 0 || unsetenv(DEBUGINFOD_MAXSIZE_ENV_VAR) < 0 ||
             unsetenv(DEBUGINFOD_PROGRESS_ENV_VAR) < 0 || unsetenv(DEBUGINFOD_VERBOSE_ENV_VAR) < 0)
                 return negative_errno();
         return 0;

@@ -11,9 +11,9 @@
  * One worker thread takes build IDs from a bounded queue (a request beyond
  * it is dropped and counted) and calls debuginfod_find_debuginfo(), which
  * keeps what it fetched in the disk cache (cache_dir, libdebuginfod's
- * layout); each fetch is bounded in time (DEBUGINFOD_MAXTIME, and a
- * progress callback that cancels past the deadline or when the fetcher is
- * freed), and the cache in size (least recently used files are pruned by
+ * layout); each fetch is bounded in time and size (a progress callback
+ * that cancels past the deadline, beyond the cache's bound, or when the
+ * fetcher is freed), and the cache in size (least recently used files are pruned by
  * the worker after each download). Answers reach the event loop through an
  * eventfd watched by sd-event, and the callback runs there. The worker
  * touches nothing but its queue, the libdebuginfod client and the cache
