@@ -62,6 +62,7 @@ struct Session {
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
         bool captures_pending; /* a process's mappings and symbols are to be captured */
         ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
+        ReportPythonInfo python; /* how Python stacks were walked */
 };
 
 /* What a container's session knows of its pod; container may be NULL (not
@@ -105,7 +106,8 @@ void session_discard(Session *s);
  * ran then. */
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
-                       const SamplerStack *user, const SamplerStack *kernel, bool stack_lost);
+                       const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
+                       bool stack_lost);
 /* Captures the mappings and symbols of the processes reported since the
  * last call (after a batch of process events, and before a drain). */
 void session_capture_pending(Session *s);
