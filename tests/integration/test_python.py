@@ -100,7 +100,7 @@ def has_chain(st, chain):
     return any(st[i:i + n] == chain for i in range(len(st) - n + 1))
 
 
-def check_single(report, where, comm="python3.11"):
+def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
     stacks = python_stacks(report, comm)
     shares, total = inclusive_shares(stacks, HOT)
     log(f"[{where}] inclusive shares over {total} samples: " +
@@ -129,7 +129,7 @@ def check_single(report, where, comm="python3.11"):
     lines = function_lines(PY_HOT)
     seen = {}
     for (name, file, line), count in pprof_lines(report).items():
-        if name in lines and file.endswith("py-hot.py"):
+        if name in lines and file.endswith(pyfile):
             first, last = lines[name]
             assert first < line <= last, f"{name} at line {line}, not in its body {first}..{last}"
             seen[name] = seen.get(name, 0) + count
@@ -188,6 +188,20 @@ def check_threads(report):
     assert not any(h in st for st in hashing for h in HOT)
     native_leaves = sum(c for st, c in hashing.items() if st[-1] != "hash_loop" and "sha256" in ";".join(st[-3:]).lower())
     assert native_leaves >= 0.5 * n, sorted(hashing.items(), key=lambda x: -x[1])[:3]
+
+
+def test_python_venv_module():
+    """python -m in a virtualenv: the venv's python is a symlink to the
+    interpreter, the program is a module run by runpy."""
+    need_python()
+    with tempfile.TemporaryDirectory(prefix="cgprof-pyvenv-") as d:
+        r = subprocess.run([PYTHON, "-m", "venv", "--without-pip", f"{d}/venv"], capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"python3.11 -m venv failed: {r.stderr.strip()}")
+        with open(PY_HOT) as src, open(f"{d}/py_hot.py", "w") as dst:
+            dst.write(src.read())
+        argv = ["sh", "-c", f'cd {d} && exec {d}/venv/bin/python -m py_hot --seconds {SECONDS}']
+        profile_python(argv, "venv", lambda r: check_single(r, "venv -m", comm="python", pyfile="py_hot.py"))
 
 
 def test_python_namespace():
@@ -252,5 +266,5 @@ def test_python_off():
 
 
 if __name__ == "__main__":
-    main([test_python_frames, test_python_threads, test_python_namespace, test_python_unsupported,
+    main([test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
           test_python_off])
