@@ -251,6 +251,7 @@ static int process_register(Python *py, PythonProcess *pp, uint64_t runtime) {
                 .frame_owner = o->frame_owner,
                 .code_adaptive = o->code_adaptive,
                 .owner_cstack = o->owner_cstack,
+                .exec_id = pp->exec_id,
         };
         uint32_t key = (uint32_t) pp->pid;
 
@@ -322,7 +323,8 @@ void python_process_unref(Python *py, PythonProcess *pp) {
                 struct cgprof_python_proc v;
                 uint32_t key = (uint32_t) pp->pid;
                 /* Only ours: after exec() the entry may already be another program's. */
-                if (bpf_map_lookup_elem(py->procs_fd, &key, &v) == 0 && v.start_time == pp->start_time)
+                if (bpf_map_lookup_elem(py->procs_fd, &key, &v) == 0 && v.start_time == pp->start_time &&
+                    v.exec_id == pp->exec_id)
                         (void) bpf_map_delete_elem(py->procs_fd, &key);
         }
         tdelete(pp, &py->processes, process_cmp);

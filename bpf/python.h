@@ -36,7 +36,9 @@ struct cgprof_python_proc {
         __u16 frame_owner; /* _PyInterpreterFrame.owner (a byte), NO_OFFSET: none */
         __u16 code_adaptive; /* PyCodeObject.co_code_adaptive: the first instruction */
         __u8 owner_cstack; /* owner value of C-stack shim frames (skipped), 0: none */
-        __u8 pad[9];
+        __u8 pad;
+        __u32 exec_id; /* the program (exec() count) registered: for the agent, the walk ignores it */
+        __u32 pad2;
 };
 
 /* A Python frame as stored in a stack's pcs[]: the code object's address
