@@ -38,6 +38,8 @@ typedef struct JitSource {
         PerfMapParser perf;
         JitDumpParser dump;
         bool done; /* not a valid file, or past its bound: read no more */
+        char tail[64]; /* a perf map's last bytes before offset, to notice a rewrite */
+        size_t tail_len;
 } JitSource;
 
 struct JitMaps {
@@ -325,6 +327,32 @@ static int source_read(JitMaps *j, JitSourceKind k) {
         return 0;
 }
 
+/* Whether a perf map was rewritten rather than appended to since we read up
+ * to offset: it is shorter now, or the bytes before offset are not those we
+ * read there. The JVM rewrites its map at each jcmd Compiler.perfmap, in
+ * code cache order: new code shifts what follows it. (Jitdump files are
+ * only appended to; their offset may be past the end while a record's code
+ * bytes are still to come.) */
+static bool source_rewritten(const JitSource *src, JitSourceKind k, uint64_t size, uint64_t offset) {
+        char buf[sizeof(src->tail)];
+
+        if (kind_is_dump(k) || offset == 0)
+                return false;
+        if (size < offset)
+                return true;
+        return pread(src->fd, buf, src->tail_len, (off_t) (offset - src->tail_len)) !=
+                       (ssize_t) src->tail_len ||
+               memcmp(buf, src->tail, src->tail_len) != 0;
+}
+
+static void source_remember_tail(JitSource *src) {
+        uint64_t offset = src->perf.offset;
+        size_t n = (size_t) MIN(offset, (uint64_t) sizeof(src->tail));
+        ssize_t got = pread(src->fd, src->tail, n, (off_t) (offset - n));
+
+        src->tail_len = got == (ssize_t) n ? n : 0;
+}
+
 int jit_maps_update(JitMaps *j, bool discover_files, const ProcMapsEntry *mapped_dump) {
         int r, ret = 0;
 
@@ -333,18 +361,27 @@ int jit_maps_update(JitMaps *j, bool discover_files, const ProcMapsEntry *mapped
         if (discover_files)
                 discover(j, mapped_dump);
         for (size_t k = 0; k < _JIT_SOURCE_MAX; k++) {
+                JitSource *src = &j->sources[k];
+                uint64_t offset = kind_is_dump(k) ? src->dump.offset : src->perf.offset;
                 struct stat st;
 
-                if (!j->sources[k].path || j->sources[k].done)
+                if (!src->path || src->done)
                         continue;
-                if (fstat(j->sources[k].fd, &st) < 0)
-                        continue;
-                if ((uint64_t) st.st_size <=
-                    (kind_is_dump(k) ? j->sources[k].dump.offset : j->sources[k].perf.offset))
+                if (fstat(src->fd, &st) < 0 || (uint64_t) st.st_size == offset)
                         continue; /* the common case: nothing new */
+                if (source_rewritten(src, k, (uint64_t) st.st_size, offset)) {
+                        /* Read it again from the start; what we have stays
+                         * until it is overwritten (later entries win). */
+                        log_debug("%s of PID %d was rewritten, reading it again.", src->path, (int) j->pid);
+                        src->perf = (PerfMapParser){};
+                        src->dump = (JitDumpParser){};
+                } else if ((uint64_t) st.st_size < offset)
+                        continue; /* a jitdump record's code bytes still to come */
                 r = source_read(j, (JitSourceKind) k);
+                if (!kind_is_dump(k))
+                        source_remember_tail(src);
                 if (r < 0) {
-                        log_debug_errno(r, "Failed to read %s of PID %d, ignoring: %m", j->sources[k].path,
+                        log_debug_errno(r, "Failed to read %s of PID %d, ignoring: %m", src->path,
                                         (int) j->pid);
                         if (ret == 0)
                                 ret = r;

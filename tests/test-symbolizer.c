@@ -934,16 +934,39 @@ TEST(jit_maps_in_namespace) {
         assert_jit(s, m, 0x7f0000000020, "JS:*hotAlpha /app/app.js:2:18", 0x20, "/tmp/perf-7.map",
                    "perf map");
 
+        /* Rewritten (jcmd Compiler.perfmap again): read again from the
+         * start; what it no longer lists stays until overwritten. */
+        write_file(map, "7f0000000000 20 JS:*hotAlpha3 /app/app.js:2:18\n"
+                        "7f0000000400 20 JS:*rewritten /app/app.js:9:1\n");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha3 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000410, "JS:*rewritten /app/app.js:9:1", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000210, "JS:*hotGamma /app/app.js:4:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        /* Rewritten longer, new code in the middle: noticed too. */
+        write_file(map, "7f0000000000 20 JS:*hotAlpha4 /app/app.js:2:18\n"
+                        "7f0000000100 20 JS:*inserted /app/app.js:3:1\n"
+                        "7f0000000400 20 JS:*rewritten /app/app.js:9:1\n"
+                        "7f0000000500 20 JS:*more /app/app.js:10:1\n");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha4 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000510, "JS:*more /app/app.js:10:1", 0x10, "/tmp/perf-7.map", "perf map");
+        assert_jit(s, m, 0x7f0000000110, "JS:*inserted /app/app.js:3:1", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+
         /* The process exits: what was read stays; the open file is still
          * read for what it gained. */
         ASSERT_EQ(unlink(stat), 0);
         ASSERT_EQ(unlink(status), 0);
-        append_file(map, "7f0000000300 10 late\n");
+        append_file(map, "7f0000000500 10 late\n");
         ASSERT_EQ(unlink(map), 0);
         symbolizer_begin_pass(s);
-        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha2 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha4 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
                    "perf map");
-        assert_jit(s, m, 0x7f0000000304, "late", 4, "/tmp/perf-7.map", "perf map");
+        assert_jit(s, m, 0x7f0000000504, "late", 4, "/tmp/perf-7.map", "perf map");
 
         /* Without a Symbolizer (it is gone), still resolved. */
         s = symbolizer_free(s);
