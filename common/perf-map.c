@@ -103,6 +103,7 @@ int perf_map_feed(PerfMapParser *p, JitMap *m, const char *buf, size_t size) {
                 if (!nl) {
                         if (len < PERF_MAP_LINE_MAX)
                                 break; /* partial: the writer is not done with it */
+                        p->lines++;
                         p->malformed++;
                         p->in_long_line = true;
                         pos += len;
