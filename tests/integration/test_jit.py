@@ -82,7 +82,7 @@ def workdir():
     return tempfile.mkdtemp(prefix="cgprof-test-jit-", dir="/var/tmp")
 
 
-def run_in_namespaces(cg, argv):
+def run_in_namespaces(cg, argv, cwd):
     """Starts argv in cgroup cg, in new PID and mount namespaces with a
     private tmpfs on /tmp, as a container runtime would: a shell joins the
     cgroup, then unshare forks the namespace's PID 1, which mounts /tmp and
@@ -91,7 +91,7 @@ def run_in_namespaces(cg, argv):
     wrapper = ["/bin/sh", "-c",
                'echo 0 > "$0" && exec unshare --pid --mount --fork --mount-proc --propagation private '
                'sh -c \'mount -t tmpfs tmpfs /tmp && exec "$@"\' sh "$@"', procs]
-    return subprocess.Popen(wrapper + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(wrapper + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
 
 
 def process_in(cg, comm):
@@ -167,8 +167,9 @@ def assert_found_in_namespace(agent, report, host_pid, nspid):
     assert m and m[0]["symbols"] == "perf map", report["mappings"]
 
 
-def profile_jit(tag, argv, comm, during=None, seconds=4):
-    """Runs argv (printing 'ready' once started) in namespaces in a cgroup
+def profile_jit(tag, argv, comm, cwd, during=None, seconds=4):
+    """Runs argv (printing 'ready' once started) in cwd (node --perf-basic-prof
+    also writes a V8 log there), in namespaces in a cgroup
     profiled by the agent; during(host_pid) runs once it is ready. Returns
     the report, the agent, the host PID and the NSpid."""
     cg = Cgroup(f"cgprof-test-jit-{tag}-{os.getpid()}")
@@ -179,7 +180,7 @@ def profile_jit(tag, argv, comm, during=None, seconds=4):
     try:
         agent.start()
         t0 = time.monotonic()
-        p = run_in_namespaces(cg, argv)
+        p = run_in_namespaces(cg, argv, cwd)
         line = p.stdout.readline().decode()
         assert line.startswith("ready"), f"{tag} did not start: {line!r} {p.stderr.read().decode()[-2000:]}"
         host_pid = wait_for(lambda: process_in(cg, comm), 10, f"the {comm} process")
@@ -210,7 +211,7 @@ def test_node_perf_basic_prof():
         with open(app, "w") as f:
             f.write(NODE_APP)
         report, agent, host_pid, nspid = profile_jit(
-            "node", ["node", "--perf-basic-prof", "--allow-natives-syntax", app, "3"], "node")
+            "node", ["node", "--perf-basic-prof", "--allow-natives-syntax", app, "3"], "node", d)
         shares(report, "node")
         assert_found_in_namespace(agent, report, host_pid, nspid)
     finally:
@@ -245,7 +246,7 @@ def test_java_perfmap():
         report, agent, host_pid, nspid = profile_jit(
             "java", ["java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
                      "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Hot::hot*",
-                     "-cp", d, "Hot", "4"], "java", during=perfmap, seconds=4)
+                     "-cp", d, "Hot", "4"], "java", d, during=perfmap, seconds=4)
         shares(report, "java")
         assert_found_in_namespace(agent, report, host_pid, nspid)
     finally:
