@@ -335,6 +335,7 @@ int manager_drain(Manager *m, bool full) {
         manager_proc_events(m);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
+                symbolizer_begin_pass(m->symbolizer);
                 r = sampler_drain(m->sampler, on_sample, m);
                 if (r < 0)
                         return log_error_errno(r, "Failed to drain the sample maps: %m");
