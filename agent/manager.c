@@ -320,11 +320,12 @@ static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void 
 }
 
 static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
-                      const SamplerStack *kernel, bool stack_lost, void *userdata) {
+                      const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
+                      void *userdata) {
         Manager *m = userdata;
         if (key->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[key->session])
                 return;
-        session_on_sample(m->sessions_by_slot[key->session], key, count, user, kernel, stack_lost);
+        session_on_sample(m->sessions_by_slot[key->session], key, count, user, kernel, python, stack_lost);
 }
 
 int manager_drain(Manager *m, bool full) {
@@ -334,6 +335,7 @@ int manager_drain(Manager *m, bool full) {
         manager_proc_events(m);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
+                symbolizer_begin_pass(m->symbolizer);
                 r = sampler_drain(m->sampler, on_sample, m);
                 if (r < 0)
                         return log_error_errno(r, "Failed to drain the sample maps: %m");
@@ -669,6 +671,11 @@ int manager_startup(Manager *m) {
         r = unwinder_new(m->event, &unwind_maps, &m->unwinder);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the unwinder: %m");
+        int py_procs_fd, py_threads_fd;
+        sampler_python_maps(m->sampler, &py_procs_fd, &py_threads_fd);
+        r = python_new(py_procs_fd, py_threads_fd, NULL, &m->python);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the Python frame walk: %m");
         r = sd_event_add_io(m->event, &m->proc_events, sampler_proc_events_fd(m->sampler), EPOLLIN,
                             on_proc_events_io, m);
         if (r < 0)
@@ -772,6 +779,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sigint);
         sd_event_source_disable_unref(m->sighup);
         unwinder_free(m->unwinder);
+        python_free(m->python);
         sampler_free(m->sampler);
         debuginfod_fetcher_free(m->debuginfod); /* before the symbolizer its answers go to */
         strv_free(m->debuginfod_urls);

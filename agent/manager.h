@@ -11,6 +11,7 @@
 #include "kube-object.h"
 #include "kube-target.h"
 #include "process.h"
+#include "python.h"
 #include "sampler.h"
 #include "symbolizer.h"
 #include "unwinder.h"
@@ -106,6 +107,7 @@ typedef struct Manager {
 
         Sampler *sampler;
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
+        Python *python; /* CPython processes, for the Python frame walk */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */

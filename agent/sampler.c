@@ -382,7 +382,7 @@ static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
         return 0;
 }
 
-int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, bool python,
                          UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
                          char **ret_fallback) {
         _cleanup_free_ char *fallback = NULL;
@@ -446,6 +446,7 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
         sl->session = (struct cgprof_session){
                 .group = sl->group,
                 .flags = (kernel_stacks ? CGPROF_SESSION_KERNEL_STACKS : 0) |
+                         (python ? CGPROF_SESSION_PYTHON : 0) |
                          (unwind == UNWIND_AUTO
                                   ? CGPROF_SESSION_UNWIND_TABLES | CGPROF_SESSION_UNWIND_FP_FALLBACK
                           : unwind == UNWIND_DWARF ? CGPROF_SESSION_UNWIND_TABLES
@@ -617,8 +618,8 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
 
         for (size_t i = 0; i < n_keys; i++) {
                 const struct cgprof_sample_key *k = &keys[i];
-                const StackCache *u = NULL, *kern = NULL;
-                SamplerStack uv, kv;
+                const StackCache *u = NULL, *kern = NULL, *py = NULL;
+                SamplerStack uv, kv, pv;
                 bool lost = k->lost != 0;
                 uint64_t count;
 
@@ -634,7 +635,11 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
                         kern = stack_get(&stack_root, stacks_fd, k->kernel_stack);
                         lost = lost || !kern || kern->missing;
                 }
-                cb(k, count, stack_view(u, &uv), stack_view(kern, &kv), lost, userdata);
+                if (k->python_stack != 0) {
+                        py = stack_get(&stack_root, stacks_fd, k->python_stack);
+                        lost = lost || !py || py->missing;
+                }
+                cb(k, count, stack_view(u, &uv), stack_view(kern, &kv), stack_view(py, &pv), lost, userdata);
         }
 
         /* The stacks this set's counts referenced: none is used by the other set. */
@@ -651,6 +656,11 @@ void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret) {
                 .procs_fd = bpf_map__fd(s->skel->maps.unwind_procs),
                 .n_rows = bpf_map__max_entries(s->skel->maps.unwind_rows),
         };
+}
+
+void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd) {
+        *ret_procs_fd = bpf_map__fd(s->skel->maps.python_procs);
+        *ret_threads_fd = bpf_map__fd(s->skel->maps.python_threads);
 }
 
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt) {

@@ -54,10 +54,12 @@ typedef struct SamplerStack {
         const uint64_t *fp_frames; /* bit i: frame i was left by frame pointer */
 } SamplerStack;
 
-/* One drained count. stack_lost: a stack of the sample could not be
+/* One drained count. python: the Python frames (packed, bpf/python.h) and
+ * how their walk went, NULL when the process is not a Python one. stack_lost: a stack of the sample could not be
  * stored or read back (its stack is NULL then). */
 typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count,
-                                      const SamplerStack *user, const SamplerStack *kernel, bool stack_lost,
+                                      const SamplerStack *user, const SamplerStack *kernel,
+                                      const SamplerStack *python, bool stack_lost,
                                       void *userdata);
 
 typedef struct SamplerOptions {
@@ -82,7 +84,7 @@ int sampler_proc_events_consume(Sampler *s);
  * machine lacks falls back to cpu-clock: *ret_event is the event used and
  * *ret_fallback (malloc()ed or NULL) says why. cgroup_fd is used in cgroup
  * mode. The session does not sample until sampler_session_activate(). */
-int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks,
+int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, bool python,
                          UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
                          char **ret_fallback);
 int sampler_session_activate(Sampler *s, uint32_t slot);
@@ -113,6 +115,9 @@ typedef struct SamplerUnwindMaps {
 } SamplerUnwindMaps;
 
 void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret);
+
+/* The Python walk's maps (bpf/python.h): processes and the thread cache. */
+void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd);
 
 /* Program statistics (needs kernel.bpf_stats_enabled=1). */
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt);

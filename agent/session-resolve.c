@@ -31,7 +31,7 @@ static uint64_t now_usec(void) {
 static int resolve_late(void *userdata, uint32_t process, const ProfileLocation *location,
                         ProfileFrameName *ret) {
         Session *s = userdata;
-        const ProcessMaps *maps = session_process_maps(s, process);
+        ProcessMaps *maps = session_process_maps(s, process);
         const ProfileMapping *pm = &s->data->mappings[location->mapping];
         ResolvedFrame rf = {};
 
@@ -66,7 +66,7 @@ static int update_mapping_symbols(Session *s) {
 
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *st = &d->stacks[i];
-                const ProcessMaps *maps;
+                ProcessMaps *maps;
 
                 if (!st->locations)
                         continue;

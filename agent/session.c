@@ -9,6 +9,8 @@
 #include "fileio.h"
 #include "journal.h"
 #include "log.h"
+#include "python-merge.h"
+#include "python.h"
 #include "report.h"
 #include "unwind.h"
 #include "session.h"
@@ -29,6 +31,9 @@ struct SessionProcess {
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
         bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
         uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
+        Python *python_owner; /* holds a reference to 'python' */
+        PythonProcess *python; /* it runs CPython (NULL: not, or not known yet) */
+        uint64_t python_checked; /* drain sequence number of the last look for CPython + 1 */
 };
 
 static int process_cmp(const void *a, const void *b) {
@@ -63,7 +68,7 @@ static int session_data_add_process(Session *s, SessionProcess *sp) {
         return 0;
 }
 
-const ProcessMaps *session_process_maps(Session *s, uint32_t index) {
+ProcessMaps *session_process_maps(Session *s, uint32_t index) {
         if (index >= s->n_data_processes || !s->data_processes[index])
                 return NULL;
         return s->data_processes[index]->maps;
@@ -75,6 +80,7 @@ static void process_free(void *p) {
                 return;
         if (sp->unwinder)
                 unwinder_process_unref(sp->unwinder, (pid_t) sp->pid, sp->start_time);
+        python_process_unref(sp->python_owner, sp->python);
         free(sp->comm);
         free(sp->cmdline);
         process_maps_free(sp->maps);
@@ -337,7 +343,7 @@ static int session_start_internal(Session *s, bool now) {
         }
 
         r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
-                                 s->profile->kernel_stacks, s->profile->unwind, s->cgroup_fd, &s->slot,
+                                 s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind, s->cgroup_fd, &s->slot,
                                  &s->event, &s->event_fallback);
         if (r < 0) {
                 f.error = r;
@@ -486,6 +492,27 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
         }
 }
 
+/* Looks for CPython in the process (at most once per drain): at its
+ * capture, and again when its mappings change (a libpython loaded late). */
+static void process_python_check(Session *s, SessionProcess *sp) {
+        Manager *m = s->manager;
+        int r;
+
+        if (!s->profile->python_frames || !m->python || sp->python || sp->superseded ||
+            sp->python_checked == m->drain_seq + 1)
+                return;
+        sp->python_checked = m->drain_seq + 1;
+        r = python_process_ref(m->python, (pid_t) sp->pid, sp->start_time, sp->exec_id, &sp->python);
+        if (r < 0)
+                log_debug_errno(r, "Failed to look for CPython in PID %u: %m", sp->pid);
+        else if (r > 0) {
+                sp->python_owner = m->python;
+                if (sp->wanted)
+                        (void) profile_data_process_set_python(s->data, sp->data_index,
+                                                               python_process_status(sp->python));
+        }
+}
+
 static void process_capture(Session *s, SessionProcess *sp) {
         int r;
 
@@ -494,6 +521,7 @@ static void process_capture(Session *s, SessionProcess *sp) {
         r = symbolizer_capture(s->manager->symbolizer, (pid_t) sp->pid, &sp->maps);
         if (r < 0)
                 log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
+        process_python_check(s, sp);
 }
 
 static void capture_action(const void *nodep, VISIT which, void *userdata) {
@@ -658,6 +686,92 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
         return 0;
 }
 
+static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, uint32_t *ret_frame,
+                         uint32_t *ret_location) {
+        Manager *m = s->manager;
+        uint64_t code = CGPROF_PY_FRAME_CODE(v);
+        uint32_t instr = CGPROF_PY_FRAME_INSTR(v), frame;
+        PythonFrame pf;
+        int r;
+
+        s->python.frames += count;
+        if (python_process_resolve(m->python, sp->python, v, m->drain_seq, &pf) >= 0)
+                r = profile_data_intern_frame_full(s->data, pf.name, NULL, pf.file, FRAME_PYTHON, &frame);
+        else {
+                s->python.unresolved_frames += count;
+                r = profile_data_intern_frame(s->data, "[python]", NULL, FRAME_UNKNOWN, &frame);
+                pf.line = 0;
+        }
+        if (r < 0)
+                return r;
+        /* The instruction's address inside the code object. */
+        r = profile_data_intern_location_full(
+                s->data, instr == CGPROF_PY_INSTR_UNKNOWN ? code : code + (uint64_t) instr * 2, PROFILE_NONE,
+                frame, pf.line > 0 ? (uint32_t) pf.line : 0, ret_location);
+        if (r < 0)
+                return r;
+        *ret_frame = frame;
+        return 0;
+}
+
+/* How the Python walk of a sample went (summary.json "python"). */
+static void session_count_python(Session *s, const SamplerStack *py, uint64_t count, bool lost) {
+        static const struct {
+                uint32_t flag;
+                size_t offset;
+        } reasons[] = {
+                { CGPROF_PY_NO_THREAD, offsetof(ReportPythonInfo, no_thread) },
+                { CGPROF_PY_NO_FRAME, offsetof(ReportPythonInfo, no_frame) },
+                { CGPROF_PY_NOT_INITIALIZED, offsetof(ReportPythonInfo, not_initialized) },
+                { CGPROF_PY_READ_ERROR, offsetof(ReportPythonInfo, read_error) },
+                { CGPROF_PY_TRUNCATED, offsetof(ReportPythonInfo, truncated) },
+        };
+
+        s->python.samples += count;
+        if (!py) {
+                if (lost)
+                        s->python.lost += count;
+                else
+                        s->python.pending += count;
+                return;
+        }
+        if (py->n > 0)
+                s->python.with_frames += count;
+        for (size_t i = 0; i < ELEMENTSOF(reasons); i++)
+                if (py->flags & reasons[i].flag)
+                        *(uint64_t *) ((uint8_t *) &s->python + reasons[i].offset) += count;
+}
+
+/* Puts the sample's Python frames among its native user frames
+ * (frames[0..n_native), root first): python-merge.h. Returns the new count. */
+static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *py, uint64_t count,
+                           uint32_t *frames, uint32_t *locations, size_t n_native) {
+        uint32_t native_frames[CGPROF_MAX_STACK_DEPTH], native_locations[CGPROF_MAX_STACK_DEPTH];
+        PythonMergeItem items[2 * CGPROF_MAX_STACK_DEPTH];
+        bool eval[CGPROF_MAX_STACK_DEPTH];
+        size_t n_items, n = 0;
+
+        if (n_native > CGPROF_MAX_STACK_DEPTH || py->n > CGPROF_MAX_STACK_DEPTH)
+                return n_native;
+        for (size_t i = 0; i < n_native; i++) {
+                eval[i] = streq(s->data->frames[frames[i]].name, "_PyEval_EvalFrameDefault");
+                native_frames[i] = frames[i];
+                native_locations[i] = locations[i];
+        }
+        if (python_merge(eval, n_native, py->pcs, py->n, items, ELEMENTSOF(items), &n_items) < 0)
+                return n_native;
+        for (size_t k = 0; k < n_items; k++) {
+                uint32_t i = items[k].index;
+                if (!items[k].python) {
+                        frames[n] = native_frames[i];
+                        locations[n] = native_locations[i];
+                        n++;
+                } else if (intern_python(s, sp, py->pcs[i], count, &frames[n], &locations[n]) >= 0)
+                        n++;
+        }
+        return n;
+}
+
 static bool stack_fp_frame(const SamplerStack *st, size_t i) {
         if (st->flags & CGPROF_STACK_KERNEL_WALK)
                 return true;
@@ -692,8 +806,9 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
 }
 
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
-                       const SamplerStack *user, const SamplerStack *kernel, bool stack_lost) {
-        uint32_t frames[2 * CGPROF_MAX_STACK_DEPTH], locations[2 * CGPROF_MAX_STACK_DEPTH];
+                       const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
+                       bool stack_lost) {
+        uint32_t frames[3 * CGPROF_MAX_STACK_DEPTH], locations[3 * CGPROF_MAX_STACK_DEPTH];
         size_t n = 0, n_user = user ? user->n : 0, n_kernel = kernel ? kernel->n : 0;
         bool is_new, truncated = false;
 
@@ -733,6 +848,8 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 if ((user->flags & (CGPROF_STACK_PENDING | CGPROF_STACK_NO_MAPPING)) &&
                     sp->unwind_checked != s->manager->drain_seq)
                         (void) process_unwind_load(s, sp);
+                if (user->flags & CGPROF_STACK_NO_MAPPING)
+                        process_python_check(s, sp); /* a libpython loaded late? */
                 truncated = (user->flags & CGPROF_STACK_TRUNCATED) ||
                             ((user->flags & CGPROF_STACK_KERNEL_WALK) && n_user >= s->max_stack_depth);
         }
@@ -746,6 +863,14 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                                 stack_fp_frame(user, i - 1) ? FRAME_WALK_FP : FRAME_WALK_TABLE, i - 1 == 0,
                                 &frames[n], &locations[n]) >= 0)
                         n++;
+        if (sp->python && python_process_supported(sp->python)) {
+                session_count_python(s, python, count, key->lost & CGPROF_SAMPLE_PYTHON_LOST);
+                if (python && python->n > 0)
+                        n = merge_python(s, sp, python, count, frames, locations, n);
+                if (!s->data->processes[sp->data_index].python)
+                        (void) profile_data_process_set_python(s->data, sp->data_index,
+                                                               python_process_status(sp->python));
+        }
         for (size_t i = n_kernel; i > 0; i--)
                 if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, count,
                                   &frames[n], &locations[n]) >= 0)
@@ -874,8 +999,10 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                 .unsymbolized_frames = s->frames_unsymbolized,
                 .total_frames = s->frames_total,
                 .unwind = s->unwind,
+                .python = s->python,
         };
         info.unwind.mode = unwind_mode_to_string(s->profile->unwind);
+        info.python.enabled = s->profile->python_frames;
 
         random_uid(ts_uid);
         snprintf(node_buf, sizeof(node_buf), "%s", strempty(m->node_name));

@@ -69,6 +69,7 @@ struct Session {
         uint64_t frames_total, frames_unsymbolized; /* weighted by samples */
         bool captures_pending; /* a process's mappings and symbols are to be captured */
         ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
+        ReportPythonInfo python; /* how Python stacks were walked */
 };
 
 /* What a container's session knows of its pod; container may be NULL (not
@@ -112,7 +113,8 @@ void session_discard(Session *s);
  * ran then. */
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
-                       const SamplerStack *user, const SamplerStack *kernel, bool stack_lost);
+                       const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
+                       bool stack_lost);
 /* Captures the mappings and symbols of the processes reported since the
  * last call (after a batch of process events, and before a drain). */
 void session_capture_pending(Session *s);
@@ -121,7 +123,7 @@ void session_tick(Session *s);
 
 /* The mappings snapshot of the process of data->processes[index] (NULL:
  * none, e.g. it exited before it was captured). */
-const ProcessMaps *session_process_maps(Session *s, uint32_t index);
+ProcessMaps *session_process_maps(Session *s, uint32_t index);
 
 /* session-resolve.c: before a report is written, names the frames that
  * were unresolved when drained and resolve now (a debug file arrived from

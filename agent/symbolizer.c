@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "elf-symtab.h"
+#include "jit-maps.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "proc-maps.h"
@@ -47,6 +48,7 @@
 #define MAX_FILES_DEFAULT 256U
 #define KERNEL_MODULE "[kernel.kallsyms]"
 #define VDSO_MODULE "[vdso]"
+#define JIT_MODULE "[jit]"
 
 /* Where a file stands with debuginfod. */
 typedef enum DebuginfodState {
@@ -91,9 +93,13 @@ struct ProcessMaps {
         uint64_t start_time; /* clock ticks after boot (stat field 22); 0: unknown */
         Mapping *mappings; /* executable mappings only, sorted by start */
         size_t n_mappings;
+        char *proc_root; /* for the JIT files, which outlive the Symbolizer like the rest */
+        JitMaps *jit; /* NULL until an address in anonymous memory asks for it */
+        uint64_t jit_pass; /* the pass of its last update */
 };
 
 struct Symbolizer {
+        uint64_t pass; /* symbolizer_begin_pass() */
         size_t max_files;
         char *debug_dir;
         char *proc_root;
@@ -563,6 +569,8 @@ ProcessMaps *process_maps_free(ProcessMaps *m) {
         if (!m)
                 return NULL;
         mappings_free(m->mappings, m->n_mappings);
+        jit_maps_free(m->jit);
+        free(m->proc_root);
         free(m);
         return NULL;
 }
@@ -801,6 +809,10 @@ int symbolizer_capture(Symbolizer *s, pid_t pid, ProcessMaps **ret) {
                 return -ENOMEM;
         m->pid = pid;
         m->start_time = start_time;
+        m->jit_pass = UINT64_MAX;
+        m->proc_root = strdup(s->proc_root);
+        if (!m->proc_root)
+                return -ENOMEM;
 
         r = read_mappings(s, pid, NULL, 0, &m->mappings, &m->n_mappings);
         if (r < 0)
@@ -845,6 +857,74 @@ int symbolizer_refresh(Symbolizer *s, ProcessMaps *m) {
         return 0;
 }
 
+/* ---- JIT code ---- */
+
+void symbolizer_begin_pass(Symbolizer *s) {
+        if (s)
+                s->pass++;
+}
+
+/* Brings the process's JIT files up to date, once per pass: reads what they
+ * gained, and looks for those not found yet while the PID is still the
+ * process's. */
+static void process_maps_update_jit(Symbolizer *s, ProcessMaps *m) {
+        const Mapping *dump = NULL;
+        uint64_t start_time;
+        bool alive;
+        int r;
+
+        if (!s || m->jit_pass == s->pass)
+                return;
+        m->jit_pass = s->pass;
+
+        if (!m->jit) {
+                r = jit_maps_new(m->proc_root, m->pid, &m->jit);
+                if (r < 0)
+                        return (void) log_debug_errno(r, "Failed to set up the JIT symbols of PID %d: %m",
+                                                      (int) m->pid);
+        }
+        alive = read_start_time(s, m->pid, &start_time) >= 0 &&
+                (m->start_time == 0 || start_time == m->start_time);
+        for (size_t i = 0; alive && i < m->n_mappings && !dump; i++)
+                if (m->mappings[i].file_backed && jit_dump_file_name(m->mappings[i].path))
+                        dump = &m->mappings[i];
+
+        ProcMapsEntry e = {};
+        if (dump)
+                e = (ProcMapsEntry){
+                        .start = dump->start,
+                        .end = dump->end,
+                        .pgoff = dump->pgoff,
+                        .major = dump->maps_major,
+                        .minor = dump->maps_minor,
+                        .inode = dump->maps_inode,
+                        .path = dump->path,
+                        .deleted = dump->deleted,
+                };
+        (void) jit_maps_update(m->jit, alive, dump ? &e : NULL);
+}
+
+/* An address in anonymous executable memory, or in no mapping: named by the
+ * process's JIT files if it has some. Returns false when it has none. */
+static bool resolve_jit(Symbolizer *s, ProcessMaps *m, const Mapping *mp, uint64_t addr,
+                        ResolvedFrame *ret) {
+        JitSymbolInfo info;
+
+        process_maps_update_jit(s, m);
+        if (!jit_maps_lookup(m->jit, addr, &info))
+                return false;
+        *ret = (ResolvedFrame){
+                .name = info.name,
+                .module = JIT_MODULE,
+                .offset = info.name ? info.offset : addr,
+                .path = info.path,
+                .map_start = mp ? mp->start : 0,
+                .map_end = mp ? mp->end : 0,
+                .symbols_source = info.source,
+        };
+        return true;
+}
+
 /* ---- resolution ---- */
 
 /* Where a file's symbols came from, and whether better ones are on their way. */
@@ -863,7 +943,7 @@ static const char *file_symbols_source(const FileEntry *e) {
         return elf_symbols_source_to_string(source);
 }
 
-int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret) {
+int symbolizer_resolve_user(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *ret) {
         const Mapping *mp;
         const char *name;
         uint64_t file_off, vaddr, off;
@@ -872,6 +952,10 @@ int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, 
                 return -EINVAL;
 
         mp = mappings_find(m->mappings, m->n_mappings, addr);
+        /* JIT code: anonymous executable memory, or memory mapped after
+         * our last look. File-backed mappings keep their ELF symbols. */
+        if ((!mp || (!mp->file_backed && !mp->file)) && resolve_jit(s, m, mp, addr, ret))
+                return 0;
         if (!mp) {
                 *ret = (ResolvedFrame){ .offset = addr };
                 return 0;

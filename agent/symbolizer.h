@@ -24,7 +24,19 @@
  * the debug file is taken from its disk cache or asked for, and arrives
  * later (symbolizer_debuginfod_done()).
  * The cache is keyed by (device, inode) and holds at most max_files tables
- * not referenced by any snapshot (least recently used are dropped first). */
+ * not referenced by any snapshot (least recently used are dropped first).
+ *
+ * JIT code: an address in anonymous executable memory, or in no mapping of
+ * the snapshot, is looked up in the process's JIT symbol files (perf map,
+ * jitdump: see jit-maps.h), found through /proc/PID/root/tmp under the
+ * process's own PID namespace PID. They are read when the first such address
+ * asks for them and, at most once per pass (symbolizer_begin_pass(): the
+ * agent starts one per drain), again for what they gained. The snapshot
+ * keeps them: the frames of a process that exited still resolve. Such
+ * frames have the module "[jit]", the file's path as the process sees it
+ * ("/tmp/perf-1.map") and symbols_source "perf map" or "jitdump"; unnamed
+ * addresses of a process with JIT files too (name NULL). File-backed
+ * mappings keep their ELF symbols. */
 
 typedef struct Symbolizer Symbolizer;
 typedef struct ProcessMaps ProcessMaps;
@@ -90,14 +102,20 @@ typedef struct ResolvedFrame {
         /* Where the mapping's function symbols came from: "symtab", "dynsym",
          * "minidebuginfo", "debug file", "debuginfod", or "none", the last
          * three followed by " (debuginfod pending)" while a debug file is
-         * being fetched (user frames in a mapping; NULL otherwise). */
+         * being fetched (user frames in a mapping; NULL otherwise); "perf
+         * map" or "jitdump" (JIT code). */
         const char *symbols_source;
 } ResolvedFrame;
 
-/* Pointers in ret stay valid while m lives (user), or until the next
- * symbolizer_resolve_kernel() call, which may reload the kernel's symbols
- * (kernel). Returns 0 also for unresolved addresses (name NULL). */
-int symbolizer_resolve_user(Symbolizer *s, const ProcessMaps *m, uint64_t addr, ResolvedFrame *ret);
+/* Pointers in ret stay valid while m lives and until the next
+ * symbolizer_resolve_user() on m, which may read more of its JIT files
+ * (user), or until the next symbolizer_resolve_kernel() call, which may
+ * reload the kernel's symbols (kernel). Returns 0 also for unresolved
+ * addresses (name NULL). s may be NULL (no JIT file is then read). */
+int symbolizer_resolve_user(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *ret);
+/* Starts a pass (a drain): JIT files are checked for growth at most once
+ * per pass and process. */
+void symbolizer_begin_pass(Symbolizer *s);
 int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret);
 
 /* Cache statistics for tests and benchmarks. */

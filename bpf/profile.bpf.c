@@ -23,6 +23,7 @@
 
 #include "profile.h"
 #include "unwind.h"
+#include "python.h"
 
 #ifndef EEXIST
 #define EEXIST 17
@@ -41,7 +42,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Minimal CO-RE view of the kernel types we read: no vmlinux.h needed, the
  * loader relocates the offsets with the running kernel's BTF. */
+struct thread_struct {
+        unsigned long fsbase; /* the thread pointer: glibc's and musl's pthread_self() */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
+        struct thread_struct thread;
         __u64 start_time;
         struct task_struct *group_leader;
         __s32 tgid;
@@ -139,6 +145,22 @@ struct {
         __type(value, struct cgprof_unwind_proc);
 } unwind_procs SEC(".maps");
 
+/* Python processes (bpf/python.h), written by the agent. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, CGPROF_MAX_PYTHON_PROCS);
+        __type(key, __u32); /* tgid */
+        __type(value, struct cgprof_python_proc);
+} python_procs SEC(".maps");
+
+/* The thread state last found for a thread (checked before use). */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, CGPROF_MAX_PYTHON_THREADS);
+        __type(key, __u32); /* tid */
+        __type(value, __u64); /* PyThreadState address */
+} python_threads SEC(".maps");
+
 /* Per-CPU scratch: the stack being walked and the walker's registers (too
  * big for the BPF stack). */
 struct walk_state {
@@ -151,10 +173,23 @@ struct walk_state {
         __u32 pad;
 };
 
+/* The Python walk: the process's offsets, the frame to read next, and
+ * the bytes of a frame (its fixed part: every offset is below 72). */
+#define PY_FRAME_READ 72
+struct py_state {
+        struct cgprof_python_proc proc;
+        __u64 frame;
+        __u64 tstate;
+        __u64 fsbase;
+        __u8 buf[128];
+};
+
 struct scratch {
         struct walk_state w;
+        struct py_state py;
         struct cgprof_stack user;
         struct cgprof_stack kernel;
+        struct cgprof_stack python;
 };
 
 struct {
@@ -548,6 +583,154 @@ static __always_inline void user_stack(void *ctx, struct scratch *s, struct task
         bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, walk_frame, NULL, 0);
 }
 
+/* ---- The Python frame walk (bpf/python.h) ---- */
+
+static __always_inline __u64 py_buf_u64(const __u8 *buf, __u64 off) {
+        asm volatile("%0 &= 127" : "+r"(off));
+        if (off > PY_FRAME_READ - 8)
+                return 0;
+        return *(const __u64 *) (buf + off);
+}
+
+static __always_inline __u8 py_buf_u8(const __u8 *buf, __u64 off) {
+        asm volatile("%0 &= 127" : "+r"(off));
+        if (off > PY_FRAME_READ - 1)
+                return 0;
+        return buf[off];
+}
+
+static long py_thread_scan(__u32 i, void *data) {
+        __u32 zero = 0;
+        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        __u64 tid_value, next;
+
+        if (!s)
+                return 1;
+        if (s->py.frame == 0) /* the candidate: the list ended */
+                return 1;
+        if (read_user_u64(s->py.frame + s->py.proc.tstate_thread_id, &tid_value) < 0 ||
+            read_user_u64(s->py.frame + s->py.proc.tstate_next, &next) < 0) {
+                s->py.frame = 0;
+                return 1;
+        }
+        if (tid_value == s->py.fsbase) {
+                s->py.tstate = s->py.frame;
+                return 1;
+        }
+        s->py.frame = next;
+        return 0;
+}
+
+static long py_frame(__u32 i, void *data) {
+        __u32 zero = 0;
+        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct cgprof_stack *st;
+        struct py_state *p;
+        __u64 code, instr_ptr, first, instr = CGPROF_PY_INSTR_UNKNOWN;
+        __u32 n;
+        __u8 entry = 0;
+
+        if (!s)
+                return 1;
+        p = &s->py;
+        st = &s->python;
+        if (p->frame == 0) {
+                st->flags |= CGPROF_STACK_COMPLETE;
+                return 1;
+        }
+        n = st->n;
+        if (n >= CGPROF_MAX_STACK_DEPTH) {
+                st->flags |= CGPROF_PY_TRUNCATED;
+                return 1;
+        }
+        if (p->frame > USER_ADDR_MAX - PY_FRAME_READ ||
+            bpf_probe_read_user(p->buf, PY_FRAME_READ, (void *) p->frame) < 0) {
+                st->flags |= CGPROF_PY_READ_ERROR;
+                return 1;
+        }
+        code = py_buf_u64(p->buf, p->proc.frame_code);
+        p->frame = py_buf_u64(p->buf, p->proc.frame_previous);
+        if (p->proc.frame_owner != CGPROF_PYTHON_NO_OFFSET && p->proc.owner_cstack != 0 &&
+            py_buf_u8(p->buf, p->proc.frame_owner) == p->proc.owner_cstack) {
+                /* A shim frame of a C call into the interpreter: the frame
+                 * before it was the first its evaluation loop ran. */
+                if (n > 0)
+                        st->pcs[frame_index(n - 1)] |= 1;
+                return 0;
+        }
+        if (code == 0)
+                return 0;
+        if (p->proc.frame_is_entry != CGPROF_PYTHON_NO_OFFSET)
+                entry = py_buf_u8(p->buf, p->proc.frame_is_entry);
+        instr_ptr = py_buf_u64(p->buf, p->proc.frame_prev_instr);
+        first = code + p->proc.code_adaptive;
+        if (instr_ptr >= first && instr_ptr - first < 2ULL * CGPROF_PY_INSTR_UNKNOWN)
+                instr = (instr_ptr - first) / 2;
+        else if (instr_ptr + 2 == first)
+                instr = 0; /* not started: prev_instr is one before the first */
+        st->pcs[frame_index(n)] = CGPROF_PY_FRAME(code, instr, entry);
+        st->n = n + 1;
+        return 0;
+}
+
+/* Walks the Python frames of the sampled thread into s->python. Returns
+ * whether there is a Python stack to store (frames, or a reason why not). */
+static __always_inline int python_stack(struct scratch *s, struct task_struct *task, __u32 pid, __u32 tid,
+                                        __u64 start_time) {
+        struct cgprof_python_proc *proc = bpf_map_lookup_elem(&python_procs, &pid);
+        struct cgprof_stack *st = &s->python;
+        struct py_state *p = &s->py;
+        __u64 *cached, v, interp;
+
+        if (!proc || proc->start_time != start_time)
+                return 0;
+        p->proc = *proc;
+        st->n = 0;
+        st->flags = CGPROF_STACK_PYTHON;
+        st->fp_frames[0] = st->fp_frames[1] = 0;
+        p->fsbase = BPF_CORE_READ(task, thread.fsbase);
+        p->tstate = 0;
+
+        /* The thread's state: the one found last time, if it still is. */
+        cached = bpf_map_lookup_elem(&python_threads, &tid);
+        if (cached && read_user_u64(*cached + p->proc.tstate_thread_id, &v) == 0 && v == p->fsbase)
+                p->tstate = *cached;
+        if (p->tstate == 0) {
+                if (read_user_u64(p->proc.interp_head, &interp) < 0) {
+                        st->flags |= CGPROF_PY_READ_ERROR;
+                        return 1;
+                }
+                if (interp == 0 || read_user_u64(interp + p->proc.interp_threads_head, &p->frame) < 0) {
+                        st->flags |= CGPROF_PY_NOT_INITIALIZED;
+                        return 1;
+                }
+                bpf_loop(CGPROF_PYTHON_MAX_THREAD_SCAN, py_thread_scan, NULL, 0);
+                if (p->tstate == 0) {
+                        st->flags |= CGPROF_PY_NO_THREAD;
+                        return 1;
+                }
+                bpf_map_update_elem(&python_threads, &tid, &p->tstate, BPF_ANY);
+        }
+
+        /* Its current frame. */
+        v = p->tstate;
+        if (p->proc.tstate_cframe != CGPROF_PYTHON_NO_OFFSET &&
+            read_user_u64(v + p->proc.tstate_cframe, &v) < 0) {
+                st->flags |= CGPROF_PY_READ_ERROR;
+                return 1;
+        }
+        if (v == 0 || read_user_u64(v + p->proc.cframe_current_frame, &p->frame) < 0) {
+                st->flags |= CGPROF_PY_READ_ERROR;
+                return 1;
+        }
+        if (p->frame == 0) {
+                st->flags |= CGPROF_PY_NO_FRAME;
+                return 1;
+        }
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, py_frame, NULL, 0);
+        return 1;
+}
+
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -608,6 +791,12 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                                 key.lost |= CGPROF_SAMPLE_USER_LOST;
                 }
         }
+        if ((sess->flags & CGPROF_SESSION_PYTHON) &&
+            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time)) {
+                key.python_stack = stack_store(stacks, &s->python, st);
+                if (key.python_stack == 0)
+                        key.lost |= CGPROF_SAMPLE_PYTHON_LOST;
+        }
         if (sess->flags & CGPROF_SESSION_KERNEL_STACKS) {
                 long n = bpf_get_stack(ctx, s->kernel.pcs, sizeof(s->kernel.pcs), 0);
                 s->kernel.n = n > 0 ? (__u32) n / 8 : 0;
@@ -657,6 +846,7 @@ int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         bpf_map_delete_elem(&procs_seen, &pid);
         /* Its mappings are gone: walk by frame pointer until the agent loaded the new ones. */
         bpf_map_delete_elem(&unwind_procs, &pid);
+        bpf_map_delete_elem(&python_procs, &pid); /* another program: the agent looks again */
 
         /* In a profiled cgroup: tell the agent now, so the new program's
          * tables are loaded while the dynamic loader runs, before its

@@ -26,6 +26,7 @@
 #define CGPROF_SESSION_KERNEL_STACKS (1u << 1)
 #define CGPROF_SESSION_UNWIND_TABLES (1u << 2) /* walk user stacks with unwind tables */
 #define CGPROF_SESSION_UNWIND_FP_FALLBACK (1u << 3) /* ... and frames without a table with frame pointers */
+#define CGPROF_SESSION_PYTHON (1u << 4) /* walk the Python frames of CPython processes (bpf/python.h) */
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
@@ -34,14 +35,16 @@ struct cgprof_session {
 
 #define CGPROF_SAMPLE_USER_LOST (1u << 0) /* the user stack could not be stored */
 #define CGPROF_SAMPLE_KERNEL_LOST (1u << 1)
+#define CGPROF_SAMPLE_PYTHON_LOST (1u << 2)
 
 /* Key of the in-kernel counts: one (session, process, user stack, kernel
- * stack). Stacks are keys of the stacks map (a 64-bit hash of the frames,
+ * stack, Python stack). Stacks are keys of the stacks map (a 64-bit hash of the frames,
  * checked frame by frame on insert); 0 when there is none. */
 struct cgprof_sample_key {
         __u64 start_time; /* the process's (thread group leader's) start time, ns since boot */
         __u64 user_stack;
         __u64 kernel_stack;
+        __u64 python_stack; /* the Python frames (CGPROF_STACK_PYTHON), 0: not a Python process */
         __u32 session;
         __u32 pid; /* tgid */
         __u32 lost; /* CGPROF_SAMPLE_*_LOST */
@@ -130,3 +133,5 @@ struct cgprof_proc_seen {
         __u32 pad;
         char comm[CGPROF_COMM_LEN];
 };
+
+#include "python.h" /* the Python frame walk's structures */

@@ -640,6 +640,7 @@ static int profile_init_defaults(Profile *p) {
                 .duration_usec = CONFIG_DEFAULT_DURATION_USEC,
                 .start = PROFILE_START_AUTO,
                 .kernel_stacks = true,
+                .python_frames = true,
                 .formats = (1u << REPORT_FORMAT_FOLDED) | (1u << REPORT_FORMAT_JSON),
         };
         p->event = strdup(CONFIG_DEFAULT_EVENT);
@@ -657,6 +658,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "start", dispatch_start, offsetof(Profile, start) },
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
+                { "pythonFrames", dispatch_bool, offsetof(Profile, python_frames) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),

@@ -74,6 +74,7 @@ typedef struct Profile {
         uint64_t duration_usec; /* 0: until stopped */
         ProfileStart start;
         bool kernel_stacks;
+        bool python_frames; /* walk the Python frames of CPython processes (default true) */
         UnwindMode unwind;
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */

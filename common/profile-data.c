@@ -221,12 +221,14 @@ ProfileData *profile_data_free(ProfileData *d) {
         for (size_t i = 0; i < d->n_frames; i++) {
                 free(d->frames[i].name);
                 free(d->frames[i].module);
+                free(d->frames[i].file);
         }
         free(d->frames);
 
         for (size_t i = 0; i < d->n_processes; i++) {
                 free(d->processes[i].comm);
                 free(d->processes[i].cmdline);
+                free(d->processes[i].python);
         }
         free(d->processes);
 
@@ -270,6 +272,7 @@ static char *strdup_utf8(const char *s) {
 typedef struct FrameKey {
         const char *name;
         const char *module;
+        const char *file;
         FrameKind kind;
 } FrameKey;
 
@@ -277,7 +280,8 @@ static bool frame_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const FrameKey *k = key;
         const Frame *f = d->frames + entry;
 
-        return f->kind == k->kind && streq(f->name, k->name) && streq_ptr(f->module, k->module);
+        return f->kind == k->kind && streq(f->name, k->name) && streq_ptr(f->module, k->module) &&
+               streq_ptr(f->file, k->file);
 }
 
 static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
@@ -290,13 +294,20 @@ static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
         if (k->module)
                 siphash_compress(&s, k->module, strlen(k->module) + 1);
         siphash_compress(&s, &kind, 1);
+        if (k->file)
+                siphash_compress(&s, k->file, strlen(k->file) + 1);
         return (uint32_t) siphash_finalize(&s);
 }
 
 int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
                               uint32_t *ret_index) {
-        _cleanup_free_ char *valid_name = NULL, *valid_module = NULL;
-        _cleanup_free_ char *n = NULL, *m = NULL;
+        return profile_data_intern_frame_full(d, name, module, NULL, kind, ret_index);
+}
+
+int profile_data_intern_frame_full(ProfileData *d, const char *name, const char *module, const char *file,
+                                   FrameKind kind, uint32_t *ret_index) {
+        _cleanup_free_ char *valid_name = NULL, *valid_module = NULL, *valid_file = NULL;
+        _cleanup_free_ char *n = NULL, *m = NULL, *fl = NULL;
         Index *ix;
         FrameKey key;
         uint32_t hash;
@@ -319,9 +330,15 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
                         return -ENOMEM;
                 module = valid_module;
         }
+        if (file && !utf8_is_valid(file)) {
+                valid_file = utf8_make_valid(file);
+                if (!valid_file)
+                        return -ENOMEM;
+                file = valid_file;
+        }
 
         ix = d->frame_index;
-        key = (FrameKey){ .name = name, .module = module, .kind = kind };
+        key = (FrameKey){ .name = name, .module = module, .file = file, .kind = kind };
         hash = frame_hash(ix, &key);
 
         if (ix->n_slots > 0) {
@@ -344,6 +361,11 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
                 if (!m)
                         return -ENOMEM;
         }
+        if (file) {
+                fl = strdup(file);
+                if (!fl)
+                        return -ENOMEM;
+        }
 
         r = grow_array((void **) &d->frames, &d->allocated_frames, d->n_frames + 1, sizeof(Frame));
         if (r < 0)
@@ -356,6 +378,7 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
         d->frames[d->n_frames] = (Frame){
                 .name = TAKE_PTR(n),
                 .module = TAKE_PTR(m),
+                .file = TAKE_PTR(fl),
                 .kind = kind,
         };
         *slot = (Slot){ .entry = (uint32_t) d->n_frames + 1, .hash = hash };
@@ -399,6 +422,21 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
         if (ret_index)
                 *ret_index = (uint32_t) d->n_processes;
         d->n_processes++;
+        return 0;
+}
+
+int profile_data_process_set_python(ProfileData *d, uint32_t process, const char *status) {
+        char *c;
+
+        if (!d || process >= d->n_processes)
+                return -EINVAL;
+        if (streq_ptr(d->processes[process].python, status))
+                return 0;
+        c = status ? strdup_utf8(status) : NULL;
+        if (status && !c)
+                return -ENOMEM;
+        free(d->processes[process].python);
+        d->processes[process].python = c;
         return 0;
 }
 
@@ -620,11 +658,12 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
 
 static bool location_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const ProfileLocation *k = key, *l = d->locations + entry;
-        return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame;
+        return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame &&
+               l->line == k->line;
 }
 
 static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
-        uint64_t v[2] = { k->address, ((uint64_t) k->mapping << 32) | k->frame };
+        uint64_t v[3] = { k->address, ((uint64_t) k->mapping << 32) | k->frame, k->line };
         SipHash s;
 
         siphash_init(&s, ix->key);
@@ -667,7 +706,12 @@ int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const 
 
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
-        ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
+        return profile_data_intern_location_full(d, address, mapping, frame, 0, ret_index);
+}
+
+int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                      uint32_t line, uint32_t *ret_index) {
+        ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame, .line = line };
         Index *ix;
         uint32_t hash;
         Slot *slot;
@@ -830,7 +874,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
         memset(location_map, 0xff, MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
 
         const ProfileProcess *pp = &d->processes[process];
-        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0)
+        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0 ||
+            profile_data_process_set_python(p, idx, pp->python) < 0)
                 return NULL;
 
         for (size_t i = 0; i < d->n_stacks; i++) {
@@ -847,8 +892,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
-                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind,
-                                                              &frame_map[f]) < 0)
+                                if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file, fr->kind,
+                                                                   &frame_map[f]) < 0)
                                         return NULL;
                         }
                         frames[k] = frame_map[f];
@@ -874,8 +919,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                         }
                                         mp = mapping_map[loc->mapping];
                                 }
-                                if (profile_data_intern_location(p, loc->address, mp, frames[k],
-                                                                 &location_map[l]) < 0)
+                                if (profile_data_intern_location_full(p, loc->address, mp, frames[k], loc->line,
+                                                                      &location_map[l]) < 0)
                                         return NULL;
                         }
                         locations[k] = location_map[l];

@@ -13,12 +13,14 @@ typedef enum FrameKind {
         FRAME_USER, /* resolved user-space function */
         FRAME_KERNEL, /* kernel function */
         FRAME_UNKNOWN, /* unresolved address (module known or not) */
+        FRAME_PYTHON, /* a Python function (its code object), file in Frame.file */
         _FRAME_KIND_MAX,
 } FrameKind;
 
 typedef struct Frame {
         char *name; /* "function", or "[module]" / "[unknown]" when unresolved */
         char *module; /* basename of the ELF file ("libc.so.6"), "[kernel.kallsyms]", or NULL */
+        char *file; /* source file, NULL: unknown */
         FrameKind kind;
 } Frame;
 
@@ -26,6 +28,7 @@ typedef struct ProfileProcess {
         pid_t pid;
         char *comm; /* short name: the root frame of its stacks */
         char *cmdline; /* full command line, args separated by spaces */
+        char *python; /* CPython it runs: "3.11", "unsupported version 3.99"; NULL: none seen */
         uint64_t samples;
 } ProfileProcess;
 
@@ -52,6 +55,7 @@ typedef struct ProfileLocation {
         uint64_t address; /* runtime address (in the process, or the kernel) */
         uint32_t mapping; /* index into mappings, or PROFILE_NONE */
         uint32_t frame; /* index into frames: the function it resolved to */
+        uint32_t line; /* source line, 0: unknown */
 } ProfileLocation;
 
 typedef struct ProfileStack {
@@ -91,6 +95,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProfileData *, profile_data_free);
  * invalid bytes become U+FFFD, so every report format can carry them. */
 int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
                               uint32_t *ret_index);
+/* The same with the function's source file (NULL: unknown): frames are
+ * interned by (name, module, file, kind). */
+int profile_data_intern_frame_full(ProfileData *d, const char *name, const char *module, const char *file,
+                                   FrameKind kind, uint32_t *ret_index);
 /* Adds a process; returns its index. Processes are not deduplicated: the
  * caller keeps one index per process instance. */
 int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline,
@@ -113,6 +121,11 @@ int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const 
 /* Returns the index of the location (address, mapping, frame), adding it if new. */
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index);
+/* The same with a source line (0: unknown): interned by (address, mapping, frame, line). */
+int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                      uint32_t line, uint32_t *ret_index);
+/* Sets the process's CPython status (profile-data keeps a copy). */
+int profile_data_process_set_python(ProfileData *d, uint32_t process, const char *status);
 /* Like profile_data_add_stack(), with the locations of the frames (parallel
  * to frames, may be NULL) and whether the stack was truncated; equal
  * (process, frames, locations) stacks are merged. */

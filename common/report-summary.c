@@ -60,6 +60,8 @@ static const char *frame_kind_to_string(FrameKind k) {
                 return "user";
         case FRAME_KERNEL:
                 return "kernel";
+        case FRAME_PYTHON:
+                return "python";
         default:
                 return "unknown";
         }
@@ -182,6 +184,8 @@ static int add_processes(cJSON *root, const ProfileData *d) {
                 ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "comm", strempty(p->comm)));
                 ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "cmdline", strempty(p->cmdline)));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
+                if (p->python)
+                        ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "pythonFrames", p->python));
         }
         return 0;
 }
@@ -375,6 +379,33 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
         return 0;
 }
 
+/* "python": how the Python frames of CPython processes were walked. */
+static int add_python(cJSON *root, const ReportPythonInfo *p) {
+        cJSON *o, *f;
+
+        if (!p->enabled && p->samples == 0)
+                return 0; /* off (or a converted report that did not say) */
+        o = cJSON_AddObjectToObject(root, "python");
+        if (!o)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "enabled", p->enabled));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "withPythonFrames", (double) p->with_frames));
+        f = cJSON_AddObjectToObject(o, "walkFailures");
+        if (!f)
+                return -ENOMEM;
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "noThreadState", (double) p->no_thread));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "noPythonCode", (double) p->no_frame));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "notInitialized", (double) p->not_initialized));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "readError", (double) p->read_error));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "lost", (double) p->lost));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "pending", (double) p->pending));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "truncated", (double) p->truncated));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "frames", (double) p->frames));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "unresolvedFrames", (double) p->unresolved_frames));
+        return 0;
+}
+
 /* "unwind": how user stacks were walked, and why table walks ended. */
 static int add_unwind(cJSON *root, const ReportUnwindInfo *u) {
         cJSON *o, *w, *e;
@@ -472,6 +503,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (r < 0)
                 return r;
         r = add_mappings(root, d);
+        if (r < 0)
+                return r;
+        r = add_python(root, &info->python);
         if (r < 0)
                 return r;
         r = add_unwind(root, &info->unwind);

@@ -235,6 +235,7 @@ static SvgKind label_source_kind(const ProfileData *d, size_t i) {
                 return SVG_KIND_PROCESS;
         switch (d->frames[i].kind) {
         case FRAME_USER:
+        case FRAME_PYTHON:
                 return SVG_KIND_USER;
         case FRAME_KERNEL:
                 return SVG_KIND_KERNEL;

@@ -28,6 +28,21 @@ typedef struct ReportUnwindInfo {
         uint64_t complete, truncated, no_mapping, no_table, unsupported, read_error, bad_frame, fp_end;
 } ReportUnwindInfo;
 
+/* How the Python frames of the session's CPython processes were walked
+ * (summary.json "python"). */
+typedef struct ReportPythonInfo {
+        bool enabled; /* the profile's pythonFrames */
+        uint64_t samples; /* samples of processes running a CPython the walk supports */
+        uint64_t with_frames; /* ... that got Python frames */
+        /* Why the others did not: no thread state for the thread, no Python
+         * code running on it, no interpreter yet, unreadable memory, the
+         * Python stack not stored (lost) or taken before the process was
+         * registered with the walk (pending); and walks cut at the depth
+         * limit. */
+        uint64_t no_thread, no_frame, not_initialized, read_error, lost, pending, truncated;
+        uint64_t frames, unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
+} ReportPythonInfo;
+
 /* Session metadata for summary.json. */
 struct ReportSummaryInfo {
         const char *session_id; /* 32 hex */
@@ -53,6 +68,7 @@ struct ReportSummaryInfo {
         uint64_t unsymbolized_frames; /* frames (weighted by samples) left unresolved */
         uint64_t total_frames; /* frames (weighted by samples) */
         ReportUnwindInfo unwind;
+        ReportPythonInfo python;
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
 };

@@ -15,7 +15,8 @@ static char *cg_root;
 static bool skip;
 
 static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
-                     const SamplerStack *kernel, bool stack_lost, void *userdata) {
+                     const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
+                     void *userdata) {
         uint64_t *total = userdata;
         *total += count;
         ASSERT_TRUE(key->pid > 0);
@@ -54,7 +55,7 @@ static void run_mode(SamplerMode mode) {
         ASSERT_TRUE(cg_fd >= 0);
         ASSERT_OK(cg_get_id_at(cg_fd, "", &id));
 
-        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, UNWIND_FRAME_POINTER, cg_fd, &slot, &event,
+        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, false, UNWIND_FRAME_POINTER, cg_fd, &slot, &event,
                                        &fallback));
         ASSERT_STREQ(event, "cpu-clock");
         ASSERT_NULL(fallback);
@@ -111,7 +112,7 @@ TEST(hardware_event_falls_back_or_works) {
         uint32_t slot;
 
         ASSERT_OK(sampler_new(&(SamplerOptions){ .mode = SAMPLER_MODE_CPU }, NULL, NULL, &s));
-        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, UNWIND_AUTO, -1, &slot, &event, &fallback));
+        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, false, UNWIND_AUTO, -1, &slot, &event, &fallback));
         if (streq(event, "cpu-clock"))
                 ASSERT_NOT_NULL(fallback);
         else

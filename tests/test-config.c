@@ -109,6 +109,7 @@ static void assert_default_profile(const Profile *p) {
         ASSERT_EQ(p->duration_usec, 20 * USEC_PER_SEC);
         ASSERT_EQ(p->start, PROFILE_START_AUTO);
         ASSERT_TRUE(p->kernel_stacks);
+        ASSERT_TRUE(p->python_frames);
         ASSERT_EQ(p->formats, (1u << REPORT_FORMAT_FOLDED) | (1u << REPORT_FORMAT_JSON));
         ASSERT_NULL(p->output);
         ASSERT_EQ(p->n_include_patterns, 1);
@@ -206,6 +207,7 @@ static const char full_example[] =
         "      \"duration\": \"0\",\n"
         "      \"start\": \"manual\",\n"
         "      \"kernelStacks\": false,\n"
+        "      \"pythonFrames\": false,\n"
         "      \"formats\": [\"pprof\", \"svg\", \"speedscope\"],\n"
         "      \"output\": \"{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}\",\n"
         "      \"includePatterns\": [\"python\", \"java\"],\n"
@@ -255,6 +257,7 @@ TEST(full_example) {
         ASSERT_EQ(p->duration_usec, 0);
         ASSERT_EQ(p->start, PROFILE_START_MANUAL);
         ASSERT_FALSE(p->kernel_stacks);
+        ASSERT_FALSE(p->python_frames);
         ASSERT_EQ(p->formats, (1u << REPORT_FORMAT_PPROF) | (1u << REPORT_FORMAT_SVG) |
                                       (1u << REPORT_FORMAT_SPEEDSCOPE));
         ASSERT_STREQ(p->output, "{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}");
@@ -439,6 +442,7 @@ TEST(booleans) {
         check_fail("{\"enableDefault\": 1}", "enableDefault: must be a boolean");
         check_fail("{\"enableDefault\": null}", "enableDefault: must be a boolean");
         check_profile_fail("\"kernelStacks\": \"yes\"", "profiles[1].kernelStacks: must be a boolean");
+        check_profile_fail("\"pythonFrames\": 1", "profiles[1].pythonFrames: must be a boolean");
 
         _cleanup_free_ char *doc = NULL;
         ASSERT_TRUE(asprintf(&doc,

@@ -261,7 +261,7 @@ static void write_file(const char *path, const char *contents) {
 
 /* ---- tests ---- */
 
-static void assert_resolves(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *name,
+static void assert_resolves(Symbolizer *s, ProcessMaps *m, uint64_t addr, const char *name,
                             const char *module, uint64_t offset) {
         ResolvedFrame f = { .name = "unset" };
 
@@ -477,7 +477,7 @@ static int fake_request(void *userdata, const char *build_id) {
         return f->request_result;
 }
 
-static void assert_source(Symbolizer *s, const ProcessMaps *m, uint64_t addr, const char *source) {
+static void assert_source(Symbolizer *s, ProcessMaps *m, uint64_t addr, const char *source) {
         ResolvedFrame f = {};
 
         ASSERT_OK(symbolizer_resolve_user(s, m, addr, &f));
@@ -979,6 +979,198 @@ TEST(kernel_reload_on_module_change) {
         ASSERT_STREQ(f.name, "ext4_get_block");
         ASSERT_STREQ(f.module, "[ext4]");
         ASSERT_EQ(symbolizer_kernel_loads(s), 2);
+}
+
+static void append_file(const char *path, const char *contents) {
+        FILE *f = fopen(path, "ae");
+
+        ASSERT_NOT_NULL(f);
+        ASSERT_TRUE(fputs(contents, f) >= 0);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+/* A jitdump file with one JIT_CODE_LOAD, in our byte order. */
+static void write_jitdump(const char *path, uint64_t addr, uint64_t size, const char *name) {
+        uint32_t hdr[6] = { 0x4A695444, 1, 40, 62, 0, 7 },
+                 rec[2] = { 0, (uint32_t) (16 + 40 + strlen(name) + 1) };
+        uint64_t hdr2[2] = { 0, 0 }, ts = 0, ids = 0, load[4] = { addr, addr, size, 1 };
+        FILE *f = fopen(path, "we");
+
+        ASSERT_NOT_NULL(f);
+        ASSERT_EQ(fwrite(hdr, sizeof(hdr), 1, f), 1);
+        ASSERT_EQ(fwrite(hdr2, sizeof(hdr2), 1, f), 1);
+        ASSERT_EQ(fwrite(rec, sizeof(rec), 1, f), 1);
+        ASSERT_EQ(fwrite(&ts, sizeof(ts), 1, f), 1);
+        ASSERT_EQ(fwrite(&ids, sizeof(ids), 1, f), 1); /* pid, tid */
+        ASSERT_EQ(fwrite(load, sizeof(load), 1, f), 1);
+        ASSERT_EQ(fwrite(name, strlen(name) + 1, 1, f), 1);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+static void assert_jit(Symbolizer *s, ProcessMaps *m, uint64_t addr, const char *name, uint64_t offset,
+                       const char *path, const char *source) {
+        ResolvedFrame f = { .name = "unset" };
+
+        ASSERT_OK(symbolizer_resolve_user(s, m, addr, &f));
+        ASSERT_STREQ(f.name, name);
+        ASSERT_STREQ(f.module, path ? "[jit]" : NULL);
+        ASSERT_STREQ(f.path, path);
+        ASSERT_STREQ(f.symbols_source, source);
+        if (name)
+                ASSERT_EQ(f.offset, offset);
+}
+
+TEST(jit_maps_in_namespace) {
+        /* A fake proc root: PID 4243 is PID 7 in its own namespace, and its
+         * root has its own /tmp with perf-7.map; the perf-4243.map next to
+         * it is not its file. */
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        char dir[128], file[256], status[256], stat[256], map[256], maps[1024];
+        SymbolizerOptions opts = {};
+
+        tmp_dir_make(&t);
+        snprintf(dir, sizeof(dir), "%s/4243", t.path);
+        ASSERT_EQ(mkdir(dir, 0755), 0);
+        snprintf(stat, sizeof(stat), "%s/stat", dir);
+        write_file(stat, "4243 (node) S 1 4243 4243 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+                         "123456 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
+        snprintf(status, sizeof(status), "%s/status", dir);
+        write_file(status, "Name:\tnode\nTgid:\t4243\nPid:\t4243\nNSpid:\t4243\t7\nNSsid:\t4243\t1\n");
+        snprintf(file, sizeof(file), "%s/root", dir);
+        ASSERT_EQ(mkdir(file, 0755), 0);
+        snprintf(file, sizeof(file), "%s/root/tmp", dir);
+        ASSERT_EQ(mkdir(file, 0755), 0);
+        snprintf(file, sizeof(file), "%s/root/work", dir);
+        ASSERT_EQ(mkdir(file, 0755), 0);
+        snprintf(file, sizeof(file), "%s/root/tmp/perf-4243.map", dir);
+        write_file(file, "7f0000000000 1000 wrong file\n");
+        snprintf(map, sizeof(map), "%s/root/tmp/perf-7.map", dir);
+        write_file(map, "7f0000000000 100 JS:*hotAlpha /app/app.js:2:18\n"
+                        "0x00007f0000000100 0x80 long Hot.hotBeta(long)\n"
+                        "7f00000002"); /* being written */
+        snprintf(file, sizeof(file), "%s/root/work/jit-7.dump", dir);
+        write_jitdump(file, 0x7f0000000800, 0x40, "Lambda.run()V");
+        snprintf(file, sizeof(file), "%s/maps", dir);
+        snprintf(maps, sizeof(maps),
+                 "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
+                 "7f0000002000-7f0000003000 r-xp 00000000 00:00 0          [anon:stubs]\n"
+                 "7f1000000000-7f1000001000 r-xp 00000000 00:00 0          /work/jit-7.dump\n");
+        write_file(file, maps);
+
+        opts.proc_root = t.path;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        ASSERT_OK(symbolizer_capture(s, 4243, &m));
+
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f000000017f, "long Hot.hotBeta(long)", 0x7f, "/tmp/perf-7.map", "perf map");
+        /* The mapped jitdump comes first. */
+        assert_jit(s, m, 0x7f0000000804, "Lambda.run()V", 4, "/work/jit-7.dump", "jitdump");
+        /* Unnamed JIT code, in a mapping or in none: "[jit]", the file. */
+        assert_jit(s, m, 0x7f0000000900, NULL, 0, "/work/jit-7.dump", "jitdump");
+        assert_jit(s, m, 0x7f2000000000, NULL, 0, "/work/jit-7.dump", "jitdump");
+        assert_jit(s, m, 0x7f0000002010, NULL, 0, "/work/jit-7.dump", "jitdump");
+
+        /* The map grows: read at the next pass, not before. */
+        append_file(map, "00 40 JS:*hotGamma /app/app.js:4:18\n");
+        assert_jit(s, m, 0x7f0000000210, NULL, 0, "/work/jit-7.dump", "jitdump");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000210, "JS:*hotGamma /app/app.js:4:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        /* Recompiled over hotAlpha's start: the later line wins. */
+        append_file(map, "7f0000000000 20 JS:*hotAlpha2 /app/app.js:2:18\n");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha2 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000020, "JS:*hotAlpha /app/app.js:2:18", 0x20, "/tmp/perf-7.map",
+                   "perf map");
+
+        /* Rewritten (jcmd Compiler.perfmap again): read again from the
+         * start; what it no longer lists stays until overwritten. */
+        write_file(map, "7f0000000000 20 JS:*hotAlpha3 /app/app.js:2:18\n"
+                        "7f0000000400 20 JS:*rewritten /app/app.js:9:1\n");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha3 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000410, "JS:*rewritten /app/app.js:9:1", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000210, "JS:*hotGamma /app/app.js:4:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        /* Rewritten longer, new code in the middle: noticed too. */
+        write_file(map, "7f0000000000 20 JS:*hotAlpha4 /app/app.js:2:18\n"
+                        "7f0000000100 20 JS:*inserted /app/app.js:3:1\n"
+                        "7f0000000400 20 JS:*rewritten /app/app.js:9:1\n"
+                        "7f0000000500 20 JS:*more /app/app.js:10:1\n");
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha4 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000510, "JS:*more /app/app.js:10:1", 0x10, "/tmp/perf-7.map", "perf map");
+        assert_jit(s, m, 0x7f0000000110, "JS:*inserted /app/app.js:3:1", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+
+        /* The process exits: what was read stays; the open file is still
+         * read for what it gained. */
+        ASSERT_EQ(unlink(stat), 0);
+        ASSERT_EQ(unlink(status), 0);
+        append_file(map, "7f0000000500 10 late\n");
+        ASSERT_EQ(unlink(map), 0);
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "JS:*hotAlpha4 /app/app.js:2:18", 0x10, "/tmp/perf-7.map",
+                   "perf map");
+        assert_jit(s, m, 0x7f0000000504, "late", 4, "/tmp/perf-7.map", "perf map");
+
+        /* Without a Symbolizer (it is gone), still resolved. */
+        s = symbolizer_free(s);
+        assert_jit(NULL, m, 0x7f0000000804, "Lambda.run()V", 4, "/work/jit-7.dump", "jitdump");
+}
+
+TEST(jit_maps_no_symlinks) {
+        /* A perf map that is a symlink, and a /tmp that is one: neither is
+         * followed, and the process's anonymous code stays unnamed. */
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        char dir[128], file[256], target[256];
+        SymbolizerOptions opts = {};
+
+        tmp_dir_make(&t);
+        opts.proc_root = t.path;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        for (int pid = 4244; pid <= 4245; pid++) {
+                _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+
+                snprintf(dir, sizeof(dir), "%s/%d", t.path, pid);
+                ASSERT_EQ(mkdir(dir, 0755), 0);
+                snprintf(file, sizeof(file), "%s/stat", dir);
+                write_file(
+                        file,
+                        "1 (node) S 1 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+                        "123456 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
+                snprintf(file, sizeof(file), "%s/status", dir);
+                write_file(file, "Name:\tnode\nNSpid:\t1\n");
+                snprintf(file, sizeof(file), "%s/maps", dir);
+                write_file(file, "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n");
+                snprintf(file, sizeof(file), "%s/root", dir);
+                ASSERT_EQ(mkdir(file, 0755), 0);
+                snprintf(target, sizeof(target), "%s/elsewhere", dir);
+                ASSERT_EQ(mkdir(target, 0755), 0);
+                snprintf(file, sizeof(file), "%s/elsewhere/perf-1.map", dir);
+                write_file(file, "7f0000000000 100 secret\n");
+                if (pid == 4244) {
+                        snprintf(file, sizeof(file), "%s/root/tmp", dir);
+                        ASSERT_EQ(mkdir(file, 0755), 0);
+                        snprintf(target, sizeof(target), "%s/elsewhere/perf-1.map", dir);
+                        snprintf(file, sizeof(file), "%s/root/tmp/perf-1.map", dir);
+                } else
+                        snprintf(file, sizeof(file), "%s/root/tmp", dir);
+                ASSERT_EQ(symlink(target, file), 0);
+
+                ASSERT_OK(symbolizer_capture(s, pid, &m));
+                symbolizer_begin_pass(s);
+                assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
+        }
 }
 
 DEFINE_TEST_MAIN

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "python-runtime.h"
+
+/* Offsets per CPython minor version (x86-64). 3.11: read off Debian 12's
+ * python3.11-dev headers (Include/internal/pycore_*.h with Py_BUILD_CORE,
+ * offsetof()), and checked against them by tests/test-python-runtime.c
+ * where the headers are installed. A version without an entry is reported
+ * unsupported and never walked: a wrong offset would walk garbage. */
+static const PythonOffsets offsets_table[] = {
+        {
+                .major = 3,
+                .minor = 11,
+                .runtime_interp_head = 40,
+                .interp_threads_head = 16,
+                .tstate_next = 8,
+                .tstate_thread_id = 152,
+                .tstate_cframe = 56,
+                .cframe_current_frame = 8,
+                .frame_code = 32,
+                .frame_previous = 48,
+                .frame_prev_instr = 56,
+                .frame_is_entry = 68,
+                .frame_owner = 69,
+                .code_adaptive = 184,
+                .owner_cstack = 0, /* 3.11 has no shim frames: is_entry marks the first */
+                .object_type = 8,
+                .code_filename = 112,
+                .code_name = 120,
+                .code_qualname = 128,
+                .code_linetable = 136,
+                .code_firstlineno = 72,
+                .code_header_size = 184,
+                .bytes_size = 16,
+                .bytes_data = 32,
+                .unicode_length = 16,
+                .unicode_state = 32,
+                .unicode_ascii_data = 48,
+                .unicode_compact_data = 72,
+        },
+};
+
+const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
+        for (size_t i = 0; i < ELEMENTSOF(offsets_table); i++)
+                if (offsets_table[i].major == major && offsets_table[i].minor == minor)
+                        return &offsets_table[i];
+        return NULL;
+}
+
+const char *python_supported_versions(void) {
+        return "3.11";
+}
+
+int python_version_from_name(const char *name, unsigned *ret_major, unsigned *ret_minor) {
+        const char *p, *base;
+        unsigned major, minor;
+        int n = 0;
+
+        if (!name)
+                return -EINVAL;
+        base = strrchr(name, '/');
+        base = base ? base + 1 : name;
+        p = strstr(base, "python");
+        if (!p)
+                return -ENOENT;
+        if (sscanf(p, "python%u.%u%n", &major, &minor, &n) != 2 || n == 0)
+                return -ENOENT;
+        if (major < 2 || major > 9 || minor > 99)
+                return -ENOENT;
+        *ret_major = major;
+        *ret_minor = minor;
+        return 0;
+}
+
+/* Reads 8 bytes at vaddr from the section holding it (file data, not .bss). */
+static int read_u64_at(Elf *elf, uint64_t vaddr, uint64_t *ret) {
+        Elf_Scn *scn = NULL;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                Elf_Data *d;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !(sh.sh_flags & SHF_ALLOC))
+                        continue;
+                if (vaddr < sh.sh_addr || vaddr - sh.sh_addr > sh.sh_size ||
+                    sh.sh_size - (vaddr - sh.sh_addr) < 8)
+                        continue;
+                d = elf_getdata(scn, NULL);
+                if (!d || !d->d_buf || d->d_size < sh.sh_size)
+                        return -EBADMSG;
+                memcpy(ret, (const uint8_t *) d->d_buf + (vaddr - sh.sh_addr), 8);
+                return 0;
+        }
+        return -ENOENT;
+}
+
+/* Looks the named symbols up in one symbol table section. */
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t *runtime, uint64_t *code_type,
+                         uint64_t *version) {
+        Elf_Data *d = elf_getdata(scn, NULL);
+        size_t n;
+
+        if (!d || sh->sh_entsize == 0)
+                return;
+        n = sh->sh_size / sh->sh_entsize;
+        for (size_t i = 1; i < n; i++) {
+                GElf_Sym sym;
+                const char *name;
+
+                if (!gelf_getsym(d, (int) i, &sym) || sym.st_shndx == SHN_UNDEF ||
+                    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+                        continue;
+                name = elf_strptr(elf, sh->sh_link, sym.st_name);
+                if (!name || (name[0] != '_' && name[0] != 'P'))
+                        continue;
+                if (streq(name, "_PyRuntime"))
+                        *runtime = sym.st_value;
+                else if (streq(name, "PyCode_Type"))
+                        *code_type = sym.st_value;
+                else if (streq(name, "Py_Version"))
+                        *version = sym.st_value;
+        }
+}
+
+int python_elf_inspect(Elf *elf, const char *file_name, PythonElfInfo *ret) {
+        uint64_t runtime = 0, code_type = 0, version_addr = 0, hex;
+        Elf_Scn *scn = NULL;
+        PythonElfInfo info = {};
+
+        if (!elf || !ret)
+                return -EINVAL;
+        /* .dynsym first: every interpreter exports _PyRuntime there. */
+        for (int pass = 0; pass < 2 && runtime == 0; pass++) {
+                scn = NULL;
+                while ((scn = elf_nextscn(elf, scn))) {
+                        GElf_Shdr sh;
+                        if (!gelf_getshdr(scn, &sh) || sh.sh_type != (pass == 0 ? SHT_DYNSYM : SHT_SYMTAB))
+                                continue;
+                        scan_symbols(elf, scn, &sh, &runtime, &code_type, &version_addr);
+                }
+        }
+        if (runtime == 0)
+                return -ENOENT;
+        info.runtime_vaddr = runtime;
+        info.code_type_vaddr = code_type;
+
+        if (version_addr != 0 && read_u64_at(elf, version_addr, &hex) >= 0) {
+                /* PY_VERSION_HEX: 0xMMmmppLS. */
+                info.major = (unsigned) (hex >> 24) & 0xff;
+                info.minor = (unsigned) (hex >> 16) & 0xff;
+                info.micro = (unsigned) (hex >> 8) & 0xff;
+        } else
+                (void) python_version_from_name(file_name, &info.major, &info.minor);
+        *ret = info;
+        return 0;
+}
+
+/* The location table (Objects/locations.md of CPython 3.11+): entries of a
+ * first byte 1CCCCLLL (code C, length L+1 code units) and code-dependent
+ * varints after it. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint32_t *ret) {
+        uint32_t v = 0;
+        unsigned shift = 0;
+        uint8_t b;
+
+        do {
+                if (*p >= end || shift > 30)
+                        return false;
+                b = *(*p)++;
+                v |= (uint32_t) (b & 63) << shift;
+                shift += 6;
+        } while (b & 64);
+        *ret = v;
+        return true;
+}
+
+static bool read_svarint(const uint8_t **p, const uint8_t *end, int *ret) {
+        uint32_t u;
+        if (!read_varint(p, end, &u))
+                return false;
+        *ret = (u & 1) ? -(int) (u >> 1) : (int) (u >> 1);
+        return true;
+}
+
+int python_code_line(const uint8_t *table, size_t size, int firstlineno, uint32_t instr, int *ret_line) {
+        const uint8_t *p = table, *end = table ? table + size : NULL;
+        uint64_t addr = 0; /* in code units */
+        int line = firstlineno;
+
+        if (!table || !ret_line)
+                return -EINVAL;
+        while (p < end) {
+                uint8_t first = *p;
+                unsigned code = (first >> 3) & 15, length = (first & 7) + 1;
+                int delta = 0;
+                const uint8_t *q = p + 1;
+
+                if (!(first & 128))
+                        return -EBADMSG;
+                switch (code) {
+                case 15: /* no location */
+                        break;
+                case 13: /* no column */
+                case 14: /* long form */
+                        if (!read_svarint(&q, end, &delta))
+                                return -EBADMSG;
+                        break;
+                case 10:
+                case 11:
+                case 12: /* one line, delta code - 10 */
+                        delta = (int) code - 10;
+                        break;
+                default: /* short form: same line */
+                        break;
+                }
+                line += delta;
+                if (instr >= addr && instr < addr + length) {
+                        if (code == 15)
+                                return -ENOENT;
+                        *ret_line = line;
+                        return 0;
+                }
+                addr += length;
+                /* The next entry starts at the next byte with the top bit set. */
+                p = q;
+                while (p < end && !(*p & 128))
+                        p++;
+        }
+        return -ENOENT;
+}
+
+int python_str_parse(const PythonOffsets *o, const uint8_t *header, size_t size, PythonStr *ret) {
+        uint64_t length;
+        uint32_t state;
+        unsigned kind;
+        bool compact, ascii;
+
+        if (!o || !header || !ret || size < o->unicode_compact_data)
+                return -EINVAL;
+        memcpy(&length, header + o->unicode_length, sizeof(length));
+        memcpy(&state, header + o->unicode_state, sizeof(state));
+        /* 3.11: interned:2, kind:3, compact:1, ascii:1, ready:1 */
+        kind = (state >> 2) & 7;
+        compact = (state >> 5) & 1;
+        ascii = (state >> 6) & 1;
+        if (!compact)
+                return -EOPNOTSUPP;
+        if (kind != 1 && kind != 2 && kind != 4)
+                return -EBADMSG;
+        if (length > (1u << 20))
+                return -E2BIG;
+        *ret = (PythonStr){
+                .length = (size_t) length,
+                .kind = kind,
+                .ascii = ascii,
+                .data_offset = ascii ? o->unicode_ascii_data : o->unicode_compact_data,
+        };
+        return 0;
+}
+
+int python_str_to_utf8(const void *data, size_t length, unsigned kind, char **ret) {
+        char *s, *p;
+
+        if (!ret || (!data && length > 0) || (kind != 1 && kind != 2 && kind != 4))
+                return -EINVAL;
+        if (length > (1u << 20))
+                return -E2BIG;
+        s = malloc(length * 4 + 1);
+        if (!s)
+                return -ENOMEM;
+        p = s;
+        for (size_t i = 0; i < length; i++) {
+                uint32_t c;
+                if (kind == 1)
+                        c = ((const uint8_t *) data)[i];
+                else if (kind == 2) {
+                        uint16_t v;
+                        memcpy(&v, (const uint8_t *) data + 2 * i, 2);
+                        c = v;
+                } else
+                        memcpy(&c, (const uint8_t *) data + 4 * i, 4);
+                if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c == 0)
+                        c = c == 0 ? '?' : 0xfffd;
+                if (c < 0x80)
+                        *p++ = (char) c;
+                else if (c < 0x800) {
+                        *p++ = (char) (0xc0 | (c >> 6));
+                        *p++ = (char) (0x80 | (c & 0x3f));
+                } else if (c < 0x10000) {
+                        *p++ = (char) (0xe0 | (c >> 12));
+                        *p++ = (char) (0x80 | ((c >> 6) & 0x3f));
+                        *p++ = (char) (0x80 | (c & 0x3f));
+                } else {
+                        *p++ = (char) (0xf0 | (c >> 18));
+                        *p++ = (char) (0x80 | ((c >> 12) & 0x3f));
+                        *p++ = (char) (0x80 | ((c >> 6) & 0x3f));
+                        *p++ = (char) (0x80 | (c & 0x3f));
+                }
+        }
+        *p = 0;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Python frames: Debian's own python3.11 running pure Python
+(tests/python/py-hot.py), profiled from the outside, without touching it.
+
+- Its three hot Python functions have inclusive shares of 50/30/20 (±5
+  points), the Python call chain <module> -> main -> work_cycle -> hot_* is
+  in ≥ 95 % of its samples, between the interpreter's native frames, and
+  the line numbers in profile.pb.gz point into the functions' bodies.
+- Threads: three threads each in their own hot function and a fourth hashing
+  with the GIL released each get their own stack.
+- The same in a new PID and mount namespace with the interpreter
+  bind-mounted at another path (a container's own python).
+- A program that looks like CPython 3.99 is reported unsupported and still
+  gets its native stacks."""
+
+import ast
+import gzip
+import os
+import subprocess
+import tempfile
+
+from cgproflib import (Agent, Cgroup, assert_shares, folded, log, main, profile, run_in_cgroup, skip)
+from test_pprof import fields, ints
+
+PYTHON = "/usr/bin/python3.11"
+BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
+SOURCE = os.environ.get("CGPROF_SOURCE_DIR", ".")
+PY_HOT = os.environ.get("CGPROF_PY_HOT", os.path.join(SOURCE, "tests", "python", "py-hot.py"))
+FAKE = os.environ.get("CGPROF_FAKE_PYTHON", os.path.join(BUILD, "tests", "python3.99"))
+HOT = ("hot_alpha", "hot_beta", "hot_gamma")
+CHAIN = ("<module>", "main", "work_cycle")
+SECONDS = "4"
+
+
+def need_python():
+    if not os.access(PYTHON, os.X_OK):
+        skip(f"{PYTHON} (Debian's python3.11) is not installed")
+
+
+def function_lines(path):
+    """{function name: (first line, last line)} of the module's functions."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    return {n.name: (n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+
+
+def pprof_lines(report):
+    """[(function name, file, line)] of every Python-looking line of the
+    report's profile.pb.gz, with the samples that have it."""
+    with open(os.path.join(report["_dir"], "profile.pb.gz"), "rb") as f:
+        raw = gzip.decompress(f.read())
+    strings, functions, locations, samples = [], {}, {}, []
+    for num, wt, v in fields(raw):
+        if num == 6:
+            strings.append(v.decode())
+        elif num == 5:
+            fn = dict((n, x) for n, _, x in fields(v))
+            functions[fn[1]] = (fn.get(2, 0), fn.get(4, 0))
+        elif num == 4:
+            loc = {"lines": []}
+            for n, _, x in fields(v):
+                if n == 1:
+                    loc["id"] = x
+                elif n == 4:
+                    ln = dict((k, y) for k, _, y in fields(x))
+                    loc["lines"].append((ln.get(1, 0), ln.get(2, 0)))
+            locations[loc["id"]] = loc
+        elif num == 2:
+            s = {"loc": [], "value": []}
+            for n, w, x in fields(v):
+                if n == 1:
+                    s["loc"] += ints(w, x)
+                elif n == 2:
+                    s["value"] += ints(w, x)
+            samples.append(s)
+    out = {}
+    for s in samples:
+        for lid in s["loc"]:
+            for fid, line in locations[lid]["lines"]:
+                name, file = functions[fid]
+                key = (strings[name], strings[file], line)
+                out[key] = out.get(key, 0) + s["value"][0]
+    return out
+
+
+def inclusive_shares(stacks, names):
+    total = sum(stacks.values())
+    assert total > 0, "empty profile"
+    return {n: 100.0 * sum(c for st, c in stacks.items() if n in st) / total for n in names}, total
+
+
+def python_stacks(report, comm="python3.11"):
+    return {st: c for st, c in folded(report).items() if st[0] == comm}
+
+
+def has_chain(st, chain):
+    """Whether chain is a contiguous run of st."""
+    n = len(chain)
+    return any(st[i:i + n] == chain for i in range(len(st) - n + 1))
+
+
+def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
+    stacks = python_stacks(report, comm)
+    shares, total = inclusive_shares(stacks, HOT)
+    log(f"[{where}] inclusive shares over {total} samples: " +
+        ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
+    for name, want in zip(HOT, (50, 30, 20)):
+        assert abs(shares[name] - want) <= 5, f"{name}: {shares[name]:.1f}% is not {want}±5%"
+
+    # The chain, as the user wrote it, under the interpreter's native frames
+    # (no _PyEval_EvalFrameDefault left where Python frames replaced it).
+    with_chain = sum(c for st, c in stacks.items() if any(has_chain(st, CHAIN + (h,)) for h in HOT))
+    share = 100.0 * with_chain / total
+    log(f"[{where}] <module>;main;work_cycle;hot_*: {share:.1f}% of the samples")
+    assert share >= 95, [(";".join(st), c) for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:5]]
+    top = max(stacks.items(), key=lambda x: x[1])[0]
+    assert "Py_RunMain" in top and "<module>" in top and top.index("Py_RunMain") < top.index("<module>"), top
+    assert "_PyEval_EvalFrameDefault" not in top[:top.index("hot_alpha" if "hot_alpha" in top else top[-1])], top
+
+    py = report["python"]
+    log(f"[{where}] python summary: {py}")
+    assert py["enabled"] and py["samples"] > 0
+    assert py["withPythonFrames"] >= 0.95 * py["samples"], py
+    procs = [p for p in report["processes"] if p["comm"] == comm]
+    assert procs and procs[0].get("pythonFrames") == "3.11", procs
+
+    # Lines: every sampled line of a hot function is inside its body.
+    lines = function_lines(PY_HOT)
+    seen = {}
+    for (name, file, line), count in pprof_lines(report).items():
+        if name in lines and file.endswith(pyfile):
+            first, last = lines[name]
+            assert first < line <= last, f"{name} at line {line}, not in its body {first}..{last}"
+            seen[name] = seen.get(name, 0) + count
+    assert all(seen.get(h, 0) > 0 for h in HOT + ("work_cycle",)), seen
+
+
+def profile_python(argv, name, check, extra_profile=None):
+    """Profiles argv in a cgroup of its own; check(report) runs on the
+    report while its files exist."""
+    cg = Cgroup(f"cgprof-test-python-{name}-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="py", formats=["folded", "json", "pprof"], **(extra_profile or {}))],
+        "targets": [{"name": "t", "profileRef": "py", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        p = run_in_cgroup(cg, argv)
+        line = p.stdout.readline().decode()
+        assert line.startswith("ready"), line
+        assert p.wait(120) == 0
+        cg.remove()
+        check(agent.wait_summary(lambda s: s["cgroup"] == cg.rel))
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_python_frames():
+    need_python()
+    profile_python([PYTHON, PY_HOT, "--seconds", SECONDS], "single", lambda r: check_single(r, "python3.11"))
+
+
+def test_python_threads():
+    need_python()
+    profile_python([PYTHON, PY_HOT, "--seconds", SECONDS, "--threads"], "threads", check_threads)
+
+
+def check_threads(report):
+    stacks = python_stacks(report)
+    total = sum(stacks.values())
+    for t, h in (("thread_alpha", "hot_alpha"), ("thread_beta", "hot_beta"), ("thread_gamma", "hot_gamma")):
+        mine = {st: c for st, c in stacks.items() if t in st}
+        n = sum(mine.values())
+        log(f"[threads] {t}: {n} samples ({100.0 * n / total:.1f}%)")
+        assert n > 0.05 * total, f"{t}: {n} of {total} samples"
+        # Its own hot function and nobody else's.
+        others = [x for x in HOT if x != h]
+        assert sum(c for st, c in mine.items() if h in st) >= 0.95 * n, sorted(mine.items(), key=lambda x: -x[1])[:3]
+        assert not any(o in st for st in mine for o in others), [st for st in mine if any(o in st for o in others)][:3]
+    # The hashing thread, the GIL released: the C code of hashlib under its
+    # own Python frames, never under another thread's.
+    hashing = {st: c for st, c in stacks.items() if "hash_loop" in st}
+    n = sum(hashing.values())
+    log(f"[threads] thread_hash: {n} samples; top: {max(hashing.items(), key=lambda x: x[1])[0][-4:] if hashing else None}")
+    assert n > 0.05 * total, f"hash_loop: {n} of {total}"
+    assert not any(h in st for st in hashing for h in HOT)
+    native_leaves = sum(c for st, c in hashing.items() if st[-1] != "hash_loop" and "sha256" in ";".join(st[-3:]).lower())
+    assert native_leaves >= 0.5 * n, sorted(hashing.items(), key=lambda x: -x[1])[:3]
+
+
+def test_python_venv_module():
+    """python -m in a virtualenv: the venv's python is a symlink to the
+    interpreter, the program is a module run by runpy."""
+    need_python()
+    with tempfile.TemporaryDirectory(prefix="cgprof-pyvenv-") as d:
+        r = subprocess.run([PYTHON, "-m", "venv", "--without-pip", f"{d}/venv"], capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"python3.11 -m venv failed: {r.stderr.strip()}")
+        with open(PY_HOT) as src, open(f"{d}/py_hot.py", "w") as dst:
+            dst.write(src.read())
+        argv = ["sh", "-c", f'cd {d} && exec {d}/venv/bin/python -m py_hot --seconds {SECONDS}']
+        profile_python(argv, "venv", lambda r: check_single(r, "venv -m", comm="python", pyfile="py_hot.py"))
+
+
+def test_python_namespace():
+    """A container's python: its own PID and mount namespace, the
+    interpreter and the script bind-mounted at other paths."""
+    need_python()
+    if subprocess.run(["unshare", "--pid", "--mount", "--fork", "true"], capture_output=True).returncode != 0:
+        skip("unshare --pid --mount is not permitted here")
+    with tempfile.TemporaryDirectory(prefix="cgprof-pyns-") as d:
+        for f in ("python", "app.py"):
+            open(os.path.join(d, f), "w").close()
+        script = (f"mount --make-rprivate / && mount --bind {PYTHON} {d}/python && "
+                  f"mount --bind {PY_HOT} {d}/app.py && exec {d}/python {d}/app.py --seconds {SECONDS}")
+
+        def check(report):
+            maps = [m["file"] for m in report["mappings"]]
+            assert any(m == f"{d}/python" for m in maps), maps
+            check_single(report, "namespace", comm="python")
+
+        profile_python(["unshare", "--pid", "--mount", "--fork", "sh", "-c", script], "ns", check)
+
+
+def test_python_unsupported():
+    """A CPython without offsets (3.99): unsupported, native stacks kept."""
+    if not os.access(FAKE, os.X_OK):
+        skip(f"{FAKE} not built")
+    cg = Cgroup(f"cgprof-test-python-fake-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="py")],
+        "targets": [{"name": "t", "profileRef": "py", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        p = run_in_cgroup(cg, [FAKE, "--seconds", "3"])
+        assert p.stdout.readline().decode().startswith("ready")
+        assert p.wait(60) == 0
+        cg.remove()
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        procs = [x for x in r["processes"] if x["comm"] == "python3.99"]
+        log("[3.99] processes:", procs, "python:", r.get("python"))
+        assert procs and procs[0].get("pythonFrames") == "unsupported version 3.99", procs
+        assert r["python"]["samples"] == 0 and r["python"]["withPythonFrames"] == 0, r["python"]
+        assert_shares(r)
+        chains = [st for st in folded(r) if st[-1] == "hot_alpha"]
+        assert any(st[-4:-1] == ("main", "run_workload", "work_cycle") for st in chains), chains[:3]
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_python_off():
+    """pythonFrames: false: the interpreter's frames only, as before."""
+    need_python()
+
+    def check(report):
+        stacks = python_stacks(report)
+        assert not any("hot_alpha" in st for st in stacks), "Python frames although pythonFrames is false"
+        assert any("_PyEval_EvalFrameDefault" in st for st in stacks)
+        assert "python" not in report
+
+    profile_python([PYTHON, PY_HOT, "--seconds", "2"], "off", check, {"pythonFrames": False})
+
+
+if __name__ == "__main__":
+    main([test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
+          test_python_off])

@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The Python frames fixture: pure Python with three hot functions whose CPU
+time is in a 5:3:2 ratio, under a fixed call chain
+<module> -> main -> work_cycle -> hot_alpha/hot_beta/hot_gamma.
+
+py-hot.py [--seconds S] [--threads]: runs for S seconds of CPU time; prints
+"ready <pid>" once started. --threads: three threads each running one hot
+function (thread_alpha -> hot_alpha, ...), and a fourth hashing a large
+buffer with hashlib (the GIL released in OpenSSL's C code) under
+thread_hash -> hash_loop."""
+
+import hashlib
+import os
+import sys
+import threading
+import time
+
+
+def spin(n):
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+
+
+def hot_alpha(units):
+    acc = 0
+    for _ in range(units):
+        acc ^= spin(1000)
+    return acc
+
+
+def hot_beta(units):
+    acc = 0
+    for _ in range(units):
+        acc ^= spin(1000)
+    return acc
+
+
+def hot_gamma(units):
+    acc = 0
+    for _ in range(units):
+        acc ^= spin(1000)
+    return acc
+
+
+def work_cycle():
+    return hot_alpha(5) ^ hot_beta(3) ^ hot_gamma(2)
+
+
+def thread_alpha(end):
+    while time.monotonic() < end:
+        hot_alpha(5)
+
+
+def thread_beta(end):
+    while time.monotonic() < end:
+        hot_beta(5)
+
+
+def thread_gamma(end):
+    while time.monotonic() < end:
+        hot_gamma(5)
+
+
+def hash_loop(end, data):
+    while time.monotonic() < end:
+        hashlib.sha256(data).digest()
+
+
+def thread_hash(end):
+    hash_loop(end, b"\x5a" * (64 << 20))
+
+
+def main():
+    seconds, threads = 5.0, False
+    args = sys.argv[1:]
+    while args:
+        if args[0] == "--seconds" and len(args) > 1:
+            seconds = float(args[1])
+            args = args[2:]
+        elif args[0] == "--threads":
+            threads = True
+            args = args[1:]
+        else:
+            print(f"usage: {sys.argv[0]} [--seconds S] [--threads]", file=sys.stderr)
+            sys.exit(2)
+    print(f"ready {os.getpid()}", flush=True)
+    if threads:
+        end = time.monotonic() + seconds
+        ts = [threading.Thread(target=f, args=(end,), name=f.__name__)
+              for f in (thread_alpha, thread_beta, thread_gamma, thread_hash)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return 0
+    # S seconds of CPU time, not wall time: a busy machine does not thin the
+    # samples.
+    end = time.process_time() + seconds
+    acc = 0
+    while time.process_time() < end:
+        acc ^= work_cycle()
+    return 0 if acc >= 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* CPython's insides as the profiler reads them (common/python-runtime.c)
+ * and where Python frames go among native ones (common/python-merge.c):
+ * - _PyRuntime, PyCode_Type and the version found in Debian's own
+ *   python3.11 and libpython3.11.so (checked against readelf's symbols);
+ * - the 3.11 line table decoded for every instruction of every code object
+ *   of a real module, against what python3.11 itself says (co_lines());
+ * - str objects' headers; the merge convention on hand-made stacks. */
+#include <fcntl.h>
+#include <gelf.h>
+#include <linux/types.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../bpf/python.h"
+#include "elf-util.h"
+#include "python-merge.h"
+#include "python-runtime.h"
+#include "tests.h"
+
+#define PYTHON "/usr/bin/python3.11"
+#define LIBPYTHON "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"
+
+/* The value of a symbol as readelf prints it, 0 when absent. */
+static uint64_t readelf_symbol(const char *path, const char *name) {
+        _cleanup_free_ char *cmd = NULL, *line = NULL;
+        size_t size = 0;
+        uint64_t v = 0;
+        FILE *f;
+
+        ASSERT_TRUE(asprintf(&cmd, "readelf -W --dyn-syms '%s'", path) > 0);
+        f = popen(cmd, "r");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &size, f) > 0) {
+                char sym[256];
+                unsigned long long value;
+                if (sscanf(line, "%*u: %llx %*s %*s %*s %*s %*s %255s", &value, sym) == 2 &&
+                    streq(sym, name))
+                        v = value;
+        }
+        pclose(f);
+        return v;
+}
+
+static void inspect(const char *path, PythonElfInfo *ret, int *ret_r) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_(elf_endp) Elf *elf = NULL;
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(elf_open_fd(fd, &elf));
+        *ret_r = python_elf_inspect(elf, path, ret);
+}
+
+TEST(debian_interpreters) {
+        const char *paths[] = { PYTHON, LIBPYTHON };
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                PythonElfInfo info;
+                int r;
+
+                if (access(paths[i], R_OK) < 0) {
+                        fprintf(stderr, "%s not installed: skipped\n", paths[i]);
+                        continue;
+                }
+                inspect(paths[i], &info, &r);
+                ASSERT_OK(r);
+                ASSERT_EQ(info.major, 3u);
+                ASSERT_EQ(info.minor, 11u);
+                ASSERT_EQ(info.runtime_vaddr, readelf_symbol(paths[i], "_PyRuntime"));
+                ASSERT_EQ(info.code_type_vaddr, readelf_symbol(paths[i], "PyCode_Type"));
+                ASSERT_TRUE(info.runtime_vaddr != 0);
+                ASSERT_NOT_NULL(python_offsets_find(info.major, info.minor));
+        }
+}
+
+TEST(not_python) {
+        PythonElfInfo info;
+        int r;
+
+        inspect("/bin/sh", &info, &r);
+        ASSERT_ERROR(r, ENOENT);
+}
+
+TEST(version_names) {
+        unsigned major, minor;
+
+        ASSERT_OK(python_version_from_name("/usr/lib/libpython3.10.so.1.0", &major, &minor));
+        ASSERT_EQ(major, 3u);
+        ASSERT_EQ(minor, 10u);
+        ASSERT_OK(python_version_from_name("python3.9d", &major, &minor));
+        ASSERT_EQ(minor, 9u);
+        ASSERT_ERROR(python_version_from_name("/usr/bin/python3", &major, &minor), ENOENT);
+        ASSERT_ERROR(python_version_from_name("/bin/bash", &major, &minor), ENOENT);
+        ASSERT_NULL(python_offsets_find(3, 99));
+        ASSERT_NULL(python_offsets_find(3, 10));
+}
+
+static void unhex(const char *hex, uint8_t **ret, size_t *ret_n) {
+        size_t n = strlen(hex) / 2;
+        uint8_t *b = malloc(n + 1);
+        ASSERT_NOT_NULL(b);
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                ASSERT_TRUE(sscanf(hex + 2 * i, "%2x", &v) == 1);
+                b[i] = (uint8_t) v;
+        }
+        *ret = b;
+        *ret_n = n;
+}
+
+/* Every code object of a real module (the Python fixture, and a module of
+ * the standard library), each instruction's line as python3.11 says. */
+TEST(line_table) {
+        static const char script[] =
+                "import sys, types\n"
+                "def walk(co):\n"
+                "    yield co\n"
+                "    for c in co.co_consts:\n"
+                "        if isinstance(c, types.CodeType):\n"
+                "            yield from walk(c)\n"
+                "for path in sys.argv[1:]:\n"
+                "    co = compile(open(path).read(), path, 'exec')\n"
+                "    for c in walk(co):\n"
+                "        print('code', c.co_firstlineno, c.co_linetable.hex() or '-')\n"
+                "        for start, end, line in c.co_lines():\n"
+                "            print('range', start // 2, end // 2, -1 if line is None else line)\n";
+        _cleanup_free_ char *cmd = NULL, *line = NULL, *py_hot = NULL;
+        _cleanup_free_ uint8_t *table = NULL;
+        size_t size = 0, n_table = 0, checked = 0, codes = 0;
+        const char *src = getenv("CGPROF_SOURCE_DIR") ?: ".";
+        char script_path[] = "/tmp/cgprof-lines-XXXXXX";
+        int firstlineno = 0, fd;
+        FILE *f;
+
+        if (access(PYTHON, X_OK) < 0) {
+                fprintf(stderr, PYTHON " not installed: skipped\n");
+                return;
+        }
+        fd = mkstemp(script_path);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_TRUE(write(fd, script, sizeof(script) - 1) == (ssize_t) sizeof(script) - 1);
+        close(fd);
+        ASSERT_TRUE(asprintf(&py_hot, "%s/tests/python/py-hot.py", src) > 0);
+        ASSERT_TRUE(asprintf(&cmd, PYTHON " %s %s /usr/lib/python3.11/json/decoder.py", script_path,
+                             py_hot) > 0);
+        f = popen(cmd, "r");
+        ASSERT_NOT_NULL(f);
+        while (getline(&line, &size, f) > 0) {
+                char hex[65536];
+                unsigned start, end;
+                int want, got;
+
+                if (sscanf(line, "code %d %65535s", &firstlineno, hex) == 2) {
+                        free(TAKE_PTR(table));
+                        n_table = 0;
+                        if (!streq(hex, "-"))
+                                unhex(hex, &table, &n_table);
+                        codes++;
+                        continue;
+                }
+                ASSERT_TRUE(sscanf(line, "range %u %u %d", &start, &end, &want) == 3);
+                for (unsigned i = start; i < end; i++) {
+                        int r = python_code_line(table ?: (uint8_t *) "", n_table, firstlineno, i, &got);
+                        if (want < 0)
+                                ASSERT_ERROR(r, ENOENT);
+                        else {
+                                ASSERT_OK(r);
+                                ASSERT_EQ(got, want);
+                        }
+                        checked++;
+                }
+        }
+        ASSERT_EQ(pclose(f), 0);
+        unlink(script_path);
+        fprintf(stderr, "%zu instructions of %zu code objects checked\n", checked, codes);
+        ASSERT_TRUE(codes > 10 && checked > 500);
+
+        /* Broken tables: an error or no line, never a read past the end. */
+        static const uint8_t bad[][4] = { { 0x70 }, { 0xf0 | 6, 0xff }, { 0xe8 | 7, 0x7f, 0x7f, 0x7f } };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                for (unsigned k = 0; k < 10; k++) {
+                        int got;
+                        (void) python_code_line(bad[i], i == 0 ? 1 : i == 1 ? 2 : 4, 1, k, &got);
+                }
+}
+
+TEST(str) {
+        const PythonOffsets *o = python_offsets_find(3, 11);
+        uint8_t header[72] = {};
+        uint64_t length = 5;
+        uint32_t state = (1u << 2) | (1u << 5) | (1u << 6) | (1u << 7); /* kind 1, compact, ascii, ready */
+        _cleanup_free_ char *s = NULL;
+        PythonStr str;
+        const uint16_t ucs2[] = { 'h', 0xe9, 0x4e16, 0xd800 };
+
+        ASSERT_NOT_NULL(o);
+        memcpy(header + o->unicode_length, &length, sizeof(length));
+        memcpy(header + o->unicode_state, &state, sizeof(state));
+        ASSERT_OK(python_str_parse(o, header, sizeof(header), &str));
+        ASSERT_EQ(str.length, 5u);
+        ASSERT_EQ(str.kind, 1u);
+        ASSERT_EQ(str.data_offset, 48u);
+
+        state = (2u << 2) | (1u << 5); /* kind 2, compact, not ascii */
+        memcpy(header + o->unicode_state, &state, sizeof(state));
+        ASSERT_OK(python_str_parse(o, header, sizeof(header), &str));
+        ASSERT_EQ(str.kind, 2u);
+        ASSERT_EQ(str.data_offset, 72u);
+
+        state = 1u << 2; /* legacy, not compact */
+        memcpy(header + o->unicode_state, &state, sizeof(state));
+        ASSERT_ERROR(python_str_parse(o, header, sizeof(header), &str), EOPNOTSUPP);
+        ASSERT_ERROR(python_str_parse(o, header, 10, &str), EINVAL);
+
+        ASSERT_OK(python_str_to_utf8(ucs2, ELEMENTSOF(ucs2), 2, &s));
+        ASSERT_STREQ(s, "h\xc3\xa9\xe4\xb8\x96\xef\xbf\xbd");
+}
+
+/* ---- the merge ---- */
+
+static void merge_check(const char *native, const char *python, const char *want) {
+        /* native: one letter per frame, root first, 'E' = _PyEval_EvalFrameDefault;
+         * python: one letter per frame, leaf first, uppercase = entry. */
+        bool eval[64];
+        uint64_t py[64];
+        PythonMergeItem out[128];
+        char got[256] = "";
+        size_t n_native = strlen(native), n_python = strlen(python), n;
+
+        for (size_t i = 0; i < n_native; i++)
+                eval[i] = native[i] == 'E';
+        for (size_t i = 0; i < n_python; i++)
+                py[i] = CGPROF_PY_FRAME(0x1000 * (i + 1), 0, python[i] >= 'A' && python[i] <= 'Z');
+        ASSERT_OK(python_merge(eval, n_native, py, n_python, out, ELEMENTSOF(out), &n));
+        for (size_t k = 0; k < n; k++) {
+                char c = out[k].python ? python[out[k].index] : native[out[k].index];
+                strncat(got, (char[]){ c, 0 }, sizeof(got) - strlen(got) - 1);
+        }
+        if (!streq(got, want))
+                fprintf(stderr, "native %s python %s: got %s, want %s\n", native, python, got, want);
+        ASSERT_STREQ(got, want);
+}
+
+TEST(merge) {
+        /* One evaluation loop running <module> -> main -> f (3.11 inlines
+         * Python-to-Python calls): E replaced by them, root first. */
+        merge_check("mrEx", "fmU", "mrUmfx");
+        /* Two loops (a C function calling back into Python in between). */
+        merge_check("mrEcEx", "gFbA", "mrAbcFgx");
+        /* More groups than evaluation frames (the native stack cut short):
+         * the outer group goes just outside the outermost one matched. */
+        merge_check("cEx", "gFbA", "cAbFgx");
+        /* No evaluation frame at all: the Python frames at the root. */
+        merge_check("xy", "fM", "Mfxy");
+        /* More evaluation frames than groups: the outer ones stay native. */
+        merge_check("mEcEx", "fM", "mEcMfx");
+        /* No Python frames: native only. */
+        merge_check("mEx", "", "mEx");
+        ASSERT_ERROR(python_merge(NULL, 1, NULL, 0, (PythonMergeItem[1]){}, 1, &(size_t){ 0 }), EINVAL);
+        ASSERT_ERROR(python_merge((bool[2]){}, 2, NULL, 0, (PythonMergeItem[1]){}, 1, &(size_t){ 0 }),
+                     ENOBUFS);
+}
+
+DEFINE_TEST_MAIN
