@@ -892,8 +892,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
-                                if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file, fr->kind,
-                                                                   &frame_map[f]) < 0)
+                                if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
+                                                                   fr->kind, &frame_map[f]) < 0)
                                         return NULL;
                         }
                         frames[k] = frame_map[f];
@@ -919,8 +919,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                         }
                                         mp = mapping_map[loc->mapping];
                                 }
-                                if (profile_data_intern_location_full(p, loc->address, mp, frames[k], loc->line,
-                                                                      &location_map[l]) < 0)
+                                if (profile_data_intern_location_full(p, loc->address, mp, frames[k],
+                                                                      loc->line, &location_map[l]) < 0)
                                         return NULL;
                         }
                         locations[k] = location_map[l];
@@ -933,14 +933,46 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
 }
 
 /* Whether position k of stack st is a frame late resolution may name: an
- * unresolved frame with a location in a user mapping. */
+ * unresolved frame with an address in user space (in a user mapping, or in
+ * none: JIT code in anonymous memory). */
 static bool relocate_candidate(const ProfileData *d, const ProfileStack *st, uint32_t k) {
         const ProfileLocation *l;
 
         if (!st->locations || d->frames[st->frames[k]].kind != FRAME_UNKNOWN)
                 return false;
         l = &d->locations[st->locations[k]];
-        return l->mapping != PROFILE_NONE && !d->mappings[l->mapping].kernel;
+        return l->mapping == PROFILE_NONE || !d->mappings[l->mapping].kernel;
+}
+
+static bool frame_name_valid(int r, const ProfileFrameName *fn) {
+        return r > 0 && fn->name && fn->kind >= 0 && fn->kind < _FRAME_KIND_MAX && fn->kind != FRAME_UNKNOWN;
+}
+
+/* Whether any candidate resolves now, before anything is copied: when none
+ * does (the common case), late resolution costs its lookups only. memo: per
+ * location, the process it was asked for last. */
+static int relocate_probe(const ProfileData *d, ProfileResolveFunc resolve, void *userdata, uint32_t *memo,
+                          ProfileRelocateStats *stats) {
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *st = &d->stacks[i];
+
+                for (uint32_t k = 0; k < st->n_frames; k++) {
+                        uint32_t l = st->locations ? st->locations[k] : PROFILE_NONE;
+                        ProfileFrameName fn = {};
+                        int r;
+
+                        if (!relocate_candidate(d, st, k) || memo[l] == st->process)
+                                continue;
+                        memo[l] = st->process;
+                        stats->calls++;
+                        r = resolve(userdata, st->process, &d->locations[l], &fn);
+                        if (r < 0)
+                                return r;
+                        if (frame_name_valid(r, &fn))
+                                return 1;
+                }
+        }
+        return 0;
 }
 
 int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
@@ -975,19 +1007,32 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                 return 0;
         }
 
+        memo_process = malloc(n_loc * sizeof(uint32_t));
+        if (!memo_process)
+                return -ENOMEM;
+        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+        r = relocate_probe(d, resolve, userdata, memo_process, &stats);
+        if (r <= 0) {
+                if (r == 0) {
+                        *ret = NULL;
+                        if (ret_stats)
+                                *ret_stats = stats;
+                }
+                return r;
+        }
+        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+
         p = profile_data_new();
         frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         keep_loc = malloc(n_loc * sizeof(uint32_t));
-        memo_process = malloc(n_loc * sizeof(uint32_t));
         memo_loc = malloc(n_loc * sizeof(uint32_t));
         frames = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
         locations = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
         named = calloc(n_loc, sizeof(bool));
-        if (!p || !frame_map || !keep_loc || !memo_process || !memo_loc || !frames || !locations || !named)
+        if (!p || !frame_map || !keep_loc || !memo_loc || !frames || !locations || !named)
                 return -ENOMEM;
         memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         memset(keep_loc, 0xff, n_loc * sizeof(uint32_t));
-        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
         memset(memo_loc, 0xff, n_loc * sizeof(uint32_t));
 
         /* Processes and mappings keep their indices: sessions hold process
@@ -1037,8 +1082,7 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                                         if (r < 0)
                                                 return r;
                                         memo_process[l] = st->process;
-                                        if (r > 0 && fn.name && fn.kind >= 0 && fn.kind < _FRAME_KIND_MAX &&
-                                            fn.kind != FRAME_UNKNOWN) {
+                                        if (frame_name_valid(r, &fn)) {
                                                 const ProfileLocation *ol = &d->locations[l];
 
                                                 r = profile_data_intern_frame(p, fn.name, fn.module, fn.kind,

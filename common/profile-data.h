@@ -139,12 +139,16 @@ uint64_t profile_data_total(const ProfileData *d);
  * debug file fetched later, a JIT map written later).
  *
  * 'resolve' is asked about each unresolved frame of a stack that has a
- * location in a user (non-kernel) mapping, with the stack's process and the
+ * user-space location (in a user mapping, or in none: JIT code in anonymous
+ * memory), with the stack's process and the
  * location; it returns 1 and fills *ret (a name, a module, a kind other than
  * FRAME_UNKNOWN; the strings need to live until the next call only) when
  * the frame resolves now, 0 when it does not, or a negative errno. Stacks
  * share their locations: it is asked once per location, and again only when
- * the location's next stack is another process's (a shared library). */
+ * the location's next stack is another process's (a shared library). The
+ * strings it returns must stay valid until profile_data_relocate() returns:
+ * a first pass only looks for one frame that resolves (nothing is copied
+ * when none does), a second builds the result, asking again. */
 typedef struct ProfileFrameName {
         const char *name;
         const char *module;
@@ -157,7 +161,7 @@ typedef struct ProfileRelocateStats {
         uint64_t candidates; /* unresolved user frames in the stacks, weighted by samples */
         uint64_t resolved; /* of which resolve now, weighted by samples */
         size_t locations_resolved; /* distinct locations that resolve now */
-        size_t calls; /* times 'resolve' was asked */
+        size_t calls; /* times 'resolve' was asked (both passes) */
         size_t stacks_before, stacks_after; /* stacks that became equal are merged */
 } ProfileRelocateStats;
 
@@ -166,7 +170,7 @@ typedef struct ProfileRelocateStats {
  * process samples added), and only the frames and locations the stacks
  * still use. Processes and mappings keep their indices (and everything
  * they carry). *ret is NULL when nothing resolves (d stays as it is, and
- * nothing was copied when d has no unresolved user frame). *ret_stats
+ * nothing was copied). *ret_stats
  * (optional) is filled either way. */
 int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
                           ProfileData **ret, ProfileRelocateStats *ret_stats);

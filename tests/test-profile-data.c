@@ -332,10 +332,11 @@ TEST(relocate) {
         /* Unresolved user frames with a location: A 3, C 2, D 5, E 1, F 6+6. */
         ASSERT_EQ(st.candidates, 23);
         ASSERT_EQ(st.resolved, 3 + 2 + 12);
-        /* Asked once per location while the process stays the same: u1 (A),
-         * u2, u3, u1 for p2 (E), u1 for p1 again (F), u4. */
-        ASSERT_EQ(fs.calls, 6);
-        ASSERT_EQ(st.calls, 6);
+        /* Once to find that something resolves (u1, at once), then once per
+         * location while the process stays the same: u1 (A), u2, u3, u1 for
+         * p2 (E), u1 for p1 again (F), u4. */
+        ASSERT_EQ(fs.calls, 7);
+        ASSERT_EQ(st.calls, 7);
         ASSERT_EQ(st.locations_resolved, 3);
         ASSERT_EQ(st.stacks_before, 7);
         ASSERT_EQ(st.stacks_after, 6); /* A merged into B */
@@ -408,6 +409,46 @@ TEST(relocate) {
                         ASSERT_EQ(top[i].self, 9); /* B with A, C */
                         ASSERT_EQ(top[i].total, 15); /* and F */
                 }
+}
+
+/* JIT code in anonymous memory has a location in no mapping: a perf map
+ * written later names it. */
+static int fake_resolve_jit(void *userdata, uint32_t process, const ProfileLocation *location,
+                            ProfileFrameName *ret) {
+        ((FakeSymbols *) userdata)->calls++;
+        if (location->mapping != PROFILE_NONE || location->address != 0x7f0000001000)
+                return 0;
+        *ret = (ProfileFrameName){ .name = "LazyCompile:*hot", .module = "[JIT]", .kind = FRAME_USER };
+        return 1;
+}
+
+TEST(relocate_jit) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *n = NULL;
+        uint32_t p, app, main_f, unknown, l_main, l_jit, l_other;
+        ProfileRelocateStats st;
+        FakeSymbols fs = {};
+
+        p = process(d, 100, "node");
+        ASSERT_OK(profile_data_intern_mapping(d, "/usr/bin/node", 0x1000, 0x9000, 0, NULL, false, &app));
+        main_f = frame(d, "main", "node", FRAME_USER);
+        unknown = frame(d, "[unknown]", NULL, FRAME_UNKNOWN);
+        l_main = location(d, 0x1500, app, main_f);
+        l_jit = location(d, 0x7f0000001000, PROFILE_NONE, unknown);
+        l_other = location(d, 0x7f0000009000, PROFILE_NONE, unknown);
+        add_full(d, p, 4, 2, (uint32_t[]){ l_main, l_jit });
+        add_full(d, p, 1, 2, (uint32_t[]){ l_main, l_other });
+
+        ASSERT_OK(profile_data_relocate(d, fake_resolve_jit, &fs, &n, &st));
+        ASSERT_NOT_NULL(n);
+        ASSERT_EQ(st.candidates, 5);
+        ASSERT_EQ(st.resolved, 4);
+        const ProfileStack *j = stack_with_leaf(n, p, 0x7f0000001000, 2);
+        ASSERT_NOT_NULL(j);
+        ASSERT_STREQ(n->frames[j->frames[1]].name, "LazyCompile:*hot");
+        ASSERT_EQ(n->locations[j->locations[1]].mapping, PROFILE_NONE);
+        const ProfileStack *o = stack_with_leaf(n, p, 0x7f0000009000, 2);
+        ASSERT_NOT_NULL(o);
+        ASSERT_EQ(n->frames[o->frames[1]].kind, FRAME_UNKNOWN);
 }
 
 TEST(relocate_nothing) {
