@@ -36,10 +36,14 @@ static int resolve_late(void *userdata, uint32_t process, const ProfileLocation 
                         ProfileFrameName *ret) {
         Session *s = userdata;
         ProcessMaps *maps = session_process_maps(s, process);
+        const Frame *old = &s->data->frames[location->frame];
         const ProfileMapping *pm =
                 location->mapping != PROFILE_NONE ? &s->data->mappings[location->mapping] : NULL;
         ResolvedFrame rf = {};
 
+        /* An unresolved Python frame's address is its code object's, no code. */
+        if (streq(old->name, "[python]") && !old->module)
+                return 0;
         if (!maps || symbolizer_resolve_user(s->manager->symbolizer, maps, location->address, &rf) < 0)
                 return 0;
         /* A name now, in the same mapping as when it was drained (not one

@@ -1042,6 +1042,8 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                 uint32_t idx;
 
                 r = profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx);
+                if (r >= 0)
+                        r = profile_data_process_set_python(p, idx, pp->python);
                 if (r < 0)
                         return r;
         }
@@ -1111,8 +1113,8 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
 
-                                r = profile_data_intern_frame(p, fr->name, fr->module, fr->kind,
-                                                              &frame_map[f]);
+                                r = profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
+                                                                   fr->kind, &frame_map[f]);
                                 if (r < 0)
                                         return r;
                         }
@@ -1122,8 +1124,8 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                         if (keep_loc[l] == PROFILE_NONE) {
                                 const ProfileLocation *ol = &d->locations[l];
 
-                                r = profile_data_intern_location(p, ol->address, ol->mapping, frames[k],
-                                                                 &keep_loc[l]);
+                                r = profile_data_intern_location_full(p, ol->address, ol->mapping, frames[k],
+                                                                      ol->line, &keep_loc[l]);
                                 if (r < 0)
                                         return r;
                         }
