@@ -221,6 +221,7 @@ ProfileData *profile_data_free(ProfileData *d) {
         for (size_t i = 0; i < d->n_frames; i++) {
                 free(d->frames[i].name);
                 free(d->frames[i].module);
+                free(d->frames[i].file);
         }
         free(d->frames);
 
@@ -270,6 +271,7 @@ static char *strdup_utf8(const char *s) {
 typedef struct FrameKey {
         const char *name;
         const char *module;
+        const char *file;
         FrameKind kind;
 } FrameKey;
 
@@ -277,26 +279,34 @@ static bool frame_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const FrameKey *k = key;
         const Frame *f = d->frames + entry;
 
-        return f->kind == k->kind && streq(f->name, k->name) && streq_ptr(f->module, k->module);
+        return f->kind == k->kind && streq(f->name, k->name) && streq_ptr(f->module, k->module) &&
+               streq_ptr(f->file, k->file);
 }
 
 static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
-        uint8_t kind = (uint8_t) k->kind, has_module = !!k->module;
+        uint8_t kind = (uint8_t) k->kind, has = (uint8_t) ((k->module ? 1 : 0) | (k->file ? 2 : 0));
         SipHash s;
 
         siphash_init(&s, ix->key);
         siphash_compress(&s, k->name, strlen(k->name) + 1);
-        siphash_compress(&s, &has_module, 1);
+        siphash_compress(&s, &has, 1);
         if (k->module)
                 siphash_compress(&s, k->module, strlen(k->module) + 1);
+        if (k->file)
+                siphash_compress(&s, k->file, strlen(k->file) + 1);
         siphash_compress(&s, &kind, 1);
         return (uint32_t) siphash_finalize(&s);
 }
 
 int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
                               uint32_t *ret_index) {
-        _cleanup_free_ char *valid_name = NULL, *valid_module = NULL;
-        _cleanup_free_ char *n = NULL, *m = NULL;
+        return profile_data_intern_frame_full(d, name, module, NULL, kind, ret_index);
+}
+
+int profile_data_intern_frame_full(ProfileData *d, const char *name, const char *module, const char *file,
+                                   FrameKind kind, uint32_t *ret_index) {
+        _cleanup_free_ char *valid_name = NULL, *valid_module = NULL, *valid_file = NULL;
+        _cleanup_free_ char *n = NULL, *m = NULL, *fl = NULL;
         Index *ix;
         FrameKey key;
         uint32_t hash;
@@ -319,9 +329,15 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
                         return -ENOMEM;
                 module = valid_module;
         }
+        if (file && !utf8_is_valid(file)) {
+                valid_file = utf8_make_valid(file);
+                if (!valid_file)
+                        return -ENOMEM;
+                file = valid_file;
+        }
 
         ix = d->frame_index;
-        key = (FrameKey){ .name = name, .module = module, .kind = kind };
+        key = (FrameKey){ .name = name, .module = module, .file = file, .kind = kind };
         hash = frame_hash(ix, &key);
 
         if (ix->n_slots > 0) {
@@ -344,6 +360,11 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
                 if (!m)
                         return -ENOMEM;
         }
+        if (file) {
+                fl = strdup(file);
+                if (!fl)
+                        return -ENOMEM;
+        }
 
         r = grow_array((void **) &d->frames, &d->allocated_frames, d->n_frames + 1, sizeof(Frame));
         if (r < 0)
@@ -356,6 +377,7 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
         d->frames[d->n_frames] = (Frame){
                 .name = TAKE_PTR(n),
                 .module = TAKE_PTR(m),
+                .file = TAKE_PTR(fl),
                 .kind = kind,
         };
         *slot = (Slot){ .entry = (uint32_t) d->n_frames + 1, .hash = hash };
@@ -460,8 +482,13 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
         for (size_t i = 0; i < n_frames; i++) {
                 if (frames[i] >= d->n_frames)
                         return -EINVAL;
-                if (locations &&
-                    (locations[i] >= d->n_locations || d->locations[locations[i]].frame != frames[i]))
+                if (!locations)
+                        continue;
+                if (locations[i] >= d->n_locations || d->locations[locations[i]].frame != frames[i])
+                        return -EINVAL;
+                /* An inlined call right after what it was inlined into. */
+                if (d->locations[locations[i]].inlined_into != PROFILE_NONE &&
+                    (i == 0 || locations[i - 1] != d->locations[locations[i]].inlined_into))
                         return -EINVAL;
         }
         if (n_frames == 0)
@@ -620,11 +647,13 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
 
 static bool location_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const ProfileLocation *k = key, *l = d->locations + entry;
-        return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame;
+        return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame &&
+               l->line == k->line && l->inlined_into == k->inlined_into;
 }
 
 static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
-        uint64_t v[2] = { k->address, ((uint64_t) k->mapping << 32) | k->frame };
+        uint64_t v[3] = { k->address, ((uint64_t) k->mapping << 32) | k->frame,
+                          ((uint64_t) k->line << 32) | k->inlined_into };
         SipHash s;
 
         siphash_init(&s, ix->key);
@@ -652,13 +681,29 @@ int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const cha
 
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
-        ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame };
+        return profile_data_intern_location_full(d, address, mapping, frame, 0, PROFILE_NONE, ret_index);
+}
+
+int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                      uint32_t line, uint32_t inlined_into, uint32_t *ret_index) {
+        ProfileLocation key = {
+                .address = address,
+                .mapping = mapping,
+                .frame = frame,
+                .line = line,
+                .inlined_into = inlined_into,
+        };
         Index *ix;
         uint32_t hash;
         Slot *slot;
         int r;
 
         if (!d || frame >= d->n_frames || (mapping != PROFILE_NONE && mapping >= d->n_mappings))
+                return -EINVAL;
+        /* The function it was inlined into: at the same address, in the same mapping. */
+        if (inlined_into != PROFILE_NONE &&
+            (inlined_into >= d->n_locations || d->locations[inlined_into].address != address ||
+             d->locations[inlined_into].mapping != mapping))
                 return -EINVAL;
 
         ix = d->location_index;
@@ -832,8 +877,8 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
-                                if (profile_data_intern_frame(p, fr->name, fr->module, fr->kind,
-                                                              &frame_map[f]) < 0)
+                                if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
+                                                                   fr->kind, &frame_map[f]) < 0)
                                         return NULL;
                         }
                         frames[k] = frame_map[f];
@@ -859,8 +904,16 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                         }
                                         mp = mapping_map[loc->mapping];
                                 }
-                                if (profile_data_intern_location(p, loc->address, mp, frames[k],
-                                                                 &location_map[l]) < 0)
+                                /* What it was inlined into came before it in the stack. */
+                                if (loc->inlined_into != PROFILE_NONE &&
+                                    location_map[loc->inlined_into] == PROFILE_NONE)
+                                        return NULL;
+                                if (profile_data_intern_location_full(
+                                            p, loc->address, mp, frames[k], loc->line,
+                                            loc->inlined_into != PROFILE_NONE
+                                                    ? location_map[loc->inlined_into]
+                                                    : PROFILE_NONE,
+                                            &location_map[l]) < 0)
                                         return NULL;
                         }
                         locations[k] = location_map[l];
