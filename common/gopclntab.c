@@ -57,7 +57,7 @@
 #define FUNCDATA_INL_TREE 3U
 
 /* Regions kept for reading inline trees: the read-only data sections. */
-#define GO_REGIONS_MAX 16U
+#define GO_REGIONS_MAX 32U
 /* The moduledata scan stops after this many bytes of data sections. */
 #define MODULEDATA_SCAN_MAX ((size_t) 64 * 1024 * 1024)
 /* .go.buildinfo's version string. */
