@@ -312,8 +312,8 @@ static int session_start_internal(Session *s, bool now) {
         }
 
         r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
-                                 s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind, s->cgroup_fd, &s->slot,
-                                 &s->event, &s->event_fallback);
+                                 s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind,
+                                 s->cgroup_fd, &s->slot, &s->event, &s->event_fallback);
         if (r < 0) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
