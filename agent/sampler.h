@@ -59,8 +59,7 @@ typedef struct SamplerStack {
  * stored or read back (its stack is NULL then). */
 typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint64_t count,
                                       const SamplerStack *user, const SamplerStack *kernel,
-                                      const SamplerStack *python, bool stack_lost,
-                                      void *userdata);
+                                      const SamplerStack *python, bool stack_lost, void *userdata);
 
 typedef struct SamplerOptions {
         SamplerMode mode;

@@ -343,8 +343,8 @@ static int session_start_internal(Session *s, bool now) {
         }
 
         r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
-                                 s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind, s->cgroup_fd, &s->slot,
-                                 &s->event, &s->event_fallback);
+                                 s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind,
+                                 s->cgroup_fd, &s->slot, &s->event, &s->event_fallback);
         if (r < 0) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
@@ -578,6 +578,10 @@ void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t 
 /* Kernel addresses, for the pprof Mapping of kernel frames (x86-64 and
  * arm64 put the kernel in the upper half of the address space). */
 #define KERNEL_SPACE_START UINT64_C(0xffff800000000000)
+/* Entries of one symbolized stack: every kernel and user address, and the
+ * calls inlined at the user addresses (Go): room for 5 frames per user
+ * address of the deepest stack, more than Go's inlining gives. */
+#define SESSION_STACK_ENTRIES_MAX (6 * CGPROF_MAX_STACK_DEPTH)
 
 /* Interns the frame and the location of one sampled address. */
 /* How a user frame was left: by its unwind table, or by frame pointer. */
@@ -586,48 +590,46 @@ typedef enum FrameWalk {
         FRAME_WALK_FP,
 } FrameWalk;
 
+/* Interns the frames of one user address into frames[] and locations[]
+ * (room entries, at least one), outermost first: the function holding it,
+ * then the calls inlined there (Go), each its own frame and location, so
+ * every report shows inlined functions under their callers. Returns how
+ * many entries it wrote. */
 static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t count, FrameWalk walk,
-                       bool leaf, uint32_t *ret_frame, uint32_t *ret_location) {
+                       bool leaf, uint32_t *frames, uint32_t *locations, size_t room) {
+        ResolvedFrame chain[SYMBOLIZER_INLINE_MAX] = {}, *rf;
+        uint32_t frame, mapping = PROFILE_NONE, inlined_into = PROFILE_NONE;
         Manager *m = s->manager;
-        uint32_t frame, mapping = PROFILE_NONE;
-        ResolvedFrame rf = {};
+        size_t n = 1, k = 0;
         char buf[256];
         int r;
 
+        if (room == 0)
+                return -ENOBUFS;
         if (sp->maps && !process_maps_covers(sp->maps, addr) && !sp->refreshed) {
                 /* A mapping we have not seen (dlopen(), JIT): look again once. */
                 sp->refreshed = true;
                 (void) symbolizer_refresh(m->symbolizer, sp->maps);
         }
-        if (sp->maps)
-                (void) symbolizer_resolve_user(m->symbolizer, sp->maps, addr, &rf);
+        if (sp->maps && symbolizer_resolve_user_inline(m->symbolizer, sp->maps, addr, chain,
+                                                       MIN(room, (size_t) SYMBOLIZER_INLINE_MAX), &n) < 0)
+                n = 1;
+        rf = &chain[n - 1]; /* the physical function; the mapping is the same for all */
 
         s->frames_total += count;
-        if (rf.name)
-                r = profile_data_intern_frame(s->data, rf.name, rf.module, FRAME_USER, &frame);
-        else {
+        if (!rf->name)
                 s->frames_unsymbolized += count;
-                if (rf.module && rf.module[0] == '[')
-                        snprintf(buf, sizeof(buf), "%s", rf.module); /* [vdso], [vsyscall] */
-                else if (rf.module)
-                        snprintf(buf, sizeof(buf), "[%s]", rf.module);
-                else
-                        snprintf(buf, sizeof(buf), "[unknown]");
-                r = profile_data_intern_frame(s->data, buf, rf.module, FRAME_UNKNOWN, &frame);
-        }
-        if (r < 0)
-                return r;
-        if (rf.path) {
+        if (rf->path) {
                 ProfileMapping *pm;
                 uint8_t rule;
 
-                r = profile_data_intern_mapping(s->data, rf.path, rf.map_start, rf.map_end, rf.map_pgoff,
-                                                rf.build_id, false, &mapping);
+                r = profile_data_intern_mapping(s->data, rf->path, rf->map_start, rf->map_end, rf->map_pgoff,
+                                                rf->build_id, false, &mapping);
                 if (r < 0)
                         return r;
                 pm = &s->data->mappings[mapping];
                 if (!pm->symbols) {
-                        r = profile_data_mapping_set_symbols(s->data, mapping, rf.symbols_source);
+                        r = profile_data_mapping_set_symbols(s->data, mapping, rf->symbols_source);
                         if (r < 0)
                                 return r;
                 }
@@ -650,11 +652,33 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                                 pm->sp_cfa_frames += count;
                 }
         }
-        r = profile_data_intern_location(s->data, addr, mapping, frame, ret_location);
-        if (r < 0)
-                return r;
-        *ret_frame = frame;
-        return 0;
+
+        /* Outermost first: each inlined call after what it was inlined into. */
+        for (size_t i = n; i > 0; i--) {
+                const ResolvedFrame *f = &chain[i - 1];
+
+                if (f->name)
+                        r = profile_data_intern_frame_full(s->data, f->name, f->module, f->file, FRAME_USER,
+                                                           &frame);
+                else {
+                        if (f->module && f->module[0] == '[')
+                                snprintf(buf, sizeof(buf), "%s", f->module); /* [vdso], [vsyscall] */
+                        else if (f->module)
+                                snprintf(buf, sizeof(buf), "[%s]", f->module);
+                        else
+                                snprintf(buf, sizeof(buf), "[unknown]");
+                        r = profile_data_intern_frame(s->data, buf, f->module, FRAME_UNKNOWN, &frame);
+                }
+                if (r < 0)
+                        return r;
+                r = profile_data_intern_location_full(s->data, addr, mapping, frame, f->line, inlined_into,
+                                                      &locations[k]);
+                if (r < 0)
+                        return r;
+                frames[k++] = frame;
+                inlined_into = locations[k - 1];
+        }
+        return (int) k;
 }
 
 static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *ret_frame,
@@ -707,7 +731,7 @@ static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t co
         /* The instruction's address inside the code object. */
         r = profile_data_intern_location_full(
                 s->data, instr == CGPROF_PY_INSTR_UNKNOWN ? code : code + (uint64_t) instr * 2, PROFILE_NONE,
-                frame, pf.line > 0 ? (uint32_t) pf.line : 0, ret_location);
+                frame, pf.line > 0 ? (uint32_t) pf.line : 0, PROFILE_NONE, ret_location);
         if (r < 0)
                 return r;
         *ret_frame = frame;
@@ -808,7 +832,9 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost) {
-        uint32_t frames[3 * CGPROF_MAX_STACK_DEPTH], locations[3 * CGPROF_MAX_STACK_DEPTH];
+        /* Room for the kernel frames and the user frames, these with a few
+         * inlined calls each (Go) on average, or with their Python frames. */
+        uint32_t frames[SESSION_STACK_ENTRIES_MAX], locations[SESSION_STACK_ENTRIES_MAX];
         size_t n = 0, n_user = user ? user->n : 0, n_kernel = kernel ? kernel->n : 0;
         bool is_new, truncated = false;
 
@@ -858,14 +884,18 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
          * Except for each stack's first entry (the interrupted PC), the
          * addresses are return addresses, after the call: use addr - 1, inside
          * the call instruction, for symbols and locations. */
-        for (size_t i = n_user; i > 0; i--)
-                if (intern_user(s, sp, i - 1 == 0 ? user->pcs[i - 1] : user->pcs[i - 1] - 1, count,
-                                stack_fp_frame(user, i - 1) ? FRAME_WALK_FP : FRAME_WALK_TABLE, i - 1 == 0,
-                                &frames[n], &locations[n]) >= 0)
-                        n++;
+        for (size_t i = n_user; i > 0; i--) {
+                /* Leave one entry for each address still to come. */
+                int k = intern_user(s, sp, i - 1 == 0 ? user->pcs[i - 1] : user->pcs[i - 1] - 1, count,
+                                    stack_fp_frame(user, i - 1) ? FRAME_WALK_FP : FRAME_WALK_TABLE,
+                                    i - 1 == 0, &frames[n], &locations[n],
+                                    ELEMENTSOF(frames) - n - (i - 1) - n_kernel);
+                if (k > 0)
+                        n += (size_t) k;
+        }
         if (sp->python && python_process_supported(sp->python)) {
                 session_count_python(s, python, count, key->lost & CGPROF_SAMPLE_PYTHON_LOST);
-                if (python && python->n > 0)
+                if (python && python->n > 0 && n + python->n + n_kernel <= ELEMENTSOF(frames))
                         n = merge_python(s, sp, python, count, frames, locations, n);
                 if (!s->data->processes[sp->data_index].python)
                         (void) profile_data_process_set_python(s->data, sp->data_index,

@@ -350,7 +350,10 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
 static bool symtab_wants_debug_file(const ElfSymtab *symtab) {
         const char *build_id = elf_symtab_build_id(symtab);
 
-        return symtab && build_id && strlen(build_id) >= 3 && !elf_symtab_has_full_symtab(symtab);
+        /* Not a Go binary named by its .gopclntab (with files, lines and
+         * inlined calls): a debug file's .symtab would add nothing. */
+        return symtab && build_id && strlen(build_id) >= 3 && !elf_symtab_has_full_symtab(symtab) &&
+               elf_symtab_symbols_source(symtab) != ELF_SYMBOLS_GOPCLNTAB;
 }
 
 /* Takes the symbols of the debug file debuginfod has at hand; -ENOENT when
@@ -480,6 +483,14 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                 if (elf_symtab_minidebuginfo_error(e->symtab) < 0)
                         log_debug_errno(elf_symtab_minidebuginfo_error(e->symtab),
                                         "Failed to read the MiniDebugInfo of %s, using .dynsym: %m", path);
+                if (elf_symtab_gopclntab_error(e->symtab) < 0)
+                        log_debug_errno(elf_symtab_gopclntab_error(e->symtab),
+                                        "Failed to read the Go symbols (.gopclntab) of %s, ignoring: %m",
+                                        path);
+                else if (elf_symtab_go_version(e->symtab))
+                        log_debug("%s is a Go program (%s), symbols from %s.", path,
+                                  elf_symtab_go_version(e->symtab),
+                                  elf_symbols_source_to_string(elf_symtab_symbols_source(e->symtab)));
                 load_debug_symbols(s, pid, e->symtab);
                 if (s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
                         e->debuginfod = DEBUGINFOD_WANTED;
@@ -944,20 +955,31 @@ static const char *file_symbols_source(const FileEntry *e) {
 }
 
 int symbolizer_resolve_user(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *ret) {
-        const Mapping *mp;
-        const char *name;
-        uint64_t file_off, vaddr, off;
+        size_t n;
 
-        if (!m || !ret)
+        return symbolizer_resolve_user_inline(s, m, addr, ret, 1, &n);
+}
+
+int symbolizer_resolve_user_inline(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *frames,
+                                   size_t max, size_t *ret_n) {
+        ElfFrame ef[SYMBOLIZER_INLINE_MAX];
+        const Mapping *mp;
+        uint64_t file_off, vaddr;
+        size_t n = 0;
+
+        if (!m || !frames || max == 0 || !ret_n)
                 return -EINVAL;
 
         mp = mappings_find(m->mappings, m->n_mappings, addr);
         /* JIT code: anonymous executable memory, or memory mapped after
          * our last look. File-backed mappings keep their ELF symbols. */
-        if ((!mp || (!mp->file_backed && !mp->file)) && resolve_jit(s, m, mp, addr, ret))
+        if ((!mp || (!mp->file_backed && !mp->file)) && resolve_jit(s, m, mp, addr, &frames[0])) {
+                *ret_n = 1;
                 return 0;
+        }
         if (!mp) {
-                *ret = (ResolvedFrame){ .offset = addr };
+                frames[0] = (ResolvedFrame){ .offset = addr };
+                *ret_n = 1;
                 return 0;
         }
 
@@ -973,14 +995,23 @@ int symbolizer_resolve_user(Symbolizer *s, ProcessMaps *m, uint64_t addr, Resolv
                 .symbols_source = file_symbols_source(mp->file),
         };
         if (mp->file && mp->file->symtab &&
-            elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0) {
-                name = elf_symtab_lookup(mp->file->symtab, vaddr, &off);
-                if (name) {
-                        rf.name = name;
-                        rf.offset = off;
-                }
+            elf_symtab_offset_to_vaddr(mp->file->symtab, file_off, &vaddr) >= 0)
+                n = elf_symtab_lookup_frames(mp->file->symtab, vaddr, ef,
+                                             MIN(max, (size_t) SYMBOLIZER_INLINE_MAX));
+        if (n == 0) {
+                frames[0] = rf;
+                *ret_n = 1;
+                return 0;
         }
-        *ret = rf;
+        for (size_t i = 0; i < n; i++) {
+                frames[i] = rf;
+                frames[i].name = ef[i].name;
+                frames[i].offset = ef[i].offset;
+                frames[i].file = ef[i].file;
+                frames[i].line = ef[i].line;
+                frames[i].inlined = ef[i].inlined;
+        }
+        *ret_n = n;
         return 0;
 }
 

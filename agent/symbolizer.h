@@ -100,19 +100,36 @@ typedef struct ResolvedFrame {
         uint64_t map_start, map_end, map_pgoff;
         const char *build_id; /* lowercase hex, NULL when unknown */
         /* Where the mapping's function symbols came from: "symtab", "dynsym",
-         * "minidebuginfo", "debug file", "debuginfod", or "none", the last
-         * three followed by " (debuginfod pending)" while a debug file is
-         * being fetched (user frames in a mapping; NULL otherwise); "perf
-         * map" or "jitdump" (JIT code). */
+         * "minidebuginfo", "debug file", "gopclntab", "debuginfod", or
+         * "none", the last three followed by " (debuginfod pending)" while a
+         * debug file is being fetched (user frames in a mapping; NULL
+         * otherwise); "perf map" or "jitdump" (JIT code). */
         const char *symbols_source;
+        /* Where in its source the function was (Go's .gopclntab): */
+        const char *file; /* source file, NULL: unknown */
+        uint32_t line; /* 0: unknown */
+        bool inlined; /* an inlined call: its caller is the next frame of the chain */
 } ResolvedFrame;
 
 /* Pointers in ret stay valid while m lives and until the next
  * symbolizer_resolve_user() on m, which may read more of its JIT files
  * (user), or until the next symbolizer_resolve_kernel() call, which may
  * reload the kernel's symbols (kernel). Returns 0 also for unresolved
- * addresses (name NULL). s may be NULL (no JIT file is then read). */
+ * addresses (name NULL). s may be NULL (no JIT file is then read). A user
+ * address is resolved to the function holding it (for code where calls
+ * were inlined: the physical function, with the file and line of the
+ * outermost inlined call). */
 int symbolizer_resolve_user(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *ret);
+/* The frames at a user address, innermost first: the calls inlined there
+ * (each with .inlined set: its caller is the next frame), then the function
+ * holding them; one frame where nothing was inlined or the address is
+ * unresolved (or JIT code). At most max (> 0, up to SYMBOLIZER_INLINE_MAX
+ * frames are filled): when there are more, the innermost inlined calls and
+ * the physical function. Everything but name, file, line, inlined and
+ * offset is the same in each frame. */
+#define SYMBOLIZER_INLINE_MAX 16U
+int symbolizer_resolve_user_inline(Symbolizer *s, ProcessMaps *m, uint64_t addr, ResolvedFrame *frames,
+                                   size_t max, size_t *ret_n);
 /* Starts a pass (a drain): JIT files are checked for growth at most once
  * per pass and process. */
 void symbolizer_begin_pass(Symbolizer *s);

@@ -45,12 +45,12 @@ struct cgprof_python_proc {
  * (8-byte aligned: 44 bits of a 47-bit user address), the instruction
  * offset in code units (19 bits, saturated) and whether the frame is the
  * first one its _PyEval_EvalFrameDefault call ran (is_entry). */
-#define CGPROF_PY_FRAME(code, instr, entry)                                                         \
-        ((((__u64) (code) >> 3) << 20) | (((__u64) (instr) > 0x7ffffULL ? 0x7ffffULL : (__u64) (instr)) << 1) | \
-         ((entry) ? 1ULL : 0ULL))
+#define CGPROF_PY_FRAME(code, instr, entry) \
+        ((((__u64) (code) >> 3) << 20) |    \
+         (((__u64) (instr) > 0x7ffffULL ? 0x7ffffULL : (__u64) (instr)) << 1) | ((entry) ? 1ULL : 0ULL))
 #define CGPROF_PY_FRAME_CODE(v) (((v) >> 20) << 3)
 #define CGPROF_PY_FRAME_INSTR(v) ((__u32) (((v) >> 1) & 0x7ffffULL))
-#define CGPROF_PY_FRAME_ENTRY(v) ((__u32) ((v) & 1ULL))
+#define CGPROF_PY_FRAME_ENTRY(v) ((__u32) ((v) &1ULL))
 #define CGPROF_PY_INSTR_UNKNOWN 0x7ffffu
 
 /* Python stacks are stored in the stacks maps beside the native ones, with

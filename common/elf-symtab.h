@@ -7,7 +7,10 @@
  * file has one, otherwise .dynsym and, when the file has MiniDebugInfo (an
  * xz-compressed ELF in .gnu_debugdata, as Fedora and RHEL ship), that ELF's
  * .symtab; plus a synthetic "NAME@plt" for each PLT stub; the PT_LOAD
- * segments to turn a file offset into a virtual address; the GNU build ID. */
+ * segments to turn a file offset into a virtual address; the GNU build ID.
+ * A Go binary's .gopclntab (gopclntab.h) names its Go functions when it has
+ * no .symtab (Go binaries ship stripped), and gives the source file, line
+ * and inlined calls of every Go function, stripped or not. */
 
 typedef struct ElfSymtab ElfSymtab;
 
@@ -18,12 +21,13 @@ typedef enum ElfSymbolsSource {
         ELF_SYMBOLS_DYNSYM, /* the file's .dynsym alone */
         ELF_SYMBOLS_MINIDEBUGINFO, /* .dynsym and the .symtab of .gnu_debugdata */
         ELF_SYMBOLS_DEBUG_FILE, /* a separate debug file (elf_symtab_take_symbols()) */
+        ELF_SYMBOLS_GOPCLNTAB, /* Go's .gopclntab, the file having no .symtab */
         ELF_SYMBOLS_DEBUGINFOD, /* a debug file fetched from a debuginfod server */
         _ELF_SYMBOLS_SOURCE_MAX,
 } ElfSymbolsSource;
 
-/* "none", "symtab", "dynsym", "minidebuginfo", "debug file", "debuginfod";
- * NULL if invalid. */
+/* "none", "symtab", "dynsym", "minidebuginfo", "debug file", "gopclntab",
+ * "debuginfod"; NULL if invalid. */
 const char *elf_symbols_source_to_string(ElfSymbolsSource source);
 
 /* Reads everything it needs from fd (the fd is not kept). */
@@ -47,6 +51,12 @@ ElfSymbolsSource elf_symtab_symbols_source(const ElfSymtab *s);
  * .symtab in it, -EOPNOTSUPP an xz feature liblzma lacks); 0 when it was,
  * or the file has none. The file's own symbols load all the same. */
 int elf_symtab_minidebuginfo_error(const ElfSymtab *s);
+/* Why the file's .gopclntab was not used (gopclntab_load(): -EPROTONOSUPPORT
+ * a Go older than 1.16, -EBADMSG malformed, ...); 0 when it was, or the file
+ * has none. */
+int elf_symtab_gopclntab_error(const ElfSymtab *s);
+/* A Go binary's Go version ("go1.19.8"), NULL when not a Go binary or unknown. */
+const char *elf_symtab_go_version(const ElfSymtab *s);
 
 /* Replaces s's symbols by those of 'debug' (a separate debug file of the same
  * build: /usr/lib/debug/.build-id/xx/yyyy.debug), keeping s's segments and
@@ -69,6 +79,26 @@ int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *re
  * the name is demangled on its first lookup and kept in s, so lookups on one
  * table must not run concurrently. The name lives as long as s. */
 const char *elf_symtab_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);
+
+/* One function at an address, with where in its source it was. */
+typedef struct ElfFrame {
+        const char *name;
+        const char *file; /* source file, NULL: unknown */
+        uint32_t line; /* 0: unknown */
+        bool inlined; /* an inlined call: its caller is the next frame, at the same address */
+        uint64_t offset; /* vaddr - the start of the physical function */
+} ElfFrame;
+
+/* The most frames elf_symtab_lookup_frames() gives for one address. */
+#define ELF_FRAMES_MAX 16U
+
+/* The functions at vaddr, innermost first: in a Go function (.gopclntab),
+ * the calls inlined there, then the function holding them, each with its
+ * file and line; elsewhere the one function elf_symtab_lookup() names. At
+ * most max frames (when there are more, the innermost inlined ones and the
+ * physical function); returns how many, 0 when vaddr is in no function.
+ * Strings live as long as s. */
+size_t elf_symtab_lookup_frames(const ElfSymtab *s, uint64_t vaddr, ElfFrame *frames, size_t max);
 
 /* MiniDebugInfo is decompressed up to min(MINIDEBUGINFO_SIZE_MAX,
  * MINIDEBUGINFO_RATIO_MAX x its compressed size): more is a decompression

@@ -285,14 +285,16 @@ static bool frame_equal(const ProfileData *d, uint32_t entry, const void *key) {
 }
 
 static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
-        uint8_t kind = (uint8_t) k->kind, has_module = !!k->module;
+        uint8_t kind = (uint8_t) k->kind, has = (uint8_t) ((k->module ? 1 : 0) | (k->file ? 2 : 0));
         SipHash s;
 
         siphash_init(&s, ix->key);
         siphash_compress(&s, k->name, strlen(k->name) + 1);
-        siphash_compress(&s, &has_module, 1);
+        siphash_compress(&s, &has, 1);
         if (k->module)
                 siphash_compress(&s, k->module, strlen(k->module) + 1);
+        if (k->file)
+                siphash_compress(&s, k->file, strlen(k->file) + 1);
         siphash_compress(&s, &kind, 1);
         if (k->file)
                 siphash_compress(&s, k->file, strlen(k->file) + 1);
@@ -498,8 +500,13 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
         for (size_t i = 0; i < n_frames; i++) {
                 if (frames[i] >= d->n_frames)
                         return -EINVAL;
-                if (locations &&
-                    (locations[i] >= d->n_locations || d->locations[locations[i]].frame != frames[i]))
+                if (!locations)
+                        continue;
+                if (locations[i] >= d->n_locations || d->locations[locations[i]].frame != frames[i])
+                        return -EINVAL;
+                /* An inlined call right after what it was inlined into. */
+                if (d->locations[locations[i]].inlined_into != PROFILE_NONE &&
+                    (i == 0 || locations[i - 1] != d->locations[locations[i]].inlined_into))
                         return -EINVAL;
         }
         if (n_frames == 0)
@@ -659,11 +666,12 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
 static bool location_equal(const ProfileData *d, uint32_t entry, const void *key) {
         const ProfileLocation *k = key, *l = d->locations + entry;
         return l->address == k->address && l->mapping == k->mapping && l->frame == k->frame &&
-               l->line == k->line;
+               l->line == k->line && l->inlined_into == k->inlined_into;
 }
 
 static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
-        uint64_t v[3] = { k->address, ((uint64_t) k->mapping << 32) | k->frame, k->line };
+        uint64_t v[3] = { k->address, ((uint64_t) k->mapping << 32) | k->frame,
+                          ((uint64_t) k->line << 32) | k->inlined_into };
         SipHash s;
 
         siphash_init(&s, ix->key);
@@ -706,18 +714,29 @@ int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const 
 
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index) {
-        return profile_data_intern_location_full(d, address, mapping, frame, 0, ret_index);
+        return profile_data_intern_location_full(d, address, mapping, frame, 0, PROFILE_NONE, ret_index);
 }
 
 int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
-                                      uint32_t line, uint32_t *ret_index) {
-        ProfileLocation key = { .address = address, .mapping = mapping, .frame = frame, .line = line };
+                                      uint32_t line, uint32_t inlined_into, uint32_t *ret_index) {
+        ProfileLocation key = {
+                .address = address,
+                .mapping = mapping,
+                .frame = frame,
+                .line = line,
+                .inlined_into = inlined_into,
+        };
         Index *ix;
         uint32_t hash;
         Slot *slot;
         int r;
 
         if (!d || frame >= d->n_frames || (mapping != PROFILE_NONE && mapping >= d->n_mappings))
+                return -EINVAL;
+        /* The function it was inlined into: at the same address, in the same mapping. */
+        if (inlined_into != PROFILE_NONE &&
+            (inlined_into >= d->n_locations || d->locations[inlined_into].address != address ||
+             d->locations[inlined_into].mapping != mapping))
                 return -EINVAL;
 
         ix = d->location_index;
@@ -919,8 +938,16 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
                                         }
                                         mp = mapping_map[loc->mapping];
                                 }
-                                if (profile_data_intern_location_full(p, loc->address, mp, frames[k],
-                                                                      loc->line, &location_map[l]) < 0)
+                                /* What it was inlined into came before it in the stack. */
+                                if (loc->inlined_into != PROFILE_NONE &&
+                                    location_map[loc->inlined_into] == PROFILE_NONE)
+                                        return NULL;
+                                if (profile_data_intern_location_full(
+                                            p, loc->address, mp, frames[k], loc->line,
+                                            loc->inlined_into != PROFILE_NONE
+                                                    ? location_map[loc->inlined_into]
+                                                    : PROFILE_NONE,
+                                            &location_map[l]) < 0)
                                         return NULL;
                         }
                         locations[k] = location_map[l];
@@ -1124,8 +1151,18 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                         if (keep_loc[l] == PROFILE_NONE) {
                                 const ProfileLocation *ol = &d->locations[l];
 
+                                uint32_t into = PROFILE_NONE;
+
+                                /* What it was inlined into came right before it in the
+                                 * stack, and was kept (an inlined call is never
+                                 * unresolved): its copy. */
+                                if (ol->inlined_into != PROFILE_NONE) {
+                                        into = keep_loc[ol->inlined_into];
+                                        if (into == PROFILE_NONE)
+                                                return -EINVAL;
+                                }
                                 r = profile_data_intern_location_full(p, ol->address, ol->mapping, frames[k],
-                                                                      ol->line, &keep_loc[l]);
+                                                                      ol->line, into, &keep_loc[l]);
                                 if (r < 0)
                                         return r;
                         }

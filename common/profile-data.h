@@ -20,7 +20,7 @@ typedef enum FrameKind {
 typedef struct Frame {
         char *name; /* "function", or "[module]" / "[unknown]" when unresolved */
         char *module; /* basename of the ELF file ("libc.so.6"), "[kernel.kallsyms]", or NULL */
-        char *file; /* source file, NULL: unknown */
+        char *file; /* the function's source file ("/src/main.go"), or NULL when unknown */
         FrameKind kind;
 } Frame;
 
@@ -50,12 +50,18 @@ typedef struct ProfileMapping {
         char *symbols;
 } ProfileMapping;
 
-/* One sampled address: what pprof calls a Location. */
+/* One function at a sampled address: what pprof calls a Line of a
+ * Location. An address in code where calls were inlined has one location
+ * per function of the chain: the physical function's (inlined_into
+ * PROFILE_NONE), then each inlined call's, whose inlined_into is the
+ * location of the function it was inlined into. Stacks list them in that
+ * order, root first, so the chain is consecutive entries of a stack. */
 typedef struct ProfileLocation {
         uint64_t address; /* runtime address (in the process, or the kernel) */
         uint32_t mapping; /* index into mappings, or PROFILE_NONE */
         uint32_t frame; /* index into frames: the function it resolved to */
-        uint32_t line; /* source line, 0: unknown */
+        uint32_t line; /* source line in that function, 0 when unknown */
+        uint32_t inlined_into; /* PROFILE_NONE, or the location (same address) this call was inlined into */
 } ProfileLocation;
 
 typedef struct ProfileStack {
@@ -90,15 +96,15 @@ ProfileData *profile_data_new(void);
 ProfileData *profile_data_free(ProfileData *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProfileData *, profile_data_free);
 
-/* Returns the index of the frame (name, module, kind), adding it if new.
- * Strings (frame names, modules, comm, cmdline) are stored as valid UTF-8:
+/* Returns the index of the frame (name, module, file, kind), adding it if
+ * new; file is the function's source file, NULL when unknown. Strings
+ * (frame names, modules, files, comm, cmdline) are stored as valid UTF-8:
  * invalid bytes become U+FFFD, so every report format can carry them. */
-int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
-                              uint32_t *ret_index);
-/* The same with the function's source file (NULL: unknown): frames are
- * interned by (name, module, file, kind). */
 int profile_data_intern_frame_full(ProfileData *d, const char *name, const char *module, const char *file,
                                    FrameKind kind, uint32_t *ret_index);
+/* The same without a source file. */
+int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
+                              uint32_t *ret_index);
 /* Adds a process; returns its index. Processes are not deduplicated: the
  * caller keeps one index per process instance. */
 int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline,
@@ -118,17 +124,21 @@ int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const cha
 /* The same, replacing what was set (symbols that arrived later). */
 int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const char *symbols);
 
-/* Returns the index of the location (address, mapping, frame), adding it if new. */
+/* Returns the index of the location (address, mapping, frame, line,
+ * inlined_into), adding it if new. line: 0 when unknown; inlined_into:
+ * PROFILE_NONE, or for an inlined call the location of the function it was
+ * inlined into (an earlier location of the same address and mapping). */
+int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
+                                      uint32_t line, uint32_t inlined_into, uint32_t *ret_index);
+/* The same with no line and not inlined. */
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index);
-/* The same with a source line (0: unknown): interned by (address, mapping, frame, line). */
-int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
-                                      uint32_t line, uint32_t *ret_index);
 /* Sets the process's CPython status (profile-data keeps a copy). */
 int profile_data_process_set_python(ProfileData *d, uint32_t process, const char *status);
 /* Like profile_data_add_stack(), with the locations of the frames (parallel
  * to frames, may be NULL) and whether the stack was truncated; equal
- * (process, frames, locations) stacks are merged. */
+ * (process, frames, locations) stacks are merged. An inlined location must
+ * come right after the location it was inlined into (-EINVAL otherwise). */
 int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
                                 const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count);
 

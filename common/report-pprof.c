@@ -14,8 +14,15 @@
  * hash table that crafted symbol names could attack). Each ProfileMapping is
  * a Mapping, the main binary first (pprof's "File:"), the others in order;
  * each ProfileLocation a Location (id = index + 1) with one Line; each Frame a Function (id = index + 1; frames are already
- * unique by name, module and kind). Stacks without locations (read from
- * folded output) get one synthesized Location per frame, with address 0.
+ * unique by name, module, file and kind), its filename the frame's file.
+ * Inlined calls (ProfileLocation.inlined_into) are Lines of one Location,
+ * as pprof has them: the Location of the innermost call of a chain lists
+ * its function and line, then the function it was inlined into, and so on
+ * to the physical function; a sample lists that one Location for the
+ * chain's consecutive entries of a stack. Locations that are only the
+ * outer part of chains get no Location of their own. Stacks without
+ * locations (read from folded output) get one synthesized Location per
+ * frame, with address 0.
  * Kernel frames always sit in a "[kernel.kallsyms]" Mapping: the session's,
  * or a synthesized one when they have none. A Sample per stack lists its
  * locations leaf first, as pprof wants, and carries the labels pid, comm,
@@ -105,6 +112,7 @@ typedef struct PprofWriter {
         Perftools__Profiles__Line *lines;
         Perftools__Profiles__Line **line_ptrs;
         uint64_t *synthesized; /* per frame: the id of its synthesized location, or 0 */
+        size_t n_lines;
 
         Perftools__Profiles__Label *labels; /* pid and comm per process, then the shared ones */
         Perftools__Profiles__Label **label_ptrs; /* n_labels per process */
@@ -176,6 +184,9 @@ static int check_data(const ProfileData *d) {
 
                 if (l->frame >= d->n_frames || (l->mapping != PROFILE_NONE && l->mapping >= d->n_mappings))
                         return -EINVAL;
+                /* Chains go to earlier locations only: they end. */
+                if (l->inlined_into != PROFILE_NONE && l->inlined_into >= i)
+                        return -EINVAL;
         }
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
@@ -219,6 +230,9 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
         }
         for (size_t i = 0; i < d->n_frames; i++) {
                 r = string_table_add(t, d->frames[i].name);
+                if (r < 0)
+                        return r;
+                r = string_table_add(t, d->frames[i].file);
                 if (r < 0)
                         return r;
         }
@@ -389,6 +403,7 @@ static int build_functions(PprofWriter *w, const ProfileData *d, Perftools__Prof
                 fn->id = i + 1;
                 fn->name = string_index(&w->strings, d->frames[i].name);
                 fn->system_name = fn->name;
+                fn->filename = string_index(&w->strings, d->frames[i].file);
                 w->function_ptrs[i] = fn;
         }
         p->n_function = d->n_frames;
@@ -396,34 +411,76 @@ static int build_functions(PprofWriter *w, const ProfileData *d, Perftools__Prof
         return 0;
 }
 
-static void location_init(PprofWriter *w, size_t i, uint64_t mapping, uint64_t address, uint32_t frame) {
-        Perftools__Profiles__Location *l = w->locations + i;
-        Perftools__Profiles__Line *line = w->lines + i;
+/* Adds Location number k (id), with a Line per location of the chain from
+ * 'location' (innermost first); location PROFILE_NONE: one Line of frame. */
+static void location_init(PprofWriter *w, const ProfileData *d, size_t k, uint64_t id, uint64_t mapping,
+                          uint64_t address, uint32_t location, uint32_t frame) {
+        Perftools__Profiles__Location *l = w->locations + k;
+        size_t first = w->n_lines;
 
-        perftools__profiles__line__init(line);
-        line->function_id = (uint64_t) frame + 1;
-        w->line_ptrs[i] = line;
+        do {
+                Perftools__Profiles__Line *line = w->lines + w->n_lines;
+
+                perftools__profiles__line__init(line);
+                if (location != PROFILE_NONE) {
+                        line->function_id = (uint64_t) d->locations[location].frame + 1;
+                        line->line = d->locations[location].line;
+                        location = d->locations[location].inlined_into;
+                } else
+                        line->function_id = (uint64_t) frame + 1;
+                w->line_ptrs[w->n_lines++] = line;
+        } while (location != PROFILE_NONE);
 
         perftools__profiles__location__init(l);
-        l->id = i + 1;
+        l->id = id;
         l->mapping_id = mapping;
         l->address = address;
-        l->n_line = 1;
-        l->line = w->line_ptrs + i;
-        w->location_ptrs[i] = l;
+        l->n_line = w->n_lines - first;
+        l->line = w->line_ptrs + first;
+        w->location_ptrs[k] = l;
+}
+
+/* Where the run of a stack's locations that ends at position j (leafward)
+ * starts: the inlined calls of a chain, back to the physical function's. */
+static uint32_t chain_start(const ProfileData *d, const uint32_t *locations, uint32_t j) {
+        while (j > 0 && d->locations[locations[j]].inlined_into == locations[j - 1])
+                j--;
+        return j;
 }
 
 static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel_id,
                            Perftools__Profiles__Profile *p) {
-        size_t n = d->n_locations + d->n_frames, k = d->n_locations;
+        _cleanup_free_ uint8_t *role = NULL; /* per location: 1 an inner end of a chain, 2 inlined into */
+        size_t n = d->n_locations + d->n_frames, n_lines = d->n_frames, k = 0, n_synthesized = 0;
 
         if (n == 0)
                 return 0;
 
+        /* A location gets a pprof Location unless it is only ever the outer
+         * part of a chain whose inner end has the Location. */
+        role = calloc(MAX(d->n_locations, (size_t) 1), 1);
+        if (!role)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_locations; i++)
+                if (d->locations[i].inlined_into != PROFILE_NONE)
+                        role[d->locations[i].inlined_into] |= 2;
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                const ProfileStack *s = d->stacks + i;
+
+                if (!s->locations || s->count == 0)
+                        continue;
+                for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
+                        role[s->locations[j - 1]] |= 1;
+        }
+        for (size_t i = 0; i < d->n_locations; i++)
+                if (role[i] != 2)
+                        for (uint32_t l = (uint32_t) i; l != PROFILE_NONE; l = d->locations[l].inlined_into)
+                                n_lines++;
+
         w->locations = calloc(n, sizeof(Perftools__Profiles__Location));
         w->location_ptrs = calloc(n, sizeof(Perftools__Profiles__Location *));
-        w->lines = calloc(n, sizeof(Perftools__Profiles__Line));
-        w->line_ptrs = calloc(n, sizeof(Perftools__Profiles__Line *));
+        w->lines = calloc(n_lines, sizeof(Perftools__Profiles__Line));
+        w->line_ptrs = calloc(n_lines, sizeof(Perftools__Profiles__Line *));
         w->synthesized = calloc(MAX(d->n_frames, (size_t) 1), sizeof(uint64_t));
         if (!w->locations || !w->location_ptrs || !w->lines || !w->line_ptrs || !w->synthesized)
                 return -ENOMEM;
@@ -434,11 +491,13 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
                               : frame_is_kernel(d->frames + pl->frame) ? kernel_id
                                                                        : 0;
 
-                location_init(w, i, id, pl->address, pl->frame);
+                if (role[i] == 2)
+                        continue;
+                location_init(w, d, k++, i + 1, id, pl->address, (uint32_t) i, pl->frame);
         }
 
         /* One location per frame of the stacks without addresses, in the
-         * order they first occur. */
+         * order they first occur; their ids follow those of the locations. */
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
@@ -449,8 +508,9 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
 
                         if (w->synthesized[f] != 0)
                                 continue;
-                        location_init(w, k, frame_is_kernel(d->frames + f) ? kernel_id : 0, 0, f);
-                        w->synthesized[f] = ++k;
+                        w->synthesized[f] = d->n_locations + ++n_synthesized;
+                        location_init(w, d, k++, w->synthesized[f],
+                                      frame_is_kernel(d->frames + f) ? kernel_id : 0, 0, PROFILE_NONE, f);
                 }
         }
 
@@ -535,6 +595,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
                 Perftools__Profiles__Sample *sample = w->samples + k;
+                size_t m = 0;
 
                 if (s->count == 0)
                         continue;
@@ -545,16 +606,17 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
 
-                /* Leaf first: the reverse of the stack's order. */
-                sample->n_location_id = s->n_frames;
+                /* Leaf first: the reverse of the stack's order; a chain of
+                 * inlined calls is its innermost call's Location. */
                 sample->location_id = s->n_frames > 0 ? w->location_ids + id : NULL;
-                for (uint32_t j = 0; j < s->n_frames; j++) {
-                        uint32_t f = s->n_frames - 1 - j;
-
-                        sample->location_id[j] =
-                                s->locations ? (uint64_t) s->locations[f] + 1 : w->synthesized[s->frames[f]];
-                }
-                id += s->n_frames;
+                if (s->locations)
+                        for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
+                                sample->location_id[m++] = (uint64_t) s->locations[j - 1] + 1;
+                else
+                        for (uint32_t j = s->n_frames; j > 0; j--)
+                                sample->location_id[m++] = w->synthesized[s->frames[j - 1]];
+                sample->n_location_id = m;
+                id += m;
 
                 sample->n_label = w->n_labels;
                 sample->label = w->label_ptrs + s->process * w->n_labels;
@@ -907,11 +969,13 @@ static const char *basename_or_null(const char *file) {
 }
 
 /* Interns the frame of one line of a location (fn NULL: the location has no
- * function), and the ProfileLocation of it. */
+ * function), and the ProfileLocation of it: inlined into the location
+ * inlined_into (that of the next line), or PROFILE_NONE for the last line. */
 static int read_frame(PprofReader *rd, const Perftools__Profiles__Location *l, uint32_t mapping,
-                      const Perftools__Profiles__Function *fn, uint32_t *ret_frame, uint32_t *ret_location) {
+                      const Perftools__Profiles__Function *fn, int64_t line, uint32_t inlined_into,
+                      uint32_t *ret_frame, uint32_t *ret_location) {
         const Perftools__Profiles__Profile *p = rd->p;
-        const char *name = NULL, *file = NULL, *module;
+        const char *name = NULL, *file = NULL, *module, *source = NULL;
         bool kernel = false;
         char buf[256];
         FrameKind kind;
@@ -928,6 +992,9 @@ static int read_frame(PprofReader *rd, const Perftools__Profiles__Location *l, u
                 name = pprof_string(p, fn->name);
                 if (!*name)
                         name = pprof_string(p, fn->system_name);
+                source = pprof_string(p, fn->filename);
+                if (source && !*source)
+                        source = NULL;
         }
         if (!name || !*name) {
                 if (kernel)
@@ -948,12 +1015,12 @@ static int read_frame(PprofReader *rd, const Perftools__Profiles__Location *l, u
         else
                 kind = FRAME_USER;
 
-        r = profile_data_intern_frame(rd->d, name, module, kind, &frame);
+        r = profile_data_intern_frame_full(rd->d, name, module, source, kind, &frame);
         if (r < 0)
                 return r;
-        r = profile_data_intern_location(rd->d, l->address,
-                                         mapping != PROFILE_NONE ? rd->mapping_index[mapping] : PROFILE_NONE,
-                                         frame, ret_location);
+        r = profile_data_intern_location_full(
+                rd->d, l->address, mapping != PROFILE_NONE ? rd->mapping_index[mapping] : PROFILE_NONE,
+                frame, line > 0 && line <= UINT32_MAX ? (uint32_t) line : 0, inlined_into, ret_location);
         if (r < 0)
                 return r;
         *ret_frame = frame;
@@ -996,26 +1063,33 @@ static int read_locations(PprofReader *rd) {
                                 return -EBADMSG;
                 }
 
+                /* Lines innermost first: each inlined into the next, the
+                 * last the physical function's; interned outermost first. */
                 rd->loc_first[i] = (uint32_t) k;
                 rd->loc_n[i] = (uint32_t) MAX(l->n_line, (size_t) 1);
-                for (size_t j = 0; j < MAX(l->n_line, (size_t) 1); j++, k++) {
+                for (size_t j = MAX(l->n_line, (size_t) 1); j > 0; j--) {
                         const Perftools__Profiles__Function *fn = NULL;
+                        uint32_t outer = j < rd->loc_n[i] ? rd->loc_locations[k + j] : PROFILE_NONE;
+                        int64_t line = 0;
 
                         if (l->n_line > 0) {
-                                if (!l->line[j])
+                                if (!l->line[j - 1])
                                         return -EBADMSG;
-                                if (l->line[j]->function_id != 0) {
+                                line = l->line[j - 1]->line;
+                                if (l->line[j - 1]->function_id != 0) {
                                         uint32_t f = id_index_lookup(rd->functions, p->n_function,
-                                                                     l->line[j]->function_id);
+                                                                     l->line[j - 1]->function_id);
                                         if (f == PROFILE_NONE)
                                                 return -EBADMSG;
                                         fn = p->function[f];
                                 }
                         }
-                        r = read_frame(rd, l, mapping, fn, &rd->loc_frames[k], &rd->loc_locations[k]);
+                        r = read_frame(rd, l, mapping, fn, line, outer, &rd->loc_frames[k + j - 1],
+                                       &rd->loc_locations[k + j - 1]);
                         if (r < 0)
                                 return r;
                 }
+                k += rd->loc_n[i];
                 rd->locations[i] = (IdEntry){ .id = l->id, .index = (uint32_t) i };
         }
         return id_index_seal(rd->locations, p->n_location);

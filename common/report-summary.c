@@ -146,6 +146,8 @@ static int add_top_functions(cJSON *root, const ProfileData *d, uint64_t total) 
 
                 ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "name", fr->name));
                 ADD_OR_ENOMEM(add_string_or_null(o, "module", fr->module));
+                if (fr->file) /* only when known (Go's .gopclntab) */
+                        ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "file", fr->file));
                 ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "kind", frame_kind_to_string(fr->kind)));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "self", (double) top[i].self));
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "selfPercent", percent(top[i].self, total)));

@@ -38,6 +38,73 @@ TEST(intern) {
         ASSERT_EQ(frame(d, "bad\xff", "m\xfe", FRAME_USER), a);
 }
 
+TEST(intern_file_line_inline) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *one = NULL;
+        uint32_t a, b, c, m, l_a, l_a2, l_b, l_c, l_x, pid, stack[3];
+
+        ASSERT_NOT_NULL(d);
+        /* The file is part of a frame's identity; NULL is the old function's. */
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.goGamma", "app", "/src/main.go", FRAME_USER, &a));
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.goGamma", "app", "/src/main.go", FRAME_USER, &b));
+        ASSERT_EQ(a, b);
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.goGamma", "app", "/src/other.go", FRAME_USER, &b));
+        c = frame(d, "main.goGamma", "app", FRAME_USER);
+        ASSERT_TRUE(a != b && a != c && b != c);
+        ASSERT_STREQ(d->frames[a].file, "/src/main.go");
+        ASSERT_NULL(d->frames[c].file);
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.goGamma", "app", NULL, FRAME_USER, &b));
+        ASSERT_EQ(b, c);
+        ASSERT_OK(profile_data_intern_frame_full(d, "f", NULL, "bad\xff.go", FRAME_USER, &b));
+        ASSERT_STREQ(d->frames[b].file, "bad\xef\xbf\xbd.go");
+        ASSERT_OK(
+                profile_data_intern_frame_full(d, "main.gammaStep", "app", "/src/main.go", FRAME_USER, &b));
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.main", "app", "/src/main.go", FRAME_USER, &c));
+
+        /* Locations: the line is part of the key, an inlined call names the
+         * location (same address and mapping) it was inlined into. */
+        ASSERT_OK(profile_data_intern_mapping(d, "/bin/app", 0x400000, 0x500000, 0, NULL, false, &m));
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, a, 56, PROFILE_NONE, &l_a));
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, a, 56, PROFILE_NONE, &l_a2));
+        ASSERT_EQ(l_a, l_a2);
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, a, 57, PROFILE_NONE, &l_a2));
+        ASSERT_TRUE(l_a != l_a2);
+        ASSERT_OK(profile_data_intern_location(d, 0x401010, m, a, &l_x));
+        ASSERT_TRUE(l_x != l_a && l_x != l_a2);
+        ASSERT_EQ(d->locations[l_x].line, 0);
+        ASSERT_EQ(d->locations[l_x].inlined_into, PROFILE_NONE);
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, b, 31, l_a, &l_b));
+        ASSERT_EQ(d->locations[l_b].inlined_into, l_a);
+        ASSERT_EQ(d->locations[l_b].line, 31);
+        ASSERT_ERROR(profile_data_intern_location_full(d, 0x401011, m, b, 31, l_a, &l_x), EINVAL);
+        ASSERT_ERROR(profile_data_intern_location_full(d, 0x401010, PROFILE_NONE, b, 31, l_a, &l_x), EINVAL);
+        ASSERT_ERROR(profile_data_intern_location_full(d, 0x401010, m, b, 31, 9999, &l_x), EINVAL);
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401100, m, c, 70, PROFILE_NONE, &l_c));
+
+        /* Stacks: the inlined call right after what it was inlined into. */
+        pid = process(d, 1, "app");
+        ASSERT_OK(profile_data_add_stack_full(d, pid, (uint32_t[]){ c, a, b }, (uint32_t[]){ l_c, l_a, l_b },
+                                              3, false, 4));
+        ASSERT_ERROR(profile_data_add_stack_full(d, pid, (uint32_t[]){ c, b }, (uint32_t[]){ l_c, l_b }, 2,
+                                                 false, 1),
+                     EINVAL);
+        ASSERT_ERROR(profile_data_add_stack_full(d, pid, (uint32_t[]){ b, a }, (uint32_t[]){ l_b, l_a }, 2,
+                                                 false, 1),
+                     EINVAL);
+
+        /* A per-process copy keeps files, lines and the chain. */
+        one = profile_data_of_process(d, pid);
+        ASSERT_NOT_NULL(one);
+        ASSERT_EQ(one->n_stacks, 1);
+        memcpy(stack, one->stacks[0].locations, sizeof(stack));
+        ASSERT_STREQ(one->frames[one->stacks[0].frames[2]].name, "main.gammaStep");
+        ASSERT_STREQ(one->frames[one->stacks[0].frames[2]].file, "/src/main.go");
+        ASSERT_EQ(one->locations[stack[2]].line, 31);
+        ASSERT_EQ(one->locations[stack[2]].inlined_into, stack[1]);
+        ASSERT_EQ(one->locations[stack[1]].line, 56);
+        ASSERT_EQ(one->locations[stack[1]].inlined_into, PROFILE_NONE);
+        ASSERT_EQ(one->locations[stack[0]].line, 70);
+}
+
 TEST(intern_many) {
         _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
         char name[32];

@@ -526,6 +526,103 @@ TEST(round_trip) {
         profile_data_free(x.d);
 }
 
+/* A Go program: main.main (main.go:70) calls main.goGamma, into which
+ * main.gammaStep is inlined: at 0x401010 the chain is gammaStep (main.go:31)
+ * inlined into goGamma (main.go:56). A second stack ends in goGamma alone at
+ * another address. */
+TEST(write_inline) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new(), *back = NULL;
+        _cleanup_free_ uint8_t *gz = NULL;
+        const Perftools__Profiles__Location *l;
+        PbProfile *p;
+        const Perftools__Profiles__Function *fn;
+        uint32_t app, m, f_main, f_gamma, f_step, l_main, l_gamma, l_step, l_gamma2;
+        size_t size, n_chain = 0;
+
+        ASSERT_NOT_NULL(d);
+        app = process(d, 100, "app");
+        ASSERT_OK(
+                profile_data_intern_frame_full(d, "main.main", "app", "/src/main.go", FRAME_USER, &f_main));
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.goGamma", "app", "/src/main.go", FRAME_USER,
+                                                 &f_gamma));
+        ASSERT_OK(profile_data_intern_frame_full(d, "main.gammaStep", "app", "/src/main.go", FRAME_USER,
+                                                 &f_step));
+        m = mapping(d, "/usr/bin/app", 0x400000, 0x500000, NULL, false);
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401100, m, f_main, 70, PROFILE_NONE, &l_main));
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, f_gamma, 56, PROFILE_NONE, &l_gamma));
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401010, m, f_step, 31, l_gamma, &l_step));
+        ASSERT_OK(profile_data_intern_location_full(d, 0x401020, m, f_gamma, 58, PROFILE_NONE, &l_gamma2));
+        ASSERT_OK(profile_data_add_stack_full(d, app, (uint32_t[]){ f_main, f_gamma, f_step },
+                                              (uint32_t[]){ l_main, l_gamma, l_step }, 3, false, 7));
+        ASSERT_OK(profile_data_add_stack_full(d, app, (uint32_t[]){ f_main, f_gamma },
+                                              (uint32_t[]){ l_main, l_gamma2 }, 2, false, 2));
+
+        write_pprof(d, &test_info, &gz, &size);
+        p = decode(gz, size);
+        ASSERT_NOT_NULL(p);
+
+        /* Functions carry their file. */
+        fn = find_function(p, f_step + 1);
+        ASSERT_STREQ(str(p, fn->name), "main.gammaStep");
+        ASSERT_STREQ(str(p, fn->filename), "/src/main.go");
+
+        /* The chain is one Location with two Lines, innermost first; the
+         * physical function's part of it has no Location of its own. */
+        ASSERT_EQ(p->n_location, 3);
+        for (size_t i = 0; i < p->n_location; i++)
+                ASSERT_TRUE(p->location[i]->id != l_gamma + 1);
+        l = find_location(p, l_step + 1);
+        ASSERT_NOT_NULL(l);
+        ASSERT_EQ(l->address, 0x401010);
+        ASSERT_EQ(l->n_line, 2);
+        ASSERT_EQ(l->line[0]->function_id, f_step + 1);
+        ASSERT_EQ(l->line[0]->line, 31);
+        ASSERT_EQ(l->line[1]->function_id, f_gamma + 1);
+        ASSERT_EQ(l->line[1]->line, 56);
+        l = find_location(p, l_main + 1);
+        ASSERT_EQ(l->n_line, 1);
+        ASSERT_EQ(l->line[0]->line, 70);
+
+        /* Samples: leaf first, the chain's Location once. */
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Sample *s = p->sample[i];
+
+                if (s->value[0] == 7) {
+                        ASSERT_EQ(s->n_location_id, 2);
+                        ASSERT_EQ(s->location_id[0], l_step + 1);
+                        ASSERT_EQ(s->location_id[1], l_main + 1);
+                        n_chain++;
+                } else {
+                        ASSERT_EQ(s->n_location_id, 2);
+                        ASSERT_EQ(s->location_id[0], l_gamma2 + 1);
+                }
+        }
+        ASSERT_EQ(n_chain, 1);
+        perftools__profiles__profile__free_unpacked(p, NULL);
+
+        /* Read back: the same frames, files, lines and chain. */
+        ASSERT_OK(report_read_pprof(gz, size, &back));
+        ASSERT_EQ(back->n_stacks, 2);
+        for (size_t i = 0; i < back->n_stacks; i++) {
+                const ProfileStack *s = back->stacks + i;
+                const ProfileLocation *loc;
+
+                if (s->count != 7)
+                        continue;
+                ASSERT_EQ(s->n_frames, 3);
+                ASSERT_STREQ(back->frames[s->frames[0]].name, "main.main");
+                ASSERT_STREQ(back->frames[s->frames[1]].name, "main.goGamma");
+                ASSERT_STREQ(back->frames[s->frames[2]].name, "main.gammaStep");
+                ASSERT_STREQ(back->frames[s->frames[2]].file, "/src/main.go");
+                loc = back->locations + s->locations[2];
+                ASSERT_EQ(loc->line, 31);
+                ASSERT_EQ(loc->inlined_into, s->locations[1]);
+                ASSERT_EQ(back->locations[s->locations[1]].line, 56);
+                ASSERT_EQ(back->locations[s->locations[1]].inlined_into, PROFILE_NONE);
+                ASSERT_EQ(back->locations[s->locations[1]].address, 0x401010);
+        }
+}
+
 /* ---- Malformed input ---------------------------------------------------- */
 
 /* A small valid profile built with the generated code, to break one field at a time. */

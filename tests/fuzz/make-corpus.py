@@ -9,7 +9,13 @@ for libFuzzer's -seed_inputs=@LIST (which reads seeds without writing new
 inputs into the build tree).
 
 make-corpus.py --minidebuginfo LIST DIR ELF...: the same for
-fuzz-minidebuginfo, each file whole and its .gnu_debugdata as it is."""
+fuzz-minidebuginfo, each file whole and its .gnu_debugdata as it is.
+
+make-corpus.py --gopclntab LIST DIR ELF...: the same for fuzz-gopclntab,
+each Go binary whole, its .go.buildinfo, and its .gopclntab in the
+fuzzer's raw form: the table's address, go:func.*'s address (from the
+.symtab of an unstripped binary, 0 otherwise), .rodata's address (8 bytes
+little endian each), the table's size (4 bytes), the table, .rodata."""
 import os
 import shutil
 import struct
@@ -31,10 +37,46 @@ def sections(data):
         yield data[strtab[3] + name:end].decode(), stype, addr, data[offset:offset + size]
 
 
+def symbol(data, wanted):
+    """The value of the first .symtab symbol named one of wanted, or 0."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for _, stype, _, _, offset, size, link, _, _, entsize in headers:
+        if stype != 2 or not entsize:  # SHT_SYMTAB
+            continue
+        stroff = headers[link][4]
+        for k in range(size // entsize):
+            name, _, _, _, value, _ = struct.unpack_from("<IBBHQQ", data, offset + k * entsize)
+            end = data.index(b"\0", stroff + name)
+            if data[stroff + name:end].decode(errors="replace") in wanted:
+                return value
+    return 0
+
+
+def gopclntab_seeds(outdir, base, data, seeds):
+    found = {name: (addr, contents) for name, _, addr, contents in sections(data)}
+    if ".gopclntab" not in found or ".rodata" not in found:
+        return
+    table_addr, table = found[".gopclntab"]
+    rodata_addr, rodata = found[".rodata"]
+    gofunc = symbol(data, ("go.func.*", "go:func.*"))
+    seed = os.path.join(outdir, "raw-" + base + ".gopclntab")
+    with open(seed, "wb") as f:
+        f.write(struct.pack("<QQQI", table_addr, gofunc, rodata_addr, len(table)) + table + rodata)
+    seeds.append(seed)
+    if ".go.buildinfo" in found:
+        seed = os.path.join(outdir, "raw-" + base + ".go.buildinfo")
+        with open(seed, "wb") as f:
+            f.write(found[".go.buildinfo"][1])
+        seeds.append(seed)
+
+
 def main():
     args = sys.argv[1:]
     mini = args[:1] == ["--minidebuginfo"]
-    if mini:
+    go = args[:1] == ["--gopclntab"]
+    if mini or go:
         args = args[1:]
     listfile, outdir, inputs = args[0], args[1], args[2:]
     shutil.rmtree(outdir, ignore_errors=True)
@@ -47,6 +89,9 @@ def main():
         seed = os.path.join(outdir, "elf-" + base)
         shutil.copyfile(path, seed)
         seeds.append(seed)
+        if go:
+            gopclntab_seeds(outdir, base, data, seeds)
+            continue
         for name, stype, addr, contents in sections(data):
             if mini:
                 if name == ".gnu_debugdata" and contents:

@@ -67,7 +67,7 @@ def test_minidebuginfo_symbols():
             if x["kernel"]:
                 assert "symbols" not in x, x
             else:
-                assert x["symbols"] in ("symtab", "dynsym", "minidebuginfo", "debug file", "none"), x
+                assert x["symbols"] in ("symtab", "dynsym", "minidebuginfo", "debug file", "gopclntab", "none"), x
     finally:
         agent.cleanup()
         cg_mini.remove()

@@ -1,0 +1,3 @@
+module cgprof.test/goworkload
+
+go 1.19

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+
+// The Go test workload: like tests/workload.c, it spends its CPU time in
+// three functions in a 5:3:2 ratio, main.goAlpha, main.goBeta and
+// main.goGamma, called from main.main. Built stripped (-ldflags=-s -w), as
+// Go programs ship, its only symbols are its .gopclntab.
+//
+// main.gammaStep is small enough for the compiler to inline into
+// main.goGamma ("go build -gcflags=-m": "can inline gammaStep", "inlining
+// call to gammaStep"), so goGamma's samples fall in code whose inline tree
+// names gammaStep, at the line marked LINE:gammaStep, called from the line
+// marked LINE:gammaCall. test-gopclntab and test_go_symbols.py find those
+// lines by their markers.
+//
+// Usage: cgprof-go-workload [--seconds N]; prints "ready" once running.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Work units per round: 5:3:2, about a millisecond a round.
+const unit = 40000
+
+var sink uint64
+
+// keep makes the hot functions call something: a Go function that calls
+// nothing has no frame of its own (no frame pointer pushed), and a
+// frame-pointer walk from inside it skips its caller, as for C.
+//
+//go:noinline
+func keep(x uint64) uint64 {
+	return x
+}
+
+func gammaStep(x uint64) uint64 {
+	return (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29) // LINE:gammaStep
+}
+
+//go:noinline
+func goAlpha(n int) uint64 {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29) // LINE:goAlpha
+	}
+	return keep(x)
+}
+
+//go:noinline
+func goBeta(n int) uint64 {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29) // LINE:goBeta
+	}
+	return keep(x)
+}
+
+//go:noinline
+func goGamma(n int) uint64 {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = gammaStep(x) // LINE:gammaCall
+	}
+	return keep(x)
+}
+
+func main() {
+	seconds := flag.Float64("seconds", 5, "how long to run")
+	flag.Parse()
+
+	fmt.Println("ready")
+	os.Stdout.Sync()
+	end := time.Now().Add(time.Duration(*seconds * float64(time.Second)))
+	for time.Now().Before(end) {
+		sink += goAlpha(5 * unit) // LINE:alphaCall
+		sink += goBeta(3 * unit)
+		sink += goGamma(2 * unit)
+	}
+}
