@@ -951,6 +951,26 @@ static const char *file_symbols_source(const FileEntry *e) {
                 default:
                         return "none (debuginfod pending)";
                 }
+        /* A section that should have named the functions but was broken
+         * (truncated, wrong magic, a decompression bomb): say so. */
+        if (e && e->symtab && elf_symtab_gopclntab_error(e->symtab) < 0)
+                switch (source) {
+                case ELF_SYMBOLS_DYNSYM:
+                        return "dynsym (.gopclntab unusable)";
+                case ELF_SYMBOLS_NONE:
+                        return "none (.gopclntab unusable)";
+                default:
+                        break;
+                }
+        if (e && e->symtab && elf_symtab_minidebuginfo_error(e->symtab) < 0)
+                switch (source) {
+                case ELF_SYMBOLS_DYNSYM:
+                        return "dynsym (.gnu_debugdata unusable)";
+                case ELF_SYMBOLS_NONE:
+                        return "none (.gnu_debugdata unusable)";
+                default:
+                        break;
+                }
         return elf_symbols_source_to_string(source);
 }
 

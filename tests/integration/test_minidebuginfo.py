@@ -16,6 +16,8 @@ from cgproflib import (mapping_of, Agent, Cgroup, WORKLOAD, assert_shares, folde
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 MINI = os.environ.get("CGPROF_WORKLOAD_MINIDEBUGINFO",
                       os.path.join(BUILD, "tests", "cgprof-workload-minidebuginfo"))
+BOMB = os.environ.get("CGPROF_WORKLOAD_MINIDEBUGINFO_BOMB",
+                      os.path.join(BUILD, "tests", "cgprof-workload.minidebuginfo-bomb"))
 
 
 def test_minidebuginfo_symbols():
@@ -30,11 +32,13 @@ def test_minidebuginfo_symbols():
 
     cg_mini = Cgroup(f"cgprof-test-minidebuginfo-{os.getpid()}")
     cg_full = Cgroup(f"cgprof-test-symtab-{os.getpid()}")
+    cg_bomb = Cgroup(f"cgprof-test-bomb-{os.getpid()}")
     agent = Agent({
         "profiles": [profile(name="syms")],
         "targets": [
             {"name": "mini", "profileRef": "syms", "cgroupPatterns": [cg_mini.rel]},
             {"name": "full", "profileRef": "syms", "cgroupPatterns": [cg_full.rel]},
+            {"name": "bomb", "profileRef": "syms", "cgroupPatterns": [cg_bomb.rel]},
         ],
     })
     try:
@@ -42,9 +46,22 @@ def test_minidebuginfo_symbols():
         p = run_in_cgroup(cg_mini, [MINI, "--seconds", "3", "--name", "mini"])
         assert p.stdout.readline().decode().startswith("ready")
         q = workload(cg_full, 3, name="full")
-        assert p.wait(60) == 0 and q.wait(60) == 0
+        b = None
+        if os.access(BOMB, os.X_OK):
+            # A decompression bomb in .gnu_debugdata: the error is shown
+            # where the user looks, and .dynsym still names what it can.
+            b = run_in_cgroup(cg_bomb, [BOMB, "--seconds", "1", "--name", "bomb"])
+            assert b.stdout.readline().decode().startswith("ready")
+        assert p.wait(60) == 0 and q.wait(60) == 0 and (b is None or b.wait(60) == 0)
         cg_mini.remove()
         cg_full.remove()
+        cg_bomb.remove()
+
+        if b is not None:
+            r = agent.wait_summary(lambda s: s["cgroup"] == cg_bomb.rel)
+            m = mapping_of(r, BOMB)
+            log("bomb mapping:", m)
+            assert m["symbols"] == "dynsym (.gnu_debugdata unusable)", m
 
         r = agent.wait_summary(lambda s: s["cgroup"] == cg_mini.rel)
         m = mapping_of(r, MINI)
@@ -67,11 +84,13 @@ def test_minidebuginfo_symbols():
             if x["kernel"]:
                 assert "symbols" not in x, x
             else:
-                assert x["symbols"] in ("symtab", "dynsym", "minidebuginfo", "debug file", "gopclntab", "none"), x
+                assert x["symbols"] in ("symtab", "dynsym", "minidebuginfo", "debug file", "gopclntab", "none",
+                                        "debuginfod"), x
     finally:
         agent.cleanup()
         cg_mini.remove()
         cg_full.remove()
+        cg_bomb.remove()
 
 
 if __name__ == "__main__":
