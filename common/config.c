@@ -380,14 +380,19 @@ static int array_check(const cJSON *j, const char *path, bool allow_empty, char 
         return 0;
 }
 
-/* A non-empty array of non-empty strings, as a strv. */
-static int dispatch_strv(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+/* Checks one string of a list (l: the n strings before it); returns why
+ * it is refused (printf format of one %s: the string), or NULL. */
+typedef const char *(*StrvCheck)(const char *s, char *const *l, size_t n);
+
+/* An array of strings, each passing check, as a strv in the field. */
+static int parse_strv(const cJSON *j, const char *path, void *base, const JsonField *f, bool allow_empty,
+                      StrvCheck check, char **error) {
         _cleanup_strv_free_ char **l = NULL;
         const cJSON *i;
         size_t n = 0;
         int r;
 
-        r = array_check(j, path, /* allow_empty= */ false, error);
+        r = array_check(j, path, allow_empty, error);
         if (r < 0)
                 return r;
 
@@ -397,11 +402,12 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = path_index(path, n);
+                const char *why;
 
                 if (!p)
                         return -ENOMEM;
-                if (cJSON_IsString(i) && i->valuestring[0] == '\0')
-                        return fail(error, p, "must not be empty");
+                if (cJSON_IsString(i) && (why = check(i->valuestring, l, n)))
+                        return fail(error, p, why, i->valuestring);
                 r = string_dup(i, p, &l[n], error);
                 if (r < 0)
                         return r;
@@ -411,6 +417,15 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
         strv_free(*(char ***) FIELD(base, f));
         *(char ***) FIELD(base, f) = TAKE_PTR(l);
         return 0;
+}
+
+static const char *check_not_empty(const char *s, char *const *l, size_t n) {
+        return s[0] == '\0' ? "must not be empty" : NULL;
+}
+
+/* A non-empty array of non-empty strings, as a strv. */
+static int dispatch_strv(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        return parse_strv(j, path, base, f, /* allow_empty= */ false, check_not_empty, error);
 }
 
 /* An array of POSIX extended regexes, compiled. */
@@ -1086,48 +1101,25 @@ static const char *debuginfod_url_invalid_reason(const char *url) {
         return NULL;
 }
 
+static const char *check_debuginfod_url(const char *s, char *const *l, size_t n) {
+        const char *why;
+
+        if (strlen(s) > CONFIG_DEBUGINFOD_URL_LENGTH_MAX)
+                return "longer than 1024 characters"; /* CONFIG_DEBUGINFOD_URL_LENGTH_MAX */
+        why = debuginfod_url_invalid_reason(s);
+        if (why)
+                return why;
+        for (size_t k = 0; k < n; k++)
+                if (streq(l[k], s))
+                        return "duplicate URL \"%s\"";
+        return NULL;
+}
+
 static int dispatch_debuginfod_urls(const cJSON *j, const char *path, void *base, const JsonField *f,
                                     char **error) {
-        _cleanup_strv_free_ char **l = NULL;
-        const cJSON *i;
-        size_t n = 0;
-        int r;
-
-        r = array_check(j, path, /* allow_empty= */ true, error);
-        if (r < 0)
-                return r;
-        if (cJSON_GetArraySize(j) > CONFIG_DEBUGINFOD_URLS_MAX)
+        if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_DEBUGINFOD_URLS_MAX)
                 return fail(error, path, "at most %d servers", CONFIG_DEBUGINFOD_URLS_MAX);
-
-        l = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-
-        cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
-                const char *why;
-
-                if (!p)
-                        return -ENOMEM;
-                if (!cJSON_IsString(i))
-                        return fail(error, p, "must be a string");
-                if (strlen(i->valuestring) > CONFIG_DEBUGINFOD_URL_LENGTH_MAX)
-                        return fail(error, p, "longer than %d characters", CONFIG_DEBUGINFOD_URL_LENGTH_MAX);
-                why = debuginfod_url_invalid_reason(i->valuestring);
-                if (why)
-                        return fail(error, p, "%s", why);
-                for (size_t k = 0; k < n; k++)
-                        if (streq(l[k], i->valuestring))
-                                return fail(error, p, "duplicate URL \"%s\"", i->valuestring);
-                l[n] = strdup(i->valuestring);
-                if (!l[n])
-                        return -ENOMEM;
-                n++;
-        }
-
-        strv_free(*(char ***) FIELD(base, f));
-        *(char ***) FIELD(base, f) = TAKE_PTR(l);
-        return 0;
+        return parse_strv(j, path, base, f, /* allow_empty= */ true, check_debuginfod_url, error);
 }
 
 /* ---- the document ----------------------------------------------------------------------------- */

@@ -45,7 +45,7 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_UNWIND_TABLE_ROWS_MAX (UINT64_C(1) << 23) /* 64 MiB */
 /* debuginfodUrls: at most this many servers, each URL at most this long. */
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
-#define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024
+#define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
 
 typedef enum ReportFormat {
         REPORT_FORMAT_FOLDED, /* profile.folded */

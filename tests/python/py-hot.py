@@ -4,7 +4,9 @@ time is in a 5:3:2 ratio, under a fixed call chain
 <module> -> main -> work_cycle -> hot_alpha/hot_beta/hot_gamma.
 
 py-hot.py [--seconds S] [--threads]: runs for S seconds of CPU time; prints
-"ready <pid>" once started. --threads: three threads each running one hot
+"ready <pid>" once started. py-hot.py --iterations N (bench/overhead's Python
+rows): N work cycles, then "elapsed E cpu C" in seconds, as
+cgprof-bench-work prints. --threads: three threads each running one hot
 function (thread_alpha -> hot_alpha, ...), and a fourth hashing a large
 buffer with hashlib (the GIL released in OpenSSL's C code) under
 thread_hash -> hash_loop."""
@@ -73,18 +75,28 @@ def thread_hash(end):
 
 
 def main():
-    seconds, threads = 5.0, False
+    seconds, threads, iterations = 5.0, False, None
     args = sys.argv[1:]
     while args:
         if args[0] == "--seconds" and len(args) > 1:
             seconds = float(args[1])
             args = args[2:]
+        elif args[0] == "--iterations" and len(args) > 1:
+            iterations = int(args[1])
+            args = args[2:]
         elif args[0] == "--threads":
             threads = True
             args = args[1:]
         else:
-            print(f"usage: {sys.argv[0]} [--seconds S] [--threads]", file=sys.stderr)
+            print(f"usage: {sys.argv[0]} [--seconds S] [--threads] | --iterations N", file=sys.stderr)
             sys.exit(2)
+    if iterations is not None:
+        t0, c0 = time.monotonic(), time.process_time()
+        acc = 0
+        for _ in range(iterations):
+            acc ^= work_cycle()
+        print(f"elapsed {time.monotonic() - t0:.6f} cpu {time.process_time() - c0:.6f}", flush=True)
+        return 0 if acc >= 0 else 1
     print(f"ready {os.getpid()}", flush=True)
     if threads:
         end = time.monotonic() + seconds
