@@ -147,7 +147,6 @@ static int read_nspid(const JitMaps *j, pid_t *ret) {
 static int open_in_tmp(const JitMaps *j, const char *name) {
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int root_fd = -EBADF, tmp_fd = -EBADF, fd = -EBADF;
-        struct stat st;
 
         if (asprintf(&root, "%s/%d/root", j->proc_root, (int) j->pid) < 0)
                 return -ENOMEM;
@@ -160,11 +159,7 @@ static int open_in_tmp(const JitMaps *j, const char *name) {
         fd = openat(tmp_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
-                return -EBADFD;
-        return TAKE_FD(fd);
+        return fd_take_regular(TAKE_FD(fd));
 }
 
 static int source_adopt(JitMaps *j, JitSourceKind k, int fd, const char *path) {

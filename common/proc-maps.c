@@ -54,7 +54,6 @@ int proc_maps_parse_line(char *line, ProcMapsEntry *ret) {
 
 int open_regular_at(int dirfd, const char *path, bool in_root) {
         _cleanup_close_ int fd = -EBADF;
-        struct stat st;
 
         if (in_root) {
                 /* Resolve absolute symlinks and ".." inside the process's
@@ -75,11 +74,18 @@ int open_regular_at(int dirfd, const char *path, bool in_root) {
                 return negative_errno();
 
         /* Never a FIFO or a device, whatever a container put there. */
-        if (fstat(fd, &st) < 0)
+        return fd_take_regular(TAKE_FD(fd));
+}
+
+int fd_take_regular(int fd) {
+        _cleanup_close_ int owned = fd;
+        struct stat st;
+
+        if (fstat(owned, &st) < 0)
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EBADFD;
-        return TAKE_FD(fd);
+        return TAKE_FD(owned);
 }
 
 int proc_open_in_root(const char *proc_root, pid_t pid, const char *path) {

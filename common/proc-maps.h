@@ -40,6 +40,10 @@ int proc_maps_parse_line(char *line, ProcMapsEntry *ret);
  * but the inode does not). Regular files only. */
 int proc_maps_open_file(const char *proc_root, pid_t pid, const ProcMapsEntry *e);
 
+/* Takes fd if it is a regular file (returns it), else closes it and
+ * returns -EBADFD (a FIFO, a device, a directory) or the fstat() error. */
+int fd_take_regular(int fd);
+
 /* Opens a regular file (never a FIFO or a device) for reading; in_root:
  * path is resolved with dirfd as the root directory (openat2
  * RESOLVE_IN_ROOT), so a container's symlinks stay in the container. */
