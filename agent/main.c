@@ -122,9 +122,9 @@ static int parse_argv(int argc, char *argv[]) {
                         char *end;
                         unsigned long v = strtoul(optarg, &end, 10);
                         if (*end || end == optarg || v == 0 || v > 86400000)
-                                return log_error_errno(EINVAL, "--%s: not a positive number: '%s'.",
-                                                       c == ARG_KUBE_IDLE ? "kube-watch-idle" : "kube-backoff-max",
-                                                       optarg);
+                                return log_error_errno(
+                                        EINVAL, "--%s: not a positive number: '%s'.",
+                                        c == ARG_KUBE_IDLE ? "kube-watch-idle" : "kube-backoff-max", optarg);
                         if (c == ARG_KUBE_IDLE)
                                 arg_kube_idle_sec = (unsigned) v;
                         else
@@ -188,7 +188,11 @@ static int check_config(void) {
 
         r = config_load_file(arg_config, &c, &error);
         if (r < 0) {
-                fprintf(stderr, "%s: %s\n", arg_config, error ?: strerror(-r));
+                /* Read errors already start with the path; validation errors with the key path. */
+                if (error && strncmp(error, arg_config, strlen(arg_config)) == 0)
+                        fprintf(stderr, "%s\n", error);
+                else
+                        fprintf(stderr, "%s: %s\n", arg_config, error ?: strerror(-r));
                 return r;
         }
         printf("%s: ok\n", arg_config);

@@ -428,6 +428,65 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
         return parse_strv(j, path, base, f, /* allow_empty= */ false, check_not_empty, error);
 }
 
+/* Bounds on a pattern, checked before regcomp(): glibc's compiler and
+ * matcher are exponential in the worst case (a 5,000-deep nested
+ * alternation takes 0.7 s and 210 MB to compile; a backreference 0.4 s a
+ * match), and a reload compiles them on the event loop. */
+#define PATTERN_LENGTH_MAX 1024
+#define PATTERN_NESTING_MAX 32
+
+/* Why a pattern is refused before compiling it, or NULL. */
+static const char *pattern_too_complex(const char *s) {
+        unsigned depth = 0, max_depth = 0;
+
+        if (strlen(s) > PATTERN_LENGTH_MAX)
+                return "longer than 1024 characters";
+        for (const char *p = s; *p; p++)
+                switch (*p) {
+                case '\\':
+                        if (p[1] >= '1' && p[1] <= '9')
+                                return "has a backreference (\\1 ... \\9), which can take seconds per match";
+                        if (p[1])
+                                p++;
+                        break;
+                case '[': {
+                        /* A bracket expression: no groups or escapes inside;
+                         * a ']' first is literal; [:class:], [=e=], [.c.] end
+                         * with their own ':]', '=]', '.]'. */
+                        const char *q = p + 1;
+                        if (*q == '^')
+                                q++;
+                        if (*q == ']')
+                                q++;
+                        while (*q && *q != ']') {
+                                if (*q == '[' && (q[1] == ':' || q[1] == '=' || q[1] == '.')) {
+                                        char c = q[1];
+                                        for (q += 2; *q && !(q[0] == c && q[1] == ']'); q++)
+                                                ;
+                                        if (*q)
+                                                q += 2;
+                                        continue;
+                                }
+                                q++;
+                        }
+                        if (!*q)
+                                return NULL; /* unterminated: regcomp() says so */
+                        p = q;
+                        break;
+                }
+                case '(':
+                        max_depth = MAX(max_depth, ++depth);
+                        break;
+                case ')':
+                        if (depth > 0)
+                                depth--;
+                        break;
+                }
+        if (max_depth > PATTERN_NESTING_MAX)
+                return "groups nested deeper than 32 levels";
+        return NULL;
+}
+
 /* An array of POSIX extended regexes, compiled. */
 static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pattern **ret, size_t *ret_n,
                           char **error) {
@@ -455,6 +514,12 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
                 }
                 if (!cJSON_IsString(i)) {
                         r = fail(error, p, "must be a string");
+                        goto fail;
+                }
+
+                const char *why = pattern_too_complex(i->valuestring);
+                if (why) {
+                        r = fail(error, p, "regular expression %s", why);
                         goto fail;
                 }
 
@@ -1317,6 +1382,31 @@ int config_parse_namespaced(const cJSON *spec, const char *path, const Config *c
         return r;
 }
 
+/* Where the JSON text first nests deeper than cJSON parses (its
+ * CJSON_NESTING_LIMIT), outside strings; NULL when it does not. */
+static const char *json_too_deep(const char *json) {
+        unsigned depth = 0;
+        bool string = false;
+
+        for (const char *p = json; *p; p++) {
+                if (string) {
+                        if (*p == '\\' && p[1])
+                                p++;
+                        else if (*p == '"')
+                                string = false;
+                        continue;
+                }
+                if (*p == '"')
+                        string = true;
+                else if (*p == '[' || *p == '{') {
+                        if (++depth > CJSON_NESTING_LIMIT)
+                                return p;
+                } else if ((*p == ']' || *p == '}') && depth > 0)
+                        depth--;
+        }
+        return NULL;
+}
+
 int config_parse(const char *json, Config **ret, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         _cleanup_(cJSON_Deletep) cJSON *root = NULL;
@@ -1333,7 +1423,13 @@ int config_parse(const char *json, Config **ret, char **ret_error) {
 
         root = cJSON_ParseWithOpts(json, &end, /* require_null_terminated= */ true);
         if (!root) {
-                r = fail(&error, "", "not valid JSON near line %u", line_of(json, end ?: json));
+                const char *deep = json_too_deep(json);
+                if (deep)
+                        r = fail(&error, "",
+                                 "nested deeper than %d levels (arrays and objects) near line %u",
+                                 CJSON_NESTING_LIMIT, line_of(json, deep));
+                else
+                        r = fail(&error, "", "not valid JSON near line %u", line_of(json, end ?: json));
                 goto finish;
         }
 
@@ -1390,6 +1486,14 @@ int config_load_file(const char *path, Config **ret, char **ret_error) {
                         return -ENOMEM;
                 }
                 return -EINVAL;
+        }
+        if (r == -EFBIG) {
+                if (ret_error && asprintf(ret_error, "%s: larger than %u MiB, the most a config file may be",
+                                          path, CONFIG_FILE_MAX / 1024U / 1024U) < 0) {
+                        *ret_error = NULL;
+                        return -ENOMEM;
+                }
+                return r;
         }
         if (r < 0) {
                 if (ret_error && asprintf(ret_error, "%s: %s", path, strerror(-r)) < 0) {

@@ -718,6 +718,32 @@ TEST(profile_patterns) {
         check_profile_fail("\"includePatterns\": \".*\"", "profiles[1].includePatterns: must be an array");
         check_profile_fail("\"includePatterns\": [1]", "profiles[1].includePatterns[0]: must be a string");
         check_profile_fail("\"excludePatterns\": {}", "profiles[1].excludePatterns: must be an array");
+
+        /* Patterns too costly to compile or match are refused before regcomp(). */
+        _cleanup_free_ char *deep = NULL, *doc = NULL, *lengthy = NULL;
+        deep = malloc(2 * 40 + 2);
+        ASSERT_NOT_NULL(deep);
+        memset(deep, '(', 40);
+        deep[40] = 'a';
+        memset(deep + 41, ')', 40);
+        deep[81] = 0;
+        ASSERT_TRUE(asprintf(&doc, "\"includePatterns\": [\"%s\"]", deep) > 0);
+        check_profile_fail(
+                doc,
+                "profiles[1].includePatterns[0]: regular expression groups nested deeper than 32 levels");
+        check_profile_fail("\"includePatterns\": [\"(a+)\\\\1\"]",
+                           "profiles[1].includePatterns[0]: regular expression has a backreference");
+        lengthy = malloc(1100);
+        ASSERT_NOT_NULL(lengthy);
+        memset(lengthy, 'a', 1099);
+        lengthy[1099] = 0;
+        free(TAKE_PTR(doc));
+        ASSERT_TRUE(asprintf(&doc, "\"includePatterns\": [\"%s\"]", lengthy) > 0);
+        check_profile_fail(doc,
+                           "profiles[1].includePatterns[0]: regular expression longer than 1024 characters");
+        /* ... but brackets, classes and escaped parentheses are no groups. */
+        c = parse_profile_ok("\"includePatterns\": [\"[(][[:alpha:]]\\\\(x\\\\)[]]\"]");
+        config_free(c);
 }
 
 TEST(process_wanted) {
@@ -1018,8 +1044,32 @@ TEST(load_file_too_large) {
 
         ASSERT_ERROR(config_load_file(path, &c, &err), EFBIG);
         ASSERT_TRUE(startswith(err, path));
+        ASSERT_TRUE(strstr(err, ": larger than 4 MiB, the most a config file may be") != NULL);
         free(err);
         unlink(path);
+}
+
+TEST(too_deep) {
+        /* Valid JSON, only nested deeper than cJSON parses: say so, not "not valid". */
+        size_t n = 100000;
+        _cleanup_free_ char *doc = malloc(2 * n + 1);
+        _cleanup_free_ char *err = NULL;
+        Config *c = NULL;
+
+        ASSERT_NOT_NULL(doc);
+        memset(doc, '[', n);
+        memset(doc + n, ']', n);
+        doc[2 * n] = 0;
+        ASSERT_ERROR(config_parse(doc, &c, &err), EINVAL);
+        ASSERT_STREQ(err, "$: nested deeper than 1000 levels (arrays and objects) near line 1");
+        free(TAKE_PTR(err));
+        /* Brackets in strings do not count. */
+        memset(doc, ' ', 2 * n);
+        memcpy(doc, "{\"x\": \"[[[[[[[[\"", 16);
+        doc[2 * n - 1] = '}';
+        ASSERT_ERROR(config_parse(doc, &c, &err), EINVAL);
+        ASSERT_TRUE(strstr(err, "nested deeper") == NULL);
+        ASSERT_NULL(c);
 }
 
 TEST(error_optional) {
