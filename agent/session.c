@@ -710,6 +710,24 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
         return 0;
 }
 
+/* /proc/PID/comm: the name as the kernel has it, which may hold a newline
+ * (prctl(PR_SET_NAME) takes any bytes): only the file's last newline is cut. */
+static int read_comm_file(const char *path, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int r;
+
+        r = read_full_file_max(AT_FDCWD, path, 64, &buf, &n);
+        if (r < 0)
+                return r;
+        if (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = 0;
+        if (n == 0 || memchr(buf, 0, n))
+                return -EBADMSG;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
 static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, uint32_t *ret_frame,
                          uint32_t *ret_location) {
         Manager *m = s->manager;
@@ -858,7 +876,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         if (sp->comm_checked != s->manager->drain_seq && !sp->superseded) {
                 _cleanup_free_ char *path = NULL, *comm = NULL;
                 sp->comm_checked = s->manager->drain_seq;
-                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_one_line_file(path, &comm) >= 0 &&
+                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_comm_file(path, &comm) >= 0 &&
                     !streq_ptr(comm, sp->comm)) {
                         free(sp->comm);
                         sp->comm = TAKE_PTR(comm);
@@ -1049,13 +1067,42 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         };
 
         if (session_output(s) && template_is_per_process(session_output(s))) {
-                for (size_t i = 0; i < s->data->n_processes && r >= 0; i++) {
+                /* One report per directory the template names: processes
+                 * that name the same one (the same name and PID, a program
+                 * before and after exec(); or a template without
+                 * {PROCESS_ID}) share it, never overwrite each other. */
+                size_t n_procs = s->data->n_processes;
+                _cleanup_free_ char **rels = calloc(MAX(n_procs, (size_t) 1), sizeof(char *));
+                _cleanup_free_ uint32_t *group = calloc(MAX(n_procs, (size_t) 1), sizeof(uint32_t));
+                _cleanup_free_ bool *written = calloc(MAX(n_procs, (size_t) 1), sizeof(bool));
+                if (!rels || !group || !written)
+                        r = -ENOMEM;
+                for (size_t i = 0; i < n_procs && r >= 0; i++) {
+                        const ProfileProcess *pp = &s->data->processes[i];
+                        _cleanup_free_ char *pid = NULL;
+                        if (pp->samples == 0)
+                                continue;
+                        if (asprintf(&pid, "%d", (int) pp->pid) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        vars.process_name = pp->comm;
+                        vars.process_id = pid;
+                        r = template_expand(session_output(s), &vars, &rels[i]);
+                }
+                for (size_t i = 0; i < n_procs && r >= 0; i++) {
                         const ProfileProcess *pp = &s->data->processes[i];
                         _cleanup_(profile_data_freep) ProfileData *one = NULL;
                         _cleanup_free_ char *dir = NULL, *pid = NULL;
-                        if (pp->samples == 0)
-                                continue;
-                        one = profile_data_of_process(s->data, (uint32_t) i);
+                        size_t n_group = 0;
+                        if (!rels[i] || written[i])
+                                continue; /* no samples, or written with an earlier one */
+                        for (size_t k = i; k < n_procs; k++)
+                                if (rels[k] && !written[k] && streq(rels[k], rels[i])) {
+                                        group[n_group++] = (uint32_t) k;
+                                        written[k] = true;
+                                }
+                        one = profile_data_of_processes(s->data, group, n_group);
                         if (!one || asprintf(&pid, "%d", (int) pp->pid) < 0) {
                                 r = -ENOMEM;
                                 break;
@@ -1071,6 +1118,8 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                                 dirs = n;
                         }
                 }
+                for (size_t i = 0; rels && i < n_procs; i++)
+                        free(rels[i]);
         } else
                 r = write_report(s, s->data, &vars, &info, &dirs);
 

@@ -876,12 +876,19 @@ int profile_data_top_functions(const ProfileData *d, size_t max, TopFunction **r
 }
 
 ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
-        _cleanup_(profile_data_freep) ProfileData *p = NULL;
-        _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL;
-        uint32_t idx;
+        return profile_data_of_processes(d, &process, 1);
+}
 
-        if (!d || process >= d->n_processes)
+ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+        _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
+                                *process_map = NULL;
+
+        if (!d || !processes || n == 0)
                 return NULL;
+        for (size_t k = 0; k < n; k++)
+                if (processes[k] >= d->n_processes)
+                        return NULL;
         p = profile_data_new();
         frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         mapping_map = malloc(MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
@@ -892,16 +899,26 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
         memset(mapping_map, 0xff, MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
         memset(location_map, 0xff, MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
 
-        const ProfileProcess *pp = &d->processes[process];
-        if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx) < 0 ||
-            profile_data_process_set_python(p, idx, pp->python) < 0)
+        process_map = malloc(d->n_processes * sizeof(uint32_t));
+        if (!process_map)
                 return NULL;
+        memset(process_map, 0xff, d->n_processes * sizeof(uint32_t));
+        for (size_t k = 0; k < n; k++) {
+                const ProfileProcess *pp = &d->processes[processes[k]];
+                if (process_map[processes[k]] != PROFILE_NONE)
+                        continue; /* listed twice */
+                if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &process_map[processes[k]]) <
+                            0 ||
+                    profile_data_process_set_python(p, process_map[processes[k]], pp->python) < 0)
+                        return NULL;
+        }
 
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *st = &d->stacks[i];
                 _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
+                uint32_t idx = process_map[st->process];
 
-                if (st->process != process)
+                if (idx == PROFILE_NONE)
                         continue;
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;

@@ -188,6 +188,9 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
 /* A new ProfileData with only the stacks (and their frames, mappings,
  * locations) of one process, for per-process reports. NULL on OOM/EINVAL. */
 ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process);
+/* The same for several processes (indices into d->processes) in one
+ * report: each keeps its own entry in processes[]. */
+ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n);
 
 /* A function with its self (leaf) and total (inclusive, counted once per
  * stack) samples, sorted by self samples, descending, ties by name.

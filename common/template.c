@@ -16,7 +16,8 @@
  *     are copied to other systems where it is a separator);
  *   - control characters (< 0x20, 0x7f, and the C1 range U+0080..U+009F)
  *     become '_';
- *   - every byte that is not part of a valid UTF-8 sequence becomes '_';
+ *   - every byte that is not part of a valid UTF-8 sequence becomes '_', and
+ *     so does U+FFFD, the replacement character profile data makes of one;
  *   - an empty or NULL value becomes "unknown";
  *   - the result is cut to TEMPLATE_COMPONENT_MAX bytes on a character
  *     boundary;
@@ -166,8 +167,11 @@ char *path_component_sanitize(const char *value) {
                 size_t k = utf8_valid_char_len(i);
 
                 if (k == 0 || c < 0x20 || c == 0x7f || c == '/' || c == '\\' ||
-                    (k == 2 && c == 0xC2 && (unsigned char) i[1] < 0xA0)) {
-                        /* Invalid byte, control character (C0, DEL or C1), or separator. */
+                    (k == 2 && c == 0xC2 && (unsigned char) i[1] < 0xA0) ||
+                    (k == 3 && memcmp(i, "\xEF\xBF\xBD", 3) == 0)) {
+                        /* Invalid byte (or U+FFFD, what the profile data made
+                         * of one), control character (C0, DEL or C1), or
+                         * separator. */
                         r[n++] = '_';
                         i += k > 0 ? k : 1;
                 } else {

@@ -8,6 +8,7 @@ good config, and cgprofctl status answers."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -134,6 +135,42 @@ def test_output_template_and_per_process():
         cg.remove()
 
 
+def test_per_process_names():
+    """A name with a newline and an invalid byte keeps all of itself and
+    becomes one safe directory; two entries that name the same directory
+    (a workload that calls itself "sh", like the shell it was exec()ed
+    from, in the same PID) share one report instead of overwriting."""
+    cg = Cgroup(f"cgprof-test-names-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="pp", output="names/{PROCESS_NAME}-{PROCESS_ID}/{UID}")],
+        "targets": [{"name": "t", "profileRef": "pp", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        a = workload(cg, 1.5, name=b"nl\nx\xffz")
+        b = workload(cg, 1.5, name=LAUNCHER_COMM)
+        assert a.wait(60) == 0 and b.wait(60) == 0
+        cg.remove()
+        wait_for(lambda: "Finished profiling cgroup" in agent.log(), what="the session's end")
+        dirs = sorted(os.path.relpath(s["_dir"], agent.report_dir) for s in agent.summaries())
+        log("report dirs:", dirs)
+        names = [d.split("/")[1] for d in dirs]
+        assert f"nl_x_z-{a.pid}" in names, names
+        # The journal line lists each directory once: none was written twice.
+        line = next(l for l in agent.log().splitlines() if "Finished profiling cgroup" in l)
+        listed = re.search(r"report in (.*?)\.(\s|$)", line).group(1).split(" ")
+        assert len(listed) == len(set(listed)) == len(dirs), (listed, dirs)
+        # The shell's and the workload's samples of that PID are in one report.
+        sh = [s for s in agent.summaries() if s["_dir"].split("/")[-2] == f"{LAUNCHER_COMM}-{b.pid}"]
+        assert len(sh) == 1, [s["_dir"] for s in agent.summaries()]
+        procs = sh[0]["processes"]
+        assert any("cgprof-workload" in p["cmdline"] for p in procs), procs
+        assert sum(p["samples"] for p in procs) == sh[0]["samples"]["total"], (procs, sh[0]["samples"])
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
 def test_bad_config_and_reload():
     # Invalid at start: exit non-zero, error names the key path.
     agent = Agent({"profiles": [profile(name="p", frequency=0)], "targets": []})
@@ -234,6 +271,6 @@ def test_cgprofctl_usage():
 
 
 if __name__ == "__main__":
-    main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm,
+    main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm, test_per_process_names,
           test_output_template_and_per_process, test_bad_config_and_reload, test_notify_duration_and_event_fallback,
           test_open_files_limit_raised, test_cgprofctl_usage])
