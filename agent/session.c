@@ -955,8 +955,20 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
 
         info->report_dir = full;
         r = report_write_dir(dfd, s->profile->formats, data, info);
-        if (r < 0)
+        if (r < 0) {
+                /* Its directory goes too, and each parent the template
+                 * made that is empty now (rmdir() leaves other reports'). */
+                for (char *slash;;) {
+                        if (unlinkat(m->report_dir_fd, rel, AT_REMOVEDIR) < 0)
+                                break;
+                        slash = strrchr(rel, '/');
+                        if (!slash)
+                                break;
+                        *slash = 0;
+                }
+                log_warning_errno(r, "Failed to write the report %s: %m", full);
                 return r;
+        }
         *ret_dir = TAKE_PTR(full);
         return 0;
 }

@@ -282,10 +282,45 @@ static void random_suffix(char buf[static 7]) {
         buf[6] = 0;
 }
 
+/* A FILE on an fd that remembers why a write failed: stdio keeps only an
+ * error flag, and the writers report that as EIO, so a full disk would be
+ * logged as an I/O error. */
+typedef struct ErrnoStream {
+        int fd;
+        int error; /* errno of the first failed write, 0: none */
+} ErrnoStream;
+
+static ssize_t errno_stream_write(void *cookie, const char *buf, size_t size) {
+        ErrnoStream *s = cookie;
+        size_t done = 0;
+
+        while (done < size) {
+                ssize_t n = write(s->fd, buf + done, size - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (s->error == 0)
+                                s->error = errno;
+                        return done > 0 ? (ssize_t) done : -1;
+                }
+                done += (size_t) n;
+        }
+        return (ssize_t) done;
+}
+
+static int errno_stream_close(void *cookie) {
+        (void) cookie; /* the fd is closed by its owner */
+        return 0;
+}
+
 int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *userdata) {
+        /* fd before f: cleanups run in reverse, so the FILE (which may still
+         * flush into fd) goes first. */
+        _cleanup_close_ int fd = -EBADF;
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *tmp = NULL;
-        int fd = -EBADF, r;
+        ErrnoStream stream = {};
+        int r;
 
         if (!name || !cb || strchr(name, '/') || !component_is_valid(name, strlen(name)))
                 return -EINVAL;
@@ -310,32 +345,33 @@ int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *us
         /* The mode does not depend on the umask: reports are meant to be read. */
         if (fchmod(fd, 0644) < 0) {
                 r = negative_errno();
-                safe_close(fd);
                 goto fail;
         }
 
-        f = fdopen(fd, "w");
+        stream.fd = fd;
+        f = fopencookie(&stream, "w",
+                        (cookie_io_functions_t){ .write = errno_stream_write, .close = errno_stream_close });
         if (!f) {
                 r = negative_errno();
-                safe_close(fd);
                 goto fail;
         }
 
         r = cb(f, userdata);
+        if (r >= 0) {
+                errno = 0;
+                if (fflush(f) != 0 || ferror(f))
+                        r = errno > 0 ? -errno : -EIO;
+        }
+        if (stream.error != 0)
+                r = -stream.error; /* the real reason (ENOSPC, EDQUOT, ...), not EIO */
         if (r < 0)
                 goto fail;
-
-        errno = 0;
-        if (fflush(f) != 0 || ferror(f)) {
-                r = errno > 0 ? -errno : -EIO;
-                goto fail;
-        }
-        if (fsync(fileno(f)) < 0) {
+        if (fsync(fd) < 0) {
                 r = negative_errno();
                 goto fail;
         }
-        r = fclose(TAKE_PTR(f));
-        if (r != 0) {
+        (void) fclose(TAKE_PTR(f));
+        if (close(TAKE_FD(fd)) < 0) {
                 r = negative_errno();
                 goto fail;
         }

@@ -55,6 +55,11 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSu
         }
         r = 0;
 finish:
+        if (r < 0)
+                /* No partial report: what was written goes too (a reader
+                 * would take a report without summary.json for a whole one). */
+                for (size_t i = 0; i < n; i++)
+                        (void) unlinkat(dirfd, files[i], 0);
         info->formats = NULL;
         return r;
 }

@@ -171,6 +171,49 @@ def test_per_process_names():
         cg.remove()
 
 
+def test_full_disk():
+    """A report that does not fit (a small tmpfs as reportDir): the error
+    says ENOSPC with the path, nothing partial is left, the failure is
+    counted, and the agent goes on (a second session in a roomier directory
+    is written)."""
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="cgprof-test-full-")
+    small = os.path.join(tmp, "small")
+    os.mkdir(small)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small]).returncode != 0:
+        os.rmdir(small)
+        os.rmdir(tmp)
+        from cgproflib import skip
+        skip("cannot mount a tmpfs here")
+    cg = Cgroup(f"cgprof-test-full-{os.getpid()}")
+    agent = Agent({
+        "reportDir": small,
+        "profiles": [profile(name="p", formats=["folded", "json", "pprof", "svg"])],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        w = workload(cg, 1)
+        assert w.wait(60) == 0
+        cg.remove()
+        wait_for(lambda: "Failed to write the report" in agent.log(), what="the report's failure")
+        line = next(l for l in agent.log().splitlines() if "Failed to write the report" in l)
+        log(line)
+        assert "No space left on device" in line and small in line, line
+        assert "Input/output error" not in agent.log()
+        left = [os.path.join(d, f) for d, _, fs in os.walk(small) for f in fs]
+        dirs = [d for d, sub, fs in os.walk(small) if d != small and not sub and not fs]
+        assert left == [] and dirs == [], (left, dirs)
+        assert agent.proc.poll() is None
+        assert agent.status()["sessionsFailed"] >= 1, agent.status()
+    finally:
+        agent.cleanup()
+        cg.remove()
+        subprocess.run(["umount", small])
+        os.rmdir(small)
+        os.rmdir(tmp)
+
+
 def test_bad_config_and_reload():
     # Invalid at start: exit non-zero, error names the key path.
     agent = Agent({"profiles": [profile(name="p", frequency=0)], "targets": []})
@@ -271,6 +314,6 @@ def test_cgprofctl_usage():
 
 
 if __name__ == "__main__":
-    main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm, test_per_process_names,
+    main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm, test_per_process_names, test_full_disk,
           test_output_template_and_per_process, test_bad_config_and_reload, test_notify_duration_and_event_fallback,
           test_open_files_limit_raised, test_cgprofctl_usage])
