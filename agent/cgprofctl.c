@@ -617,6 +617,12 @@ static int cmd_status(sd_bus *bus, char **args) {
         print_kv(j, "sessionsStarted", "Sessions started");
         print_kv(j, "sessionsEnded", "Sessions ended");
         print_kv(j, "sessionsFailed", "Sessions failed");
+        const cJSON *loop = cJSON_GetObjectItemCaseSensitive(j, "eventLoop");
+        if (cJSON_IsObject(loop))
+                printf("%18s: longest dispatch %.1f ms, mean %.3f ms, %.0f over 50 ms\n", "Event loop",
+                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchMaxMsec")),
+                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchMeanMsec")),
+                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchesOver50ms")));
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "debuginfod");
         if (cJSON_IsObject(d)) {
 #define N(key) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, key))
@@ -1528,7 +1534,8 @@ remove_cgroup:
                                   errno == EBUSY ? " (processes the command left behind run in it)" : "");
         /* And the slice, if this was its last record (EBUSY: others run). */
         else if (unlinkat(root_fd, RECORD_SLICE, AT_REMOVEDIR) < 0 && errno != EBUSY && errno != ENOENT)
-                log_debug_errno(errno, "Failed to remove the cgroup %s/%s, ignoring: %m", root, RECORD_SLICE);
+                log_debug_errno(errno, "Failed to remove the cgroup %s/%s, ignoring: %m", root,
+                                RECORD_SLICE);
 
         if (ret != EXIT_SUCCESS) {
                 free(rec.report_dir);

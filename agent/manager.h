@@ -66,7 +66,7 @@ typedef struct SessionRule {
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
         char *path;
-        bool container;     /* a Kubernetes container's cgroup (see kube-cgroup.h) */
+        bool container; /* a Kubernetes container's cgroup (see kube-cgroup.h) */
         char pod_uid[37];
         char container_id[65];
         Session *session; /* running or armed session for this cgroup, if any */
@@ -76,14 +76,14 @@ typedef struct CgroupState {
 typedef struct ManagerOptions {
         const char *config_path;
         const char *state_dir;
-        const char *cgroup_root;  /* NULL: found in /proc/self/mountinfo */
-        const char *sysctl_root;  /* NULL: /proc/sys */
+        const char *cgroup_root; /* NULL: found in /proc/self/mountinfo */
+        const char *sysctl_root; /* NULL: /proc/sys */
         const char *bus_socket;
         const char *node_name;
         SamplerMode attach_mode;
         bool no_kubernetes;
-        const char *kubeconfig;       /* NULL: in-cluster configuration */
-        unsigned kube_idle_sec;       /* silent watch timeout (0: default) */
+        const char *kubeconfig; /* NULL: in-cluster configuration */
+        unsigned kube_idle_sec; /* silent watch timeout (0: default) */
         unsigned kube_backoff_max_msec; /* reconnect backoff cap (0: default) */
 } ManagerOptions;
 
@@ -108,6 +108,9 @@ typedef struct Manager {
         Sampler *sampler;
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
         Python *python; /* CPython processes, for the Python frame walk */
+        struct {
+                uint64_t dispatches, dispatch_usec_total, dispatch_usec_max, dispatches_over_50ms;
+        } loop; /* how long handlers keep the event loop (manager_loop()) */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
@@ -122,7 +125,7 @@ typedef struct Manager {
         KubeClient *kube;
         char *kube_server;
         KubeWatch *kube_pod_watch, *kube_ns_watch;
-        void *kube_pods;       /* tsearch: pods of this node by UID */
+        void *kube_pods; /* tsearch: pods of this node by UID */
         void *kube_namespaces; /* tsearch: namespaces by name */
         uint64_t kube_sync_generation, kube_ns_generation;
         bool kube_pods_synced, kube_ns_synced;

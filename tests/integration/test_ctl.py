@@ -89,6 +89,11 @@ def test_status_and_targets():
         assert "Version:" in r.stdout and "Active sessions: 0" in r.stdout, r.stdout
         j = ctl_json(a, "status")
         assert j["version"] and j["sessions"] == [], j
+        # The loop measures its dispatches: handlers ran (the control call
+        # itself is one) and the longest is reported.
+        loop = j["eventLoop"]
+        assert loop["dispatches"] > 0 and loop["dispatchMaxMsec"] >= loop["dispatchMeanMsec"] > 0, loop
+        assert "Event loop: longest dispatch" in r.stdout, r.stdout
 
         r = a.ctl("targets")
         lines = r.stdout.splitlines()
