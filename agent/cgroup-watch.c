@@ -17,6 +17,8 @@ typedef struct Node {
 
 struct CgroupWatch {
         sd_event_source *io;
+        sd_event_source *retry; /* a new inotify instance, after a read error */
+        LogRateLimit log;
         int inotify_fd;
         int root_fd;
         char *root;
@@ -52,23 +54,58 @@ static char *path_join(const char *a, const char *b) {
         return p;
 }
 
-/* Adds a watch on path (if new), reports it, and recurses into its children. */
+static int node_watch(CgroupWatch *w, const char *path) {
+        _cleanup_free_ char *abs = NULL;
+        int wd;
+
+        if (asprintf(&abs, "%s/%s", w->root, path) < 0)
+                return -ENOMEM;
+        wd = inotify_add_watch(w->inotify_fd, abs, WATCH_MASK);
+        if (wd < 0) {
+                if (errno == ENOENT || errno == ENOTDIR)
+                        return -ENOENT; /* gone already */
+                return log_debug_errno(errno, "Failed to watch cgroup %s: %m", abs);
+        }
+        return wd;
+}
+
+static int node_index_wd(CgroupWatch *w, Node *n) {
+        Node *old = find_wd(w, n->wd);
+        if (old) /* a stale entry for a recycled wd */
+                tdelete(old, &w->by_wd, node_wd_cmp);
+        if (!tsearch(n, &w->by_wd, node_wd_cmp))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Adds a watch on path (if new, or if its watch was lost), reports it, and
+ * recurses into its children. */
 static int add_tree(CgroupWatch *w, const char *path) {
         _cleanup_close_ int fd = -EBADF;
         Node *n = find_path(w, path);
+        int r;
 
-        if (n)
+        if (n) {
                 n->seen = true;
-        else {
-                _cleanup_free_ char *abs = NULL;
-                if (asprintf(&abs, "%s/%s", w->root, path) < 0)
-                        return -ENOMEM;
-                int wd = inotify_add_watch(w->inotify_fd, abs, WATCH_MASK);
-                if (wd < 0) {
-                        if (errno == ENOENT || errno == ENOTDIR)
-                                return 0; /* gone already */
-                        return log_debug_errno(errno, "Failed to watch cgroup %s: %m", abs);
+                if (n->wd < 0) {
+                        r = node_watch(w, path);
+                        if (r == -ENOENT) {
+                                n->seen = false; /* gone: the rescan forgets it */
+                                return 0;
+                        }
+                        if (r < 0)
+                                return r;
+                        n->wd = r;
+                        r = node_index_wd(w, n);
+                        if (r < 0)
+                                return r;
                 }
+        } else {
+                int wd = node_watch(w, path);
+                if (wd == -ENOENT)
+                        return 0;
+                if (wd < 0)
+                        return wd;
                 n = calloc(1, sizeof(*n));
                 if (!n)
                         return -ENOMEM;
@@ -80,10 +117,7 @@ static int add_tree(CgroupWatch *w, const char *path) {
                         free(n);
                         return -ENOMEM;
                 }
-                Node *old = find_wd(w, wd);
-                if (old) /* a stale entry for a recycled wd */
-                        tdelete(old, &w->by_wd, node_wd_cmp);
-                if (!tsearch(n, &w->by_wd, node_wd_cmp))
+                if (node_index_wd(w, n) < 0)
                         return -ENOMEM;
                 w->n++;
                 w->cb(n->path, true, w->userdata);
@@ -97,7 +131,7 @@ static int add_tree(CgroupWatch *w, const char *path) {
                 return negative_errno();
         TAKE_FD(fd);
 
-        int r = 0;
+        r = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
                 if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
@@ -118,9 +152,11 @@ static int add_tree(CgroupWatch *w, const char *path) {
 static void node_forget(CgroupWatch *w, Node *n, bool report) {
         if (report)
                 w->cb(n->path, false, w->userdata);
-        (void) inotify_rm_watch(w->inotify_fd, n->wd);
-        if (find_wd(w, n->wd) == n)
-                tdelete(n, &w->by_wd, node_wd_cmp);
+        if (n->wd >= 0) {
+                (void) inotify_rm_watch(w->inotify_fd, n->wd);
+                if (find_wd(w, n->wd) == n)
+                        tdelete(n, &w->by_wd, node_wd_cmp);
+        }
         tdelete(n, &w->by_path, node_path_cmp);
         w->n--;
         free(n->path);
@@ -198,6 +234,83 @@ static int rescan(CgroupWatch *w) {
         return r;
 }
 
+static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+static void wd_clear(const void *nodep, VISIT which, int depth) {
+        if (which == postorder || which == leaf)
+                (*(Node *const *) nodep)->wd = -1;
+}
+
+static void noop_free(void *p) {
+}
+
+/* A new inotify instance, every cgroup watched again, and a rescan for what
+ * changed meanwhile (reported as usual). */
+static int watch_restart(CgroupWatch *w, sd_event *e) {
+        _cleanup_(sd_event_source_unrefp) sd_event_source *io = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = sd_event_add_io(e, &io, fd, EPOLLIN, on_inotify, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(io, "cgroup-inotify");
+
+        /* Safe from its own handler: sd-event frees a source after its dispatch. */
+        sd_event_source_disable_unref(w->io);
+        w->io = TAKE_PTR(io);
+        safe_close(w->inotify_fd);
+        w->inotify_fd = TAKE_FD(fd);
+        tdestroy(w->by_wd, noop_free);
+        w->by_wd = NULL;
+        twalk(w->by_path, wd_clear);
+        return rescan(w);
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* Handlers return 0: sd-event disables a source whose handler fails, for
+ * good, and cgroups would go unnoticed for the rest of the agent's life. */
+static void watch_recover(CgroupWatch *w, sd_event *e, int error) {
+        uint64_t now = 0;
+        int r;
+
+        (void) sd_event_now(e, CLOCK_MONOTONIC, &now);
+        int level = log_ratelimit_level(&w->log, now, LOG_WARNING);
+        log_full_errno(level, error, "Failed to read cgroup inotify events, watching %s anew: %m", w->root);
+        r = watch_restart(w, e);
+        if (r >= 0)
+                return;
+
+        /* The old instance is still there: silence it, and try again later. */
+        log_full_errno(level, r, "Failed to watch %s anew, trying again in 1 s: %m", w->root);
+        (void) sd_event_source_set_enabled(w->io, SD_EVENT_OFF);
+        if (w->retry) {
+                r = sd_event_source_set_time_relative(w->retry, USEC_PER_SEC);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(w->retry, SD_EVENT_ONESHOT);
+        } else
+                r = sd_event_add_time_relative(e, &w->retry, CLOCK_MONOTONIC, USEC_PER_SEC,
+                                               10 * USEC_PER_MSEC, on_retry, w);
+        if (r < 0) {
+                log_error_errno(r, "Failed to arm the cgroup watch's retry timer, stopping the agent: %m");
+                (void) sd_event_exit(e, r);
+        }
+}
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        CgroupWatch *w = userdata;
+        int r = watch_restart(w, sd_event_source_get_event(s));
+        if (r < 0)
+                watch_recover(w, sd_event_source_get_event(s), r);
+        else
+                log_info("Watching the cgroups of %s again.", w->root);
+        return 0;
+}
+
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         CgroupWatch *w = userdata;
         char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -208,7 +321,8 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                 if (l < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 break;
-                        return log_error_errno(errno, "Failed to read inotify events: %m");
+                        watch_recover(w, sd_event_source_get_event(s), errno);
+                        return 0; /* fd is closed now, or silenced */
                 }
                 for (char *p = buf; p < buf + l;) {
                         struct inotify_event *e = (struct inotify_event *) p;
@@ -232,8 +346,11 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                         if (!parent)
                                 continue;
                         _cleanup_free_ char *child = path_join(parent->path, e->name);
-                        if (!child)
-                                return log_oom();
+                        if (!child) {
+                                log_oom();
+                                overflow = true; /* an event lost: rescan */
+                                continue;
+                        }
                         if (e->mask & (IN_CREATE | IN_MOVED_TO))
                                 (void) add_tree(w, child);
                         else if (e->mask & (IN_DELETE | IN_MOVED_FROM))
@@ -242,7 +359,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
         }
 
         if (overflow) {
-                log_warning("cgroup inotify queue overflowed, rescanning the cgroup tree.");
+                log_warning("cgroup inotify events were lost (queue overflow), rescanning the cgroup tree.");
                 (void) rescan(w);
         }
         return 0;
@@ -257,6 +374,7 @@ int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void
         if (!w)
                 return -ENOMEM;
         w->inotify_fd = -EBADF;
+        w->log.interval_usec = 10 * USEC_PER_SEC;
         w->cb = cb;
         w->userdata = userdata;
         w->root = strdup(root);
@@ -282,9 +400,6 @@ int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void
         return 0;
 }
 
-static void noop_free(void *p) {
-}
-
 static void node_free(void *p) {
         Node *n = p;
         free(n->path);
@@ -295,6 +410,7 @@ CgroupWatch *cgroup_watch_free(CgroupWatch *w) {
         if (!w)
                 return NULL;
         sd_event_source_disable_unref(w->io);
+        sd_event_source_disable_unref(w->retry);
         tdestroy(w->by_wd, noop_free);
         tdestroy(w->by_path, node_free);
         safe_close(w->inotify_fd);

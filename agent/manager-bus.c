@@ -433,35 +433,109 @@ static int on_client_disconnected(sd_bus_message *msg, void *userdata, sd_bus_er
         return 0;
 }
 
+#define ACCEPT_RETRY_MIN_USEC (100 * USEC_PER_MSEC)
+#define ACCEPT_RETRY_MAX_USEC (5 * USEC_PER_SEC)
+
+static int on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        log_debug("Accepting control connections again.");
+        r = sd_event_source_set_enabled(m->bus_accept, SD_EVENT_ON);
+        if (r < 0) {
+                log_error_errno(r, "Failed to enable the control socket again, stopping the agent: %m");
+                manager_fatal(m, r);
+        }
+        return 0;
+}
+
+/* Out of file descriptors or memory: accept() would fail again at once, and
+ * the listening socket stays readable, so the loop would spin. Stop
+ * accepting for a while (100 ms, doubling up to 5 s while it lasts); the
+ * connections wait in the backlog. */
+static void accept_pause(Manager *m, int error) {
+        uint64_t now = 0;
+        int r;
+
+        m->bus_accept_backoff_usec = m->bus_accept_backoff_usec == 0
+                                             ? ACCEPT_RETRY_MIN_USEC
+                                             : MIN(m->bus_accept_backoff_usec * 2, ACCEPT_RETRY_MAX_USEC);
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        log_full_errno(log_ratelimit_level(&m->bus_accept_log, now, LOG_WARNING), error,
+                       "Failed to accept a control connection, trying again in %" PRIu64 " ms: %m",
+                       m->bus_accept_backoff_usec / USEC_PER_MSEC);
+
+        r = sd_event_source_set_enabled(m->bus_accept, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_source_set_time_relative(m->bus_accept_retry, m->bus_accept_backoff_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->bus_accept_retry, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_error_errno(r, "Failed to pause the control socket, stopping the agent: %m");
+                manager_fatal(m, r);
+        }
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         _cleanup_close_ int nfd = -EBADF;
         sd_bus *bus = NULL;
-        struct ucred cred;
+        struct ucred cred = {};
         socklen_t len = sizeof(cred);
         sd_id128_t id;
         int r;
 
+        /* Every error is handled here and 0 returned: sd-event would disable
+         * the source for good, and the control API with it. */
         nfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (nfd < 0) {
-                if (errno != EAGAIN && errno != EINTR)
-                        log_warning_errno(errno, "Failed to accept a bus connection, ignoring: %m");
+                switch (errno) {
+                case EAGAIN:
+                case EINTR:
+                        return 0;
+                case ECONNABORTED: /* the client went away first */
+                        log_debug_errno(errno, "Failed to accept a control connection, ignoring: %m");
+                        return 0;
+                case EBADF:
+                case EINVAL:
+                case ENOTSOCK:
+                case EOPNOTSUPP:
+                        /* The listening socket itself is broken: no control API any more. */
+                        r = log_error_errno(errno,
+                                            "Failed to accept control connections on %s, stopping the "
+                                            "agent: %m",
+                                            m->bus_socket);
+                        manager_fatal(m, r);
+                        return 0;
+                default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM, ... */
+                        accept_pause(m, errno);
+                        return 0;
+                }
+        }
+        m->bus_accept_backoff_usec = 0;
+        if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                log_warning_errno(errno,
+                                  "Failed to get the credentials of a control client, refusing it: %m");
                 return 0;
         }
-        if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
+        if (cred.uid != 0) {
                 log_notice("Refusing bus connection from UID %d: only root may control cgprofd.",
                            (int) cred.uid);
                 return 0;
         }
 
         sd_bus **n = reallocarray(m->bus_clients, m->n_bus_clients + 1, sizeof(sd_bus *));
-        if (!n)
-                return log_oom();
+        if (!n) {
+                log_oom();
+                return 0;
+        }
         m->bus_clients = n;
 
         r = sd_bus_new(&bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to allocate a bus connection: %m");
+        if (r < 0) {
+                log_warning_errno(r, "Failed to allocate a bus connection, ignoring: %m");
+                return 0;
+        }
         (void) sd_id128_randomize(&id);
         r = sd_bus_set_fd(bus, nfd, nfd);
         if (r >= 0)
@@ -480,7 +554,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
             (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
                 sd_bus_close(bus);
                 sd_bus_unref(bus);
-                return log_warning_errno(r, "Failed to set up a bus connection, ignoring: %m");
+                log_warning_errno(r, "Failed to set up a bus connection, ignoring: %m");
+                return 0;
         }
         m->bus_clients[m->n_bus_clients++] = bus;
         return 0;
@@ -523,6 +598,14 @@ int manager_bus_listen(Manager *m) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(m->bus_accept, "bus-accept");
+        /* Made now, not when it is needed: then file descriptors or memory may be short. */
+        r = sd_event_add_time_relative(m->event, &m->bus_accept_retry, CLOCK_MONOTONIC,
+                                       ACCEPT_RETRY_MIN_USEC, 10 * USEC_PER_MSEC, on_accept_retry, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(m->bus_accept_retry, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->bus_accept_retry, "bus-accept-retry");
+        m->bus_accept_log.interval_usec = 10 * USEC_PER_SEC;
         r = sd_event_add_post(m->event, &m->bus_post, on_bus_post, m);
         if (r < 0)
                 return r;
@@ -609,6 +692,7 @@ void manager_bus_close(Manager *m) {
         m->bus_clients = NULL;
         system_bus_drop(m);
         m->bus_accept = sd_event_source_disable_unref(m->bus_accept);
+        m->bus_accept_retry = sd_event_source_disable_unref(m->bus_accept_retry);
         m->bus_post = sd_event_source_disable_unref(m->bus_post);
         if (m->bus_listen_fd >= 0) {
                 (void) unlink(m->bus_socket);

@@ -343,6 +343,20 @@ int manager_drain(Manager *m, bool full) {
         return 0;
 }
 
+/* Handlers return 0: sd-event disables a source whose handler fails, for
+ * good. A periodic timer that cannot be armed again would stop its work
+ * silently, so that one is fatal. */
+static int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what) {
+        int r = sd_event_source_set_time_relative(s, usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ON);
+        if (r < 0) {
+                log_error_errno(r, "Failed to re-arm the %s timer, stopping the agent: %m", what);
+                manager_fatal(m, r);
+        }
+        return 0;
+}
+
 static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
@@ -350,9 +364,7 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_tick(m->sessions[i]);
         unwinder_tick(m->unwinder);
-        return sd_event_source_set_time_relative(s, DRAIN_INTERVAL_USEC) < 0
-                       ? 0
-                       : sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return manager_rearm(m, s, DRAIN_INTERVAL_USEC, "drain");
 }
 
 /* ---- machine config ---- */
@@ -374,8 +386,7 @@ static int on_machine_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         machine_apply(m, false);
-        (void) sd_event_source_set_time_relative(s, m->config->config->machine_config_interval_usec);
-        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return manager_rearm(m, s, m->config->config->machine_config_interval_usec, "machineConfig");
 }
 
 /* ---- config ---- */
@@ -560,7 +571,7 @@ static int manager_setup_debuginfod(Manager *m) {
 
 /* ---- lifecycle ---- */
 
-static void manager_stop(Manager *m) {
+static void manager_stop(Manager *m, int code) {
         if (m->stopping)
                 return;
         m->stopping = true;
@@ -568,11 +579,15 @@ static void manager_stop(Manager *m) {
         log_info("Stopping: ending %zu sessions.", m->n_sessions);
         while (m->n_sessions > 0)
                 session_end(m->sessions[m->n_sessions - 1], "agent-stopped");
-        (void) sd_event_exit(m->event, 0);
+        (void) sd_event_exit(m->event, code);
+}
+
+void manager_fatal(Manager *m, int error) {
+        manager_stop(m, -abs(error ?: EIO));
 }
 
 static int on_sigterm(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        manager_stop(userdata);
+        manager_stop(userdata, 0);
         return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
+#include "log.h"
 #include "process.h"
 #include "python.h"
 #include "sampler.h"
@@ -145,6 +146,9 @@ typedef struct Manager {
 
         int bus_listen_fd;
         sd_event_source *bus_accept;
+        sd_event_source *bus_accept_retry; /* re-enables bus_accept after EMFILE and friends */
+        uint64_t bus_accept_backoff_usec;
+        LogRateLimit bus_accept_log;
         sd_event_source *bus_post; /* processes what the connections already read (see manager-bus.c) */
         sd_bus **bus_clients;
         size_t n_bus_clients;
@@ -178,6 +182,10 @@ int manager_add_session(Manager *m, Session *s);
 /* reason: why it ended; "duration" and "stopped" mark the cgroup done (no
  * automatic restart), other endings (untargeted, pod-deleted...) do not. */
 void manager_remove_session(Manager *m, Session *s, const char *reason);
+/* An error the agent cannot carry on after (a timer that cannot be armed
+ * again, a listening socket gone bad): ends the sessions (their reports are
+ * written) and stops the agent with a non-zero exit. The caller logs why. */
+void manager_fatal(Manager *m, int error);
 /* Points every known cgroup at or below 'path' to the deepest running session. */
 void manager_assign_cgroups_below(Manager *m, const char *path);
 

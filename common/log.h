@@ -41,3 +41,18 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 /* Out-of-memory: logs and returns -ENOMEM. */
 #define log_oom() log_full_errno(LOG_ERR, ENOMEM, "Out of memory.")
+
+/* For errors that may repeat in an event handler: the first one in every
+ * interval at 'level', the others at debug, so a failing source cannot
+ * flood the log. 'now' is the caller's clock (e.g. sd_event_now()). */
+typedef struct LogRateLimit {
+        uint64_t interval_usec;
+        uint64_t last_usec;
+} LogRateLimit;
+
+static inline int log_ratelimit_level(LogRateLimit *rl, uint64_t now, int level) {
+        if (rl->last_usec != 0 && now < rl->last_usec + rl->interval_usec)
+                return LOG_DEBUG;
+        rl->last_usec = now ?: 1;
+        return level;
+}

@@ -448,6 +448,59 @@ def test_bus_survives_bad_clients():
         assert a.ctl("sessions").stdout.strip() == "No sessions."
 
 
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_bus_survives_emfile():
+    """Out of file descriptors, the control socket pauses accepting (no busy
+    loop, no flood of log lines) and answers again once fds are free."""
+    import resource
+    with Running() as t:
+        a = t.agent
+        pid = a.proc.pid
+        assert a.ctl("status").returncode == 0
+        # Idle, with a little headroom: the limit is reached by connections.
+        idle = fd_count(pid)
+        limit = idle + 8
+        old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, old[1]))  # the soft limit only
+        log(f"agent has {idle} fds at idle, limit {limit}")
+        clients = []
+        try:
+            failed = "Too many open files"  # strerror(EMFILE), in the agent's log
+            for _ in range(limit + 32):
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.connect(a.bus)
+                clients.append(c)
+            wait_for(lambda: failed in a.log(), timeout=30, what="accept() to fail with EMFILE")
+            assert fd_count(pid) >= limit - 1
+            # Exhausted for a while: the agent waits, it does not spin.
+            t0, c0 = time.monotonic(), cpu_ticks(pid)
+            time.sleep(2)
+            wall, cpu = time.monotonic() - t0, (cpu_ticks(pid) - c0) / os.sysconf("SC_CLK_TCK")
+            log(f"while exhausted: {cpu:.2f} s CPU in {wall:.2f} s")
+            assert cpu < wall / 2, f"the agent spun: {cpu:.2f} s CPU in {wall:.2f} s"
+            n = sum(failed in line for line in a.log().splitlines())
+            assert n < 50, f"{n} accept failures logged: not backing off"
+        finally:
+            for c in clients:
+                c.close()
+        # Every fd back: the control API works again.
+        wait_for(lambda: a.ctl("--json", "status", check=False).returncode == 0, timeout=60,
+                 what="the control socket to answer again")
+        assert "Accepting control connections again" in a.log()
+        assert a.proc.poll() is None, a.log()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+        assert a.status() is not None
+
+
 # --------------------------------------------------------------------------
 # Kubernetes: check and start --pod against a real API server.
 
@@ -522,4 +575,5 @@ def test_kubernetes_check_and_start_pod():
 
 if __name__ == "__main__":
     main([test_status_and_targets, test_start_sessions_stop_reports, test_record, test_usage_and_not_found,
-          test_non_root_refused, test_bus_survives_bad_clients, test_kubernetes_check_and_start_pod])
+          test_non_root_refused, test_bus_survives_bad_clients, test_bus_survives_emfile,
+          test_kubernetes_check_and_start_pod])
