@@ -12,7 +12,21 @@
 #include "tests.h"
 
 static char *cg_root;
-static bool skip;
+
+/* Root, a cgroup2 mount (cg_root), and a BPF-capable sampler, or the test
+ * skips. */
+static void sampler_new_or_skip(SamplerMode mode, Sampler **ret) {
+        int r;
+
+        if (geteuid() != 0)
+                TEST_SKIP("not root");
+        if (!cg_root && cg_find_unified_root(NULL, &cg_root) < 0)
+                TEST_SKIP("no cgroup2 mount");
+        r = sampler_new(&(SamplerOptions){ .mode = mode }, NULL, NULL, ret);
+        if (r == -EPERM || r == -EACCES)
+                TEST_SKIP("BPF not permitted");
+        ASSERT_OK(r);
+}
 
 static void drain_cb(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
                      const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
@@ -40,14 +54,8 @@ static void run_mode(SamplerMode mode) {
         const char *event;
         uint32_t slot;
         uint64_t id, total = 0;
-        int r;
 
-        r = sampler_new(&(SamplerOptions){ .mode = mode }, NULL, NULL, &s);
-        if (r == -EPERM || r == -EACCES) {
-                skip = true;
-                return;
-        }
-        ASSERT_OK(r);
+        sampler_new_or_skip(mode, &s);
 
         ASSERT_TRUE(asprintf(&cg, "%s/cgprof-test-bpf-%d", cg_root, (int) getpid()) > 0);
         ASSERT_TRUE(mkdir(cg, 0755) == 0);
@@ -55,8 +63,8 @@ static void run_mode(SamplerMode mode) {
         ASSERT_TRUE(cg_fd >= 0);
         ASSERT_OK(cg_get_id_at(cg_fd, "", &id));
 
-        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, false, UNWIND_FRAME_POINTER, cg_fd, &slot, &event,
-                                       &fallback));
+        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, false, UNWIND_FRAME_POINTER, cg_fd, &slot,
+                                       &event, &fallback));
         ASSERT_STREQ(event, "cpu-clock");
         ASSERT_NULL(fallback);
         ASSERT_OK(sampler_cgroup_set(s, id, slot));
@@ -111,8 +119,9 @@ TEST(hardware_event_falls_back_or_works) {
         const char *event;
         uint32_t slot;
 
-        ASSERT_OK(sampler_new(&(SamplerOptions){ .mode = SAMPLER_MODE_CPU }, NULL, NULL, &s));
-        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, false, UNWIND_AUTO, -1, &slot, &event, &fallback));
+        sampler_new_or_skip(SAMPLER_MODE_CPU, &s);
+        ASSERT_OK(sampler_session_open(s, "cycles", 99, false, false, UNWIND_AUTO, -1, &slot, &event,
+                                       &fallback));
         if (streq(event, "cpu-clock"))
                 ASSERT_NOT_NULL(fallback);
         else
@@ -120,23 +129,4 @@ TEST(hardware_event_falls_back_or_works) {
         sampler_session_close(s, slot);
 }
 
-int main(int argc, char *argv[]) {
-        if (geteuid() != 0) {
-                fprintf(stderr, "not root, skipping\n");
-                return EXIT_TEST_SKIP;
-        }
-        if (cg_find_unified_root(NULL, &cg_root) < 0) {
-                fprintf(stderr, "no cgroup2 mount, skipping\n");
-                return EXIT_TEST_SKIP;
-        }
-        for (const TestEntry *t = __start_cgprof_tests; t < __stop_cgprof_tests; t++) {
-                fprintf(stderr, "/* %s */\n", t->name);
-                t->func();
-                if (skip) {
-                        fprintf(stderr, "BPF not permitted, skipping\n");
-                        return EXIT_TEST_SKIP;
-                }
-        }
-        free(cg_root);
-        return 0;
-}
+DEFINE_TEST_MAIN

@@ -46,10 +46,8 @@ TEST(find_unified_root_none) {
 
 TEST(live_root_and_id) {
         _cleanup_free_ char *root = NULL;
-        if (cg_find_unified_root(NULL, &root) < 0) {
-                fprintf(stderr, "no cgroup2 mount, skipping live test\n");
-                return;
-        }
+        if (cg_find_unified_root(NULL, &root) < 0)
+                TEST_SKIP("no cgroup2 mount");
         _cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         ASSERT_TRUE(fd >= 0);
         uint64_t id;

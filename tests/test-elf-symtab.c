@@ -14,10 +14,8 @@
 static const char *env_or_skip(const char *name) {
         const char *v = getenv(name);
 
-        if (!v || access(v, R_OK) < 0) {
-                fprintf(stderr, "%s not set or not readable (run through meson test), skipping\n", name);
-                exit(EXIT_TEST_SKIP);
-        }
+        if (!v || access(v, R_OK) < 0)
+                TEST_SKIP("%s not set or not readable (run through meson test)", name);
         return v;
 }
 
@@ -230,12 +228,10 @@ TEST(debug_file) {
 
 TEST(take_symbols_refuses_other_build) {
         const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
+        const char *workload = env_or_skip("CGPROF_WORKLOAD");
         _cleanup_(elf_symtab_freep) ElfSymtab *stripped = load_path(stripped_path);
         _cleanup_(elf_symtab_freep) ElfSymtab *other = NULL;
-        const char *workload = getenv("CGPROF_WORKLOAD");
 
-        if (!workload || access(workload, R_OK) < 0)
-                return;
         other = load_path(workload);
         ASSERT_NOT_NULL(elf_symtab_build_id(other));
         ASSERT_ERROR(elf_symtab_take_symbols(stripped, other), EINVAL);
@@ -284,6 +280,9 @@ static size_t check_plt(const char *path, const ElfSymtab *s) {
 }
 
 TEST(plt_stubs) {
+#if !defined(__x86_64__)
+        TEST_SKIP("PLT stubs are named per function on x86-64 only");
+#endif
         const char *path = env_or_skip("CGPROF_ELF_FIXTURE");
         const char *stripped_path = env_or_skip("CGPROF_ELF_FIXTURE_STRIPPED");
         const char *debug_path = env_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
@@ -294,10 +293,6 @@ TEST(plt_stubs) {
         _cleanup_(elf_symtab_freep) ElfSymtab *ibt = load_path(ibt_path);
         size_t n;
 
-#if !defined(__x86_64__)
-        fprintf(stderr, "PLT stubs are named per function on x86-64 only, skipping\n");
-        exit(EXIT_TEST_SKIP);
-#endif
         /* .plt (lazy binding) and .plt.got (__cxa_finalize), from .symtab's
          * file and from a stripped one: the names come from .dynsym. */
         n = check_plt(path, full);
@@ -351,11 +346,8 @@ TEST(cxx_demangled) {
         const char *first, *again;
         uint64_t plt, off;
 
-        /* Not exit(77): the binary's other tests would not run. */
-        if (!path || access(path, X_OK) < 0) {
-                fprintf(stderr, "CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler), skipping\n");
-                return;
-        }
+        if (!path || access(path, X_OK) < 0)
+                TEST_SKIP("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
 
         s = load_path(path);
         ASSERT_TRUE(elf_symtab_has_full_symtab(s));
@@ -466,8 +458,10 @@ TEST(shared_library) {
                 }
         }
         if (path[0] != '/') {
-                fprintf(stderr, "getpid() not in a file mapping, skipping\n");
-                return;
+                /* TEST_SKIP() runs no cleanups. */
+                fclose(TAKE_PTR(f));
+                free(TAKE_PTR(line));
+                TEST_SKIP("getpid() not in a file mapping");
         }
 
         s = load_path(path);
@@ -489,10 +483,8 @@ TEST(vdso_from_memory) {
         uint64_t start = 0, end = 0, off;
         size_t alloc = 0;
 
-        if (base == 0) {
-                fprintf(stderr, "no vDSO, skipping\n");
-                return;
-        }
+        if (base == 0)
+                TEST_SKIP("no vDSO");
         f = fopen("/proc/self/maps", "re");
         ASSERT_NOT_NULL(f);
         while (getline(&line, &alloc, f) > 0)

@@ -20,10 +20,8 @@
 static const char *fixture(const char *var) {
         const char *p = getenv(var);
 
-        if (!p || access(p, R_OK) < 0) {
-                fprintf(stderr, "%s not built (no Go toolchain?), skipping\n", var);
-                exit(EXIT_TEST_SKIP);
-        }
+        if (!p || access(p, R_OK) < 0)
+                TEST_SKIP("%s not built (no Go toolchain?)", var);
         return p;
 }
 
@@ -744,10 +742,8 @@ TEST(debian) {
         for (size_t i = 0; i < ELEMENTSOF(candidates) && !path; i++)
                 if (access(candidates[i], R_OK) >= 0)
                         path = candidates[i];
-        if (!path) {
-                fprintf(stderr, "Neither prometheus nor promtool is installed, skipping\n");
-                exit(EXIT_TEST_SKIP);
-        }
+        if (!path)
+                TEST_SKIP("neither prometheus nor promtool is installed");
         fixture("CGPROF_GO");
 
         t0 = now_ms();

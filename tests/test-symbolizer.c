@@ -21,10 +21,8 @@
 static const char *env_or_skip(const char *name) {
         const char *v = getenv(name);
 
-        if (!v || access(v, R_OK) < 0) {
-                fprintf(stderr, "%s not set or not readable (run through meson test), skipping\n", name);
-                exit(EXIT_TEST_SKIP);
-        }
+        if (!v || access(v, R_OK) < 0)
+                TEST_SKIP("%s not set or not readable (run through meson test)", name);
         return v;
 }
 
@@ -347,11 +345,8 @@ TEST(cxx_demangled) {
         const char *module;
         ResolvedFrame f;
 
-        /* Not exit(77): the binary's other tests would not run. */
-        if (!path || access(path, X_OK) < 0) {
-                fprintf(stderr, "CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler), skipping\n");
-                return;
-        }
+        if (!path || access(path, X_OK) < 0)
+                TEST_SKIP("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
 
         module = basename_of(path);
         ASSERT_OK(symbolizer_new(NULL, &s));
@@ -611,10 +606,8 @@ TEST(deleted_binary) {
         _cleanup_(child_stop) Child c = {};
         char copy[PATH_MAX];
 
-        if (geteuid() != 0) {
-                fprintf(stderr, "deleted_binary: /proc/PID/map_files needs root, skipping\n");
-                return;
-        }
+        if (geteuid() != 0)
+                TEST_SKIP("/proc/PID/map_files needs root");
 
         tmp_dir_make(&t);
         snprintf(copy, sizeof(copy), "%s/upgraded-binary", t.path);
@@ -815,10 +808,8 @@ TEST(vdso) {
         Elf *elf;
         bool checked = false;
 
-        if (base == 0) {
-                fprintf(stderr, "vdso: no vDSO, skipping\n");
-                return;
-        }
+        if (base == 0)
+                TEST_SKIP("no vDSO");
         ASSERT_EQ(vdso_of(0, &size), base);
         ASSERT_OK(symbolizer_new(NULL, &s));
         ASSERT_OK(symbolizer_capture(s, getpid(), &m));

@@ -76,6 +76,16 @@ static const char *env_path(const char *name) {
         return v;
 }
 
+/* The file an environment variable names (a fixture meson builds), or the
+ * test skips. */
+static const char *env_path_or_skip(const char *name) {
+        const char *v = env_path(name);
+
+        if (!v)
+                TEST_SKIP("%s not set or not readable (run through meson test)", name);
+        return v;
+}
+
 static bool have_readelf(void) {
         return system("readelf --version >/dev/null 2>&1") == 0;
 }
@@ -518,10 +528,8 @@ TEST(readelf_fixtures) {
         };
         size_t n = 0;
 
-        if (!have_readelf()) {
-                fprintf(stderr, "readelf not found, skipping\n");
-                return;
-        }
+        if (!have_readelf())
+                TEST_SKIP("readelf not found");
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 const char *path = env_path(names[i]);
 
@@ -531,16 +539,14 @@ TEST(readelf_fixtures) {
                 n++;
         }
         if (n == 0)
-                fprintf(stderr, "no fixtures (run through meson test), skipped\n");
+                TEST_SKIP("no fixtures (run through meson test)");
 }
 
 TEST(readelf_system) {
         const char *paths[] = { system_python(), system_libc(), system_libstdcxx() };
 
-        if (!have_readelf()) {
-                fprintf(stderr, "readelf not found, skipping\n");
-                return;
-        }
+        if (!have_readelf())
+                TEST_SKIP("readelf not found");
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
                 if (paths[i])
                         compare_file(paths[i], UNWIND_SOURCE_EH_FRAME);
@@ -552,8 +558,10 @@ TEST(readelf_extra) {
         const char *v = getenv("CGPROF_UNWIND_TABLE_EXTRA");
         char *save = NULL;
 
-        if (!v || !have_readelf())
-                return;
+        if (!v)
+                TEST_SKIP("CGPROF_UNWIND_TABLE_EXTRA not set (FILE:FILE..., by hand)");
+        if (!have_readelf())
+                TEST_SKIP("readelf not found");
         list = strdup(v);
         ASSERT_NOT_NULL(list);
         for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
@@ -575,13 +583,11 @@ TEST(readelf_extra) {
  * whose CFA depends on the offset in the stub. */
 TEST(plt) {
         _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
-        const char *path = env_path("CGPROF_UNWIND_TABLE_FIXTURE_NOFP");
+        const char *path = env_path_or_skip("CGPROF_UNWIND_TABLE_FIXTURE_NOFP");
         Range plt[8];
         size_t n;
         bool found = false;
 
-        if (!path)
-                return;
         t = build_path(path, NULL);
         n = plt_ranges(path, plt, ELEMENTSOF(plt));
         for (size_t i = 0; i < n; i++) {
@@ -626,10 +632,8 @@ TEST(debug_frame) {
         _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
         const char *path = env_path("CGPROF_UNWIND_TABLE_FIXTURE_DEBUG_FRAME");
 
-        if (!path) {
-                fprintf(stderr, "no .debug_frame fixture (run through meson test), skipped\n");
-                return;
-        }
+        if (!path)
+                TEST_SKIP("no .debug_frame fixture (run through meson test)");
         ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
         ASSERT_FALSE(has_section(path, ".eh_frame"));
         ASSERT_TRUE(has_section(path, ".debug_frame"));
@@ -655,10 +659,8 @@ TEST(debug_frame_compressed) {
         size_t shstrndx;
         Elf *elf;
 
-        if (!path || !zpath) {
-                fprintf(stderr, "no compressed .debug_frame fixture (run through meson test), skipped\n");
-                return;
-        }
+        if (!path || !zpath)
+                TEST_SKIP("no compressed .debug_frame fixture (run through meson test)");
         ASSERT_TRUE(elf_version(EV_CURRENT) != EV_NONE);
         fd = open(zpath, O_RDONLY | O_CLOEXEC);
         ASSERT_TRUE(fd >= 0);
@@ -689,11 +691,9 @@ TEST(debug_frame_compressed) {
 /* A separate debug file: .eh_frame is NOBITS there, and GCC wrote no
  * .debug_frame (it had .eh_frame): nothing to build from. */
 TEST(debug_file_without_cfi) {
-        const char *path = env_path("CGPROF_ELF_FIXTURE_DEBUG");
+        const char *path = env_path_or_skip("CGPROF_ELF_FIXTURE_DEBUG");
         int r;
 
-        if (!path)
-                return;
         ASSERT_NULL(build_path(path, &r));
         ASSERT_EQ(r, -ENODATA);
 }
@@ -799,11 +799,7 @@ static UnwindTable *build_broken(int fd, const char *what, int *ret_r) {
 }
 
 static const char *fixture_or_skip(void) {
-        const char *path = env_path("CGPROF_UNWIND_TABLE_FIXTURE_NOFP");
-
-        if (!path)
-                fprintf(stderr, "no fixture (run through meson test), skipped\n");
-        return path;
+        return env_path_or_skip("CGPROF_UNWIND_TABLE_FIXTURE_NOFP");
 }
 
 TEST(broken_truncated) {
@@ -813,8 +809,6 @@ TEST(broken_truncated) {
         size_t size;
         int r;
 
-        if (!path)
-                return;
         fd = copy_to_memfd(path, &size);
         ASSERT_TRUE(find_section(fd, ".eh_frame", &eh));
 
@@ -833,8 +827,6 @@ TEST(broken_section_past_eof) {
         uint64_t sh_size_off, huge;
         int r;
 
-        if (!path)
-                return;
         fd = copy_to_memfd(path, &size);
         ASSERT_TRUE(find_section(fd, ".eh_frame", &eh));
         ASSERT_EQ(pread(fd, &ehdr, sizeof(ehdr), 0), (ssize_t) sizeof(ehdr));
@@ -852,9 +844,6 @@ TEST(broken_lengths) {
         uint64_t offsets[64];
         bool is_cie[64];
         size_t n, size;
-
-        if (!path)
-                return;
 
         for (int variant = 0; variant < 2; variant++) {
                 _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
@@ -899,8 +888,6 @@ TEST(broken_cie_pointer) {
         SectionInfo eh;
         size_t n, size, fde = SIZE_MAX, other_fde = SIZE_MAX;
 
-        if (!path)
-                return;
         good = build_path(path, NULL);
         fd = copy_to_memfd(path, &size);
         ASSERT_TRUE(find_section(fd, ".eh_frame", &eh));
@@ -939,8 +926,6 @@ TEST(broken_every_cie) {
         size_t n, size;
         int r;
 
-        if (!path)
-                return;
         fd = copy_to_memfd(path, &size);
         ASSERT_TRUE(find_section(fd, ".eh_frame", &eh));
         n = eh_entries(fd, &eh, offsets, is_cie, ELEMENTSOF(offsets));
@@ -957,9 +942,6 @@ TEST(broken_every_cie) {
 TEST(broken_garbage) {
         const char *path = fixture_or_skip();
         size_t size;
-
-        if (!path)
-                return;
 
         /* Pseudo-random bytes over parts of .eh_frame, a few seeds. */
         for (uint32_t seed = 1; seed <= 64; seed++) {
@@ -1030,9 +1012,6 @@ TEST(not_elf) {
 TEST(no_sections_and_other_machine) {
         const char *path = fixture_or_skip();
         size_t size;
-
-        if (!path)
-                return;
 
         {
                 _cleanup_close_ int fd = copy_to_memfd(path, &size);

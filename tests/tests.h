@@ -2,10 +2,18 @@
 #pragma once
 
 /* A tiny test harness: TEST(name) { ... } defines a test; ASSERT_* abort the
- * test binary with a message naming the file, line and values. A binary that
- * wants to skip exits with EXIT_TEST_SKIP (77). */
+ * test binary with a message naming the file, line and values. The binary
+ * speaks TAP (meson's protocol : 'tap') on stdout: the plan "1..N", then
+ * "ok K - name", "ok K - name # SKIP reason" or "not ok K - name" per test
+ * (a failed ASSERT prints the latter, then aborts). TEST_SKIP("fmt", ...)
+ * skips the current test, from the test or any function it calls: it jumps
+ * back to the harness, so call it before the test holds resources (the
+ * cleanups of _cleanup_ variables do not run). Everything else the tests
+ * print goes to stderr. */
 
 #include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +38,45 @@ typedef struct TestEntry {
 extern const TestEntry __start_cgprof_tests[];
 extern const TestEntry __stop_cgprof_tests[];
 
+/* The test running now (one translation unit per test binary). */
+static struct {
+        const char *name;
+        unsigned number;
+        pid_t pid; /* the harness's own process: a forked child's failure is not a TAP line */
+        bool running;
+        char skip_reason[512];
+        jmp_buf skip_jmp;
+} test_state _unused_;
+
+/* A failed ASSERT: says which test failed (TAP) and aborts the binary. */
+__attribute__((noreturn)) _unused_ static void test_fail(void) {
+        if (test_state.running && getpid() == test_state.pid) {
+                printf("not ok %u - %s\n", test_state.number, test_state.name);
+                fflush(stdout);
+        }
+        abort();
+}
+
+/* Skips the running test: "ok K - name # SKIP reason". Outside of a test (in
+ * a forked child, say) it exits with EXIT_TEST_SKIP. */
+#define TEST_SKIP(...) test_skip(__VA_ARGS__)
+__attribute__((noreturn)) _printf_(1, 2) _unused_ static void test_skip(const char *format, ...) {
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(test_state.skip_reason, sizeof(test_state.skip_reason), format, ap);
+        va_end(ap);
+        fprintf(stderr, "skipped: %s\n", test_state.skip_reason);
+        if (!test_state.running || getpid() != test_state.pid)
+                exit(EXIT_TEST_SKIP);
+        longjmp(test_state.skip_jmp, 1);
+}
+
 #define ASSERT_TRUE(expr)                                                                            \
         do {                                                                                         \
                 if (!(expr)) {                                                                       \
                         fprintf(stderr, "%s:%d: Assertion failed: %s\n", __FILE__, __LINE__, #expr); \
-                        abort();                                                                     \
+                        test_fail();                                                                 \
                 }                                                                                    \
         } while (0)
 #define ASSERT_FALSE(expr) ASSERT_TRUE(!(expr))
@@ -45,7 +87,7 @@ extern const TestEntry __stop_cgprof_tests[];
                 if (_r < 0) {                                                                       \
                         fprintf(stderr, "%s:%d: %s failed: %s (%lld)\n", __FILE__, __LINE__, #expr, \
                                 strerror((int) -_r), _r);                                           \
-                        abort();                                                                    \
+                        test_fail();                                                                \
                 }                                                                                   \
         } while (0)
 
@@ -55,7 +97,7 @@ extern const TestEntry __stop_cgprof_tests[];
                 if (_r != -(err)) {                                                                    \
                         fprintf(stderr, "%s:%d: %s returned %lld, expected -%s\n", __FILE__, __LINE__, \
                                 #expr, _r, #err);                                                      \
-                        abort();                                                                       \
+                        test_fail();                                                                   \
                 }                                                                                      \
         } while (0)
 
@@ -65,7 +107,7 @@ extern const TestEntry __stop_cgprof_tests[];
                 if (_a != _b) {                                                                         \
                         fprintf(stderr, "%s:%d: Assertion failed: %s == %s (%lld != %lld)\n", __FILE__, \
                                 __LINE__, #a, #b, _a, _b);                                              \
-                        abort();                                                                        \
+                        test_fail();                                                                    \
                 }                                                                                       \
         } while (0)
 
@@ -75,27 +117,69 @@ extern const TestEntry __stop_cgprof_tests[];
                 if (!streq_ptr(_a, _b)) {                                                                   \
                         fprintf(stderr, "%s:%d: Assertion failed: %s == %s (\"%s\" != \"%s\")\n", __FILE__, \
                                 __LINE__, #a, #b, strna(_a), strna(_b));                                    \
-                        abort();                                                                            \
+                        test_fail();                                                                        \
                 }                                                                                           \
         } while (0)
 
 #define ASSERT_NOT_NULL(p) ASSERT_TRUE((p) != NULL)
 #define ASSERT_NULL(p) ASSERT_TRUE((p) == NULL)
 
-/* Runs every TEST() of the binary, or only those named on the command line. */
-#define DEFINE_TEST_MAIN                                                                        \
-        int main(int argc, char *argv[]) {                                                      \
-                for (const TestEntry *t = __start_cgprof_tests; t < __stop_cgprof_tests; t++) { \
-                        if (argc > 1) {                                                         \
-                                bool want = false;                                              \
-                                for (int i = 1; i < argc; i++)                                  \
-                                        if (streq(argv[i], t->name))                            \
-                                                want = true;                                    \
-                                if (!want)                                                      \
-                                        continue;                                               \
-                        }                                                                       \
-                        fprintf(stderr, "/* %s */\n", t->name);                                 \
-                        t->func();                                                              \
-                }                                                                               \
-                return EXIT_SUCCESS;                                                            \
+_unused_ static bool test_selected(const TestEntry *t, int argc, char *argv[]) {
+        if (argc <= 1)
+                return true;
+        for (int i = 1; i < argc; i++)
+                if (streq(argv[i], t->name))
+                        return true;
+        return false;
+}
+
+/* Runs every TEST() of the binary, or only those named on the command line
+ * (a name that is no test is an error), and reports them in TAP. */
+_unused_ static int test_main(int argc, char *argv[]) {
+        unsigned n = 0;
+
+        for (int i = 1; i < argc; i++) {
+                bool found = false;
+                for (const TestEntry *t = __start_cgprof_tests; t < __stop_cgprof_tests; t++)
+                        if (streq(argv[i], t->name))
+                                found = true;
+                if (!found) {
+                        printf("Bail out! No test named %s\n", argv[i]);
+                        return EXIT_FAILURE;
+                }
+        }
+        for (const TestEntry *t = __start_cgprof_tests; t < __stop_cgprof_tests; t++)
+                if (test_selected(t, argc, argv))
+                        n++;
+        printf("1..%u\n", n);
+        fflush(stdout);
+
+        test_state.pid = getpid();
+        for (const TestEntry *t = __start_cgprof_tests; t < __stop_cgprof_tests; t++) {
+                if (!test_selected(t, argc, argv))
+                        continue;
+                test_state.name = t->name;
+                test_state.number++;
+                fprintf(stderr, "/* %s */\n", t->name);
+                if (setjmp(test_state.skip_jmp) == 0) {
+                        test_state.running = true;
+                        t->func();
+                        test_state.running = false;
+                        printf("ok %u - %s\n", test_state.number, t->name);
+                } else {
+                        test_state.running = false;
+                        /* A reason on one line: a newline would end the TAP line. */
+                        for (char *c = test_state.skip_reason; *c; c++)
+                                if (*c == '\n')
+                                        *c = ' ';
+                        printf("ok %u - %s # SKIP %s\n", test_state.number, t->name, test_state.skip_reason);
+                }
+                fflush(stdout);
+        }
+        return EXIT_SUCCESS;
+}
+
+#define DEFINE_TEST_MAIN                      \
+        int main(int argc, char *argv[]) {    \
+                return test_main(argc, argv); \
         }
