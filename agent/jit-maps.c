@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "cred-check.h"
 #include "fileio.h"
 #include "jit-map.h"
 #include "jit-maps.h"
@@ -143,10 +144,13 @@ static int read_nspid(const JitMaps *j, pid_t *ret) {
         return 0;
 }
 
-/* name in the process's /tmp: no symlink followed on the way, a regular file. */
+/* name in the process's /tmp: no symlink followed on the way, a regular file
+ * its owner could read; -EACCES if it could not. */
 static int open_in_tmp(const JitMaps *j, const char *name) {
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int root_fd = -EBADF, tmp_fd = -EBADF, fd = -EBADF;
+        _cleanup_(creds_done) Creds creds = {};
+        int r;
 
         if (asprintf(&root, "%s/%d/root", j->proc_root, (int) j->pid) < 0)
                 return -ENOMEM;
@@ -159,7 +163,21 @@ static int open_in_tmp(const JitMaps *j, const char *name) {
         fd = openat(tmp_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        return fd_take_regular(TAKE_FD(fd));
+        fd = fd_take_regular(TAKE_FD(fd));
+        if (fd < 0)
+                return fd;
+
+        /* The process names the file (a hard link to a file it cannot read
+         * gets past O_NOFOLLOW): used only if its owner could read it, as of
+         * now (not as of when the process started: it may have dropped
+         * privileges since). */
+        r = creds_from_pid(j->proc_root, j->pid, &creds);
+        if (r < 0)
+                return r;
+        r = creds_check_fd(&creds, fd); /* -EACCES: logged by the caller */
+        if (r < 0)
+                return r;
+        return TAKE_FD(fd);
 }
 
 static int source_adopt(JitMaps *j, JitSourceKind k, int fd, const char *path) {

@@ -38,6 +38,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "cred-check.h"
 #include "elf-symtab.h"
 #include "jit-maps.h"
 #include "kallsyms.h"
@@ -308,24 +309,60 @@ static int load_debug_file(int fd, const char *what, const char *build_id, ElfSy
         return 0;
 }
 
+/* Whether the owner of the process (creds) could read the debug file at fd:
+ * the agent reads with its own privileges what a path, often one the process
+ * controls, leads to, and must not show in a report what the user could not
+ * read (a symlink to a root-only file: a confused deputy). */
+static bool debug_file_allowed(const Creds *creds, int fd, const char *what, const char *build_id,
+                               pid_t pid) {
+        int r;
+
+        if (!creds) {
+                log_debug(
+                        "Not using the %s debug file of build ID %s: the credentials of PID %d are unknown.",
+                        what, build_id, (int) pid);
+                return false;
+        }
+        r = creds_check_fd(creds, fd);
+        if (r < 0) {
+                log_debug_errno(r,
+                                "Not using the %s debug file of build ID %s: the owner of PID %d (UID %u) "
+                                "could not read it: %m",
+                                what, build_id, (int) pid, (unsigned) creds->uid);
+                return false;
+        }
+        return true;
+}
+
 /* Adopts a separate debug file's symbols when the file has only .dynsym:
  * <build-id dir>/xx/yyyy.debug in the process's own root first (a container
- * image with -dbgsym packages installed), then in the host's debug directory. */
+ * image with -dbgsym packages installed), then in the host's debug directory.
+ * Either is used only if the process's owner could read it. */
 static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
         _cleanup_free_ char *rel = NULL, *host = NULL;
+        _cleanup_(creds_done) Creds creds = {};
         _cleanup_close_ int fd = -EBADF;
         const char *build_id = elf_symtab_build_id(symtab);
+        bool have_creds;
         int r;
 
         if (!build_id || strlen(build_id) < 3 || elf_symtab_has_full_symtab(symtab))
                 return;
 
+        r = creds_from_pid(s->proc_root, pid, &creds);
+        if (r < 0)
+                log_debug_errno(r,
+                                "Failed to read the credentials of PID %d, not using debug files for it: %m",
+                                (int) pid);
+        have_creds = r >= 0;
+
         if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
                 return;
         fd = proc_open_in_root(s->proc_root, pid, rel);
         if (fd >= 0) {
-                (void) load_debug_file(fd, "process's", build_id, &debug);
+                if (debug_file_allowed(have_creds ? &creds : NULL, fd, "process's", build_id, pid))
+                        (void) load_debug_file(fd, "process's", build_id, &debug);
                 fd = safe_close(fd);
         }
 
@@ -334,6 +371,8 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
                         return;
                 fd = open_regular_at(AT_FDCWD, host, false);
                 if (fd < 0)
+                        return;
+                if (!debug_file_allowed(have_creds ? &creds : NULL, fd, "host's", build_id, pid))
                         return;
                 if (load_debug_file(fd, "host's", build_id, &debug) < 0)
                         return;
