@@ -58,6 +58,17 @@ typedef enum DebuginfodState {
         DEBUGINFOD_PENDING, /* asked for: symbolizer_debuginfod_done() will tell */
 } DebuginfodState;
 
+/* Where a file's separate debug file was found, and what it was. */
+typedef struct DebugOrigin {
+        bool used; /* a local debug file's symbols were adopted */
+        bool in_root; /* in the process's root (else the host's debug directory) */
+        dev_t dev;
+        ino_t ino;
+        uid_t uid;
+        gid_t gid;
+        mode_t mode;
+} DebugOrigin;
+
 typedef struct FileEntry FileEntry;
 struct FileEntry {
         Symbolizer *owner; /* NULL once the Symbolizer is gone */
@@ -70,6 +81,9 @@ struct FileEntry {
 
         ElfSymtab *symtab; /* NULL: not an ELF file we could read; remembered as such */
         DebuginfodState debuginfod;
+        /* The local debug file its symbols came from, if any: shared only
+         * with processes that could have used it themselves. */
+        DebugOrigin debug;
         unsigned n_ref;
 
         FileEntry *hash_next;
@@ -334,16 +348,42 @@ static bool debug_file_allowed(const Creds *creds, int fd, const char *what, con
         return true;
 }
 
+/* A build ID's debug file, in a build-id directory rooted at /usr/lib/debug. */
+static int debug_file_path(const char *build_id, char **ret) {
+        if (!build_id || strlen(build_id) < 3)
+                return -EINVAL;
+        if (asprintf(ret, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void debug_origin_set(DebugOrigin *o, int fd, bool in_root) {
+        struct stat st;
+
+        *o = (DebugOrigin){};
+        if (fstat(fd, &st) < 0)
+                return;
+        o->used = true;
+        o->in_root = in_root;
+        o->dev = st.st_dev;
+        o->ino = st.st_ino;
+        o->uid = st.st_uid;
+        o->gid = st.st_gid;
+        o->mode = st.st_mode;
+}
+
 /* Adopts a separate debug file's symbols when the file has only .dynsym:
  * <build-id dir>/xx/yyyy.debug in the process's own root first (a container
  * image with -dbgsym packages installed), then in the host's debug directory.
- * Either is used only if the process's owner could read it. */
-static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab) {
+ * Either is used only if the process's owner could read it.
+ * ret_origin: where the symbols came from, when they did. */
+static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab, DebugOrigin *ret_origin) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
         _cleanup_free_ char *rel = NULL, *host = NULL;
         _cleanup_(creds_done) Creds creds = {};
         _cleanup_close_ int fd = -EBADF;
         const char *build_id = elf_symtab_build_id(symtab);
+        DebugOrigin origin = {};
         bool have_creds;
         int r;
 
@@ -357,12 +397,13 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
                                 (int) pid);
         have_creds = r >= 0;
 
-        if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+        if (debug_file_path(build_id, &rel) < 0)
                 return;
         fd = proc_open_in_root(s->proc_root, pid, rel);
         if (fd >= 0) {
-                if (debug_file_allowed(have_creds ? &creds : NULL, fd, "process's", build_id, pid))
-                        (void) load_debug_file(fd, "process's", build_id, &debug);
+                if (debug_file_allowed(have_creds ? &creds : NULL, fd, "process's", build_id, pid) &&
+                    load_debug_file(fd, "process's", build_id, &debug) >= 0)
+                        debug_origin_set(&origin, fd, true);
                 fd = safe_close(fd);
         }
 
@@ -376,13 +417,42 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
                         return;
                 if (load_debug_file(fd, "host's", build_id, &debug) < 0)
                         return;
+                debug_origin_set(&origin, fd, false);
         }
 
         r = elf_symtab_take_symbols(symtab, debug);
-        if (r < 0)
+        if (r < 0) {
                 log_debug_errno(r, "Failed to adopt debug symbols of build ID %s, ignoring: %m", build_id);
-        else
-                log_debug("Using debug symbols of build ID %s.", build_id);
+                return;
+        }
+        log_debug("Using debug symbols of build ID %s.", build_id);
+        /* Not knowing where they came from, share them with nobody else. */
+        *ret_origin = origin.used ? origin : (DebugOrigin){ .used = true, .in_root = true };
+}
+
+/* Whether pid could have used the debug file e's symbols came from: its owner
+ * could read it and, for one in a process's root, pid's root leads to the
+ * same file (containers of one image share it; a namespace of one's own
+ * does not). */
+static bool file_entry_shareable(const Symbolizer *s, const FileEntry *e, pid_t pid) {
+        _cleanup_(creds_done) Creds creds = {};
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (!e->debug.used)
+                return true;
+        if (creds_from_pid(s->proc_root, pid, &creds) < 0)
+                return false;
+        st = (struct stat){ .st_uid = e->debug.uid, .st_gid = e->debug.gid, .st_mode = e->debug.mode };
+        if (!creds_can_read(&creds, &st))
+                return false;
+        if (!e->debug.in_root)
+                return true;
+        if (e->debug.ino == 0 || debug_file_path(elf_symtab_build_id(e->symtab), &rel) < 0)
+                return false;
+        fd = proc_open_in_root(s->proc_root, pid, rel);
+        return fd >= 0 && fstat(fd, &st) >= 0 && st.st_dev == e->debug.dev && st.st_ino == e->debug.ino;
 }
 
 /* Whether a file's symbols could still improve with a separate debug file. */
@@ -489,6 +559,7 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
         _cleanup_free_ FileEntry *e = NULL;
         struct stat st;
         FileEntry *found;
+        bool detached = false;
         int r;
 
         if (fstat(fd, &st) < 0)
@@ -497,7 +568,15 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                 return -EBADFD;
 
         found = cache_find(s, &st);
-        if (found) {
+        if (found && !file_entry_shareable(s, found, pid)) {
+                /* Its symbols came from a debug file this process could not
+                 * have used: its own entry, not cached, symbols looked up
+                 * for it. */
+                log_debug("Not sharing the debug symbols of %s with PID %d: its owner could not read their "
+                          "debug file, or its root leads to another.",
+                          path, (int) pid);
+                detached = true;
+        } else if (found) {
                 if (found->debuginfod == DEBUGINFOD_WANTED)
                         file_entry_want_debuginfod(s, found); /* not taken last time: again */
                 *ret = file_entry_ref(found);
@@ -530,13 +609,18 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                         log_debug("%s is a Go program (%s), symbols from %s.", path,
                                   elf_symtab_go_version(e->symtab),
                                   elf_symbols_source_to_string(elf_symtab_symbols_source(e->symtab)));
-                load_debug_symbols(s, pid, e->symtab);
-                if (s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
+                load_debug_symbols(s, pid, e->symtab, &e->debug);
+                /* (debuginfod's late answers go to cached entries only) */
+                if (!detached && s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
                         e->debuginfod = DEBUGINFOD_WANTED;
                         file_entry_want_debuginfod(s, e);
                 }
         }
 
+        if (detached) {
+                *ret = file_entry_ref(TAKE_PTR(e)); /* no owner: freed with its last reference */
+                return 0;
+        }
         r = hash_add(s, e);
         if (r < 0) {
                 elf_symtab_free(e->symtab);

@@ -171,5 +171,59 @@ def test_deputy():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_deputy_cache():
+    """The agent keeps a binary's symbols per file: those root's process got
+    from a root-only debug file (planted in its own mount namespace) are not
+    handed to nobody's process running the same file."""
+    require_root()
+    require_userns()
+
+    tmp = tempfile.mkdtemp(prefix="cgprof-deputy-")
+    cg_root = Cgroup(f"cgprof-test-deputy-root-{os.getpid()}")
+    cg_nobody = Cgroup(f"cgprof-test-deputy-nobody-{os.getpid()}")
+    agent = None
+    try:
+        os.chmod(tmp, 0o755)
+        binary, debug, bid = build_fixture(tmp, "shared", 7, 0o600)
+        agent = Agent({
+            "profiles": [profile(name="deputy")],
+            "targets": [
+                {"name": "root", "profileRef": "deputy", "cgroupPatterns": [cg_root.rel]},
+                {"name": "nobody", "profileRef": "deputy", "cgroupPatterns": [cg_nobody.rel]},
+            ],
+        })
+        agent.start()
+
+        # Root, in a mount namespace of its own: its debug file is used.
+        p = run_in_cgroup(cg_root, ["unshare", "--mount", "sh", "-c", PLANT, "sh", bid[:2], bid[2:], debug,
+                                    binary, "1"])
+        assert p.stdout.readline().decode().startswith("ready")
+        assert p.wait(60) == 0
+        cg_root.remove()
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg_root.rel)
+        m = mapping_of(r, binary)
+        log("root's mapping:", m)
+        assert m["symbols"] == "debug file", m
+
+        # nobody, the same file, the host's mounts: not from the cache.
+        p = run_in_cgroup(cg_nobody, NOBODY + [binary, "1"])
+        assert p.stdout.readline().decode().startswith("ready")
+        assert p.wait(60) == 0
+        cg_nobody.remove()
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg_nobody.rel)
+        m = mapping_of(r, binary)
+        log("nobody's mapping:", m)
+        assert m["symbols"] != "debug file", m
+        frames = {f for st in folded(r) for f in st}
+        assert not any("secret_alpha" in f for f in frames), sorted(frames)
+        assert "Not sharing the debug symbols of " + binary in agent.log()
+    finally:
+        if agent:
+            agent.cleanup()
+        cg_root.remove()
+        cg_nobody.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main([test_deputy])
+    main([test_deputy, test_deputy_cache])
