@@ -144,12 +144,24 @@ static int read_nspid(const JitMaps *j, pid_t *ret) {
         return 0;
 }
 
+/* 0 if the owner of the process could read the file open at fd, as of now
+ * (not as of when the process started: it may have dropped privileges
+ * since); -EACCES if not, -ESRCH if the process is gone. */
+static int check_owner_can_read(const JitMaps *j, int fd) {
+        _cleanup_(creds_done) Creds creds = {};
+        int r;
+
+        r = creds_from_pid(j->proc_root, j->pid, &creds);
+        if (r < 0)
+                return r;
+        return creds_check_fd(&creds, fd);
+}
+
 /* name in the process's /tmp: no symlink followed on the way, a regular file
  * its owner could read; -EACCES if it could not. */
 static int open_in_tmp(const JitMaps *j, const char *name) {
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int root_fd = -EBADF, tmp_fd = -EBADF, fd = -EBADF;
-        _cleanup_(creds_done) Creds creds = {};
         int r;
 
         if (asprintf(&root, "%s/%d/root", j->proc_root, (int) j->pid) < 0)
@@ -167,14 +179,9 @@ static int open_in_tmp(const JitMaps *j, const char *name) {
         if (fd < 0)
                 return fd;
 
-        /* The process names the file (a hard link to a file it cannot read
-         * gets past O_NOFOLLOW): used only if its owner could read it, as of
-         * now (not as of when the process started: it may have dropped
-         * privileges since). */
-        r = creds_from_pid(j->proc_root, j->pid, &creds);
-        if (r < 0)
-                return r;
-        r = creds_check_fd(&creds, fd); /* -EACCES: logged by the caller */
+        /* The process names the file (a hard link or a bind mount to a
+         * file it cannot read gets past O_NOFOLLOW). */
+        r = check_owner_can_read(j, fd); /* -EACCES: logged by the caller */
         if (r < 0)
                 return r;
         return TAKE_FD(fd);
@@ -261,6 +268,16 @@ static void discover(JitMaps *j, const ProcMapsEntry *mapped_dump) {
         if (mapped_dump && !j->sources[JIT_SOURCE_JITDUMP_MAPPED].path) {
                 int fd = proc_maps_open_file(j->proc_root, j->pid, mapped_dump);
 
+                /* The process maps it, so could read it, but without
+                 * /proc/PID/map_files (no CAP_SYS_ADMIN) on overlayfs the
+                 * path is all that names it: the same check. */
+                if (fd >= 0) {
+                        r = check_owner_can_read(j, fd);
+                        if (r < 0) {
+                                safe_close(fd);
+                                fd = r;
+                        }
+                }
                 if (fd < 0)
                         log_debug_errno(fd, "Failed to open %s of PID %d, ignoring: %m", mapped_dump->path,
                                         (int) j->pid);
