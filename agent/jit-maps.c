@@ -144,16 +144,24 @@ static int read_nspid(const JitMaps *j, pid_t *ret) {
         return 0;
 }
 
-/* 0 if the owner of the process could read the file open at fd, as of now
- * (not as of when the process started: it may have dropped privileges
- * since); -EACCES if not, -ESRCH if the process is gone. */
-static int check_owner_can_read(const JitMaps *j, int fd) {
+/* 0 if the owner of the process could read the file open at fd (and search
+ * the directory dir_fd it is in, unless -EBADF), as of now (not as of when
+ * the process started: it may have dropped privileges since); -EACCES if
+ * not, -ESRCH if the process is gone. */
+static int check_owner_can_read(const JitMaps *j, int dir_fd, int fd) {
         _cleanup_(creds_done) Creds creds = {};
+        struct stat st;
         int r;
 
         r = creds_from_pid(j->proc_root, j->pid, &creds);
         if (r < 0)
                 return r;
+        if (dir_fd >= 0) {
+                if (fstat(dir_fd, &st) < 0)
+                        return negative_errno();
+                if (!creds_can_search(&creds, &st))
+                        return -EACCES;
+        }
         return creds_check_fd(&creds, fd);
 }
 
@@ -181,7 +189,7 @@ static int open_in_tmp(const JitMaps *j, const char *name) {
 
         /* The process names the file (a hard link or a bind mount to a
          * file it cannot read gets past O_NOFOLLOW). */
-        r = check_owner_can_read(j, fd); /* -EACCES: logged by the caller */
+        r = check_owner_can_read(j, tmp_fd, fd); /* -EACCES: logged by the caller */
         if (r < 0)
                 return r;
         return TAKE_FD(fd);
@@ -272,7 +280,7 @@ static void discover(JitMaps *j, const ProcMapsEntry *mapped_dump) {
                  * /proc/PID/map_files (no CAP_SYS_ADMIN) on overlayfs the
                  * path is all that names it: the same check. */
                 if (fd >= 0) {
-                        r = check_owner_can_read(j, fd);
+                        r = check_owner_can_read(j, -EBADF, fd);
                         if (r < 0) {
                                 safe_close(fd);
                                 fd = r;

@@ -64,9 +64,6 @@ typedef struct DebugOrigin {
         bool in_root; /* in the process's root (else the host's debug directory) */
         dev_t dev;
         ino_t ino;
-        uid_t uid;
-        gid_t gid;
-        mode_t mode;
 } DebugOrigin;
 
 typedef struct FileEntry FileEntry;
@@ -323,31 +320,6 @@ static int load_debug_file(int fd, const char *what, const char *build_id, ElfSy
         return 0;
 }
 
-/* Whether the owner of the process (creds) could read the debug file at fd:
- * the agent reads with its own privileges what a path, often one the process
- * controls, leads to, and must not show in a report what the user could not
- * read (a symlink to a root-only file: a confused deputy). */
-static bool debug_file_allowed(const Creds *creds, int fd, const char *what, const char *build_id,
-                               pid_t pid) {
-        int r;
-
-        if (!creds) {
-                log_debug(
-                        "Not using the %s debug file of build ID %s: the credentials of PID %d are unknown.",
-                        what, build_id, (int) pid);
-                return false;
-        }
-        r = creds_check_fd(creds, fd);
-        if (r < 0) {
-                log_debug_errno(r,
-                                "Not using the %s debug file of build ID %s: the owner of PID %d (UID %u) "
-                                "could not read it: %m",
-                                what, build_id, (int) pid, (unsigned) creds->uid);
-                return false;
-        }
-        return true;
-}
-
 /* A build ID's debug file, in a build-id directory rooted at /usr/lib/debug. */
 static int debug_file_path(const char *build_id, char **ret) {
         if (!build_id || strlen(build_id) < 3)
@@ -355,6 +327,38 @@ static int debug_file_path(const char *build_id, char **ret) {
         if (asprintf(ret, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
                 return -ENOMEM;
         return 0;
+}
+
+/* Opens the debug file of build_id as the owner of pid (creds) would: in the
+ * process's root (in_root) or in the host's debug directory, every directory
+ * on the way searchable by it, the file readable by it. The agent reads with
+ * its own privileges what a path, often one the process controls, leads to,
+ * and must not show in a report what the user could not read (a symlink to
+ * a root-only file: a confused deputy). */
+static int open_debug_file_as(const Symbolizer *s, pid_t pid, const Creds *creds, bool in_root,
+                              const char *build_id) {
+        _cleanup_free_ char *root = NULL, *path = NULL;
+        _cleanup_close_ int root_fd = -EBADF;
+        int fd;
+
+        if (in_root) {
+                if (asprintf(&root, "%s/%d/root", s->proc_root, (int) pid) < 0)
+                        return -ENOMEM;
+                if (debug_file_path(build_id, &path) < 0)
+                        return -ENOMEM;
+        } else if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
+                return -ENOMEM;
+        root_fd = open(root ?: (path[0] == '/' ? "/" : "."), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return negative_errno();
+
+        fd = creds_open_in_root(creds, root_fd, path);
+        if (fd == -EACCES)
+                log_debug(
+                        "Not using the %s debug file of build ID %s: the owner of PID %d (UID %u) could not "
+                        "read it.",
+                        in_root ? "process's" : "host's", build_id, (int) pid, (unsigned) creds->uid);
+        return fd;
 }
 
 static void debug_origin_set(DebugOrigin *o, int fd, bool in_root) {
@@ -367,9 +371,6 @@ static void debug_origin_set(DebugOrigin *o, int fd, bool in_root) {
         o->in_root = in_root;
         o->dev = st.st_dev;
         o->ino = st.st_ino;
-        o->uid = st.st_uid;
-        o->gid = st.st_gid;
-        o->mode = st.st_mode;
 }
 
 /* Adopts a separate debug file's symbols when the file has only .dynsym:
@@ -379,41 +380,33 @@ static void debug_origin_set(DebugOrigin *o, int fd, bool in_root) {
  * ret_origin: where the symbols came from, when they did. */
 static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab, DebugOrigin *ret_origin) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
-        _cleanup_free_ char *rel = NULL, *host = NULL;
         _cleanup_(creds_done) Creds creds = {};
         _cleanup_close_ int fd = -EBADF;
         const char *build_id = elf_symtab_build_id(symtab);
         DebugOrigin origin = {};
-        bool have_creds;
         int r;
 
         if (!build_id || strlen(build_id) < 3 || elf_symtab_has_full_symtab(symtab))
                 return;
 
         r = creds_from_pid(s->proc_root, pid, &creds);
-        if (r < 0)
+        if (r < 0) {
                 log_debug_errno(r,
                                 "Failed to read the credentials of PID %d, not using debug files for it: %m",
                                 (int) pid);
-        have_creds = r >= 0;
-
-        if (debug_file_path(build_id, &rel) < 0)
                 return;
-        fd = proc_open_in_root(s->proc_root, pid, rel);
+        }
+
+        fd = open_debug_file_as(s, pid, &creds, true, build_id);
         if (fd >= 0) {
-                if (debug_file_allowed(have_creds ? &creds : NULL, fd, "process's", build_id, pid) &&
-                    load_debug_file(fd, "process's", build_id, &debug) >= 0)
+                if (load_debug_file(fd, "process's", build_id, &debug) >= 0)
                         debug_origin_set(&origin, fd, true);
                 fd = safe_close(fd);
         }
 
         if (!debug) {
-                if (asprintf(&host, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
-                        return;
-                fd = open_regular_at(AT_FDCWD, host, false);
+                fd = open_debug_file_as(s, pid, &creds, false, build_id);
                 if (fd < 0)
-                        return;
-                if (!debug_file_allowed(have_creds ? &creds : NULL, fd, "host's", build_id, pid))
                         return;
                 if (load_debug_file(fd, "host's", build_id, &debug) < 0)
                         return;
@@ -427,31 +420,23 @@ static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab
         }
         log_debug("Using debug symbols of build ID %s.", build_id);
         /* Not knowing where they came from, share them with nobody else. */
-        *ret_origin = origin.used ? origin : (DebugOrigin){ .used = true, .in_root = true };
+        *ret_origin = origin.used ? origin : (DebugOrigin){ .used = true };
 }
 
-/* Whether pid could have used the debug file e's symbols came from: its owner
- * could read it and, for one in a process's root, pid's root leads to the
- * same file (containers of one image share it; a namespace of one's own
- * does not). */
+/* Whether pid would have used the debug file e's symbols came from: opened
+ * as its owner would, where e's was found, it is the same file (containers
+ * of one image share it; a root of one's own, or a user who may not read it,
+ * do not). */
 static bool file_entry_shareable(const Symbolizer *s, const FileEntry *e, pid_t pid) {
         _cleanup_(creds_done) Creds creds = {};
-        _cleanup_free_ char *rel = NULL;
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
         if (!e->debug.used)
                 return true;
-        if (creds_from_pid(s->proc_root, pid, &creds) < 0)
+        if (e->debug.ino == 0 || creds_from_pid(s->proc_root, pid, &creds) < 0)
                 return false;
-        st = (struct stat){ .st_uid = e->debug.uid, .st_gid = e->debug.gid, .st_mode = e->debug.mode };
-        if (!creds_can_read(&creds, &st))
-                return false;
-        if (!e->debug.in_root)
-                return true;
-        if (e->debug.ino == 0 || debug_file_path(elf_symtab_build_id(e->symtab), &rel) < 0)
-                return false;
-        fd = proc_open_in_root(s->proc_root, pid, rel);
+        fd = open_debug_file_as(s, pid, &creds, e->debug.in_root, elf_symtab_build_id(e->symtab));
         return fd >= 0 && fstat(fd, &st) >= 0 && st.st_dev == e->debug.dev && st.st_ino == e->debug.ino;
 }
 

@@ -40,3 +40,13 @@ bool creds_can_read(const Creds *c, const struct stat *st);
 
 /* 0 if c could read the file open at fd, -EACCES if not, or fstat()'s error. */
 int creds_check_fd(const Creds *c, int fd);
+
+/* Whether c could search (x) the directory st describes. UID 0 can. */
+bool creds_can_search(const Creds *c, const struct stat *st);
+
+/* Opens path (relative to root_fd, which is "/" for it: absolute symlinks and
+ * ".." stay inside, as openat2()'s RESOLVE_IN_ROOT does) one component at a
+ * time, as c would: every directory on the way must be searchable by c and
+ * the file, regular, readable by c (-EACCES if not). Symlinks are followed
+ * by hand (at most 40: -ELOOP), never a /proc magic link's target. */
+int creds_open_in_root(const Creds *c, int root_fd, const char *path);

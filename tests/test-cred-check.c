@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +113,19 @@ TEST(can_read) {
 
         ASSERT_FALSE(creds_can_read(NULL, &st));
         ASSERT_FALSE(creds_can_read(&user, NULL));
+
+        /* Searching a directory: the x bits, by the same classes. */
+        st = file(0, 0, 0700);
+        ASSERT_FALSE(creds_can_search(&user, &st));
+        ASSERT_TRUE(creds_can_search(&root, &st));
+        st = file(0, 0, 0711);
+        ASSERT_TRUE(creds_can_search(&user, &st));
+        st = file(0, 100, 0750);
+        ASSERT_TRUE(creds_can_search(&user, &st));
+        st = file(1000, 0, 0677);
+        ASSERT_FALSE(creds_can_search(&user, &st));
+        st = file(0, 0, 0744);
+        ASSERT_FALSE(creds_can_search(&user, &st));
 }
 
 TEST(from_pid_self) {
@@ -139,6 +154,91 @@ TEST(check_fd) {
         ASSERT_ERROR(creds_check_fd(&nobody, -1), EBADF);
         (void) unlink(path);
         close(fd);
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void mk(int dfd, const char *path, mode_t mode) {
+        ASSERT_EQ(mkdirat(dfd, path, 0755), 0);
+        ASSERT_EQ(fchmodat(dfd, path, mode, 0), 0);
+}
+
+static void put(int dfd, const char *path, mode_t mode) {
+        int fd = openat(dfd, path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_TRUE(write(fd, "x", 1) == 1);
+        ASSERT_OK(fchmod(fd, mode));
+        close(fd);
+}
+
+static void assert_same_file(int fd, int dfd, const char *path) {
+        struct stat a, b;
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(fstat(fd, &a));
+        ASSERT_OK(fstatat(dfd, path, &b, 0));
+        ASSERT_EQ(a.st_ino, b.st_ino);
+        close(fd);
+}
+
+TEST(open_in_root) {
+        /* A fake root: what a user in its own mount namespace could plant.
+         * The test's own UID owns everything; "user" is someone else. */
+        Creds user = { .uid = 4000001, .gid = 4000001 }; /* nobody here */
+        Creds owner = { .uid = getuid(), .gid = getgid() };
+        char t[] = "/tmp/test-cred-check-root.XXXXXX";
+        int root;
+
+        ASSERT_NOT_NULL(mkdtemp(t));
+        ASSERT_OK(chmod(t, 0755));
+        root = open(t, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(root >= 0);
+
+        mk(root, "usr", 0755);
+        mk(root, "usr/lib", 0755);
+        put(root, "usr/lib/open.debug", 0644);
+        put(root, "usr/lib/secret.debug", 0600);
+        mk(root, "private", 0700);
+        put(root, "private/readable.debug", 0644);
+        ASSERT_OK(symlinkat("/usr/lib/open.debug", root, "usr/abs"));
+        ASSERT_OK(symlinkat("lib/open.debug", root, "usr/rel"));
+        ASSERT_OK(symlinkat("../../../../usr/lib/open.debug", root, "usr/dotdot"));
+        ASSERT_OK(symlinkat("/usr/lib/secret.debug", root, "usr/to-secret"));
+        ASSERT_OK(symlinkat("/private/readable.debug", root, "usr/to-private"));
+        ASSERT_OK(symlinkat("/usr/loop", root, "usr/loop"));
+        ASSERT_OK(symlinkat("/usr/lib", root, "usr/libdir"));
+        ASSERT_OK(symlinkat("/etc/passwd", root, "usr/outside")); /* not in the fake root */
+
+        /* Readable, through absolute, relative and ".." symlinks (".." of
+         * the root stays there) and a symlinked directory. */
+        assert_same_file(creds_open_in_root(&user, root, "/usr/lib/open.debug"), root, "usr/lib/open.debug");
+        assert_same_file(creds_open_in_root(&user, root, "usr/abs"), root, "usr/lib/open.debug");
+        assert_same_file(creds_open_in_root(&user, root, "/usr/rel"), root, "usr/lib/open.debug");
+        assert_same_file(creds_open_in_root(&user, root, "/usr/dotdot"), root, "usr/lib/open.debug");
+        assert_same_file(creds_open_in_root(&user, root, "/../usr/./libdir//open.debug"), root,
+                         "usr/lib/open.debug");
+
+        /* Its mode, or a directory on the way, shuts the user out; not its owner. */
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/to-secret"), EACCES);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/to-private"), EACCES);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/private/readable.debug"), EACCES);
+        assert_same_file(creds_open_in_root(&owner, root, "/usr/to-secret"), root, "usr/lib/secret.debug");
+        assert_same_file(creds_open_in_root(&owner, root, "/usr/to-private"), root,
+                         "private/readable.debug");
+
+        /* Loops, directories, what is not there. */
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/loop"), ELOOP);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/lib"), EBADFD);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/"), EISDIR);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/lib/open.debug/x"), ENOTDIR);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/usr/outside"), ENOENT);
+        ASSERT_ERROR(creds_open_in_root(&user, root, "/nothing"), ENOENT);
+
+        close(root);
+        ASSERT_EQ(nftw(t, rm_cb, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 DEFINE_TEST_MAIN

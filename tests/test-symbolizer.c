@@ -1214,7 +1214,13 @@ TEST(jit_maps_unreadable) {
         symbolizer_begin_pass(s);
         assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
 
+        /* Readable, in a /tmp it could not search: not read either. */
         ASSERT_EQ(chmod(map, 0644), 0);
+        ASSERT_EQ(chmod(file, 0700), 0);
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
+
+        ASSERT_EQ(chmod(file, 01777), 0);
         symbolizer_begin_pass(s);
         assert_jit(s, m, 0x7f0000000010, "secret", 0x10, "/tmp/perf-1.map", "perf map");
 }

@@ -85,9 +85,9 @@ def build_id(path):
     raise AssertionError(f"{path} has no build ID")
 
 
-def build_fixture(tmp, name, tag, debug_mode):
+def build_fixture(tmp, name, tag, debug_mode, debug_dir=None):
     """A stripped binary (0755, for nobody to run) and its debug file (owned
-    by root, mode debug_mode)."""
+    by root, mode debug_mode, in debug_dir if given)."""
     src = os.path.join(tmp, "deputy.c")
     if not os.path.exists(src):
         with open(src, "w") as f:
@@ -100,6 +100,9 @@ def build_fixture(tmp, name, tag, debug_mode):
     subprocess.run(["strip", binary], check=True)
     os.chmod(binary, 0o755)
     os.chmod(debug, debug_mode)
+    if debug_dir:
+        os.rename(debug, os.path.join(debug_dir, os.path.basename(debug)))
+        debug = os.path.join(debug_dir, os.path.basename(debug))
     bid = build_id(binary)
     assert build_id(debug) == bid
     dynsyms = subprocess.run(["nm", "-D", "--defined-only", binary], capture_output=True, text=True).stdout
@@ -122,40 +125,51 @@ def test_deputy():
     tmp = tempfile.mkdtemp(prefix="cgprof-deputy-")
     cg_secret = Cgroup(f"cgprof-test-deputy-secret-{os.getpid()}")
     cg_open = Cgroup(f"cgprof-test-deputy-open-{os.getpid()}")
+    cg_hidden = Cgroup(f"cgprof-test-deputy-hidden-{os.getpid()}")
     agent = None
     try:
         os.chmod(tmp, 0o755)
-        # Two builds (two build IDs, two files): one debug file for root
-        # only, one for everyone.
+        private = os.path.join(tmp, "private")
+        os.mkdir(private, 0o700)
+        # Three builds (three build IDs, three files): a debug file for
+        # root only, one for everyone, and one for everyone in a directory
+        # only root may search.
         secret_bin, secret_debug, secret_id = build_fixture(tmp, "secret", 3, 0o600)
         open_bin, open_debug, open_id = build_fixture(tmp, "open", 5, 0o644)
-        assert secret_id != open_id
-        # nobody cannot read the first itself.
-        p = subprocess.run(NOBODY + ["cat", secret_debug], capture_output=True)
-        assert p.returncode != 0
+        hidden_bin, hidden_debug, hidden_id = build_fixture(tmp, "hidden", 9, 0o644, private)
+        assert len({secret_id, open_id, hidden_id}) == 3
+        # nobody cannot read the first nor the last itself.
+        for debug in (secret_debug, hidden_debug):
+            p = subprocess.run(NOBODY + ["cat", debug], capture_output=True)
+            assert p.returncode != 0, debug
 
         agent = Agent({
             "profiles": [profile(name="deputy")],
             "targets": [
                 {"name": "secret", "profileRef": "deputy", "cgroupPatterns": [cg_secret.rel]},
                 {"name": "open", "profileRef": "deputy", "cgroupPatterns": [cg_open.rel]},
+                {"name": "hidden", "profileRef": "deputy", "cgroupPatterns": [cg_hidden.rel]},
             ],
         })
         agent.start()
         ps = run_as_nobody(cg_secret, secret_bin, secret_debug, secret_id)
         po = run_as_nobody(cg_open, open_bin, open_debug, open_id)
-        assert ps.wait(60) == 0 and po.wait(60) == 0
+        ph = run_as_nobody(cg_hidden, hidden_bin, hidden_debug, hidden_id)
+        assert ps.wait(60) == 0 and po.wait(60) == 0 and ph.wait(60) == 0
         cg_secret.remove()
         cg_open.remove()
+        cg_hidden.remove()
 
-        r = agent.wait_summary(lambda s: s["cgroup"] == cg_secret.rel)
-        m = mapping_of(r, secret_bin)
-        log("root-only debug file, mapping:", m)
-        assert m["symbols"] != "debug file", m
-        frames = {f for st in folded(r) for f in st}
-        assert not any("secret_alpha" in f for f in frames), sorted(frames)
-        assert m["unsymbolizedShare"] > 0.5, m
-        assert "Not using the process's debug file of build ID " + secret_id in agent.log()
+        for cg, binary, bid, what in ((cg_secret, secret_bin, secret_id, "root-only debug file"),
+                                      (cg_hidden, hidden_bin, hidden_id, "debug file in a root-only directory")):
+            r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+            m = mapping_of(r, binary)
+            log(what + ", mapping:", m)
+            assert m["symbols"] != "debug file", m
+            frames = {f for st in folded(r) for f in st}
+            assert not any("secret_alpha" in f for f in frames), sorted(frames)
+            assert m["unsymbolizedShare"] > 0.5, m
+            assert "Not using the process's debug file of build ID " + bid in agent.log()
 
         r = agent.wait_summary(lambda s: s["cgroup"] == cg_open.rel)
         m = mapping_of(r, open_bin)
@@ -168,6 +182,7 @@ def test_deputy():
             agent.cleanup()
         cg_secret.remove()
         cg_open.remove()
+        cg_hidden.remove()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
