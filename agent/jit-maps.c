@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "cred-check.h"
 #include "fileio.h"
 #include "jit-map.h"
 #include "jit-maps.h"
@@ -143,10 +144,33 @@ static int read_nspid(const JitMaps *j, pid_t *ret) {
         return 0;
 }
 
-/* name in the process's /tmp: no symlink followed on the way, a regular file. */
+/* 0 if the owner of the process could read the file open at fd (and search
+ * the directory dir_fd it is in, unless -EBADF), as of now (not as of when
+ * the process started: it may have dropped privileges since); -EACCES if
+ * not, -ESRCH if the process is gone. */
+static int check_owner_can_read(const JitMaps *j, int dir_fd, int fd) {
+        _cleanup_(creds_done) Creds creds = {};
+        struct stat st;
+        int r;
+
+        r = creds_from_pid(j->proc_root, j->pid, &creds);
+        if (r < 0)
+                return r;
+        if (dir_fd >= 0) {
+                if (fstat(dir_fd, &st) < 0)
+                        return negative_errno();
+                if (!creds_can_search(&creds, &st))
+                        return -EACCES;
+        }
+        return creds_check_fd(&creds, fd);
+}
+
+/* name in the process's /tmp: no symlink followed on the way, a regular file
+ * its owner could read; -EACCES if it could not. */
 static int open_in_tmp(const JitMaps *j, const char *name) {
         _cleanup_free_ char *root = NULL;
         _cleanup_close_ int root_fd = -EBADF, tmp_fd = -EBADF, fd = -EBADF;
+        int r;
 
         if (asprintf(&root, "%s/%d/root", j->proc_root, (int) j->pid) < 0)
                 return -ENOMEM;
@@ -159,7 +183,16 @@ static int open_in_tmp(const JitMaps *j, const char *name) {
         fd = openat(tmp_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        return fd_take_regular(TAKE_FD(fd));
+        fd = fd_take_regular(TAKE_FD(fd));
+        if (fd < 0)
+                return fd;
+
+        /* The process names the file (a hard link or a bind mount to a
+         * file it cannot read gets past O_NOFOLLOW). */
+        r = check_owner_can_read(j, tmp_fd, fd); /* -EACCES: logged by the caller */
+        if (r < 0)
+                return r;
+        return TAKE_FD(fd);
 }
 
 static int source_adopt(JitMaps *j, JitSourceKind k, int fd, const char *path) {
@@ -243,6 +276,16 @@ static void discover(JitMaps *j, const ProcMapsEntry *mapped_dump) {
         if (mapped_dump && !j->sources[JIT_SOURCE_JITDUMP_MAPPED].path) {
                 int fd = proc_maps_open_file(j->proc_root, j->pid, mapped_dump);
 
+                /* The process maps it, so could read it, but without
+                 * /proc/PID/map_files (no CAP_SYS_ADMIN) on overlayfs the
+                 * path is all that names it: the same check. */
+                if (fd >= 0) {
+                        r = check_owner_can_read(j, -EBADF, fd);
+                        if (r < 0) {
+                                safe_close(fd);
+                                fd = r;
+                        }
+                }
                 if (fd < 0)
                         log_debug_errno(fd, "Failed to open %s of PID %d, ignoring: %m", mapped_dump->path,
                                         (int) j->pid);

@@ -38,6 +38,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
+#include "cred-check.h"
 #include "elf-symtab.h"
 #include "jit-maps.h"
 #include "kallsyms.h"
@@ -57,6 +58,14 @@ typedef enum DebuginfodState {
         DEBUGINFOD_PENDING, /* asked for: symbolizer_debuginfod_done() will tell */
 } DebuginfodState;
 
+/* Where a file's separate debug file was found, and what it was. */
+typedef struct DebugOrigin {
+        bool used; /* a local debug file's symbols were adopted */
+        bool in_root; /* in the process's root (else the host's debug directory) */
+        dev_t dev;
+        ino_t ino;
+} DebugOrigin;
+
 typedef struct FileEntry FileEntry;
 struct FileEntry {
         Symbolizer *owner; /* NULL once the Symbolizer is gone */
@@ -69,6 +78,9 @@ struct FileEntry {
 
         ElfSymtab *symtab; /* NULL: not an ELF file we could read; remembered as such */
         DebuginfodState debuginfod;
+        /* The local debug file its symbols came from, if any: shared only
+         * with processes that could have used it themselves. */
+        DebugOrigin debug;
         unsigned n_ref;
 
         FileEntry *hash_next;
@@ -308,42 +320,124 @@ static int load_debug_file(int fd, const char *what, const char *build_id, ElfSy
         return 0;
 }
 
+/* A build ID's debug file, in a build-id directory rooted at /usr/lib/debug. */
+static int debug_file_path(const char *build_id, char **ret) {
+        if (!build_id || strlen(build_id) < 3)
+                return -EINVAL;
+        if (asprintf(ret, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Opens the debug file of build_id as the owner of pid (creds) would: in the
+ * process's root (in_root) or in the host's debug directory, every directory
+ * on the way searchable by it, the file readable by it. The agent reads with
+ * its own privileges what a path, often one the process controls, leads to,
+ * and must not show in a report what the user could not read (a symlink to
+ * a root-only file: a confused deputy). */
+static int open_debug_file_as(const Symbolizer *s, pid_t pid, const Creds *creds, bool in_root,
+                              const char *build_id) {
+        _cleanup_free_ char *root = NULL, *path = NULL;
+        _cleanup_close_ int root_fd = -EBADF;
+        int fd;
+
+        if (in_root) {
+                if (asprintf(&root, "%s/%d/root", s->proc_root, (int) pid) < 0)
+                        return -ENOMEM;
+                if (debug_file_path(build_id, &path) < 0)
+                        return -ENOMEM;
+        } else if (asprintf(&path, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
+                return -ENOMEM;
+        root_fd = open(root ?: (path[0] == '/' ? "/" : "."), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return negative_errno();
+
+        fd = creds_open_in_root(creds, root_fd, path);
+        if (fd == -EACCES)
+                log_debug(
+                        "Not using the %s debug file of build ID %s: the owner of PID %d (UID %u) could not "
+                        "read it.",
+                        in_root ? "process's" : "host's", build_id, (int) pid, (unsigned) creds->uid);
+        return fd;
+}
+
+static void debug_origin_set(DebugOrigin *o, int fd, bool in_root) {
+        struct stat st;
+
+        *o = (DebugOrigin){};
+        if (fstat(fd, &st) < 0)
+                return;
+        o->used = true;
+        o->in_root = in_root;
+        o->dev = st.st_dev;
+        o->ino = st.st_ino;
+}
+
 /* Adopts a separate debug file's symbols when the file has only .dynsym:
  * <build-id dir>/xx/yyyy.debug in the process's own root first (a container
- * image with -dbgsym packages installed), then in the host's debug directory. */
-static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab) {
+ * image with -dbgsym packages installed), then in the host's debug directory.
+ * Either is used only if the process's owner could read it.
+ * ret_origin: where the symbols came from, when they did. */
+static void load_debug_symbols(const Symbolizer *s, pid_t pid, ElfSymtab *symtab, DebugOrigin *ret_origin) {
         _cleanup_(elf_symtab_freep) ElfSymtab *debug = NULL;
-        _cleanup_free_ char *rel = NULL, *host = NULL;
+        _cleanup_(creds_done) Creds creds = {};
         _cleanup_close_ int fd = -EBADF;
         const char *build_id = elf_symtab_build_id(symtab);
+        DebugOrigin origin = {};
         int r;
 
         if (!build_id || strlen(build_id) < 3 || elf_symtab_has_full_symtab(symtab))
                 return;
 
-        if (asprintf(&rel, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+        r = creds_from_pid(s->proc_root, pid, &creds);
+        if (r < 0) {
+                log_debug_errno(r,
+                                "Failed to read the credentials of PID %d, not using debug files for it: %m",
+                                (int) pid);
                 return;
-        fd = proc_open_in_root(s->proc_root, pid, rel);
+        }
+
+        fd = open_debug_file_as(s, pid, &creds, true, build_id);
         if (fd >= 0) {
-                (void) load_debug_file(fd, "process's", build_id, &debug);
+                if (load_debug_file(fd, "process's", build_id, &debug) >= 0)
+                        debug_origin_set(&origin, fd, true);
                 fd = safe_close(fd);
         }
 
         if (!debug) {
-                if (asprintf(&host, "%s/.build-id/%.2s/%s.debug", s->debug_dir, build_id, build_id + 2) < 0)
-                        return;
-                fd = open_regular_at(AT_FDCWD, host, false);
+                fd = open_debug_file_as(s, pid, &creds, false, build_id);
                 if (fd < 0)
                         return;
                 if (load_debug_file(fd, "host's", build_id, &debug) < 0)
                         return;
+                debug_origin_set(&origin, fd, false);
         }
 
         r = elf_symtab_take_symbols(symtab, debug);
-        if (r < 0)
+        if (r < 0) {
                 log_debug_errno(r, "Failed to adopt debug symbols of build ID %s, ignoring: %m", build_id);
-        else
-                log_debug("Using debug symbols of build ID %s.", build_id);
+                return;
+        }
+        log_debug("Using debug symbols of build ID %s.", build_id);
+        /* Not knowing where they came from, share them with nobody else. */
+        *ret_origin = origin.used ? origin : (DebugOrigin){ .used = true };
+}
+
+/* Whether pid would have used the debug file e's symbols came from: opened
+ * as its owner would, where e's was found, it is the same file (containers
+ * of one image share it; a root of one's own, or a user who may not read it,
+ * do not). */
+static bool file_entry_shareable(const Symbolizer *s, const FileEntry *e, pid_t pid) {
+        _cleanup_(creds_done) Creds creds = {};
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        if (!e->debug.used)
+                return true;
+        if (e->debug.ino == 0 || creds_from_pid(s->proc_root, pid, &creds) < 0)
+                return false;
+        fd = open_debug_file_as(s, pid, &creds, e->debug.in_root, elf_symtab_build_id(e->symtab));
+        return fd >= 0 && fstat(fd, &st) >= 0 && st.st_dev == e->debug.dev && st.st_ino == e->debug.ino;
 }
 
 /* Whether a file's symbols could still improve with a separate debug file. */
@@ -450,6 +544,7 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
         _cleanup_free_ FileEntry *e = NULL;
         struct stat st;
         FileEntry *found;
+        bool detached = false;
         int r;
 
         if (fstat(fd, &st) < 0)
@@ -458,7 +553,15 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                 return -EBADFD;
 
         found = cache_find(s, &st);
-        if (found) {
+        if (found && !file_entry_shareable(s, found, pid)) {
+                /* Its symbols came from a debug file this process could not
+                 * have used: its own entry, not cached, symbols looked up
+                 * for it. */
+                log_debug("Not sharing the debug symbols of %s with PID %d: its owner could not read their "
+                          "debug file, or its root leads to another.",
+                          path, (int) pid);
+                detached = true;
+        } else if (found) {
                 if (found->debuginfod == DEBUGINFOD_WANTED)
                         file_entry_want_debuginfod(s, found); /* not taken last time: again */
                 *ret = file_entry_ref(found);
@@ -491,13 +594,18 @@ static int file_entry_get(Symbolizer *s, pid_t pid, int fd, const char *path, Fi
                         log_debug("%s is a Go program (%s), symbols from %s.", path,
                                   elf_symtab_go_version(e->symtab),
                                   elf_symbols_source_to_string(elf_symtab_symbols_source(e->symtab)));
-                load_debug_symbols(s, pid, e->symtab);
-                if (s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
+                load_debug_symbols(s, pid, e->symtab, &e->debug);
+                /* (debuginfod's late answers go to cached entries only) */
+                if (!detached && s->debuginfod.request && symtab_wants_debug_file(e->symtab)) {
                         e->debuginfod = DEBUGINFOD_WANTED;
                         file_entry_want_debuginfod(s, e);
                 }
         }
 
+        if (detached) {
+                *ret = file_entry_ref(TAKE_PTR(e)); /* no owner: freed with its last reference */
+                return 0;
+        }
         r = hash_add(s, e);
         if (r < 0) {
                 elf_symtab_free(e->symtab);

@@ -1028,7 +1028,9 @@ TEST(jit_maps_in_namespace) {
         write_file(stat, "4243 (node) S 1 4243 4243 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
                          "123456 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
         snprintf(status, sizeof(status), "%s/status", dir);
-        write_file(status, "Name:\tnode\nTgid:\t4243\nPid:\t4243\nNSpid:\t4243\t7\nNSsid:\t4243\t1\n");
+        write_file(status,
+                   "Name:\tnode\nTgid:\t4243\nPid:\t4243\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\n"
+                   "NSpid:\t4243\t7\nNSsid:\t4243\t1\n");
         snprintf(file, sizeof(file), "%s/root", dir);
         ASSERT_EQ(mkdir(file, 0755), 0);
         snprintf(file, sizeof(file), "%s/root/tmp", dir);
@@ -1140,7 +1142,7 @@ TEST(jit_maps_no_symlinks) {
                         "1 (node) S 1 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
                         "123456 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
                 snprintf(file, sizeof(file), "%s/status", dir);
-                write_file(file, "Name:\tnode\nNSpid:\t1\n");
+                write_file(file, "Name:\tnode\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\nNSpid:\t1\n");
                 snprintf(file, sizeof(file), "%s/maps", dir);
                 write_file(file, "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n");
                 snprintf(file, sizeof(file), "%s/root", dir);
@@ -1162,6 +1164,56 @@ TEST(jit_maps_no_symlinks) {
                 symbolizer_begin_pass(s);
                 assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
         }
+}
+
+TEST(jit_maps_unreadable) {
+        /* A perf map the process's owner could not read (a hard link or a
+         * bind mount to someone else's file): not read, the code stays
+         * unnamed; once the owner could read it, it is read. */
+        _cleanup_(tmp_dir_done) TmpDir t = {};
+        _cleanup_(symbolizer_freep) Symbolizer *s = NULL;
+        _cleanup_(process_maps_freep) ProcessMaps *m = NULL;
+        char dir[128], file[256], map[256], status[512];
+        SymbolizerOptions opts = {};
+        unsigned other = (unsigned) getuid() + 1; /* not the files' owner, not root */
+
+        tmp_dir_make(&t);
+        opts.proc_root = t.path;
+        ASSERT_OK(symbolizer_new(&opts, &s));
+        snprintf(dir, sizeof(dir), "%s/4246", t.path);
+        ASSERT_EQ(mkdir(dir, 0755), 0);
+        snprintf(file, sizeof(file), "%s/stat", dir);
+        write_file(file, "1 (node) S 1 1 1 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+                         "123456 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n");
+        snprintf(file, sizeof(file), "%s/status", dir);
+        snprintf(status, sizeof(status),
+                 "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nGroups:\t%u\n"
+                 "NSpid:\t1\n",
+                 other, other, other, other, other, other, other, other, other);
+        write_file(file, status);
+        snprintf(file, sizeof(file), "%s/maps", dir);
+        write_file(file, "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n");
+        snprintf(file, sizeof(file), "%s/root", dir);
+        ASSERT_EQ(mkdir(file, 0755), 0);
+        snprintf(file, sizeof(file), "%s/root/tmp", dir);
+        ASSERT_EQ(mkdir(file, 01777), 0);
+        snprintf(map, sizeof(map), "%s/root/tmp/perf-1.map", dir);
+        write_file(map, "7f0000000000 100 secret\n");
+        ASSERT_EQ(chmod(map, 0600), 0);
+
+        ASSERT_OK(symbolizer_capture(s, 4246, &m));
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
+
+        /* Readable, in a /tmp it could not search: not read either. */
+        ASSERT_EQ(chmod(map, 0644), 0);
+        ASSERT_EQ(chmod(file, 0700), 0);
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, NULL, 0, NULL, "none");
+
+        ASSERT_EQ(chmod(file, 01777), 0);
+        symbolizer_begin_pass(s);
+        assert_jit(s, m, 0x7f0000000010, "secret", 0x10, "/tmp/perf-1.map", "perf map");
 }
 
 DEFINE_TEST_MAIN
