@@ -37,6 +37,19 @@ static bool is_blank(char c) {
         return c == ' ' || c == '\t';
 }
 
+/* A hex field and the blanks after it (at least one: a name follows). */
+static int parse_hex_field(const char **p, const char *end, uint64_t *ret) {
+        int r = parse_hex(p, end, ret);
+
+        if (r < 0)
+                return r == -ERANGE ? -EBADMSG : r;
+        if (*p == end || !is_blank(**p))
+                return -EBADMSG;
+        while (*p < end && is_blank(**p))
+                (*p)++;
+        return 0;
+}
+
 int perf_map_parse_line(const char *line, size_t len, uint64_t *ret_start, uint64_t *ret_size,
                         const char **ret_name, size_t *ret_name_len) {
         const char *p = line, *end = line + len, *name;
@@ -50,20 +63,12 @@ int perf_map_parse_line(const char *line, size_t len, uint64_t *ret_start, uint6
         if (memchr(line, '\0', (size_t) (end - line)))
                 return -EBADMSG;
 
-        r = parse_hex(&p, end, &start);
+        r = parse_hex_field(&p, end, &start);
         if (r < 0)
-                return r == -ERANGE ? -EBADMSG : r;
-        if (p == end || !is_blank(*p))
-                return -EBADMSG;
-        while (p < end && is_blank(*p))
-                p++;
-        r = parse_hex(&p, end, &size);
+                return r;
+        r = parse_hex_field(&p, end, &size);
         if (r < 0)
-                return r == -ERANGE ? -EBADMSG : r;
-        if (p == end || !is_blank(*p))
-                return -EBADMSG;
-        while (p < end && is_blank(*p))
-                p++;
+                return r;
         name = p;
         while (end > name && is_blank(end[-1]))
                 end--;
