@@ -205,7 +205,8 @@ static void collect(CgroupWatch *w, Collect *c) {
         collect_ctx = c;
         twalk(w->by_path, collect_action);
         collect_ctx = NULL;
-        qsort(c->nodes, c->n, sizeof(Node *), cmp_depth_desc);
+        if (c->n > 0)
+                qsort(c->nodes, c->n, sizeof(Node *), cmp_depth_desc);
 }
 
 static void remove_tree(CgroupWatch *w, const char *path) {

@@ -71,11 +71,18 @@ def test_go_symbols():
             share = 100.0 * hot[name] / in_hot
             assert abs(share - want) <= 5, f"{name}: {share:.1f}% is not {want}±5%"
 
-        # main.main above them, the workload's process at the root.
+        # main.main above them, the workload's process at the root. (Go code
+        # is walked by frame pointer: a sample in a function's first
+        # instructions, before it pushed its frame pointer, misses its
+        # caller and shows runtime.main there; a rare few.)
         for name in HOT:
-            chains = [st for st in stacks if name in st]
-            callers = {st[st.index(name) - 1] for st in chains}
-            assert callers == {"main.main"}, (name, callers)
+            callers = {}
+            for st, c in stacks.items():
+                if name in st:
+                    caller = st[st.index(name) - 1]
+                    callers[caller] = callers.get(caller, 0) + c
+            assert set(callers) <= {"main.main", "runtime.main"}, (name, callers)
+            assert callers.get("main.main", 0) >= 0.98 * sum(callers.values()), (name, callers)
         # gammaStep, inlined, is a frame under goGamma: most of goGamma's samples.
         inlined = sum(c for st, c in stacks.items() if st[-2:] == ("main.goGamma", "main.gammaStep"))
         log(f"goGamma: {hot['main.goGamma']} samples, {inlined} in inlined gammaStep")
