@@ -677,6 +677,7 @@ int manager_startup(Manager *m) {
         SamplerOptions sampler_opts = {
                 .mode = m->opts.attach_mode,
                 .unwind_rows = (uint32_t) m->config->config->unwind_table_rows,
+                .bench_variant = m->opts.bench_variant,
         };
         r = sampler_new(&sampler_opts, on_proc_event, m, &m->sampler);
         if (r < 0)

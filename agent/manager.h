@@ -86,6 +86,7 @@ typedef struct ManagerOptions {
         const char *kubeconfig; /* NULL: in-cluster configuration */
         unsigned kube_idle_sec; /* silent watch timeout (0: default) */
         unsigned kube_backoff_max_msec; /* reconnect backoff cap (0: default) */
+        uint32_t bench_variant; /* CGPROF_BENCH_*: a benchmark's variant of the BPF program */
 } ManagerOptions;
 
 typedef struct Manager {

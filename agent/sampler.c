@@ -219,6 +219,46 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
         return vfprintf(stderr, fmt, ap);
 }
 
+static const struct {
+        const char *name;
+        uint32_t bit;
+} bench_variants[] = {
+        { "filter-only", CGPROF_BENCH_FILTER_ONLY },
+        { "no-user", CGPROF_BENCH_NO_USER },
+        { "no-kernel", CGPROF_BENCH_NO_KERNEL },
+        { "no-store", CGPROF_BENCH_NO_STORE },
+        { "no-count", CGPROF_BENCH_NO_COUNT },
+        { "no-stats", CGPROF_BENCH_NO_STATS },
+        { "no-note", CGPROF_BENCH_NO_NOTE },
+        { "kernel-fp-walk", CGPROF_BENCH_KERNEL_FP_WALK },
+        { "regs-read", CGPROF_BENCH_REGS_READ },
+        { "kernel-always", CGPROF_BENCH_KERNEL_ALWAYS },
+        { "split-reads", CGPROF_BENCH_SPLIT_READS },
+};
+
+int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {
+        uint32_t bits = 0;
+
+        for (const char *p = s; p && *p;) {
+                size_t len = strcspn(p, ",");
+                size_t i;
+                for (i = 0; i < ELEMENTSOF(bench_variants); i++)
+                        if (strlen(bench_variants[i].name) == len && strncmp(p, bench_variants[i].name, len) == 0)
+                                break;
+                if (i == ELEMENTSOF(bench_variants)) {
+                        if (ret_bad)
+                                *ret_bad = p;
+                        return -EINVAL;
+                }
+                bits |= bench_variants[i].bit;
+                p += len;
+                if (*p == ',')
+                        p++;
+        }
+        *ret = bits;
+        return 0;
+}
+
 int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
         _cleanup_(sampler_freep) Sampler *s = NULL;
         int r;
@@ -245,6 +285,7 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
                                      opts->unwind_rows > 0 ? opts->unwind_rows : CGPROF_UNWIND_ROWS_DEFAULT);
         if (r < 0)
                 return r;
+        s->skel->rodata->bench_variant = opts->bench_variant;
         r = profile_bpf__load(s->skel);
         if (r < 0)
                 return r;
@@ -541,110 +582,168 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
         return 0;
 }
 
-typedef struct StackCache {
-        uint64_t id;
-        bool missing;
-        struct cgprof_stack stack;
-} StackCache;
+/* Takes every entry of a hash map (reads and deletes them, a batch of
+ * entries per system call): *ret_keys and *ret_values hold *ret_n of each. */
+static int map_take_all(int fd, size_t key_size, size_t value_size, size_t max_entries, void **ret_keys,
+                        void **ret_values, size_t *ret_n) {
+        _cleanup_free_ uint8_t *keys = NULL, *values = NULL;
+        /* A hash map's batch position is a bucket index (u32); room for a key is asked for. */
+        uint8_t in[64], out[64];
+        size_t n = 0, allocated = 0;
+        bool first = true;
 
-static int stack_cache_cmp(const void *a, const void *b) {
-        return CMP(((const StackCache *) a)->id, ((const StackCache *) b)->id);
-}
-
-static const StackCache *stack_get(void **root, int fd, uint64_t id) {
-        StackCache key = { .id = id }, **found, *e;
-
-        found = tfind(&key, root, stack_cache_cmp);
-        if (found)
-                return *found;
-        e = calloc(1, sizeof(*e));
-        if (!e)
-                return NULL;
-        e->id = id;
-        if (bpf_map_lookup_elem(fd, &e->id, &e->stack) < 0 || e->stack.n > CGPROF_MAX_STACK_DEPTH)
-                e->missing = true;
-        if (!tsearch(e, root, stack_cache_cmp)) {
-                free(e);
-                return NULL;
+        if (key_size > sizeof(in))
+                return -EINVAL;
+        for (;;) {
+                /* The batch must hold a whole bucket: give it room for many. */
+                if (allocated - n < 1024) {
+                        size_t na = MAX(allocated * 2, (size_t) 4096);
+                        na = MIN(na, max_entries + 1024);
+                        if (na <= allocated)
+                                return -E2BIG;
+                        uint8_t *nk = reallocarray(keys, na, key_size), *nv;
+                        if (!nk)
+                                return -ENOMEM;
+                        keys = nk;
+                        nv = reallocarray(values, na, value_size);
+                        if (!nv)
+                                return -ENOMEM;
+                        values = nv;
+                        allocated = na;
+                }
+                uint32_t count = (uint32_t) (allocated - n);
+                int r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : in, out, keys + n * key_size,
+                                                        values + n * value_size, &count, NULL);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                n += count;
+                if (r == -ENOENT) /* the last batch */
+                        break;
+                memcpy(in, out, key_size);
+                first = false;
         }
-        return e;
+        *ret_keys = TAKE_PTR(keys);
+        *ret_values = TAKE_PTR(values);
+        *ret_n = n;
+        return 0;
 }
 
-static void stack_delete_action(const void *nodep, VISIT which, void *userdata) {
-        if (which != postorder && which != leaf)
-                return;
-        const StackCache *e = *(const StackCache *const *) nodep;
-        (void) bpf_map_delete_elem(*(int *) userdata, &e->id);
-}
+typedef struct DrainedStacks {
+        uint64_t *ids; /* sorted */
+        struct cgprof_stack *stacks; /* stacks[i] is ids[i]'s */
+        size_t n;
+} DrainedStacks;
 
-static const SamplerStack *stack_view(const StackCache *c, SamplerStack *ret) {
-        if (!c || c->missing)
+static const SamplerStack *stack_find(const DrainedStacks *d, uint64_t id, SamplerStack *ret) {
+        size_t lo = 0, hi = d->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (d->ids[mid] < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == d->n || d->ids[lo] != id || d->stacks[lo].n > CGPROF_MAX_STACK_DEPTH)
                 return NULL;
         *ret = (SamplerStack){
-                .pcs = (const uint64_t *) c->stack.pcs,
-                .n = c->stack.n,
-                .flags = c->stack.flags,
-                .fp_frames = (const uint64_t *) c->stack.fp_frames,
+                .pcs = (const uint64_t *) d->stacks[lo].pcs,
+                .n = d->stacks[lo].n,
+                .flags = d->stacks[lo].flags,
+                .fp_frames = (const uint64_t *) d->stacks[lo].fp_frames,
         };
         return ret;
 }
 
+typedef struct StackOrder {
+        uint64_t id;
+        size_t index;
+} StackOrder;
+
+static int stack_order_cmp(const void *a, const void *b) {
+        return CMP(((const StackOrder *) a)->id, ((const StackOrder *) b)->id);
+}
+
+/* Sorts the stacks by ID (an index sort: a stack is 1 KiB). */
+static int drained_stacks_sort(DrainedStacks *d, uint64_t *ids, struct cgprof_stack *stacks, size_t n) {
+        bool sorted = true;
+
+        d->ids = ids;
+        d->stacks = stacks;
+        d->n = n;
+        for (size_t i = 1; i < n && sorted; i++)
+                sorted = ids[i - 1] <= ids[i];
+        if (sorted)
+                return 0;
+
+        /* Sort (id, index) pairs, then apply the permutation. */
+        _cleanup_free_ StackOrder *order = calloc(n, sizeof(*order));
+        _cleanup_free_ struct cgprof_stack *out = calloc(n, sizeof(*out));
+        if (!order || !out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = (StackOrder){ ids[i], i };
+        qsort(order, n, sizeof(*order), stack_order_cmp);
+        for (size_t i = 0; i < n; i++) {
+                ids[i] = order[i].id;
+                out[i] = stacks[order[i].index];
+        }
+        memcpy(stacks, out, n * sizeof(*out));
+        return 0;
+}
+
+/* Takes the counts and stacks of the set the program wrote to until now.
+ * Counts first: a count the program stored after its stack (it always
+ * stores the stack first) is then never read without its stack. What the
+ * program on another CPU adds to this set in the microseconds after the
+ * flip is taken at the drain after next. */
 int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
         uint32_t old = s->skel->bss->active_set;
         struct bpf_map *counts = old ? s->skel->maps.counts1 : s->skel->maps.counts0;
         struct bpf_map *stacks = old ? s->skel->maps.stacks1 : s->skel->maps.stacks0;
-        int counts_fd = bpf_map__fd(counts), stacks_fd = bpf_map__fd(stacks);
         _cleanup_free_ struct cgprof_sample_key *keys = NULL;
-        size_t n_keys = 0, allocated = 0;
-        struct cgprof_sample_key key, *prev = NULL;
-        void *stack_root = NULL;
+        _cleanup_free_ uint64_t *values = NULL, *stack_ids = NULL;
+        _cleanup_free_ struct cgprof_stack *stack_values = NULL;
+        DrainedStacks d = {};
+        size_t n_keys = 0, n_stacks = 0;
+        int r;
 
         /* New samples go to the other set from now on. */
         __atomic_store_n(&s->skel->bss->active_set, !old, __ATOMIC_SEQ_CST);
 
-        while (bpf_map_get_next_key(counts_fd, prev, &key) == 0) {
-                if (n_keys == allocated) {
-                        size_t na = MAX(allocated * 2, (size_t) 1024);
-                        struct cgprof_sample_key *nk = reallocarray(keys, na, sizeof(*keys));
-                        if (!nk)
-                                return -ENOMEM;
-                        keys = nk;
-                        allocated = na;
-                }
-                keys[n_keys] = key;
-                prev = &keys[n_keys];
-                n_keys++;
-        }
+        r = map_take_all(bpf_map__fd(counts), sizeof(*keys), sizeof(*values), bpf_map__max_entries(counts),
+                         (void **) &keys, (void **) &values, &n_keys);
+        if (r < 0)
+                return r;
+        /* Also when there are no counts: a stack whose count the full counts map refused. */
+        r = map_take_all(bpf_map__fd(stacks), sizeof(uint64_t), sizeof(struct cgprof_stack),
+                         bpf_map__max_entries(stacks), (void **) &stack_ids, (void **) &stack_values, &n_stacks);
+        if (r < 0)
+                return r;
+        r = drained_stacks_sort(&d, stack_ids, stack_values, n_stacks);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < n_keys; i++) {
                 const struct cgprof_sample_key *k = &keys[i];
-                const StackCache *u = NULL, *kern = NULL, *py = NULL;
+                const SamplerStack *u = NULL, *kern = NULL, *py = NULL;
                 SamplerStack uv, kv, pv;
                 bool lost = k->lost != 0;
-                uint64_t count;
-
-                if (bpf_map_lookup_elem(counts_fd, k, &count) < 0)
-                        continue;
-                (void) bpf_map_delete_elem(counts_fd, k);
 
                 if (k->user_stack != 0) {
-                        u = stack_get(&stack_root, stacks_fd, k->user_stack);
-                        lost = lost || !u || u->missing;
+                        u = stack_find(&d, k->user_stack, &uv);
+                        lost = lost || !u;
                 }
                 if (k->kernel_stack != 0) {
-                        kern = stack_get(&stack_root, stacks_fd, k->kernel_stack);
-                        lost = lost || !kern || kern->missing;
+                        kern = stack_find(&d, k->kernel_stack, &kv);
+                        lost = lost || !kern;
                 }
                 if (k->python_stack != 0) {
-                        py = stack_get(&stack_root, stacks_fd, k->python_stack);
-                        lost = lost || !py || py->missing;
+                        py = stack_find(&d, k->python_stack, &pv);
+                        lost = lost || !py;
                 }
-                cb(k, count, stack_view(u, &uv), stack_view(kern, &kv), stack_view(py, &pv), lost, userdata);
+                cb(k, values[i], u, kern, py, lost, userdata);
         }
-
-        /* The stacks this set's counts referenced: none is used by the other set. */
-        twalk_r(stack_root, stack_delete_action, &stacks_fd);
-        tdestroy(stack_root, free);
         return 0;
 }
 

@@ -64,7 +64,12 @@ typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint6
 typedef struct SamplerOptions {
         SamplerMode mode;
         uint32_t unwind_rows; /* size of the unwind rows map; 0: CGPROF_UNWIND_ROWS_DEFAULT */
+        uint32_t bench_variant; /* CGPROF_BENCH_*: benchmarks only (bench/bpf-variants) */
 } SamplerOptions;
+
+/* The CGPROF_BENCH_* bits a comma-separated list of names asks for
+ * ("no-note,no-stats"); -EINVAL names an unknown one in *ret_bad. */
+int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad);
 
 int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret);
 Sampler *sampler_free(Sampler *s);

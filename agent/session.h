@@ -54,6 +54,8 @@ struct Session {
         uint64_t start_realtime, start_monotonic, end_realtime;
         uint64_t cpu_usage_start, cpu_usage_last;
         bool cpu_usage_final; /* cpu_usage_last was read after the cgroup emptied */
+        bool sampled_since_cpu_read; /* samples drained since cpu.stat was last read */
+        unsigned ticks_since_cpu_read;
         sd_event_source *timer;
         sd_event_source *events_watch; /* inotify on cgroup.events: read cpu.stat when it empties */
 

@@ -59,6 +59,10 @@ struct task_struct {
 /* Which counts/stacks set the program writes to (0 or 1). */
 __u32 active_set = 0;
 
+/* CGPROF_BENCH_* (profile.h): 0 but in benchmarks. */
+const volatile __u32 bench_variant = 0;
+#define BENCH(flag) (bench_variant & (flag))
+
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, CGPROF_MAX_CGROUPS);
@@ -379,15 +383,29 @@ static __always_inline int read_user_u64(__u64 addr, __u64 *ret) {
         return bpf_probe_read_user(ret, sizeof(*ret), (void *) addr);
 }
 
+/* The two words at addr: a saved frame pointer and the return address
+ * after it, in one read (each bpf_probe_read_user() is a helper call). */
+struct frame_record {
+        __u64 fp, ra;
+};
+
+static __always_inline int read_frame_record(__u64 addr, struct frame_record *ret) {
+        if (addr > USER_ADDR_MAX - sizeof(*ret))
+                return -EFAULT;
+        if (BENCH(CGPROF_BENCH_SPLIT_READS))
+                return read_user_u64(addr, &ret->fp) ?: read_user_u64(addr + 8, &ret->ra);
+        return bpf_probe_read_user(ret, sizeof(*ret), (void *) addr);
+}
+
 /* One frame by frame pointer: [fp] is the caller's fp, [fp + 8] the return address. */
 static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st) {
-        __u64 next_fp, ra;
+        struct frame_record f;
 
         if (w->fp == 0) {
                 st->flags |= CGPROF_STACK_FP_END;
                 return 1;
         }
-        if (read_user_u64(w->fp, &next_fp) < 0 || read_user_u64(w->fp + 8, &ra) < 0) {
+        if (read_frame_record(w->fp, &f) < 0) {
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
@@ -396,8 +414,8 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
                 return 1;
         }
         w->sp = w->fp + 16;
-        w->fp = next_fp;
-        w->ip = ra;
+        w->fp = f.fp;
+        w->ip = f.ra;
         return 0;
 }
 
@@ -442,6 +460,18 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
         default: /* CGPROF_CFA_NONE: no FDE covers the address */
                 return 2;
         }
+        if (CGPROF_UNWIND_FP(rule) == CGPROF_FP_AT_CFA && row->fp_offset == -2) {
+                /* The usual frame (push rbp right after the call): the
+                 * saved rbp and the return address in one read. */
+                struct frame_record f;
+                if (read_frame_record(cfa - 16, &f) < 0) {
+                        st->flags |= CGPROF_STACK_READ_ERROR;
+                        return 1;
+                }
+                ra = f.ra;
+                w->fp = f.fp;
+                goto done;
+        }
         if (read_user_u64(cfa - 8, &ra) < 0) {
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
@@ -459,6 +489,7 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
         default:
                 w->fp = 0;
         }
+done:
         if (cfa <= w->sp) {
                 st->flags |= CGPROF_STACK_BAD_FRAME;
                 return 1;
@@ -540,11 +571,70 @@ static long walk_frame(__u32 i, void *data) {
         return r ? 1 : 0;
 }
 
-static __always_inline void user_stack(void *ctx, struct scratch *s, struct task_struct *task, __u32 pid,
-                                       __u64 start_time, __u32 session, __u32 session_flags) {
+/* One frame of a walk by frame pointers only. */
+static long fp_walk_frame(__u32 i, void *data) {
+        __u32 zero = 0;
+        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct cgprof_stack *st;
+        __u32 n;
+
+        if (!s)
+                return 1;
+        st = &s->user;
+        n = st->n;
+        if (n >= CGPROF_MAX_STACK_DEPTH) {
+                st->flags |= CGPROF_STACK_TRUNCATED;
+                return 1;
+        }
+        if (s->w.ip == 0 || s->w.ip > USER_ADDR_MAX) {
+                st->flags |= CGPROF_STACK_COMPLETE;
+                return 1;
+        }
+        st->pcs[frame_index(n)] = s->w.ip;
+        st->n = n + 1;
+        return fp_step(&s->w, st) ? 1 : 0;
+}
+
+/* Did the sample interrupt user mode? Then ctx's registers are the user's,
+ * read from the context without a helper call. */
+static __always_inline int sample_in_user_mode(struct bpf_perf_event_data *ctx) {
+#if defined(__TARGET_ARCH_x86)
+        return (ctx->regs.cs & 3) == 3;
+#else
+        return 0; /* unknown here: read the task's saved registers */
+#endif
+}
+
+/* The user registers: ctx's when the sample interrupted user mode,
+ * otherwise those saved on kernel entry. */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
+                                     struct walk_state *w) {
+        struct pt_regs regs;
+
+        if (!BENCH(CGPROF_BENCH_REGS_READ) && sample_in_user_mode(ctx)) {
+                __u64 ip = PT_REGS_IP(&ctx->regs), sp = PT_REGS_SP(&ctx->regs), fp = PT_REGS_FP(&ctx->regs);
+                /* Loads of ctx must stay loads of ctx: keep the compiler
+                 * from sharing them with the branch below (the verifier
+                 * refuses a computed ctx pointer). */
+                asm volatile("" : "+r"(ip), "+r"(sp), "+r"(fp));
+                w->ip = ip;
+                w->sp = sp;
+                w->fp = fp;
+                return 0;
+        }
+        if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0)
+                return -EFAULT;
+        w->ip = PT_REGS_IP(&regs);
+        w->sp = PT_REGS_SP(&regs);
+        w->fp = PT_REGS_FP(&regs);
+        return 0;
+}
+
+static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
+                                       struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
+                                       __u32 session_flags) {
         struct cgprof_stack *st = &s->user;
         struct cgprof_unwind_proc *proc = NULL;
-        struct pt_regs regs;
         long r;
 
         st->n = 0;
@@ -556,8 +646,7 @@ static __always_inline void user_stack(void *ctx, struct scratch *s, struct task
                 if (proc && proc->start_time != start_time)
                         proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
-        if (!proc) {
-                /* Frame pointers, by the kernel's walker. */
+        if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
                 r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
                 st->n = r > 0 ? (__u32) r / 8 : 0;
                 st->flags = CGPROF_STACK_KERNEL_WALK;
@@ -566,15 +655,19 @@ static __always_inline void user_stack(void *ctx, struct scratch *s, struct task
                 return;
         }
 
-        /* The user registers, saved on kernel entry (also when the sample
-         * interrupted user mode: then they are the interrupted ones). */
-        if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0) {
-                st->flags = CGPROF_STACK_READ_ERROR;
+        if (user_regs(ctx, task, &s->w) < 0) {
+                st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
                 return;
         }
-        s->w.ip = PT_REGS_IP(&regs);
-        s->w.sp = PT_REGS_SP(&regs);
-        s->w.fp = PT_REGS_FP(&regs);
+        if (!proc) {
+                /* Frame pointers only: our own walk, the same as the
+                 * kernel's (bpf_get_stack()) at a third of its cost. */
+                st->flags = CGPROF_STACK_KERNEL_WALK;
+                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
+                        st->flags |= CGPROF_STACK_PENDING;
+                bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, fp_walk_frame, NULL, 0);
+                return;
+        }
         s->w.pid = pid;
         s->w.start_time = start_time;
         s->w.session = session;
@@ -759,6 +852,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 return 0;
         if (mode == CGPROF_ATTACH_CPU && sess->group != id)
                 return 0; /* another (event, frequency) group's sample */
+        if (BENCH(CGPROF_BENCH_FILTER_ONLY))
+                return 0;
 
         pid_tgid = bpf_get_current_pid_tgid();
         key.pid = pid_tgid >> 32;
@@ -770,7 +865,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         key.start_time = BPF_CORE_READ(task, group_leader, start_time);
         key.exec_id = BPF_CORE_READ(task, group_leader, self_exec_id);
 
-        st = bpf_map_lookup_elem(&stats, &slot);
+        st = BENCH(CGPROF_BENCH_NO_STATS) ? NULL : bpf_map_lookup_elem(&stats, &slot);
         s = bpf_map_lookup_elem(&scratch_map, &zero);
         if (!s)
                 return 0;
@@ -783,32 +878,38 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 stacks = &stacks1;
         }
 
-        if (BPF_CORE_READ(task, mm)) { /* kernel threads have no user stack */
+        if (!BENCH(CGPROF_BENCH_NO_USER) && BPF_CORE_READ(task, mm)) { /* kernel threads have no user stack */
                 user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
                 if (s->user.n > 0) {
-                        key.user_stack = stack_store(stacks, &s->user, st);
+                        key.user_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_store(stacks, &s->user, st);
                         if (key.user_stack == 0)
                                 key.lost |= CGPROF_SAMPLE_USER_LOST;
                 }
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
             python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time)) {
-                key.python_stack = stack_store(stacks, &s->python, st);
+                key.python_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_store(stacks, &s->python, st);
                 if (key.python_stack == 0)
                         key.lost |= CGPROF_SAMPLE_PYTHON_LOST;
         }
-        if (sess->flags & CGPROF_SESSION_KERNEL_STACKS) {
+        /* A sample that interrupted user mode has no kernel stack: the
+         * kernel's walker would find none (it walks kernel registers only). */
+        if (!BENCH(CGPROF_BENCH_NO_KERNEL) && (sess->flags & CGPROF_SESSION_KERNEL_STACKS) &&
+            (BENCH(CGPROF_BENCH_KERNEL_ALWAYS) || !sample_in_user_mode(ctx))) {
                 long n = bpf_get_stack(ctx, s->kernel.pcs, sizeof(s->kernel.pcs), 0);
                 s->kernel.n = n > 0 ? (__u32) n / 8 : 0;
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
                 s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
                 if (s->kernel.n > 0) {
-                        key.kernel_stack = stack_store(stacks, &s->kernel, st);
+                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n :
+                                                                          stack_store(stacks, &s->kernel, st);
                         if (key.kernel_stack == 0)
                                 key.lost |= CGPROF_SAMPLE_KERNEL_LOST;
                 }
         }
 
+        if (BENCH(CGPROF_BENCH_NO_COUNT))
+                goto counted;
         v = bpf_map_lookup_elem(counts, &key);
         if (v)
                 __sync_fetch_and_add(v, 1);
@@ -821,6 +922,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         r = -1;
         }
 
+counted:
         if (st) {
                 if (r < 0)
                         __sync_fetch_and_add(&st->lost, 1);
@@ -828,7 +930,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         __sync_fetch_and_add(&st->samples, 1);
         }
 
-        note_process(task, key.pid, key.start_time, key.exec_id, slot);
+        if (!BENCH(CGPROF_BENCH_NO_NOTE))
+                note_process(task, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }
 

@@ -28,6 +28,23 @@
 #define CGPROF_SESSION_UNWIND_FP_FALLBACK (1u << 3) /* ... and frames without a table with frame pointers */
 #define CGPROF_SESSION_PYTHON (1u << 4) /* walk the Python frames of CPython processes (bpf/python.h) */
 
+/* Benchmark variants of the sample program (bench/bpf-variants, cgprofd
+ * --bench-bpf-variant): parts left out, or done the old way, to measure what
+ * each costs. Read-only data set before load: the verifier sees a constant
+ * and drops the code a bit turns off, so the agent's program (0) carries none
+ * of these tests. */
+#define CGPROF_BENCH_FILTER_ONLY (1u << 0) /* return after the session check */
+#define CGPROF_BENCH_NO_USER (1u << 1) /* no user stack */
+#define CGPROF_BENCH_NO_KERNEL (1u << 2) /* no kernel stack */
+#define CGPROF_BENCH_NO_STORE (1u << 3) /* stacks walked, not stored */
+#define CGPROF_BENCH_NO_COUNT (1u << 4) /* the counts map not updated */
+#define CGPROF_BENCH_NO_STATS (1u << 5) /* the per-CPU stats not updated */
+#define CGPROF_BENCH_NO_NOTE (1u << 6) /* no process note (LRU lookup, ring buffer) */
+#define CGPROF_BENCH_KERNEL_FP_WALK (1u << 7) /* frame-pointer user stacks by bpf_get_stack() (before) */
+#define CGPROF_BENCH_REGS_READ (1u << 8) /* user registers always read from the task (before) */
+#define CGPROF_BENCH_KERNEL_ALWAYS (1u << 9) /* bpf_get_stack() for the kernel stack in user mode too (before) */
+#define CGPROF_BENCH_SPLIT_READS (1u << 10) /* two 8-byte reads per frame (before) */
+
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
         __u32 flags; /* CGPROF_SESSION_* */
@@ -52,7 +69,7 @@ struct cgprof_sample_key {
 };
 
 /* How a stack was walked and why it ended. */
-#define CGPROF_STACK_KERNEL_WALK (1u << 0) /* by the kernel's frame-pointer walker (bpf_get_stack) */
+#define CGPROF_STACK_KERNEL_WALK (1u << 0) /* by frame pointers only, no tables (kernel stacks: the kernel's walker) */
 #define CGPROF_STACK_PENDING (1u << 1) /* the process's unwind tables were not loaded yet */
 #define CGPROF_STACK_COMPLETE (1u << 2) /* reached the outermost frame */
 #define CGPROF_STACK_TRUNCATED (1u << 3) /* CGPROF_MAX_STACK_DEPTH frames, more to walk */
