@@ -623,6 +623,15 @@ static int cmd_status(sd_bus *bus, char **args) {
                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchMaxMsec")),
                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchMeanMsec")),
                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(loop, "dispatchesOver50ms")));
+        for (size_t i = 0; i < 2; i++) {
+                static const char *const keys[] = { "drains", "reportWrites" }, *const labels[] = { "Drains", "Report writes" };
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+                if (cJSON_IsObject(t))
+                        printf("%18s: %.0f, mean %.2f ms, longest %.1f ms\n", labels[i],
+                               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "count")),
+                               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "meanMsec")),
+                               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(t, "maxMsec")));
+        }
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "debuginfod");
         if (cJSON_IsObject(d)) {
 #define N(key) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, key))

@@ -329,7 +329,8 @@ static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const
 }
 
 int manager_drain(Manager *m, bool full) {
-        int r;
+        uint64_t start = timing_now();
+        int r = 0;
 
         /* New processes first, so their mappings are captured before their samples are resolved. */
         manager_proc_events(m);
@@ -337,10 +338,23 @@ int manager_drain(Manager *m, bool full) {
                 m->drain_seq++;
                 symbolizer_begin_pass(m->symbolizer);
                 r = sampler_drain(m->sampler, on_sample, m);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to drain the sample maps: %m");
+                if (r < 0) {
+                        log_error_errno(r, "Failed to drain the sample maps: %m");
+                        break;
+                }
         }
-        return 0;
+        (void) timing_add(&m->drain_timing, start);
+        return r;
+}
+
+static void timing_json(cJSON *parent, const char *name, const Timing *t) {
+        cJSON *o = cJSON_AddObjectToObject(parent, name);
+        if (!o)
+                return;
+        cJSON_AddNumberToObject(o, "count", (double) t->count);
+        cJSON_AddNumberToObject(o, "totalMsec", (double) t->usec_total / 1000.0);
+        cJSON_AddNumberToObject(o, "maxMsec", (double) t->usec_max / 1000.0);
+        cJSON_AddNumberToObject(o, "meanMsec", t->count > 0 ? (double) t->usec_total / (double) t->count / 1000.0 : 0.0);
 }
 
 /* Handlers return 0: sd-event disables a source whose handler fails, for
@@ -897,6 +911,8 @@ char *manager_status_json(Manager *m) {
                                                                  (double) m->loop.dispatches / 1000.0
                                                        : 0.0);
         cJSON_AddNumberToObject(loop, "dispatchesOver50ms", (double) m->loop.dispatches_over_50ms);
+        timing_json(j, "drains", &m->drain_timing);
+        timing_json(j, "reportWrites", &m->report_timing);
         if (m->unwinder) {
                 UnwinderStats us;
                 cJSON *u = cJSON_AddObjectToObject(j, "unwindTables");

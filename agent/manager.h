@@ -74,6 +74,27 @@ typedef struct CgroupState {
         bool done; /* a session for it ended: do not start another automatically */
 } CgroupState;
 
+/* How long a kind of work took, over its runs (cgprofctl status). */
+typedef struct Timing {
+        uint64_t count, usec_total, usec_max;
+} Timing;
+
+static inline uint64_t timing_now(void) {
+        struct timespec ts;
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* Adds one run that started at 'start' (timing_now()); returns its length. */
+static inline uint64_t timing_add(Timing *t, uint64_t start) {
+        uint64_t usec = timing_now() - start;
+        t->count++;
+        t->usec_total += usec;
+        if (usec > t->usec_max)
+                t->usec_max = usec;
+        return usec;
+}
+
 typedef struct ManagerOptions {
         const char *config_path;
         const char *state_dir;
@@ -113,6 +134,8 @@ typedef struct Manager {
         struct {
                 uint64_t dispatches, dispatch_usec_total, dispatch_usec_max, dispatches_over_50ms;
         } loop; /* how long handlers keep the event loop (manager_loop()) */
+        Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
+        Timing report_timing; /* a report directory written (all its formats, fsync()ed) */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */

@@ -977,7 +977,9 @@ static int write_report(Session *s, const ProfileData *data, const TemplateVars 
                 return -ENOMEM;
 
         info->report_dir = full;
+        uint64_t start = timing_now();
         r = report_write_dir(dfd, s->profile->formats, data, info);
+        (void) timing_add(&m->report_timing, start);
         if (r < 0) {
                 /* Its directory goes too, and each parent the template
                  * made that is empty now (rmdir() leaves other reports'). */

@@ -117,6 +117,48 @@ NOINLINE static uint64_t descend(unsigned depth, uint64_t iterations) {
         return r;
 }
 
+/* --stacks BITS: 2^BITS different call paths, BITS levels of branch()
+ * calling fork_a() or fork_b(), one path picked at random for each short
+ * piece of work: a profile with as many unique stacks as its samples allow
+ * (bench/overhead --stacks: drain and report-writing time). */
+NOINLINE static uint64_t fork_a(unsigned level, uint32_t path, uint64_t h);
+NOINLINE static uint64_t fork_b(unsigned level, uint32_t path, uint64_t h);
+
+NOINLINE static uint64_t branch(unsigned level, uint32_t path, uint64_t h) {
+        uint64_t r;
+
+        if (level == 0)
+                r = bench_hash(h, 200);
+        else if (path & 1)
+                r = fork_a(level - 1, path >> 1, h);
+        else
+                r = fork_b(level - 1, path >> 1, h);
+        __asm__ volatile("" : "+r"(r));
+        return r;
+}
+
+NOINLINE static uint64_t fork_a(unsigned level, uint32_t path, uint64_t h) {
+        uint64_t r = branch(level, path, h);
+        __asm__ volatile("" : "+r"(r));
+        return r;
+}
+
+NOINLINE static uint64_t fork_b(unsigned level, uint32_t path, uint64_t h) {
+        uint64_t r = branch(level, path, h ^ 1);
+        __asm__ volatile("" : "+r"(r));
+        return r;
+}
+
+NOINLINE static uint64_t run_stacks(unsigned bits, uint64_t iterations) {
+        uint64_t h = 1, seed = 42;
+
+        for (uint64_t i = 0; i < iterations; i++) {
+                seed = seed * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+                h = branch(bits, (uint32_t) (seed >> 33) & ((UINT32_C(1) << bits) - 1), h);
+        }
+        return h;
+}
+
 static void init_walk(void) {
         /* A fixed single-cycle permutation (Sattolo's shuffle with a fixed LCG). */
         uint32_t seed = 12345;
@@ -133,7 +175,7 @@ static void init_walk(void) {
 
 int main(int argc, char *argv[]) {
         unsigned long long iterations;
-        unsigned long depth = 0;
+        unsigned long depth = 0, stack_bits = 0;
         double w0, c0, w1, c1;
         uint64_t sum;
         const char *arg;
@@ -147,10 +189,18 @@ int main(int argc, char *argv[]) {
                         return 2;
                 }
                 arg = argv[3];
+        } else if (argc == 4 && strcmp(argv[1], "--stacks") == 0) {
+                errno = 0;
+                stack_bits = strtoul(argv[2], &end, 10);
+                if (errno != 0 || end == argv[2] || *end != 0 || stack_bits < 1 || stack_bits > 24) {
+                        fprintf(stderr, "%s: invalid --stacks '%s' (1 to 24 bits)\n", argv[0], argv[2]);
+                        return 2;
+                }
+                arg = argv[3];
         } else if (argc == 2)
                 arg = argv[1];
         else {
-                fprintf(stderr, "usage: %s [--depth N] ITERATIONS\n", argv[0]);
+                fprintf(stderr, "usage: %s [--depth N | --stacks BITS] ITERATIONS\n", argv[0]);
                 return 2;
         }
         errno = 0;
@@ -164,7 +214,10 @@ int main(int argc, char *argv[]) {
 
         w0 = now(CLOCK_MONOTONIC);
         c0 = now(CLOCK_PROCESS_CPUTIME_ID);
-        sum = depth ? descend((unsigned) depth, iterations) : run_work(iterations);
+        if (stack_bits)
+                sum = run_stacks((unsigned) stack_bits, iterations);
+        else
+                sum = depth ? descend((unsigned) depth, iterations) : run_work(iterations);
         c1 = now(CLOCK_PROCESS_CPUTIME_ID);
         w1 = now(CLOCK_MONOTONIC);
 
