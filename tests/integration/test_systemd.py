@@ -47,6 +47,7 @@ EXPECTED = {
     "/usr/lib/systemd/catalog/cgprof.catalog": False,
     "/usr/share/dbus-1/system.d/io.cgprof.Agent1.conf": False,
     "/usr/share/doc/cgprof/README.md": False,
+    "/usr/share/doc/cgprof/docs/operations.md": False,
     DROPIN_EXAMPLE: False,
     "/etc/cgprof/config.json": False,
 }
