@@ -5,7 +5,8 @@
 #   docker build -t cgprof:0.1.0 .
 #
 # Two stages on Debian 12. The build stage installs the toolchain and the
-# -dev packages and runs scripts/image-build, which meson-installs into
+# -dev packages and runs scripts/image-build, which builds without the tests
+# and benchmarks (-Dtests=false -Dbench=false) and meson-installs into
 # /out. The runtime stage is debian:12-slim with the shared libraries of
 # cgprofd and cgprofctl (from Debian's archive) and those two binaries:
 # no compiler, no headers. tests/integration/test_image.py runs the same

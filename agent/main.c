@@ -17,7 +17,7 @@ static bool arg_no_kubernetes = false;
 static const char *arg_kubeconfig = NULL;
 static unsigned arg_kube_idle_sec = 0;
 static unsigned arg_kube_backoff_max_msec = 0;
-/* The default is chosen by bench/overhead's numbers: see the README. */
+/* The default is chosen by bench/overhead's numbers (docs/operations.md). */
 static SamplerMode arg_attach_mode = SAMPLER_MODE_CGROUP;
 /* --bench-bpf-variant (undocumented in --help: bench/bpf-variants only). */
 static uint32_t arg_bench_variant = 0;

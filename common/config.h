@@ -7,10 +7,10 @@
 #include "macro.h"
 #include "selector.h"
 
-/* The agent's configuration: the JSON document of DESIGN.md ("the
- * contract"). Parsing validates every key; an error names the key path, e.g.
- * "profiles[1].frequency: must be 1..100000". Pure logic: no I/O besides
- * config_load_file(), no logging above debug. */
+/* The agent's configuration: the JSON document of docs/configuration.md
+ * ("the contract"). Parsing validates every key; an error names the key
+ * path, e.g. "profiles[1].frequency: must be 1..100000". Pure logic: no I/O
+ * besides config_load_file(), no logging above debug. */
 
 #define CONFIG_DEFAULT_REPORT_DIR "/var/lib/cgprof/reports"
 #define CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC (30 * USEC_PER_SEC)
@@ -133,15 +133,15 @@ typedef struct Config {
 int config_parse(const char *json, Config **ret, char **ret_error);
 /* Same for a file; read errors are reported as "<path>: <strerror>". */
 int config_load_file(const char *path, Config **ret, char **ret_error);
-/* The spec of a ProfileConfig object (cgprof.io/v1, DESIGN.md "Per-namespace
- * configuration"): profiles, defaultProfileRef and targets only. Keys only
- * the cluster config may set (reportDir, machineConfig, ...), targets with
- * namespaceSelector or cgroupPatterns and outputs with %{ENV} are refused
- * with a message naming them. profileRef and defaultProfileRef may name a
- * profile of 'cluster' (the config in force). Errors start with 'path'
- * (e.g. "spec"). The result has no reportDir, no machineConfig, and
- * default_profile_ref NULL when the spec sets none; its profileRefs are
- * resolved with kube_rules_build(). */
+/* The spec of a ProfileConfig object (cgprof.io/v1, docs/configuration.md
+ * "Per-namespace configuration"): profiles, defaultProfileRef and targets
+ * only. Keys only the cluster config may set (reportDir, machineConfig,
+ * ...), targets with namespaceSelector or cgroupPatterns and outputs with
+ * %{ENV} are refused with a message naming them. profileRef and
+ * defaultProfileRef may name a profile of 'cluster' (the config in force).
+ * Errors start with 'path' (e.g. "spec"). The result has no reportDir, no
+ * machineConfig, and default_profile_ref NULL when the spec sets none; its
+ * profileRefs are resolved with kube_rules_build(). */
 int config_parse_namespaced(const cJSON *spec, const char *path, const Config *cluster, Config **ret,
                             char **ret_error);
 Config *config_free(Config *c);

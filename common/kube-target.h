@@ -41,7 +41,8 @@ KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubeP
                            const char *container, const char *cgroup, const Target **ret_target);
 
 /* ---- a namespace's rules: the cluster config merged with the namespace's
- * ProfileConfig objects (DESIGN.md "Per-namespace configuration"). ---- */
+ * ProfileConfig objects (docs/configuration.md "Per-namespace configuration").
+ * ---- */
 
 /* One ProfileConfig of the namespace. */
 typedef struct KubeScope {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Where a sample's Python frames go among its native ones. The convention
- * (README, "Python frames"): each native _PyEval_EvalFrameDefault frame is
+ * (docs/python-frames.md): each native _PyEval_EvalFrameDefault frame is
  * replaced by the Python frames that call of the evaluation loop ran, in
  * call order; everything native around them stays (main(), Py_RunMain(),
  * C extensions, libtorch, the kernel).

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Helpers for the tests of systemd/: install the project into a temporary
 root, run a command against "this host with that tree installed on top"
-without touching the host, read unit files and the README's numbers.
+without touching the host, read unit files and the numbers
+docs/operations.md states.
 
 systemd is not PID 1 on the test machine, so nothing here starts the unit:
 systemd-analyze and journalctl work on files (--root, --offline)."""
@@ -16,7 +17,9 @@ import tempfile
 from cgproflib import BUILD, log, skip
 
 SOURCE = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-README = os.path.join(SOURCE, "README.md")
+# Where the unit and its sandbox are documented ("Installing on a host
+# (systemd)"), with the scores the tests hold it to.
+OPERATIONS_DOC = os.path.join(SOURCE, "docs", "operations.md")
 JOURNAL_H = os.path.join(SOURCE, "agent", "journal.h")
 UNIT = "cgprofd.service"
 # The Kubernetes-mode drop-in: installed as an example (with --prefix=/usr,
@@ -24,7 +27,7 @@ UNIT = "cgprofd.service"
 DROPIN = "kubernetes.conf"
 DROPIN_EXAMPLE = "/usr/share/doc/cgprof/examples/cgprofd.service.d/" + DROPIN
 DROPIN_DIR = "/etc/systemd/system/cgprofd.service.d"
-# What the unit's ExecStart= runs the agent with (the README says the same).
+# What the unit's ExecStart= runs the agent with (docs/operations.md says the same).
 STATE_DIR = "/var/lib/cgprof/state"
 REPORT_DIR = "/var/lib/cgprof/reports"
 
@@ -51,8 +54,8 @@ def install(build, destdir, rebuild=False):
 
 class UsrTree:
     """The project installed with --prefix=/usr into a temporary root, as the
-    README's install steps do. The test's build directory is used when its
-    prefix is /usr; otherwise a build directory configured with --prefix=/usr
+    install steps of docs/operations.md do. The test's build directory is
+    used when its prefix is /usr; otherwise a build directory configured with --prefix=/usr
     is made (and removed) in the temporary directory."""
 
     def __init__(self):
@@ -137,12 +140,12 @@ def unit_value(entries, key, default, section="Service"):
     return (unit_values(entries, key, section) or [default])[-1]
 
 
-def readme_security_score(dropin=None):
-    """The exposure level the README states: the number in the line
+def documented_security_score(dropin=None):
+    """The exposure level docs/operations.md states: the number in the line
     "`systemd-analyze security cgprofd.service` rates ... **N** ..." or,
     with dropin, in "`systemd-analyze security` rates the unit with
     `DROPIN` **N**"."""
-    with open(README) as f:
+    with open(OPERATIONS_DOC) as f:
         text = f.read()
     if dropin:
         m = re.search(r"systemd-analyze security` rates the unit with\s+`" + re.escape(dropin) +
@@ -150,7 +153,7 @@ def readme_security_score(dropin=None):
     else:
         m = re.search(r"systemd-analyze security[^\n]*?cgprofd\.service`[^\n]*?\*\*(\d+\.\d)\*\*", text)
     if not m:
-        raise AssertionError(f"README.md states no systemd-analyze security score for cgprofd.service"
+        raise AssertionError(f"docs/operations.md states no systemd-analyze security score for cgprofd.service"
                              f"{' with ' + dropin if dropin else ''}")
     return float(m.group(1))
 

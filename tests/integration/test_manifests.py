@@ -398,7 +398,7 @@ def test_apply_creates_every_object():
     st, obj = kc.api("POST", "/api/v1/namespaces/cgprof/pods?dryRun=All", crit)
     assert st == 201, f"system-node-critical outside kube-system: {st} {obj}"
     # The API server refuses allowPrivilegeEscalation: false with
-    # capabilities.add spelled CAP_SYS_ADMIN (README): the manifests spell it
+    # capabilities.add spelled CAP_SYS_ADMIN (docs/kubernetes.md): the manifests spell it
     # SYS_ADMIN, as runtimes take either.
     bad = copy.deepcopy(pod)
     bad["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = [

@@ -2,20 +2,20 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """systemd/ as a host installs it:
 - `meson install --destdir` (prefix /usr) puts every file where the unit,
-  the README and the catalog say, and systemd-tmpfiles creates the state and
-  report directories from the installed snippet; another prefix moves the
+  docs/operations.md and the catalog say, and systemd-tmpfiles creates the
+  state and report directories from the installed snippet; another prefix moves the
   unit's binary and config paths with it;
 - `systemd-analyze verify` passes on the installed unit, against this host
   with the installed tree laid over it (and fails when the binary is
   missing from the tree, so it does look there);
 - `systemd-analyze security --offline=yes` rates the unit no worse than the
-  README says;
+  docs/operations.md says;
 - the Kubernetes-mode drop-in, installed as an example (not enabled), names
   the installed binary and sysconfdir; enabled in the tree's
   /etc/systemd/system/cgprofd.service.d/, `systemd-analyze verify` passes
   (and fails once the drop-in lacks its `ExecStart=` reset, so it is read),
   and `systemd-analyze security` gives up exactly the network settings it
-  changes and rates the two no worse than the README says;
+  changes and rates the two no worse than docs/operations.md says;
 - the default /etc/cgprof/config.json passes `cgprofd --check-config` and
   profiles nothing: the agent run with it, while a busy cgroup exists, has
   no sessions (yet it can profile that cgroup when asked to)."""
@@ -32,12 +32,12 @@ import xml.etree.ElementTree as ET
 
 from cgproflib import BUILD, CGPROFD, Agent, Cgroup, log, main, skip, workload
 from systemdlib import (DROPIN, DROPIN_DIR, DROPIN_EXAMPLE, REPORT_DIR, STATE_DIR, UNIT, UsrTree, build_options,
-                        install, merge_units, on_host, parse_catalog, parse_unit, readme_security_score, run,
+                        install, merge_units, on_host, parse_catalog, parse_unit, documented_security_score, run,
                         unit_value, unit_values)
 
 tree = None
 
-# What the unit, the README and the catalog name, with --prefix=/usr.
+# What the unit, docs/operations.md and the catalog name, with --prefix=/usr.
 EXPECTED = {
     "/usr/sbin/cgprofd": True,  # executable
     "/usr/bin/cgprofctl": True,
@@ -47,6 +47,7 @@ EXPECTED = {
     "/usr/lib/systemd/catalog/cgprof.catalog": False,
     "/usr/share/dbus-1/system.d/io.cgprof.Agent1.conf": False,
     "/usr/share/doc/cgprof/README.md": False,
+    "/usr/share/doc/cgprof/docs/operations.md": False,
     DROPIN_EXAMPLE: False,
     "/etc/cgprof/config.json": False,
 }
@@ -166,7 +167,7 @@ def test_install_layout():
     assert sorted(p for p in rw if p.startswith("/proc/sys/")) == \
         sorted("/proc/sys/" + s.replace(".", "/") for s in SYSCTLS), rw
 
-    # systemd-tmpfiles, as the README runs it, makes the directories the
+    # systemd-tmpfiles, as docs/operations.md runs it, makes the directories the
     # unit and the config use, with their modes.
     run(["systemd-tmpfiles", f"--root={t.root}", "--create", "cgprof.conf"])
     for d, mode in (("/var/lib/cgprof", 0o755), (report_dir, 0o755), (STATE_DIR, 0o700)):
@@ -255,15 +256,15 @@ def security(root):
 def test_security_score():
     t = need_tree()
     score, _, out = security(t.root)
-    stated = readme_security_score()
+    stated = documented_security_score()
     log("\n".join(l for l in out.splitlines() if l.startswith("✗")))
-    log(f"exposure level {score} (README: {stated})")
-    assert score <= stated, f"the unit's exposure level is {score}, worse than the README's {stated}"
+    log(f"exposure level {score} (docs/operations.md: {stated})")
+    assert score <= stated, f"the unit's exposure level is {score}, worse than docs/operations.md's {stated}"
     with open(t.path("/usr/lib/systemd/system/" + UNIT)) as f:
         m = re.search(r"systemd-analyze security cgprofd\.service` scores it (\d+\.\d)", f.read())
-    assert m and float(m.group(1)) == stated, f"the unit's comment says {m and m.group(1)}, the README {stated}"
+    assert m and float(m.group(1)) == stated, f"the unit's comment says {m and m.group(1)}, docs/operations.md {stated}"
     if score < stated:
-        log(f"NOTE: the unit now rates {score}, better than the README's {stated}: update the README")
+        log(f"NOTE: the unit now rates {score}, better than docs/operations.md's {stated}: update docs/operations.md")
 
 
 def test_verify_dropin():
@@ -286,21 +287,21 @@ def test_security_score_dropin():
     base, base_checks, _ = security(t.root)
     with with_dropin(t) as root:
         score, checks, out = security(root)
-    stated = readme_security_score(DROPIN)
+    stated = documented_security_score(DROPIN)
     log("\n".join(l for l in out.splitlines() if l.startswith("✗")))
-    log(f"with {DROPIN}: exposure level {score} (README: {stated}; without it {base})")
+    log(f"with {DROPIN}: exposure level {score} (docs/operations.md: {stated}; without it {base})")
     # systemd-analyze read the drop-in: what it opens, and only that, is
     # now exposed.
     assert set(checks) == set(base_checks), set(checks) ^ set(base_checks)
     changed = {k: (base_checks[k], checks[k]) for k in checks if checks[k] != base_checks[k]}
     assert changed == {k: (True, False) for k in ("PrivateNetwork=", "IPAddressDeny=",
                                                   "RestrictAddressFamilies=~AF_(INET|INET6)")}, changed
-    assert score <= stated, f"the exposure level with {DROPIN} is {score}, worse than the README's {stated}"
+    assert score <= stated, f"the exposure level with {DROPIN} is {score}, worse than docs/operations.md's {stated}"
     with open(t.path(DROPIN_EXAMPLE)) as f:
         m = re.search(r"With this drop-in, `systemd-analyze security cgprofd\.service` scores (\d+\.\d)", f.read())
-    assert m and float(m.group(1)) == stated, f"the drop-in's comment says {m and m.group(1)}, the README {stated}"
+    assert m and float(m.group(1)) == stated, f"the drop-in's comment says {m and m.group(1)}, docs/operations.md {stated}"
     if score < stated:
-        log(f"NOTE: the unit with {DROPIN} now rates {score}, better than the README's {stated}: update the README")
+        log(f"NOTE: the unit with {DROPIN} now rates {score}, better than docs/operations.md's {stated}: update docs/operations.md")
 
 
 def sysctls():
