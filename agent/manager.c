@@ -838,6 +838,7 @@ Manager *manager_free(Manager *m) {
                 session_free(s);
         }
         free(m->sessions);
+        free(m->user_frame_cache);
         manager_bus_close(m);
         manager_kube_free(m);
         cgroup_watch_free(m->cgroup_watch);

@@ -595,6 +595,70 @@ typedef enum FrameWalk {
         FRAME_WALK_FP,
 } FrameWalk;
 
+/* What intern_user() wrote for a user address in the current drain: a
+ * stack repeats its addresses, and a drain of many unique stacks (a deep
+ * call tree) meets the same few hundred addresses thousands of times. The
+ * indices stay valid until the drain ends: profile data only grows during
+ * a drain (late resolution and relocation run at report time, outside it).
+ * Direct-mapped, one slot per (session, process, address, walk) hash. */
+#define USER_FRAME_CACHE_SLOTS 4096U
+#define USER_FRAME_CACHE_FRAMES 4U /* more inlined frames than this: not cached */
+
+typedef struct UserFrameCacheEntry {
+        uint64_t drain_seq; /* 0: empty */
+        const Session *session;
+        const SessionProcess *sp;
+        uint64_t addr;
+        uint32_t mapping;
+        uint8_t n, walk, leaf, unsymbolized;
+        int8_t cfa; /* CGPROF_CFA_FP, CGPROF_CFA_SP, or -1 */
+        uint32_t frames[USER_FRAME_CACHE_FRAMES], locations[USER_FRAME_CACHE_FRAMES];
+} UserFrameCacheEntry;
+
+struct UserFrameCache {
+        UserFrameCacheEntry slots[USER_FRAME_CACHE_SLOTS];
+};
+
+static UserFrameCacheEntry *user_frame_cache_slot(Session *s, const SessionProcess *sp, uint64_t addr,
+                                                  FrameWalk walk, bool leaf) {
+        Manager *m = s->manager;
+        uint64_t h = addr * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) (uintptr_t) sp * UINT64_C(0xff51afd7ed558ccd) ^
+                     (uint64_t) (uintptr_t) s ^ ((uint64_t) walk << 1 | leaf);
+
+        if (!m->user_frame_cache) {
+                m->user_frame_cache = calloc(1, sizeof(struct UserFrameCache));
+                if (!m->user_frame_cache)
+                        return NULL; /* no cache: every address resolved */
+        }
+        return &m->user_frame_cache->slots[(h >> 20) % USER_FRAME_CACHE_SLOTS];
+}
+
+static bool user_frame_cache_hit(const UserFrameCacheEntry *e, const Session *s, const SessionProcess *sp,
+                                 uint64_t addr, FrameWalk walk, bool leaf) {
+        return e && e->drain_seq == s->manager->drain_seq && e->session == s && e->sp == sp && e->addr == addr &&
+               e->walk == (uint8_t) walk && e->leaf == (uint8_t) leaf;
+}
+
+/* The per-sample accounting of one user frame (the mapping's walk and CFA
+ * counts, the session's frame counts). */
+static void count_user_frame(Session *s, uint32_t mapping, FrameWalk walk, int cfa, bool unsymbolized,
+                             uint64_t count) {
+        s->frames_total += count;
+        if (unsymbolized)
+                s->frames_unsymbolized += count;
+        if (mapping == PROFILE_NONE)
+                return;
+        ProfileMapping *pm = &s->data->mappings[mapping];
+        if (walk == FRAME_WALK_FP)
+                pm->fp_frames += count;
+        else
+                pm->table_frames += count;
+        if (cfa == CGPROF_CFA_FP)
+                pm->fp_cfa_frames += count;
+        else if (cfa == CGPROF_CFA_SP)
+                pm->sp_cfa_frames += count;
+}
+
 /* Interns the frames of one user address into frames[] and locations[]
  * (room entries, at least one), outermost first: the function holding it,
  * then the calls inlined there (Go), each its own frame and location, so
@@ -605,12 +669,21 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
         ResolvedFrame chain[SYMBOLIZER_INLINE_MAX] = {}, *rf;
         uint32_t frame, mapping = PROFILE_NONE, inlined_into = PROFILE_NONE;
         Manager *m = s->manager;
+        UserFrameCacheEntry *e;
         size_t n = 1, k = 0;
+        int cfa = -1;
         char buf[256];
         int r;
 
         if (room == 0)
                 return -ENOBUFS;
+        e = user_frame_cache_slot(s, sp, addr, walk, leaf);
+        if (user_frame_cache_hit(e, s, sp, addr, walk, leaf) && e->n <= room) {
+                count_user_frame(s, e->mapping, walk, e->cfa, e->unsymbolized, count);
+                memcpy(frames, e->frames, e->n * sizeof(uint32_t));
+                memcpy(locations, e->locations, e->n * sizeof(uint32_t));
+                return e->n;
+        }
         if (sp->maps && !process_maps_covers(sp->maps, addr) && !sp->refreshed) {
                 /* A mapping we have not seen (dlopen(), JIT): look again once. */
                 sp->refreshed = true;
@@ -621,9 +694,6 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                 n = 1;
         rf = &chain[n - 1]; /* the physical function; the mapping is the same for all */
 
-        s->frames_total += count;
-        if (!rf->name)
-                s->frames_unsymbolized += count;
         if (rf->path) {
                 ProfileMapping *pm;
                 uint8_t rule;
@@ -644,19 +714,13 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                         if (r < 0)
                                 return r;
                 }
-                if (walk == FRAME_WALK_FP)
-                        pm->fp_frames += count;
-                else
-                        pm->table_frames += count;
                 /* Whether the function keeps a frame pointer: its CFA is
                  * computed from it (the leaf may be in a prologue). */
-                if (!leaf && unwinder_frame_rule(m->unwinder, (pid_t) sp->pid, addr, &rule) >= 0) {
-                        if (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_FP)
-                                pm->fp_cfa_frames += count;
-                        else if (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_SP)
-                                pm->sp_cfa_frames += count;
-                }
+                if (!leaf && unwinder_frame_rule(m->unwinder, (pid_t) sp->pid, addr, &rule) >= 0 &&
+                    (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_FP || CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_SP))
+                        cfa = CGPROF_UNWIND_CFA(rule);
         }
+        count_user_frame(s, mapping, walk, cfa, !rf->name, count);
 
         /* Outermost first: each inlined call after what it was inlined into. */
         for (size_t i = n; i > 0; i--) {
@@ -682,6 +746,22 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                         return r;
                 frames[k++] = frame;
                 inlined_into = locations[k - 1];
+        }
+        if (e && k <= USER_FRAME_CACHE_FRAMES) {
+                *e = (UserFrameCacheEntry){
+                        .drain_seq = m->drain_seq,
+                        .session = s,
+                        .sp = sp,
+                        .addr = addr,
+                        .mapping = mapping,
+                        .n = (uint8_t) k,
+                        .walk = (uint8_t) walk,
+                        .leaf = leaf,
+                        .unsymbolized = !rf->name,
+                        .cfa = (int8_t) cfa,
+                };
+                memcpy(e->frames, frames, k * sizeof(uint32_t));
+                memcpy(e->locations, locations, k * sizeof(uint32_t));
         }
         return (int) k;
 }
