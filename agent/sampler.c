@@ -234,6 +234,8 @@ static const struct {
         { "regs-read", CGPROF_BENCH_REGS_READ },
         { "kernel-always", CGPROF_BENCH_KERNEL_ALWAYS },
         { "split-reads", CGPROF_BENCH_SPLIT_READS },
+        { "probe-reads", CGPROF_BENCH_PROBE_READS },
+        { "no-stack-copy", CGPROF_BENCH_NO_STACK_COPY },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {

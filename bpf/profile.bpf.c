@@ -167,6 +167,7 @@ struct {
 
 /* Per-CPU scratch: the stack being walked and the walker's registers (too
  * big for the BPF stack). */
+#define STACK_COPY_SIZE 1024 /* a power of two */
 struct walk_state {
         __u64 ip, sp, fp;
         struct cgprof_mapping map; /* the last mapping found (map.end 0: none) */
@@ -175,6 +176,10 @@ struct walk_state {
         __u32 session_flags;
         __u32 session;
         __u32 pad;
+        /* The user stack from the interrupted sp, copied in one read: frame
+         * records inside it are loads, not a helper call each. */
+        __u64 copy_base, copy_len;
+        __u8 copy[STACK_COPY_SIZE];
 };
 
 /* The Python walk: the process's offsets, the frame to read next, and
@@ -216,12 +221,18 @@ static __always_inline int comm_equal(const char *a, const char *b) {
                ((const __u64 *) a)[1] == ((const __u64 *) b)[1];
 }
 
-static __always_inline void note_process(struct task_struct *task, __u32 pid, __u64 start_time,
+static __always_inline void note_process(struct task_struct *leader, __u32 pid, __u64 start_time,
                                          __u32 exec_id, __u32 slot) {
         struct cgprof_proc_seen *seen, v = { .start_time = start_time, .session = slot };
         struct cgprof_proc_event *e;
 
-        BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
+        if (BENCH(CGPROF_BENCH_PROBE_READS))
+                BPF_CORE_READ_STR_INTO(&v.comm, leader, comm);
+        else {
+                /* comm is NUL-padded to its 16 bytes: two loads, no helper call. */
+                ((__u64 *) v.comm)[0] = ((__u64 *) leader->comm)[0];
+                ((__u64 *) v.comm)[1] = ((__u64 *) leader->comm)[1];
+        }
 
         seen = bpf_map_lookup_elem(&procs_seen, &pid);
         if (seen && seen->start_time == start_time && seen->session == slot &&
@@ -389,12 +400,49 @@ struct frame_record {
         __u64 fp, ra;
 };
 
-static __always_inline int read_frame_record(__u64 addr, struct frame_record *ret) {
-        if (addr > USER_ADDR_MAX - sizeof(*ret))
+/* Copies the top of the user stack (from sp) into w->copy. Where fewer
+ * than STACK_COPY_SIZE bytes are mapped above sp, the rest of sp's page. */
+static __always_inline void stack_copy(struct walk_state *w) {
+        __u64 len;
+
+        w->copy_base = w->sp;
+        w->copy_len = 0;
+        if (BENCH(CGPROF_BENCH_NO_STACK_COPY) || w->sp == 0 || w->sp > USER_ADDR_MAX - STACK_COPY_SIZE)
+                return;
+        if (bpf_probe_read_user(w->copy, STACK_COPY_SIZE, (void *) w->sp) == 0) {
+                w->copy_len = STACK_COPY_SIZE;
+                return;
+        }
+        len = 4096 - (w->sp & 4095);
+        if (len >= STACK_COPY_SIZE)
+                return;
+        asm volatile("%0 &= %1" : "+r"(len) : "i"(STACK_COPY_SIZE - 1));
+        if (len >= 16 && bpf_probe_read_user(w->copy, len, (void *) w->sp) == 0)
+                w->copy_len = len;
+}
+
+/* size (8 or 16) bytes of user stack at addr: from the copy when it holds them. */
+static __always_inline int read_stack(struct walk_state *w, __u64 addr, void *ret, __u32 size) {
+        __u64 off = addr - w->copy_base;
+
+        if (addr >= w->copy_base && w->copy_len >= size && off <= w->copy_len - size) {
+                asm volatile("%0 &= %1" : "+r"(off) : "i"(STACK_COPY_SIZE - 1));
+                if (off > STACK_COPY_SIZE - 16)
+                        return -EFAULT;
+                ((__u64 *) ret)[0] = *(__u64 *) (w->copy + off);
+                if (size == 16)
+                        ((__u64 *) ret)[1] = *(__u64 *) (w->copy + off + 8);
+                return 0;
+        }
+        if (addr > USER_ADDR_MAX - size)
                 return -EFAULT;
+        return bpf_probe_read_user(ret, size, (void *) addr);
+}
+
+static __always_inline int read_frame_record(struct walk_state *w, __u64 addr, struct frame_record *ret) {
         if (BENCH(CGPROF_BENCH_SPLIT_READS))
-                return read_user_u64(addr, &ret->fp) ?: read_user_u64(addr + 8, &ret->ra);
-        return bpf_probe_read_user(ret, sizeof(*ret), (void *) addr);
+                return read_stack(w, addr, &ret->fp, 8) ?: read_stack(w, addr + 8, &ret->ra, 8);
+        return read_stack(w, addr, ret, sizeof(*ret));
 }
 
 /* One frame by frame pointer: [fp] is the caller's fp, [fp + 8] the return address. */
@@ -405,7 +453,7 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
                 st->flags |= CGPROF_STACK_FP_END;
                 return 1;
         }
-        if (read_frame_record(w->fp, &f) < 0) {
+        if (read_frame_record(w, w->fp, &f) < 0) {
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
@@ -464,7 +512,7 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
                 /* The usual frame (push rbp right after the call): the
                  * saved rbp and the return address in one read. */
                 struct frame_record f;
-                if (read_frame_record(cfa - 16, &f) < 0) {
+                if (read_frame_record(w, cfa - 16, &f) < 0) {
                         st->flags |= CGPROF_STACK_READ_ERROR;
                         return 1;
                 }
@@ -472,13 +520,13 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
                 w->fp = f.fp;
                 goto done;
         }
-        if (read_user_u64(cfa - 8, &ra) < 0) {
+        if (read_stack(w, cfa - 8, &ra, 8) < 0) {
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
         switch (CGPROF_UNWIND_FP(rule)) {
         case CGPROF_FP_AT_CFA:
-                if (read_user_u64(cfa + (__s64) row->fp_offset * 8, &fp) < 0) {
+                if (read_stack(w, cfa + (__s64) row->fp_offset * 8, &fp, 8) < 0) {
                         st->flags |= CGPROF_STACK_READ_ERROR;
                         return 1;
                 }
@@ -659,6 +707,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                 st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
                 return;
         }
+        stack_copy(&s->w);
         if (!proc) {
                 /* Frame pointers only: our own walk, the same as the
                  * kernel's (bpf_get_stack()) at a third of its cost. */
@@ -831,8 +880,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         struct cgprof_sample_key key = {};
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
-        struct task_struct *task;
-        void *counts, *stacks;
+        struct task_struct *task, *leader;
+        void *counts, *stacks, *mm;
         struct scratch *s;
         __u64 pid_tgid, one = 1, *v;
         int r = 0;
@@ -861,9 +910,19 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 return 0; /* idle */
         key.session = slot;
 
+        /* A BTF pointer: its fields are loads (relocated by CO-RE), not helper calls. */
         task = bpf_get_current_task_btf();
-        key.start_time = BPF_CORE_READ(task, group_leader, start_time);
-        key.exec_id = BPF_CORE_READ(task, group_leader, self_exec_id);
+        if (BENCH(CGPROF_BENCH_PROBE_READS)) {
+                leader = BPF_CORE_READ(task, group_leader);
+                key.start_time = BPF_CORE_READ(leader, start_time);
+                key.exec_id = BPF_CORE_READ(leader, self_exec_id);
+                mm = BPF_CORE_READ(task, mm);
+        } else {
+                leader = task->group_leader;
+                key.start_time = leader->start_time;
+                key.exec_id = leader->self_exec_id;
+                mm = task->mm;
+        }
 
         st = BENCH(CGPROF_BENCH_NO_STATS) ? NULL : bpf_map_lookup_elem(&stats, &slot);
         s = bpf_map_lookup_elem(&scratch_map, &zero);
@@ -878,7 +937,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 stacks = &stacks1;
         }
 
-        if (!BENCH(CGPROF_BENCH_NO_USER) && BPF_CORE_READ(task, mm)) { /* kernel threads have no user stack */
+        if (!BENCH(CGPROF_BENCH_NO_USER) && mm) { /* kernel threads have no user stack */
                 user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
                 if (s->user.n > 0) {
                         key.user_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_store(stacks, &s->user, st);
@@ -931,7 +990,7 @@ counted:
         }
 
         if (!BENCH(CGPROF_BENCH_NO_NOTE))
-                note_process(task, key.pid, key.start_time, key.exec_id, slot);
+                note_process(leader, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }
 

@@ -44,6 +44,8 @@
 #define CGPROF_BENCH_REGS_READ (1u << 8) /* user registers always read from the task (before) */
 #define CGPROF_BENCH_KERNEL_ALWAYS (1u << 9) /* bpf_get_stack() for the kernel stack in user mode too (before) */
 #define CGPROF_BENCH_SPLIT_READS (1u << 10) /* two 8-byte reads per frame (before) */
+#define CGPROF_BENCH_PROBE_READS (1u << 11) /* task fields by bpf_probe_read_kernel() (before) */
+#define CGPROF_BENCH_NO_STACK_COPY (1u << 12) /* every frame read from user memory (before) */
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
