@@ -98,6 +98,10 @@ typedef struct Record {
         int stop_result; /* exit status of record_stop() */
 } Record;
 
+static void record_done(Record *rec) {
+        free(rec->report_dir);
+}
+
 /* The report a session ended by the agent itself wrote (it stopped, or the
  * session failed): found by ListReports. Returns 0 or an exit status. */
 static int record_find_report(Record *rec) {
@@ -247,12 +251,98 @@ static void print_top_functions(const char *dir, cJSON *json_out) {
         cJSON_Delete(j);
 }
 
+/* Makes the cgroup rel below the root (open as root_fd). Returns 0 or an
+ * exit status. */
+static int record_cgroup_create(int root_fd, const char *root, const char *rel) {
+        /* The last record to end removes the slice: another one may do so
+         * between our two mkdir()s (ENOENT), then we make it again. */
+        for (unsigned attempt = 0;; attempt++) {
+                if (mkdirat(root_fd, RECORD_SLICE, 0755) < 0 && errno != EEXIST)
+                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root,
+                                               RECORD_SLICE),
+                               EXIT_FAILURE;
+                if (mkdirat(root_fd, rel, 0755) >= 0)
+                        return 0;
+                if (errno != ENOENT || attempt >= RECORD_SLICE_ATTEMPTS)
+                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root, rel),
+                               EXIT_FAILURE;
+        }
+}
+
+/* Removes the cgroup rel, and the slice if this was its last record. */
+static void record_cgroup_remove(int root_fd, const char *root, const char *rel) {
+        if (unlinkat(root_fd, rel, AT_REMOVEDIR) < 0)
+                log_warning_errno(errno, "Failed to remove the cgroup %s/%s%s: %m", root, rel,
+                                  errno == EBUSY ? " (processes the command left behind run in it)" : "");
+        /* EBUSY: other records run. */
+        else if (unlinkat(root_fd, RECORD_SLICE, AT_REMOVEDIR) < 0 && errno != EBUSY && errno != ENOENT)
+                log_debug_errno(errno, "Failed to remove the cgroup %s/%s, ignoring: %m", root,
+                                RECORD_SLICE);
+}
+
+/* Starts a session of target until stopped: we stop it when the command
+ * exits, or at --duration with our own timer. Returns 0 or an exit status. */
+static int record_start_session(const Ctl *c, const char *target, const char *profile, char **ret_id) {
+        /* The agent learns of the new cgroup through inotify, maybe after
+         * our call: retry NotFound for a bounded time (not a poll of state
+         * we wait on, a race with one event we know is coming). */
+        for (uint64_t waited = 0;; waited += RECORD_START_RETRY_STEP_USEC) {
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                const char *s;
+                int r;
+
+                r = ctl_call(c, "StartSession", &error, &reply, "sst", target, strempty(profile),
+                             SESSION_UNTIL_STOPPED_USEC);
+                if (r < 0 && sd_bus_error_has_name(&error, CGPROF_ERROR_NOT_FOUND) &&
+                    waited < RECORD_START_RETRY_USEC) {
+                        (void) usleep(RECORD_START_RETRY_STEP_USEC);
+                        continue;
+                }
+                if (r < 0)
+                        return call_failed(&error, r, "Failed to start the session");
+                if (sd_bus_message_read(reply, "s", &s) < 0 || !(*ret_id = strdup(s))) {
+                        log_error("Failed to parse the reply.");
+                        return EXIT_FAILURE;
+                }
+                return 0;
+        }
+}
+
+/* What the command did, where its report is, and its top functions. */
+static int record_print(const Ctl *c, const Record *rec, const char *command) {
+        bool signalled = rec->status.si_code == CLD_KILLED || rec->status.si_code == CLD_DUMPED;
+
+        if (c->json) {
+                cJSON *o = cJSON_CreateObject();
+                if (o) {
+                        cJSON_AddStringToObject(o, "session", rec->session_id);
+                        cJSON_AddStringToObject(o, "cgroup", rec->cgroup);
+                        cJSON_AddStringToObject(o, "reportDir", strempty(rec->report_dir));
+                        if (signalled)
+                                cJSON_AddStringToObject(o, "signal", strsignal(rec->status.si_status));
+                        else
+                                cJSON_AddNumberToObject(o, "exitStatus", rec->status.si_status);
+                        print_top_functions(rec->report_dir, o);
+                }
+                return print_json(o);
+        }
+        if (signalled)
+                printf("\n%s was killed by signal %s.\n", command, strsignal(rec->status.si_status));
+        else if (rec->status.si_status != 0)
+                printf("\n%s exited with status %d.\n", command, rec->status.si_status);
+        printf("\nSession %s on cgroup %s\n", rec->session_id, rec->cgroup);
+        printf("Report: %s\n", isempty_str(rec->report_dir) ? "(none written)" : rec->report_dir);
+        print_top_functions(rec->report_dir, NULL);
+        return EXIT_SUCCESS;
+}
+
 int verb_record(Ctl *c, char **command) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_free_ char *root = NULL, *rel = NULL, *target = NULL, *profile = NULL, *id = NULL;
         _cleanup_close_ int root_fd = -EBADF, cg_fd = -EBADF;
         int go[2] = { -EBADF, -EBADF }, st[2] = { -EBADF, -EBADF };
-        Record rec = { .ctl = c, .pid = -1 };
+        _cleanup_(record_done) Record rec = { .ctl = c, .pid = -1 };
         sigset_t mask, old_mask;
         sd_id128_t rnd;
         int r, ret = EXIT_FAILURE, child_error = 0;
@@ -277,19 +367,9 @@ int verb_record(Ctl *c, char **command) {
                     0 ||
             asprintf(&target, "cgroup:%s", rel) < 0)
                 return log_oom(), EXIT_FAILURE;
-        /* The last record to end removes the slice: another one may do so
-         * between our two mkdir()s (ENOENT), then we make it again. */
-        for (unsigned attempt = 0;; attempt++) {
-                if (mkdirat(root_fd, RECORD_SLICE, 0755) < 0 && errno != EEXIST)
-                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root,
-                                               RECORD_SLICE),
-                               EXIT_FAILURE;
-                if (mkdirat(root_fd, rel, 0755) >= 0)
-                        break;
-                if (errno != ENOENT || attempt >= RECORD_SLICE_ATTEMPTS)
-                        return log_error_errno(errno, "Failed to create the cgroup %s/%s: %m", root, rel),
-                               EXIT_FAILURE;
-        }
+        r = record_cgroup_create(root_fd, root, rel);
+        if (r != 0)
+                return r;
         cg_fd = openat(root_fd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cg_fd < 0) {
                 log_error_errno(errno, "Failed to open the cgroup %s/%s: %m", root, rel);
@@ -329,32 +409,10 @@ int verb_record(Ctl *c, char **command) {
                 goto reap;
         }
 
-        /* The agent learns of the new cgroup through inotify, maybe after
-         * our call: retry NotFound for a bounded time (not a poll of state
-         * we wait on, a race with one event we know is coming). */
-        for (uint64_t waited = 0;; waited += RECORD_START_RETRY_STEP_USEC) {
-                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-                const char *s;
-
-                /* Until stopped: we stop it when the command exits, or at
-                 * --duration with our own timer. */
-                r = ctl_call(c, "StartSession", &error, &reply, "sst", target, strempty(profile),
-                             SESSION_UNTIL_STOPPED_USEC);
-                if (r < 0 && sd_bus_error_has_name(&error, CGPROF_ERROR_NOT_FOUND) &&
-                    waited < RECORD_START_RETRY_USEC) {
-                        (void) usleep(RECORD_START_RETRY_STEP_USEC);
-                        continue;
-                }
-                if (r < 0) {
-                        ret = call_failed(&error, r, "Failed to start the session");
-                        goto reap;
-                }
-                if (sd_bus_message_read(reply, "s", &s) < 0 || !(id = strdup(s))) {
-                        log_error("Failed to parse the reply.");
-                        goto reap;
-                }
-                break;
+        r = record_start_session(c, target, profile, &id);
+        if (r != 0) {
+                ret = r;
+                goto reap;
         }
         rec.session_id = id;
         rec.cgroup = rel;
@@ -405,42 +463,8 @@ reap:
         }
 remove_cgroup:
         safe_close(go[0]), safe_close(go[1]), safe_close(st[0]), safe_close(st[1]);
-        if (unlinkat(root_fd, rel, AT_REMOVEDIR) < 0)
-                log_warning_errno(errno, "Failed to remove the cgroup %s/%s%s: %m", root, rel,
-                                  errno == EBUSY ? " (processes the command left behind run in it)" : "");
-        /* And the slice, if this was its last record (EBUSY: others run). */
-        else if (unlinkat(root_fd, RECORD_SLICE, AT_REMOVEDIR) < 0 && errno != EBUSY && errno != ENOENT)
-                log_debug_errno(errno, "Failed to remove the cgroup %s/%s, ignoring: %m", root,
-                                RECORD_SLICE);
-
-        if (ret != EXIT_SUCCESS) {
-                free(rec.report_dir);
+        record_cgroup_remove(root_fd, root, rel);
+        if (ret != EXIT_SUCCESS)
                 return ret;
-        }
-
-        bool signalled = rec.status.si_code == CLD_KILLED || rec.status.si_code == CLD_DUMPED;
-        if (c->json) {
-                cJSON *o = cJSON_CreateObject();
-                if (o) {
-                        cJSON_AddStringToObject(o, "session", id);
-                        cJSON_AddStringToObject(o, "cgroup", rel);
-                        cJSON_AddStringToObject(o, "reportDir", strempty(rec.report_dir));
-                        if (signalled)
-                                cJSON_AddStringToObject(o, "signal", strsignal(rec.status.si_status));
-                        else
-                                cJSON_AddNumberToObject(o, "exitStatus", rec.status.si_status);
-                        print_top_functions(rec.report_dir, o);
-                }
-                free(rec.report_dir);
-                return print_json(o);
-        }
-        if (signalled)
-                printf("\n%s was killed by signal %s.\n", command[0], strsignal(rec.status.si_status));
-        else if (rec.status.si_status != 0)
-                printf("\n%s exited with status %d.\n", command[0], rec.status.si_status);
-        printf("\nSession %s on cgroup %s\n", id, rel);
-        printf("Report: %s\n", isempty_str(rec.report_dir) ? "(none written)" : rec.report_dir);
-        print_top_functions(rec.report_dir, NULL);
-        free(rec.report_dir);
-        return EXIT_SUCCESS;
+        return record_print(c, &rec, command[0]);
 }
