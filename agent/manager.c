@@ -109,15 +109,33 @@ static Session *session_for_path(Manager *m, const char *path) {
         }
 }
 
+/* Drops a cgroup's entry from the BPF cgroups map. */
+static void cgroup_state_unmap(Manager *m, CgroupState *c) {
+        if (!c || c->bpf_cgroup_id == 0 || !m->sampler)
+                return;
+        (void) sampler_cgroup_set(m->sampler, c->bpf_cgroup_id, 0);
+        c->bpf_cgroup_id = 0;
+}
+
 static void assign_one(const char *path, void *userdata) {
         Manager *m = userdata;
+        CgroupState *c = cgroup_state_find(m, path);
         uint64_t id;
         Session *s;
+        int r;
 
-        if (m->cgroup_root_fd < 0 || cg_get_id_at(m->cgroup_root_fd, path[0] ? path : "", &id) < 0)
+        if (m->cgroup_root_fd < 0)
                 return;
+        if (cg_get_id_at(m->cgroup_root_fd, path[0] ? path : "", &id) < 0) {
+                /* Removed already: its ID cannot be looked up any more, the one
+                 * recorded when it was mapped is deleted. */
+                cgroup_state_unmap(m, c);
+                return;
+        }
         s = session_for_path(m, path);
-        (void) sampler_cgroup_set(m->sampler, id, s ? s->slot : 0);
+        r = sampler_cgroup_set(m->sampler, id, s ? s->slot : 0);
+        if (c && r >= 0)
+                c->bpf_cgroup_id = s ? id : 0;
 }
 
 void manager_assign_cgroups_below(Manager *m, const char *path) {
@@ -258,6 +276,9 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
                 return;
         if (c->session)
                 session_end(c->session, "cgroup-removed");
+        /* A removed cgroup's ID is never used again: its entry goes, whoever
+         * owned it (this session or an enclosing one). */
+        cgroup_state_unmap(m, c);
         tdelete(c, &m->cgroups, cgroup_state_cmp);
         cgroup_state_free(c);
 }

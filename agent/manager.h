@@ -72,6 +72,7 @@ typedef struct CgroupState {
         char container_id[65];
         Session *session; /* running or armed session for this cgroup, if any */
         bool done; /* a session for it ended: do not start another automatically */
+        uint64_t bpf_cgroup_id; /* its ID in the BPF cgroups map (0: not there) */
 } CgroupState;
 
 /* How long a kind of work took, over its runs (cgprofctl status). */
