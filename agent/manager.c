@@ -925,6 +925,7 @@ char *manager_status_json(Manager *m) {
         cJSON_AddNumberToObject(j, "sessionsStarted", (double) m->sessions_started);
         cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
         cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);
+        cJSON_AddNumberToObject(j, "sessionsDiscarded", (double) m->sessions_discarded);
         cJSON *loop = cJSON_AddObjectToObject(j, "eventLoop");
         cJSON_AddNumberToObject(loop, "dispatches", (double) m->loop.dispatches);
         cJSON_AddNumberToObject(loop, "dispatchMaxMsec", (double) m->loop.dispatch_usec_max / 1000.0);

@@ -145,7 +145,11 @@ typedef struct Manager {
         Session *sessions_by_slot[CGPROF_MAX_SESSIONS];
         Session **sessions; /* running and armed sessions */
         size_t n_sessions;
-        uint64_t sessions_started, sessions_ended, sessions_failed;
+        /* Every session that started sampling ends counted once: ended (a
+         * report written), failed (its report could not be written) or
+         * discarded (a provisional one that was a pod's sandbox). Failed also
+         * counts sessions that could not be created or started. */
+        uint64_t sessions_started, sessions_ended, sessions_failed, sessions_discarded;
 
         /* Kubernetes (manager-kube.c) */
         KubeClient *kube;

@@ -1286,8 +1286,9 @@ void session_discard(Session *s) {
         }
         manager_remove_session(m, s, "discarded");
         manager_assign_cgroups_below(m, s->cgroup);
-        if (s->state == SESSION_RUNNING)
+        if (s->state == SESSION_RUNNING) {
                 sampler_session_close(m->sampler, s->slot);
-        m->sessions_started--;
+                m->sessions_discarded++;
+        }
         session_free(s);
 }

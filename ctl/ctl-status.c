@@ -30,6 +30,7 @@ static const StatusField status_fields[] = {
         { "sessionsStarted", "Sessions started" },
         { "sessionsEnded", "Sessions ended" },
         { "sessionsFailed", "Sessions failed" },
+        { "sessionsDiscarded", "Sessions discarded" },
 };
 
 /* GetStatus's timing objects: count, mean and longest. */
