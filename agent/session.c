@@ -1102,6 +1102,12 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
                 return 0;
         }
 
+        /* A provisional session that ends before its pod's status named the
+         * container (it died at once, or the pod went first) is announced
+         * now: every session that ends with a report has its start entry. */
+        if (s->provisional)
+                session_announce(s);
+
         (void) sampler_session_deactivate(m->sampler, s->slot);
         /* The cgroup's CPU time: from cpu.stat when it can still be read;
          * once the cgroup is removed only the counting perf events know. */
