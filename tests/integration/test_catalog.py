@@ -22,7 +22,7 @@ import tempfile
 from cgproflib import (BUILD, Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload,
                        write_sysctl)
 from systemdlib import build_options, install, message_ids, parse_catalog, run
-from test_journal import ensure_journald, journal, stop_journald
+from journallib import ensure_journald, journal, stop_journald
 
 # The fields each kind of entry always carries (agent/journal.c): a catalog
 # text may only substitute these (a missing field would show as its name).

@@ -5,61 +5,13 @@ read back with `journalctl CGPROF_SESSION=<id>`, with their MESSAGE_IDs and
 fields; machineConfig changes are logged the same way. Starts
 systemd-journald itself when no journal socket exists (and stops it after)."""
 
-import json
 import os
-import socket
-import subprocess
-import time
 
-from cgproflib import Agent, Cgroup, log, main, profile, skip, wait_for, workload
+from cgproflib import Agent, Cgroup, log, main, profile, wait_for, workload
+from journallib import MSG_END, MSG_START, ensure_journald, journal, stop_journald
 
-SOCKET = "/run/systemd/journal/socket"
-JOURNALD = "/lib/systemd/systemd-journald"
-MSG_START = "22a9421dda4449b4a16d369fcaece6bf"
-MSG_END = "1a54d886fa99449d8c335898f05aa9fe"
 MSG_APPLY = "30bae784dc024758944a1b223fbeff2d"
 MSG_RESTORE = "43b5e54dc6a144ee89f3469a3b47b339"
-
-journald = None
-
-
-def journal_alive():
-    """A socket file can outlive its journald: connect to know."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    try:
-        s.connect(SOCKET)
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def ensure_journald():
-    global journald
-    if journal_alive():
-        return
-    if not os.access(JOURNALD, os.X_OK):
-        skip("no journal socket and no systemd-journald")
-    journald = subprocess.Popen([JOURNALD], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(journal_alive, timeout=30, what="the journal socket")
-
-
-def stop_journald():
-    if journald:
-        journald.terminate()
-        journald.wait(30)
-        for sock in ("socket", "stdout", "dev-log", "io.systemd.journal"):
-            try:
-                os.unlink(f"/run/systemd/journal/{sock}")
-            except OSError:
-                pass
-
-
-def journal(*matches):
-    r = subprocess.run(["journalctl", "--no-pager", "-o", "json", *matches], capture_output=True, text=True,
-                       timeout=60)
-    return [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
 
 
 def test_session_entries():
