@@ -816,14 +816,10 @@ static int manager_loop(Manager *m) {
                 if (r < 0)
                         return r;
                 if (r > 0) {
-                        struct timespec a, b;
-                        uint64_t usec;
+                        uint64_t start = timing_now(), usec;
 
-                        (void) clock_gettime(CLOCK_MONOTONIC, &a);
                         r = sd_event_dispatch(m->event);
-                        (void) clock_gettime(CLOCK_MONOTONIC, &b);
-                        usec = (uint64_t) (b.tv_sec - a.tv_sec) * USEC_PER_SEC +
-                               (uint64_t) (b.tv_nsec - a.tv_nsec) / NSEC_PER_USEC;
+                        usec = timing_now() - start;
                         m->loop.dispatches++;
                         m->loop.dispatch_usec_total += usec;
                         if (usec > m->loop.dispatch_usec_max)
