@@ -397,6 +397,25 @@ static uint32_t slot_alloc(Sampler *s) {
         return 0;
 }
 
+/* Forgets the processes the kernel saw in a slot's session (procs_seen),
+ * so they are reported again to a later session of the slot. Done when the
+ * session closes, and again when the slot is reused (for a note made while
+ * it closed): procs_seen is an LRU map that would otherwise keep every dead
+ * process of every session until evicted, and this walk goes over all of
+ * its entries. */
+static void procs_seen_forget_slot(Sampler *s, uint32_t slot) {
+        int fd = bpf_map__fd(s->skel->maps.procs_seen);
+        uint32_t key, next, *prev = NULL;
+
+        while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+                struct cgprof_proc_seen v;
+                key = next;
+                prev = &key;
+                if (bpf_map_lookup_elem(fd, &key, &v) == 0 && v.session == slot)
+                        (void) bpf_map_delete_elem(fd, &key);
+        }
+}
+
 static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
         size_t n = s->n_cpus;
         _cleanup_free_ struct cgprof_session_stats *zero = calloc(n, sizeof(*zero));
@@ -412,16 +431,7 @@ static int slot_reset_kernel_state(Sampler *s, uint32_t slot) {
         if (r < 0)
                 return r;
 
-        /* Forget processes seen by an earlier session of this slot, so they are reported again. */
-        int fd = bpf_map__fd(s->skel->maps.procs_seen);
-        uint32_t key, next, *prev = NULL;
-        while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-                struct cgprof_proc_seen v;
-                key = next;
-                prev = &key;
-                if (bpf_map_lookup_elem(fd, &key, &v) == 0 && v.session == slot)
-                        (void) bpf_map_delete_elem(fd, &key);
-        }
+        procs_seen_forget_slot(s, slot);
         return 0;
 }
 
@@ -546,6 +556,7 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         SamplerSlot *sl = &s->slots[slot];
         sl->session.flags = 0;
         (void) slot_update(s, slot);
+        procs_seen_forget_slot(s, slot);
         links_free(s, TAKE_PTR(sl->links));
         count_fds_free(s, TAKE_PTR(sl->count_fds));
         group_unref(s, sl->group);
