@@ -7,7 +7,8 @@ cgprofd profiles them (churnlib.py says how). Afterwards, with the agent
 idle:
 - every session is accounted for: sessions started = reports written +
   sessions discarded (sandboxes), no failure; one journal start and one end
-  entry per reported session;
+  entry per reported session (in the journal, or on the agent's stderr
+  while no journal socket answered);
 - the agent's BPF maps that hold per-session and per-process entries are
   empty again, and no session slot is active (the LRU maps are exempt);
 - the agent holds no more fds than after the warm-up, bar a small slack;
@@ -48,7 +49,7 @@ def test_churn():
                                    concurrency=CONCURRENCY, min_life=0.5, max_life=1.5, seed=14)
             churn.run()
             maps = churnlib.map_occupancy(agent.proc.pid)
-            acc = churn.accounting(agent.report_dir)
+            acc = churn.accounting(agent.report_dir, agent.log())
             snaps = churn.snapshots
             for k in ("start", "warm", "end"):
                 s = snaps[k]
