@@ -372,6 +372,23 @@ static int dispatch_positive_duration(const cJSON *j, const char *path, void *ba
         return 0;
 }
 
+/* checkpointInterval: "0" (off) or at least CONFIG_MIN_CHECKPOINT_INTERVAL_USEC
+ * (each checkpoint writes the whole report so far, on the event loop). */
+static int dispatch_checkpoint_interval(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                        char **error) {
+        uint64_t v;
+        int r;
+
+        r = dispatch_duration(j, path, base, f, error);
+        if (r < 0)
+                return r;
+        v = *(uint64_t *) FIELD(base, f);
+        if (v > 0 && v < CONFIG_MIN_CHECKPOINT_INTERVAL_USEC)
+                return fail(error, path, "must be \"0\" (no checkpoints) or at least 1s, not \"%s\"",
+                            j->valuestring);
+        return 0;
+}
+
 static int array_check(const cJSON *j, const char *path, bool allow_empty, char **error) {
         if (!cJSON_IsArray(j))
                 return fail(error, path, "must be an array");
@@ -718,6 +735,7 @@ static int profile_init_defaults(Profile *p) {
         *p = (Profile){
                 .frequency = CONFIG_DEFAULT_FREQUENCY,
                 .duration_usec = CONFIG_DEFAULT_DURATION_USEC,
+                .checkpoint_interval_usec = CONFIG_DEFAULT_CHECKPOINT_INTERVAL_USEC,
                 .start = PROFILE_START_AUTO,
                 .kernel_stacks = true,
                 .python_frames = true,
@@ -735,6 +753,8 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "event", dispatch_event, offsetof(Profile, event) },
                 { "frequency", dispatch_frequency, offsetof(Profile, frequency) },
                 { "duration", dispatch_duration, offsetof(Profile, duration_usec) },
+                { "checkpointInterval", dispatch_checkpoint_interval,
+                  offsetof(Profile, checkpoint_interval_usec) },
                 { "start", dispatch_start, offsetof(Profile, start) },
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },

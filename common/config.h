@@ -18,6 +18,9 @@
 #define CONFIG_DEFAULT_EVENT "cpu-clock"
 #define CONFIG_DEFAULT_FREQUENCY 99
 #define CONFIG_DEFAULT_DURATION_USEC (20 * USEC_PER_SEC)
+/* A running session writes its report so far this often (0: never). */
+#define CONFIG_DEFAULT_CHECKPOINT_INTERVAL_USEC (5 * 60 * USEC_PER_SEC)
+#define CONFIG_MIN_CHECKPOINT_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define CONFIG_FREQUENCY_MAX 100000
 
 typedef enum ProfileStart {
@@ -72,6 +75,9 @@ typedef struct Profile {
         char *event; /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
         uint64_t frequency; /* Hz, 1..100000 */
         uint64_t duration_usec; /* 0: until stopped */
+        /* A running session writes its report so far (marked partial) this
+         * often, replacing the last one; 0: never. */
+        uint64_t checkpoint_interval_usec;
         ProfileStart start;
         bool kernel_stacks;
         bool python_frames; /* walk the Python frames of CPython processes (default true) */

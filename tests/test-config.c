@@ -107,6 +107,7 @@ static void assert_default_profile(const Profile *p) {
         ASSERT_STREQ(p->event, "cpu-clock");
         ASSERT_EQ(p->frequency, 99);
         ASSERT_EQ(p->duration_usec, 20 * USEC_PER_SEC);
+        ASSERT_EQ(p->checkpoint_interval_usec, 5 * 60 * USEC_PER_SEC);
         ASSERT_EQ(p->start, PROFILE_START_AUTO);
         ASSERT_TRUE(p->kernel_stacks);
         ASSERT_TRUE(p->python_frames);
@@ -649,6 +650,30 @@ TEST(profile_duration) {
         check_profile_fail("\"duration\": \"-1s\"", "profiles[1].duration: ");
         check_profile_fail("\"duration\": 20", "profiles[1].duration: ");
         check_profile_fail("\"duration\": \"999999999999d\"", "profiles[1].duration: ");
+}
+
+TEST(profile_checkpoint_interval) {
+        Config *c = parse_profile_ok("\"checkpointInterval\": \"0\"");
+        ASSERT_EQ(config_find_profile(c, "q")->checkpoint_interval_usec, 0);
+        ASSERT_EQ(config_find_profile(c, "p")->checkpoint_interval_usec, 5 * 60 * USEC_PER_SEC);
+        config_free(c);
+        c = parse_profile_ok("\"checkpointInterval\": \"1s\"");
+        ASSERT_EQ(config_find_profile(c, "q")->checkpoint_interval_usec, USEC_PER_SEC);
+        config_free(c);
+        c = parse_profile_ok("\"checkpointInterval\": \"1m30s\", \"duration\": \"0\"");
+        ASSERT_EQ(config_find_profile(c, "q")->checkpoint_interval_usec, 90 * USEC_PER_SEC);
+        config_free(c);
+
+        check_profile_fail("\"checkpointInterval\": \"500ms\"",
+                           "profiles[1].checkpointInterval: must be \"0\" (no checkpoints) or at least 1s, "
+                           "not \"500ms\"");
+        check_profile_fail("\"checkpointInterval\": \"1us\"", "profiles[1].checkpointInterval: must be");
+        check_profile_fail("\"checkpointInterval\": 60", "profiles[1].checkpointInterval: must be a duration string");
+        check_profile_fail("\"checkpointInterval\": \"5\"", "profiles[1].checkpointInterval: invalid duration");
+        check_profile_fail("\"checkpointInterval\": \"-1s\"", "profiles[1].checkpointInterval: invalid duration");
+        check_profile_fail("\"checkpointInterval\": \"999999999999d\"",
+                           "profiles[1].checkpointInterval: duration \"999999999999d\" is out of range");
+        check_profile_fail("\"checkpointinterval\": \"1s\"", "profiles[1].checkpointinterval: unknown key");
 }
 
 TEST(profile_start) {
