@@ -175,3 +175,24 @@ void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileCo
                     message ?: "ProfileConfig event");
         fields_done(&f);
 }
+
+void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) {
+        _cleanup_free_ char *message = NULL;
+        Fields f = {};
+        va_list ap;
+
+        va_start(ap, format);
+        if (vasprintf(&message, format, ap) < 0)
+                message = NULL;
+        va_end(ap);
+
+        fields_add(&f, "MESSAGE_ID", CGPROF_MESSAGE_REPORT_INTERRUPTED);
+        fields_add(&f, "CGPROF_EVENT", "report-interrupted");
+        fields_add(&f, "CGPROF_SESSION", rf->session);
+        fields_add(&f, "CGPROF_REPORT", rf->report);
+        fields_add(&f, "CGPROF_REASON", rf->reason);
+        fields_add(&f, "CGPROF_CHECKPOINT", rf->checkpoint);
+        fields_add(&f, "CGPROF_CGROUP", rf->cgroup);
+        fields_send(&f, LOG_WARNING, message ?: "interrupted report");
+        fields_done(&f);
+}

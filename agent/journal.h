@@ -22,6 +22,12 @@
 #define CGPROF_MESSAGE_PROFILE_CONFIG_CONFLICT "118590780f49455881fd19ee20b04b5c"
 #define CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED "b542ca79f46749e088770e629ff03d2a"
 
+/* A report a session wrote as a checkpoint, found at start still partial:
+ * the run that wrote it never ended the session (agent/checkpoint.c).
+ * Fields: CGPROF_SESSION, CGPROF_REPORT (its directory), CGPROF_REASON,
+ * CGPROF_CHECKPOINT (when it was written) and CGPROF_CGROUP when known. */
+#define CGPROF_MESSAGE_REPORT_INTERRUPTED "529501c43b304964bae605e34f599195"
+
 typedef enum JournalSessionEvent {
         JOURNAL_SESSION_START,
         JOURNAL_SESSION_END,
@@ -71,3 +77,13 @@ typedef struct JournalProfileConfigFields {
 /* CGPROF_SESSION-less entries about ProfileConfig objects; message is the MESSAGE. */
 void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileConfigFields *pf,
                             const char *message);
+
+typedef struct JournalReportFields {
+        const char *session;
+        const char *report; /* its directory */
+        const char *reason;
+        const char *cgroup; /* may be NULL */
+        const char *checkpoint; /* the time of the checkpoint (RFC 3339), may be NULL */
+} JournalReportFields;
+
+void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) _printf_(2, 3);

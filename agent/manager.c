@@ -12,6 +12,7 @@
 #include "cgprof-version.h"
 #include "cgroup-util.h"
 #include "fileio.h"
+#include "checkpoint.h"
 #include "journal.h"
 #include "kube-cgroup.h"
 #include "log.h"
@@ -611,6 +612,9 @@ static void manager_stop(Manager *m, int code) {
                 return;
         m->stopping = true;
         (void) sd_notify(false, "STOPPING=1");
+        /* Reports waiting to be written again: one last attempt, before the
+         * sessions end (a session's report that fails now is not retried). */
+        manager_report_retry_flush(m);
         log_info("Stopping: ending %zu sessions.", m->n_sessions);
         while (m->n_sessions > 0)
                 session_end(m->sessions[m->n_sessions - 1], "agent-stopped");
@@ -637,6 +641,10 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->report_dir_fd = -EBADF;
         m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
+        m->checkpoint_dir_fd = -EBADF;
+        r = report_retry_init(&m->report_retry);
+        if (r < 0)
+                return r;
         m->config_path = strdup(opts->config_path);
         m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
         m->bus_socket = strdup(opts->bus_socket ?: DEFAULT_BUS_SOCKET);
@@ -674,6 +682,8 @@ int manager_startup(Manager *m) {
         r = mkdir_p(m->state_dir, 0700);
         if (r < 0)
                 return log_error_errno(r, "Failed to create state directory %s: %m", m->state_dir);
+        /* Reports a crashed run left partial (before any session starts). */
+        manager_checkpoint_setup(m);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -860,6 +870,8 @@ Manager *manager_free(Manager *m) {
         manager_kube_free(m);
         cgroup_watch_free(m->cgroup_watch);
         tdestroy(m->cgroups, cgroup_state_free);
+        report_retry_done(&m->report_retry);
+        safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->machine_timer);
         sd_event_source_disable_unref(m->proc_events);
@@ -922,6 +934,13 @@ char *manager_status_json(Manager *m) {
         cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
         cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);
         cJSON_AddNumberToObject(j, "sessionsDiscarded", (double) m->sessions_discarded);
+        manager_report_retry_status(m, j);
+        cJSON *cp = cJSON_AddObjectToObject(j, "checkpoints");
+        cJSON_AddNumberToObject(cp, "written", (double) m->checkpoints.written);
+        cJSON_AddNumberToObject(cp, "failed", (double) m->checkpoints.failed);
+        cJSON_AddNumberToObject(cp, "lastMsec", (double) m->checkpoints.usec_last / 1000.0);
+        cJSON_AddNumberToObject(cp, "maxMsec", (double) m->checkpoints.usec_max / 1000.0);
+        cJSON_AddNumberToObject(cp, "interruptedFound", (double) m->checkpoints.interrupted);
         cJSON *loop = cJSON_AddObjectToObject(j, "eventLoop");
         cJSON_AddNumberToObject(loop, "dispatches", (double) m->loop.dispatches);
         cJSON_AddNumberToObject(loop, "dispatchMaxMsec", (double) m->loop.dispatch_usec_max / 1000.0);

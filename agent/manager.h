@@ -13,6 +13,7 @@
 #include "log.h"
 #include "process.h"
 #include "python.h"
+#include "report-retry.h"
 #include "sampler.h"
 #include "symbolizer.h"
 #include "unwinder.h"
@@ -136,7 +137,9 @@ typedef struct Manager {
                 uint64_t dispatches, dispatch_usec_total, dispatch_usec_max, dispatches_over_50ms;
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
-        Timing report_timing; /* a report directory written (all its formats, fsync()ed) */
+        /* A report directory written (all its formats, fsync()ed): at a
+         * session's end, a checkpoint or a retry. */
+        Timing report_timing;
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
@@ -148,8 +151,15 @@ typedef struct Manager {
         /* Every session that started sampling ends counted once: ended (a
          * report written), failed (its report could not be written) or
          * discarded (a provisional one that was a pod's sandbox). Failed also
-         * counts sessions that could not be created or started. */
+         * counts sessions that could not be created or started, and those
+         * whose report waits for a retry (reportRetries says how it went). */
         uint64_t sessions_started, sessions_ended, sessions_failed, sessions_discarded;
+        ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
+        int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
+        struct {
+                uint64_t written, failed, interrupted; /* interrupted: reports of a crashed run, found at start */
+                uint64_t usec_last, usec_max; /* how long a checkpoint kept the event loop */
+        } checkpoints;
 
         /* Kubernetes (manager-kube.c) */
         KubeClient *kube;

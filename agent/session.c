@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cgroup-util.h"
+#include "checkpoint.h"
 #include "fileio.h"
 #include "journal.h"
 #include "log.h"
@@ -165,6 +166,7 @@ int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, con
         if (r < 0)
                 return r;
         sd_id128_to_string(s->id, s->id_string);
+        random_uid(s->report_uid);
 
         s->cgroup_fd = openat(AT_FDCWD, m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s->cgroup_fd < 0)
@@ -196,6 +198,9 @@ Session *session_free(Session *s) {
                 return NULL;
         sd_event_source_disable_unref(s->timer);
         sd_event_source_disable_unref(s->events_watch);
+        sd_event_source_disable_unref(s->checkpoint_timer);
+        free(s->checkpoint_report_dir);
+        strv_free(s->checkpoint_dirs);
         tdestroy(s->processes, process_free);
         free(s->data_processes);
         profile_data_free(s->data);
@@ -226,23 +231,6 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
                 .container = s->container,
                 .profile_config = s->profile_config,
         };
-}
-
-/* The report path template: the profile's, or the default by kind of
- * target; a ProfileConfig's stays below its namespace's directory. NULL on
- * OOM. (Computed at first use: a session started on request may have its
- * profile replaced before it starts.) */
-static const char *session_output(Session *s) {
-        if (s->output)
-                return s->output;
-        if (s->namespaced_output) {
-                if (asprintf(&s->output, "{NAMESPACE}/%s",
-                             s->profile->output ?: TEMPLATE_POD_NAMESPACED_DEFAULT) < 0)
-                        s->output = NULL;
-        } else
-                s->output = strdup(s->profile->output
-                                           ?: (s->pod ? TEMPLATE_POD_DEFAULT : TEMPLATE_HOST_DEFAULT));
-        return s->output;
 }
 
 static void session_announce(Session *s) {
@@ -318,6 +306,7 @@ static void session_start_undo(Session *s, SessionState previous) {
 
         s->timer = sd_event_source_disable_unref(s->timer);
         s->events_watch = sd_event_source_disable_unref(s->events_watch);
+        s->checkpoint_timer = sd_event_source_disable_unref(s->checkpoint_timer);
         (void) sampler_session_deactivate(m->sampler, s->slot);
         m->sessions_by_slot[s->slot] = NULL;
         s->state = previous;
@@ -398,6 +387,7 @@ static int session_start_internal(Session *s, bool now) {
                 }
                 (void) sd_event_source_set_description(s->timer, "session-duration");
         }
+        (void) session_checkpoint_arm(s);
 
         m->sessions_started++;
         /* A provisional session is announced once it is known to be a container. */
@@ -1035,49 +1025,6 @@ void session_tick(Session *s) {
                 s->cpu_usage_last = u;
 }
 
-/* Writes the reports of 'data' below reportDir and returns the directory. */
-static int write_report(Session *s, const ProfileData *data, const TemplateVars *vars,
-                        ReportSummaryInfo *info, char **ret_dir) {
-        Manager *m = s->manager;
-        _cleanup_free_ char *rel = NULL, *full = NULL;
-        _cleanup_close_ int dfd = -EBADF;
-        int r;
-
-        if (!session_output(s))
-                return -ENOMEM;
-        r = template_expand(session_output(s), vars, &rel);
-        if (r < 0)
-                return r;
-        if (m->report_dir_fd < 0)
-                return -EBADF;
-        dfd = mkdir_below(m->report_dir_fd, rel);
-        if (dfd < 0)
-                return dfd;
-        if (asprintf(&full, "%s/%s", m->report_dir, rel) < 0)
-                return -ENOMEM;
-
-        info->report_dir = full;
-        uint64_t start = timing_now();
-        r = report_write_dir(dfd, s->profile->formats, data, info);
-        (void) timing_add(&m->report_timing, start);
-        if (r < 0) {
-                /* Its directory goes too, and each parent the template
-                 * made that is empty now (rmdir() leaves other reports'). */
-                for (char *slash;;) {
-                        if (unlinkat(m->report_dir_fd, rel, AT_REMOVEDIR) < 0)
-                                break;
-                        slash = strrchr(rel, '/');
-                        if (!slash)
-                                break;
-                        *slash = 0;
-                }
-                log_warning_errno(r, "Failed to write the report %s: %m", full);
-                return r;
-        }
-        *ret_dir = TAKE_PTR(full);
-        return 0;
-}
-
 void session_end(Session *s, const char *reason) {
         (void) session_end_full(s, reason, NULL);
 }
@@ -1086,7 +1033,7 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         Manager *m = s->manager;
         SamplerSessionStats st = {};
         JournalSessionFields f;
-        char ts_uid[9], node_buf[256];
+        char node_buf[256];
         _cleanup_free_ char *dirs = NULL;
         int r = 0;
 
@@ -1141,119 +1088,58 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         manager_assign_cgroups_below(m, s->cgroup);
         sampler_session_close(m->sampler, s->slot);
 
-        ReportSummaryInfo info = {
-                .session_id = s->id_string,
-                .profile = s->profile->name,
-                .target = s->target->name,
-                .profile_config = s->profile_config,
-                .cgroup = s->cgroup,
-                .namespace = s->namespace,
-                .pod = s->pod,
-                .container = s->container,
-                .container_id = s->container_id,
-                .node = m->node_name,
-                .start_usec = s->start_realtime,
-                .end_usec = s->end_realtime,
-                .frequency = s->profile->frequency,
-                .event = s->event,
-                .requested_event = s->profile->event,
-                .event_fallback_reason = s->event_fallback,
-                .attach_mode = sampler_mode_to_string(sampler_mode(m->sampler)),
-                .end_reason = reason,
-                .samples_per_cpu = st.per_cpu,
-                .n_cpus = st.n_cpus,
-                .lost = st.lost + s->stack_lost,
-                .excluded = s->excluded,
-                .collisions = st.collisions,
-                .cpu_usage_usec = s->cpu_usage_last - s->cpu_usage_start,
-                .cpu_usage_source = usage_source,
-                .unsymbolized_frames = s->frames_unsymbolized,
-                .total_frames = s->frames_total,
-                .unwind = s->unwind,
-                .python = s->python,
-        };
-        info.unwind.mode = unwind_mode_to_string(s->profile->unwind);
-        info.python.enabled = s->profile->python_frames;
+        ReportSummaryInfo info;
+        TemplateVars vars;
+        SessionReportUnit *units = NULL;
+        size_t n_units = 0, n_queued = 0;
+        int retry_error = 0;
 
-        random_uid(ts_uid);
-        snprintf(node_buf, sizeof(node_buf), "%s", strempty(m->node_name));
-        TemplateVars vars = {
-                .namespace = s->namespace,
-                .pod = s->pod,
-                .container = s->container,
-                .container_id = s->container_id,
-                .cgroup = s->cgroup,
-                .node = node_buf,
-                .profile = s->profile->name,
-                .timestamp_ms = s->start_realtime / USEC_PER_MSEC,
-                .uid = ts_uid,
-        };
-
-        if (session_output(s) && template_is_per_process(session_output(s))) {
-                /* One report per directory the template names: processes
-                 * that name the same one (the same name and PID, a program
-                 * before and after exec(); or a template without
-                 * {PROCESS_ID}) share it, never overwrite each other. */
-                size_t n_procs = s->data->n_processes;
-                _cleanup_free_ char **rels = calloc(MAX(n_procs, (size_t) 1), sizeof(char *));
-                _cleanup_free_ uint32_t *group = calloc(MAX(n_procs, (size_t) 1), sizeof(uint32_t));
-                _cleanup_free_ bool *written = calloc(MAX(n_procs, (size_t) 1), sizeof(bool));
-                if (!rels || !group || !written)
-                        r = -ENOMEM;
-                for (size_t i = 0; i < n_procs && r >= 0; i++) {
-                        const ProfileProcess *pp = &s->data->processes[i];
-                        _cleanup_free_ char *pid = NULL;
-                        if (pp->samples == 0)
-                                continue;
-                        if (asprintf(&pid, "%d", (int) pp->pid) < 0) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        vars.process_name = pp->comm;
-                        vars.process_id = pid;
-                        r = template_expand(session_output(s), &vars, &rels[i]);
-                }
-                for (size_t i = 0; i < n_procs && r >= 0; i++) {
-                        const ProfileProcess *pp = &s->data->processes[i];
-                        _cleanup_(profile_data_freep) ProfileData *one = NULL;
-                        _cleanup_free_ char *dir = NULL, *pid = NULL;
-                        size_t n_group = 0;
-                        if (!rels[i] || written[i])
-                                continue; /* no samples, or written with an earlier one */
-                        for (size_t k = i; k < n_procs; k++)
-                                if (rels[k] && !written[k] && streq(rels[k], rels[i])) {
-                                        group[n_group++] = (uint32_t) k;
-                                        written[k] = true;
-                                }
-                        one = profile_data_of_processes(s->data, group, n_group);
-                        if (!one || asprintf(&pid, "%d", (int) pp->pid) < 0) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        vars.process_name = pp->comm;
-                        vars.process_id = pid;
-                        r = write_report(s, one, &vars, &info, &dir);
-                        if (r >= 0) {
-                                char *n = NULL;
-                                if (asprintf(&n, "%s%s%s", strempty(dirs), dirs ? " " : "", dir) < 0)
-                                        r = -ENOMEM;
-                                free(dirs);
-                                dirs = n;
-                        }
-                }
-                for (size_t i = 0; rels && i < n_procs; i++)
-                        free(rels[i]);
-        } else
-                r = write_report(s, s->data, &vars, &info, &dirs);
-
+        session_report_info(s, &st, reason, usage_source, s->end_realtime, &info);
+        session_report_vars(s, node_buf, &vars);
         f.samples = profile_data_total(s->data);
         f.lost = info.lost;
+
+        /* Every directory is tried; the ones that fail wait in the retry
+         * queue with their data (the session's own is handed over). */
+        r = session_report_units(s, &vars, &units, &n_units);
+        for (size_t i = 0; r >= 0 && i < n_units; i++) {
+                _cleanup_free_ char *full = NULL;
+                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info, &full);
+                if (k < 0) {
+                        log_warning_errno(k, "Failed to write the report %s: %m", strna(full));
+                        ProfileData *d = units[i].data;
+                        if (units[i].owned)
+                                units[i].owned = false;
+                        else
+                                s->data = NULL; /* the unit held the session's own data */
+                        units[i].data = NULL;
+                        if (manager_report_retry_add(m, units[i].dir, s->profile->formats, d, &info, k) > 0)
+                                n_queued++;
+                        if (retry_error == 0)
+                                retry_error = k;
+                        continue;
+                }
+                char *n = NULL;
+                if (asprintf(&n, "%s%s%s", strempty(dirs), dirs ? " " : "", full) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                free(dirs);
+                dirs = n;
+        }
+        session_report_units_free(units, n_units);
+        if (r >= 0 && retry_error < 0)
+                r = retry_error;
+        /* The final report replaced the checkpoints (or waits to). */
+        session_checkpoint_done(s);
+
         if (r < 0) {
                 f.error = r;
                 m->sessions_failed++;
                 journal_session(JOURNAL_SESSION_FAILURE, &f,
-                                "Failed to write the report of session %s (cgroup %s): %s", s->id_string,
-                                s->cgroup, strerror(-r));
+                                "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
+                                s->cgroup, strerror(-r),
+                                n_queued > 0 ? " (it will be written again later)" : "");
         } else {
                 f.report = dirs;
                 m->sessions_ended++;
@@ -1290,6 +1176,7 @@ void session_discard(Session *s) {
                 (void) sampler_session_deactivate(m->sampler, s->slot);
                 m->sessions_by_slot[s->slot] = NULL;
         }
+        session_checkpoint_discard(s);
         manager_remove_session(m, s, "discarded");
         manager_assign_cgroups_below(m, s->cgroup);
         if (s->state == SESSION_RUNNING) {

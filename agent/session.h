@@ -6,6 +6,7 @@
 #include "manager.h"
 #include "profile-data.h"
 #include "report.h"
+#include "template.h"
 
 /* A session: one profile applied to one target cgroup for a span of time.
  * It owns its slot in the sampler, the processes seen in it (with their
@@ -72,6 +73,13 @@ struct Session {
         bool captures_pending; /* a process's mappings and symbols are to be captured */
         ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
         ReportPythonInfo python; /* how Python stacks were walked */
+
+        /* Reports (session-report.c) and checkpoints (checkpoint.c). */
+        char report_uid[9]; /* {UID}: one per session, so its checkpoints and final report share directories */
+        sd_event_source *checkpoint_timer;
+        char *checkpoint_report_dir; /* the reportDir of its registry entry (NULL: no checkpoint yet) */
+        char **checkpoint_dirs; /* strv: its report directories there, relative */
+        int checkpoint_error; /* of the last checkpoint (logged when it changes) */
 };
 
 /* What a container's session knows of its pod; container may be NULL (not
@@ -132,3 +140,34 @@ ProcessMaps *session_process_maps(Session *s, uint32_t index);
  * debuginfod), merging stacks that became equal, and says again where each
  * mapping's symbols came from. */
 void session_resolve_late(Session *s);
+
+/* session-report.c: what the session's end and its checkpoints write. */
+
+/* The report path template: the profile's, or the default by kind of
+ * target; a ProfileConfig's stays below its namespace's directory. NULL on
+ * OOM. (Computed at first use: a session started on request may have its
+ * profile replaced before it starts.) */
+const char *session_output(Session *s);
+/* The summary's metadata; reason NULL: a checkpoint ("partial"). Points
+ * into s and st. */
+void session_report_info(Session *s, const SamplerSessionStats *st, const char *reason,
+                         const char *usage_source, uint64_t end_usec, ReportSummaryInfo *ret);
+/* The template's values (node_buf holds the node name). */
+void session_report_vars(Session *s, char node_buf[static 256], TemplateVars *ret);
+
+/* One report directory and its data: the session's (borrowed), or, for a
+ * per-process template, one group of processes' (owned). */
+typedef struct SessionReportUnit {
+        char *dir; /* relative to reportDir */
+        ProfileData *data;
+        bool owned;
+} SessionReportUnit;
+int session_report_units(Session *s, const TemplateVars *vars, SessionReportUnit **ret, size_t *ret_n);
+void session_report_units_free(SessionReportUnit *u, size_t n);
+
+/* Writes the report directory 'dir' (relative to reportDir, created as
+ * needed) with the formats; on failure nothing of it is left (the files,
+ * then the directories the write made and left empty). *ret_full is set
+ * to the full path either way (NULL on OOM). Does not log. */
+int manager_write_report_dir(Manager *m, const char *dir, unsigned formats, const ProfileData *data,
+                             ReportSummaryInfo *info, char **ret_full);

@@ -484,6 +484,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         ADD_OR_ENOMEM(add_string_or_null(root, "eventFallback", info->event_fallback_reason));
         ADD_OR_ENOMEM(add_string_or_null(root, "attachMode", info->attach_mode));
         ADD_OR_ENOMEM(add_string_or_null(root, "endReason", info->end_reason));
+        if (info->partial)
+                /* A checkpoint: the session still ran when it was written. */
+                ADD_OR_ENOMEM(cJSON_AddTrueToObject(root, "partial"));
 
         r = add_samples(root, d, info, total);
         if (r < 0)

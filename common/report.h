@@ -58,6 +58,7 @@ struct ReportSummaryInfo {
         const char *event_fallback_reason; /* non-NULL when event != requested_event */
         const char *attach_mode; /* "cpu" or "cgroup" */
         const char *end_reason; /* "duration", "stopped", "cgroup-removed", "agent-stopped", ... */
+        bool partial; /* a checkpoint of a running session ("partial": true; end_reason NULL) */
         uint64_t *samples_per_cpu; /* n_cpus entries */
         size_t n_cpus;
         uint64_t lost; /* samples seen in the kernel but not recorded */
