@@ -171,28 +171,47 @@ def test_per_process_names():
         cg.remove()
 
 
+def fill(path):
+    """Fills the file system of path with one file (until ENOSPC); returns it."""
+    filler = os.path.join(path, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return filler
+
+
 def test_full_disk():
-    """A report that does not fit (a small tmpfs as reportDir): the error
+    """A report that does not fit (a full tmpfs as reportDir): the error
     says ENOSPC with the path, nothing partial is left, the failure is
-    counted, and the agent goes on (a second session in a roomier directory
-    is written)."""
+    counted, and the agent goes on. The report waits in memory and is
+    written again on a timer (here after 1 s, 3 s, 3 s): when space returns
+    it appears, whole; a report that never fits is dropped after the last
+    attempt, with a log line, and counted."""
     import tempfile
     tmp = tempfile.mkdtemp(prefix="cgprof-test-full-")
     small = os.path.join(tmp, "small")
     os.mkdir(small)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", small]).returncode != 0:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small]).returncode != 0:
         os.rmdir(small)
         os.rmdir(tmp)
         from cgproflib import skip
         skip("cannot mount a tmpfs here")
     cg = Cgroup(f"cgprof-test-full-{os.getpid()}")
+    cg2 = Cgroup(f"cgprof-test-full2-{os.getpid()}")
     agent = Agent({
         "reportDir": small,
         "profiles": [profile(name="p", formats=["folded", "json", "pprof", "svg"])],
-        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel]}],
+        "targets": [{"name": "t", "profileRef": "p", "cgroupPatterns": [cg.rel, cg2.rel]}],
     })
+    os.environ["CGPROF_REPORT_RETRY_DELAYS"] = "1s,3s,3s"
     try:
         agent.start()
+        filler = fill(small)
         w = workload(cg, 1)
         assert w.wait(60) == 0
         cg.remove()
@@ -201,14 +220,47 @@ def test_full_disk():
         log(line)
         assert "No space left on device" in line and small in line, line
         assert "Input/output error" not in agent.log()
-        left = [os.path.join(d, f) for d, _, fs in os.walk(small) for f in fs]
+        # The first retry fails too, and leaves nothing either.
+        wait_for(lambda: "Attempt 2 to write the report" in agent.log(), what="the first retry")
+        left = [os.path.join(d, f) for d, _, fs in os.walk(small) for f in fs if f != "filler"]
         dirs = [d for d, sub, fs in os.walk(small) if d != small and not sub and not fs]
         assert left == [] and dirs == [], (left, dirs)
         assert agent.proc.poll() is None
-        assert agent.status()["sessionsFailed"] >= 1, agent.status()
+        st = agent.status()
+        log("while full:", st["sessionsFailed"], st["reportRetries"])
+        assert st["sessionsFailed"] == 1 and st["reportRetries"]["pending"] == 1, st
+        assert st["reportRetries"]["pendingBytes"] > 0, st
+
+        # Space returns: the next attempt writes the whole report.
+        os.unlink(filler)
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel, what="the report written on retry")
+        assert sorted(r["files"]) == ["flame.svg", "profile.folded", "profile.pb.gz", "summary.json"], r
+        assert sorted(os.listdir(r["_dir"])) == sorted(r["files"]), os.listdir(r["_dir"])
+        assert r["samples"]["total"] > 0 and r["endReason"] == "cgroup-removed"
+        assert "on attempt 3: report in " + r["_dir"] in agent.log()
+        st = agent.status()["reportRetries"]
+        assert st == {"pending": 0, "pendingBytes": 0, "queued": 1, "written": 1, "dropped": 0}, st
+
+        # A report that never fits: dropped after the last attempt.
+        filler = fill(small)
+        w = workload(cg2, 1)
+        assert w.wait(60) == 0
+        cg2.remove()
+        wait_for(lambda: "Dropped the report" in agent.log(), timeout=60, what="the report dropped")
+        line = next(l for l in agent.log().splitlines() if "Dropped the report" in l)
+        log(line)
+        assert "after 4 failed attempts" in line and "No space left on device" in line, line
+        st = agent.status()
+        assert st["reportRetries"]["dropped"] == 1 and st["reportRetries"]["pending"] == 0, st
+        assert st["sessionsFailed"] == 2
+        left = [os.path.join(d, f) for d, _, fs in os.walk(small) for f in fs if f != "filler"]
+        assert sorted(left) == sorted(os.path.join(r["_dir"], f) for f in r["files"]), left
+        assert agent.stop() == 0
     finally:
+        del os.environ["CGPROF_REPORT_RETRY_DELAYS"]
         agent.cleanup()
         cg.remove()
+        cg2.remove()
         subprocess.run(["umount", small])
         os.rmdir(small)
         os.rmdir(tmp)
