@@ -104,6 +104,7 @@ def test_crash_and_recovery():
         assert files_below(d) == ["profile.folded", "profile.pb.gz", "summary.json"], files_below(d)
         assert not os.path.exists(os.path.join(registry, sid))
         assert agent.status()["checkpoints"]["interruptedFound"] == 1
+        assert ", 1 interrupted found at start" in agent.ctl("status").stdout
         entries = wait_for(lambda: [e for e in journal(f"CGPROF_SESSION={sid}")
                                     if e["MESSAGE_ID"] == MSG_INTERRUPTED] or None,
                            what="the interrupted report's journal entry")
