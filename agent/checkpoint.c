@@ -53,7 +53,8 @@ static int registry_write(Session *s) {
                 return -ENOMEM;
         if (sd_id128_get_boot(&b) >= 0)
                 sd_id128_to_string(b, boot);
-        if (!cJSON_AddStringToObject(j, "session", s->id_string) || !cJSON_AddStringToObject(j, "bootId", boot) ||
+        if (!cJSON_AddStringToObject(j, "session", s->id_string) ||
+            !cJSON_AddStringToObject(j, "bootId", boot) ||
             !cJSON_AddStringToObject(j, "cgroup", s->cgroup) ||
             !cJSON_AddStringToObject(j, "reportDir", s->checkpoint_report_dir) ||
             !(dirs = cJSON_AddArrayToObject(j, "dirs")))
@@ -119,8 +120,8 @@ void session_checkpoint_done(Session *s) {
         if (!s->checkpoint_report_dir || m->checkpoint_dir_fd < 0)
                 return;
         if (unlinkat(m->checkpoint_dir_fd, s->id_string, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir, CHECKPOINT_REGISTRY_DIR,
-                                  s->id_string);
+                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir,
+                                  CHECKPOINT_REGISTRY_DIR, s->id_string);
 }
 
 void session_checkpoint_discard(Session *s) {
@@ -173,7 +174,8 @@ int session_checkpoint(Session *s) {
                 error = r;
         for (size_t i = 0; r >= 0 && i < n_units; i++) {
                 _cleanup_free_ char *full = NULL;
-                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info, &full);
+                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info,
+                                                 &full);
                 if (k < 0) {
                         if (error == 0 && k != s->checkpoint_error)
                                 log_warning_errno(k, "Failed to write the checkpoint %s of session %s: %m",
@@ -190,7 +192,8 @@ int session_checkpoint(Session *s) {
         m->checkpoints.usec_max = MAX(m->checkpoints.usec_max, usec);
         if (error < 0) {
                 if (r < 0 && error != s->checkpoint_error)
-                        log_warning_errno(error, "Failed to write a checkpoint of session %s: %m", s->id_string);
+                        log_warning_errno(error, "Failed to write a checkpoint of session %s: %m",
+                                          s->id_string);
                 m->checkpoints.failed++;
         } else {
                 if (s->checkpoint_error < 0)
@@ -213,7 +216,8 @@ static int on_checkpoint_timer(sd_event_source *source, uint64_t usec, void *use
                 r = sd_event_source_set_enabled(source, SD_EVENT_ON);
         if (r < 0)
                 /* Not fatal: the session goes on, its report is written at its end. */
-                log_error_errno(r, "Session %s: failed to re-arm the checkpoint timer, no more checkpoints: %m",
+                log_error_errno(r,
+                                "Session %s: failed to re-arm the checkpoint timer, no more checkpoints: %m",
                                 s->id_string);
         return 0;
 }
@@ -224,13 +228,15 @@ int session_checkpoint_arm(Session *s) {
         int r;
 
         /* A session that ends before its first checkpoint never writes one. */
-        if (interval == 0 || (s->duration_usec > 0 && s->duration_usec <= interval) || m->checkpoint_dir_fd < 0)
+        if (interval == 0 || (s->duration_usec > 0 && s->duration_usec <= interval) ||
+            m->checkpoint_dir_fd < 0)
                 return 0;
         r = sd_event_add_time_relative(m->event, &s->checkpoint_timer, CLOCK_MONOTONIC, interval,
                                        100 * USEC_PER_MSEC, on_checkpoint_timer, s);
         if (r < 0)
-                return log_warning_errno(r, "Session %s: failed to set up the checkpoint timer, no checkpoints: %m",
-                                         s->id_string);
+                return log_warning_errno(
+                        r, "Session %s: failed to set up the checkpoint timer, no checkpoints: %m",
+                        s->id_string);
         (void) sd_event_source_set_description(s->checkpoint_timer, "session-checkpoint");
         return 0;
 }
@@ -257,7 +263,8 @@ static unsigned remove_temporary_files(int dfd) {
                 return 0;
         TAKE_FD(fd);
         for (struct dirent *de; (de = readdir(d));)
-                if (strncmp(de->d_name, ".#", 2) == 0 && de->d_type == DT_REG && unlinkat(dfd, de->d_name, 0) >= 0)
+                if (strncmp(de->d_name, ".#", 2) == 0 && de->d_type == DT_REG &&
+                    unlinkat(dfd, de->d_name, 0) >= 0)
                         n++;
         closedir(d);
         return n;
@@ -290,7 +297,8 @@ static bool recover_dir(Manager *m, int root, const char *root_path, const char 
         dfd = open_beneath(root, dir);
         if (dfd < 0) {
                 if (dfd != -ENOENT)
-                        log_warning_errno(dfd, "Failed to open the checkpointed report %s, ignoring: %m", full);
+                        log_warning_errno(dfd, "Failed to open the checkpointed report %s, ignoring: %m",
+                                          full);
                 return false;
         }
         tmp = remove_temporary_files(dfd);
@@ -354,8 +362,8 @@ static void recover_entry(Manager *m, const char *name) {
 
         r = read_regular_file_max(m->checkpoint_dir_fd, name, REGISTRY_ENTRY_MAX, &text, NULL);
         if (r < 0)
-                log_warning_errno(r, "Failed to read the checkpoint entry %s/%s/%s, removing it: %m", m->state_dir,
-                                  CHECKPOINT_REGISTRY_DIR, name);
+                log_warning_errno(r, "Failed to read the checkpoint entry %s/%s/%s, removing it: %m",
+                                  m->state_dir, CHECKPOINT_REGISTRY_DIR, name);
         else {
                 entry = cJSON_Parse(text);
                 const cJSON *report_dir = cJSON_GetObjectItemCaseSensitive(entry, "reportDir");
@@ -373,8 +381,8 @@ static void recover_entry(Manager *m, const char *name) {
                                         m->checkpoints.interrupted++;
         }
         if (unlinkat(m->checkpoint_dir_fd, name, 0) < 0)
-                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir, CHECKPOINT_REGISTRY_DIR,
-                                  name);
+                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir,
+                                  CHECKPOINT_REGISTRY_DIR, name);
 }
 
 void manager_checkpoint_setup(Manager *m) {
@@ -389,7 +397,8 @@ void manager_checkpoint_setup(Manager *m) {
         if (r >= 0 && (m->checkpoint_dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 r = negative_errno();
         if (r < 0)
-                return (void) log_error_errno(r, "Failed to open %s, sessions will write no checkpoints: %m", path);
+                return (void) log_error_errno(r, "Failed to open %s, sessions will write no checkpoints: %m",
+                                              path);
 
         fd = openat(m->checkpoint_dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0 || !(d = fdopendir(fd)))

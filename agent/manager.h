@@ -157,7 +157,8 @@ typedef struct Manager {
         ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         struct {
-                uint64_t written, failed, interrupted; /* interrupted: reports of a crashed run, found at start */
+                uint64_t written, failed,
+                        interrupted; /* interrupted: reports of a crashed run, found at start */
                 uint64_t usec_last, usec_max; /* how long a checkpoint kept the event loop */
         } checkpoints;
 

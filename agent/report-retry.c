@@ -132,14 +132,22 @@ static int pending_new(const char *dir, unsigned formats, ProfileData *data, con
                 memcpy(p->info.samples_per_cpu, info->samples_per_cpu, info->n_cpus * sizeof(uint64_t));
         }
         const char **fields[] = {
-                &p->info.session_id,      &p->info.profile,
-                &p->info.target,          &p->info.profile_config,
-                &p->info.cgroup,          &p->info.namespace,
-                &p->info.pod,             &p->info.container,
-                &p->info.container_id,    &p->info.node,
-                &p->info.event,           &p->info.requested_event,
-                &p->info.event_fallback_reason, &p->info.attach_mode,
-                &p->info.end_reason,      &p->info.cpu_usage_source,
+                &p->info.session_id,
+                &p->info.profile,
+                &p->info.target,
+                &p->info.profile_config,
+                &p->info.cgroup,
+                &p->info.namespace,
+                &p->info.pod,
+                &p->info.container,
+                &p->info.container_id,
+                &p->info.node,
+                &p->info.event,
+                &p->info.requested_event,
+                &p->info.event_fallback_reason,
+                &p->info.attach_mode,
+                &p->info.end_reason,
+                &p->info.cpu_usage_source,
                 &p->info.unwind.mode,
         };
         for (size_t i = 0; i < ELEMENTSOF(fields); i++)
@@ -157,10 +165,11 @@ static void pending_drop(Manager *m, size_t i, const char *why) {
         ReportRetry *q = &m->report_retry;
         PendingReport *p = q->pending[i];
 
-        log_error_errno(p->error,
-                        "Dropped the report %s/%s of session %s (cgroup %s) after %u failed attempts%s%s: %m",
-                        strempty(m->report_dir), p->dir, p->info.session_id, strna(p->info.cgroup), p->attempts,
-                        why ? ", " : "", strempty(why));
+        log_error_errno(
+                p->error,
+                "Dropped the report %s/%s of session %s (cgroup %s) after %u failed attempts%s%s: %m",
+                strempty(m->report_dir), p->dir, p->info.session_id, strna(p->info.cgroup), p->attempts,
+                why ? ", " : "", strempty(why));
         q->dropped++;
         q->bytes -= p->bytes;
         pending_free(p);
@@ -182,8 +191,8 @@ static bool pending_attempt(Manager *m, size_t i) {
                 log_debug_errno(r, "Attempt %u to write the report %s failed: %m", p->attempts, strna(full));
                 return false;
         }
-        log_notice("Wrote the report of session %s (cgroup %s) on attempt %u: report in %s.", p->info.session_id,
-                   strna(p->info.cgroup), p->attempts, full);
+        log_notice("Wrote the report of session %s (cgroup %s) on attempt %u: report in %s.",
+                   p->info.session_id, strna(p->info.cgroup), p->attempts, full);
         q->written++;
         q->bytes -= p->bytes;
         pending_free(p);

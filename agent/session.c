@@ -1104,7 +1104,8 @@ int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
         r = session_report_units(s, &vars, &units, &n_units);
         for (size_t i = 0; r >= 0 && i < n_units; i++) {
                 _cleanup_free_ char *full = NULL;
-                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info, &full);
+                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info,
+                                                 &full);
                 if (k < 0) {
                         log_warning_errno(k, "Failed to write the report %s: %m", strna(full));
                         ProfileData *d = units[i].data;

@@ -75,7 +75,8 @@ struct Session {
         ReportPythonInfo python; /* how Python stacks were walked */
 
         /* Reports (session-report.c) and checkpoints (checkpoint.c). */
-        char report_uid[9]; /* {UID}: one per session, so its checkpoints and final report share directories */
+        char report_uid
+                [9]; /* {UID}: one per session, so its checkpoints and final report share directories */
         sd_event_source *checkpoint_timer;
         char *checkpoint_report_dir; /* the reportDir of its registry entry (NULL: no checkpoint yet) */
         char **checkpoint_dirs; /* strv: its report directories there, relative */

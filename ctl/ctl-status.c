@@ -62,7 +62,8 @@ static void print_status(const cJSON *j) {
                        json_number(o, "pending"), json_number(o, "written"), json_number(o, "dropped"));
         o = cJSON_GetObjectItemCaseSensitive(j, "checkpoints");
         if (cJSON_IsObject(o))
-                printf("%18s: %.0f written (longest %.1f ms), %.0f failed, %.0f interrupted found at start\n",
+                printf("%18s: %.0f written (longest %.1f ms), %.0f failed, %.0f interrupted found at "
+                       "start\n",
                        "Checkpoints", json_number(o, "written"), json_number(o, "maxMsec"),
                        json_number(o, "failed"), json_number(o, "interruptedFound"));
         o = cJSON_GetObjectItemCaseSensitive(j, "debuginfod");

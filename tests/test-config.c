@@ -668,9 +668,12 @@ TEST(profile_checkpoint_interval) {
                            "profiles[1].checkpointInterval: must be \"0\" (no checkpoints) or at least 1s, "
                            "not \"500ms\"");
         check_profile_fail("\"checkpointInterval\": \"1us\"", "profiles[1].checkpointInterval: must be");
-        check_profile_fail("\"checkpointInterval\": 60", "profiles[1].checkpointInterval: must be a duration string");
-        check_profile_fail("\"checkpointInterval\": \"5\"", "profiles[1].checkpointInterval: invalid duration");
-        check_profile_fail("\"checkpointInterval\": \"-1s\"", "profiles[1].checkpointInterval: invalid duration");
+        check_profile_fail("\"checkpointInterval\": 60",
+                           "profiles[1].checkpointInterval: must be a duration string");
+        check_profile_fail("\"checkpointInterval\": \"5\"",
+                           "profiles[1].checkpointInterval: invalid duration");
+        check_profile_fail("\"checkpointInterval\": \"-1s\"",
+                           "profiles[1].checkpointInterval: invalid duration");
         check_profile_fail("\"checkpointInterval\": \"999999999999d\"",
                            "profiles[1].checkpointInterval: duration \"999999999999d\" is out of range");
         check_profile_fail("\"checkpointinterval\": \"1s\"", "profiles[1].checkpointinterval: unknown key");
