@@ -9,8 +9,9 @@
   `go tool pprof -top` reads its profile.pb.gz, and the machineConfig sysctl
   is restored at the next clean stop to its value from before the first
   start;
-- a per-process template: one checkpoint per process, replaced by the
-  final reports in the same directories;
+- a per-process template: one checkpoint per process, each marked
+  interrupted after a crash; the next session's final reports replace its
+  checkpoints in the same directories;
 - a session whose duration ends before the interval writes none.
 Starts systemd-journald when no journal is running (and stops it after)."""
 
@@ -135,6 +136,9 @@ def test_crash_and_recovery():
 
 
 def test_per_process():
+    """One checkpoint per process; after a crash each is marked
+    interrupted; the next session's final reports replace its own
+    checkpoints, directory for directory."""
     cg = Cgroup(f"cgprof-test-checkpoint-pp-{os.getpid()}")
     agent = Agent({
         "profiles": [profile(name="pp", duration="0", checkpointInterval="1s",
@@ -142,21 +146,35 @@ def test_per_process():
         "targets": [{"name": "t", "profileRef": "pp", "cgroupPatterns": [cg.rel]}],
     })
     ws = []
+
+    def checkpoints(pred):
+        return sorted(s["_dir"] for s in agent.summaries()
+                      if s.get("partial") and s["samples"]["total"] > 0 and pred(s))
+
     try:
         agent.start()
         ws = [workload(cg, 60, name=n) for n in ("cp-one", "cp-two")]
-        wait_for(lambda: len([s for s in agent.summaries() if s.get("partial") and s["samples"]["total"] > 0]) == 2,
-                 what="a checkpoint per process")
-        dirs = sorted(s["_dir"] for s in agent.summaries())
+        dirs = wait_for(lambda: (lambda d: d if len(d) == 2 else None)(checkpoints(lambda s: True)),
+                        what="a checkpoint per process")
         log("checkpoints:", dirs)
-        assert len(dirs) == 2 and any("cp-one" in x for x in dirs) and any("cp-two" in x for x in dirs), dirs
+        assert any("cp-one" in x for x in dirs) and any("cp-two" in x for x in dirs), dirs
+        sid = summary(dirs[0])["session"]
+
+        agent.kill()
+        agent.start()
+        assert all(summary(d)["interrupted"] is True for d in dirs)
+        assert agent.status()["checkpoints"]["interruptedFound"] == 2
+
+        new = wait_for(lambda: (lambda d: d if len(d) == 2 else None)(
+            checkpoints(lambda s: s["session"] != sid)), what="the next session's checkpoints")
         for w in ws:
             w.kill()
             w.wait()
         agent.ctl("stop", "--all")
-        wait_for(lambda: all("partial" not in s for s in agent.summaries()), what="the final reports")
-        finals = agent.summaries()
-        assert sorted(s["_dir"] for s in finals) == dirs, finals
+        wait_for(lambda: all("partial" not in s for s in agent.summaries() if s["session"] != sid),
+                 what="the final reports")
+        finals = [s for s in agent.summaries() if s["session"] != sid]
+        assert sorted(s["_dir"] for s in finals) == new, finals
         assert all(s["endReason"] == "stopped" for s in finals)
         assert os.listdir(os.path.join(agent.state_dir, "checkpoints")) == []
         assert agent.stop() == 0
