@@ -7,8 +7,8 @@
   checkpoint stays, the registry entry too; at restart the report is
   marked "interrupted": true with the reason, one journal entry per report,
   `go tool pprof -top` reads its profile.pb.gz, and the machineConfig sysctl
-  is restored at the next clean stop to its value from before the first
-  start;
+  (below a private --sysctl-root) is restored at the next clean stop to its
+  value from before the first start;
 - a per-process template: one checkpoint per process, each marked
   interrupted after a crash; the next session's final reports replace its
   checkpoints in the same directories;
@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from cgproflib import Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload, write_sysctl
+from cgproflib import Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload
 from systemdlib import message_ids
 from test_journal import ensure_journald, journal, stop_journald
 
@@ -57,21 +57,34 @@ def pprof_top(path):
 
 def test_crash_and_recovery():
     ensure_journald()
+    # A private sysctl root (--sysctl-root): tests of other trees running
+    # on this machine may change the real sysctl at the same time.
+    tmp = tempfile.mkdtemp(prefix="cgprof-test-")
+    sysctls = os.path.join(tmp, "sysctl")
+    os.makedirs(os.path.join(sysctls, "kernel"))
+    sysctl_file = os.path.join(sysctls, *SYSCTL.split("."))
     orig = read_sysctl(SYSCTL)
     want = str(int(orig) + 4)
+    with open(sysctl_file, "w") as f:
+        f.write(orig + "\n")
+
+    def sysctl():
+        with open(sysctl_file) as f:
+            return f.read().strip()
+
     cg = Cgroup(f"cgprof-test-checkpoint-{os.getpid()}")
     agent = Agent({
         "machineConfig": [{"name": SYSCTL, "value": want}],
         "profiles": [profile(name="cp", duration="0", checkpointInterval="1s",
                              formats=["folded", "json", "pprof"])],
         "targets": [{"name": "t", "profileRef": "cp", "cgroupPatterns": [cg.rel]}],
-    })
+    }, tmp=tmp, extra_args=["--sysctl-root", sysctls])
     registry = os.path.join(agent.state_dir, "checkpoints")
     w = None
     try:
         w = workload(cg, 120)
         agent.start()
-        assert read_sysctl(SYSCTL) == want
+        assert sysctl() == want
         first = agent.wait_summary(lambda s: s.get("partial") is True and s["samples"]["total"] > 0,
                                    what="a checkpoint")
         sid, d = first["session"], first["_dir"]
@@ -92,7 +105,7 @@ def test_crash_and_recovery():
         agent.kill()
         last = summary(d)
         assert last["partial"] is True and last["session"] == sid
-        assert read_sysctl(SYSCTL) == want
+        assert sysctl() == want
         # What a write cut short would leave: a temporary file.
         with open(os.path.join(d, ".#profile.folded.AbCdEf"), "w") as f:
             f.write("half")
@@ -122,7 +135,7 @@ def test_crash_and_recovery():
         new = agent.wait_summary(lambda s: s["session"] != sid and s.get("partial") is True,
                                  what="the new session's checkpoint")
         assert agent.stop() == 0
-        assert read_sysctl(SYSCTL) == orig, read_sysctl(SYSCTL)
+        assert sysctl() == orig, sysctl()
         final = summary(new["_dir"])
         assert "partial" not in final and final["endReason"] == "agent-stopped", final
         assert os.listdir(registry) == []
@@ -132,7 +145,6 @@ def test_crash_and_recovery():
         if w:
             w.kill()
         cg.remove()
-        write_sysctl(SYSCTL, orig)
 
 
 def test_per_process():
