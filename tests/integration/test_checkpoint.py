@@ -24,7 +24,7 @@ import time
 
 from cgproflib import Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload
 from systemdlib import message_ids
-from test_journal import ensure_journald, journal, stop_journald
+from journallib import ensure_journald, journal, stop_journald
 
 MSG_INTERRUPTED = message_ids()["REPORT_INTERRUPTED"]
 SYSCTL = "kernel.perf_event_mlock_kb"
