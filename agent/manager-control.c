@@ -749,18 +749,13 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
         }
         s->duration_usec = duration_usec > 0 ? duration_usec : s->profile->duration_usec;
 
-        r = manager_add_session(m, s);
+        /* The manager owns it from here, started or not. */
+        Session *launched = TAKE_PTR(s);
+        r = manager_launch_session(m, launched, true, NULL);
         if (r < 0)
-                return r;
-        r = session_start_manual(s);
-        if (r < 0) {
-                m->sessions_failed++;
-                manager_remove_session(m, s, "failed");
                 return control_error(ret_error, r, "Failed to start profiling cgroup %s: %s", c->path,
                                      strerror(-r));
-        }
-        id = strdup(s->id_string);
-        TAKE_PTR(s); /* owned by the manager now */
+        id = strdup(launched->id_string);
         if (!id)
                 return -ENOMEM;
         *ret_id = id;

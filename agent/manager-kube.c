@@ -106,7 +106,8 @@ static bool pod_all_ids_known(const KubePod *p) {
 
 static void start_container_session(Manager *m, CgroupState *c, const SessionRule *rule, const KubePod *pod,
                                     const char *container) {
-        _cleanup_(session_freep) Session *s = NULL;
+        _cleanup_free_ char *what = NULL;
+        Session *s = NULL;
         SessionKube kube = {
                 .namespace = pod->namespace,
                 .pod = pod->name,
@@ -122,20 +123,11 @@ static void start_container_session(Manager *m, CgroupState *c, const SessionRul
                 log_warning_errno(r,
                                   "Failed to create a session for container %s of pod %s/%s, ignoring: %m",
                                   strna(container), pod->namespace, pod->name);
-                return;
+                return manager_session_failed(m, c->path, r);
         }
-        r = manager_add_session(m, s);
-        if (r < 0)
-                return (void) log_oom();
-        r = session_start(s);
-        if (r < 0) {
-                m->sessions_failed++;
-                log_warning_errno(r, "Failed to start profiling container %s of pod %s/%s: %m",
-                                  strna(container), pod->namespace, pod->name);
-                manager_remove_session(m, s, "failed");
-                return;
-        }
-        TAKE_PTR(s);
+        if (asprintf(&what, "container %s of pod %s/%s", strna(container), pod->namespace, pod->name) < 0)
+                what = NULL;
+        (void) manager_launch_session(m, s, false, what ?: c->path);
 }
 
 /* Decides what a container cgroup needs now: a session started, confirmed,

@@ -197,8 +197,116 @@ const Target *manager_host_target(Manager *m, const char *path) {
         return m->config ? host_target_for(m->config->config, path) : NULL;
 }
 
+/* ---- starting sessions, and starting them again when fds return ---- */
+
+#define FD_RETRY_USEC (2 * USEC_PER_SEC)
+
+static void fd_starved_set(Manager *m, CgroupState *c, bool starved) {
+        if (c->fd_starved == starved)
+                return;
+        c->fd_starved = starved;
+        if (starved)
+                m->sessions_fd_starved++;
+        else if (m->sessions_fd_starved > 0)
+                m->sessions_fd_starved--;
+}
+
+typedef struct CgroupList {
+        CgroupState **items;
+        size_t n, allocated;
+        bool starved_only;
+} CgroupList;
+
+static void cgroup_list_action(const void *nodep, VISIT which, void *userdata) {
+        CgroupList *l = userdata;
+        CgroupState *c = *(CgroupState *const *) nodep;
+
+        if (which != postorder && which != leaf)
+                return;
+        if (l->starved_only && !c->fd_starved)
+                return;
+        if (l->n == l->allocated) {
+                size_t na = MAX(l->allocated * 2, (size_t) 16);
+                CgroupState **n = reallocarray(l->items, na, sizeof(CgroupState *));
+                if (!n)
+                        return;
+                l->items = n;
+                l->allocated = na;
+        }
+        l->items[l->n++] = c;
+}
+
+static int on_fd_retry(sd_event_source *source, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        CgroupList l = { .starved_only = true };
+
+        twalk_r(m->cgroups, cgroup_list_action, &l);
+        log_debug("Trying %zu cgroup(s) again whose sessions lacked file descriptors.", l.n);
+        for (size_t i = 0; i < l.n; i++) {
+                fd_starved_set(m, l.items[i], false);
+                manager_reconcile_cgroup(m, l.items[i]);
+        }
+        free(l.items);
+        return 0;
+}
+
+void manager_session_failed(Manager *m, const char *path, int r) {
+        CgroupState *c = cgroup_state_find(m, path);
+        int k, enabled = SD_EVENT_OFF;
+
+        if (!c || (r != -EMFILE && r != -ENFILE) || m->stopping)
+                return;
+        if (!c->fd_starved)
+                log_notice("Profiling cgroup %s waits for file descriptors (%s): trying again every %u s.", path,
+                           strerror(-r), (unsigned) (FD_RETRY_USEC / USEC_PER_SEC));
+        fd_starved_set(m, c, true);
+        /* One timer for all, armed while some cgroup waits. */
+        if (!m->fd_retry_timer) {
+                k = sd_event_add_time_relative(m->event, &m->fd_retry_timer, CLOCK_MONOTONIC, FD_RETRY_USEC,
+                                               100 * USEC_PER_MSEC, on_fd_retry, m);
+                if (k < 0)
+                        return (void) log_warning_errno(k, "Failed to arm the fd retry timer, ignoring: %m");
+                (void) sd_event_source_set_description(m->fd_retry_timer, "fd-retry");
+                return;
+        }
+        (void) sd_event_source_get_enabled(m->fd_retry_timer, &enabled);
+        if (enabled == SD_EVENT_OFF &&
+            (sd_event_source_set_time_relative(m->fd_retry_timer, FD_RETRY_USEC) < 0 ||
+             sd_event_source_set_enabled(m->fd_retry_timer, SD_EVENT_ONESHOT) < 0))
+                log_warning("Failed to re-arm the fd retry timer, ignoring.");
+}
+
+int manager_launch_session(Manager *m, Session *s, bool manual, const char *what) {
+        _cleanup_(session_freep) Session *owned = s;
+        _cleanup_free_ char *path = strdup(s->cgroup);
+        CgroupState *c;
+        int r;
+
+        if (!path)
+                return log_oom();
+        r = manager_add_session(m, s);
+        if (r < 0)
+                return log_oom();
+        r = manual ? session_start_manual(s) : session_start(s);
+        if (r < 0) {
+                m->sessions_failed++;
+                if (what)
+                        log_warning_errno(r, "Failed to start profiling %s: %m", what);
+                manager_remove_session(m, s, "failed");
+                if (!manual)
+                        manager_session_failed(m, path, r);
+                return r;
+        }
+        TAKE_PTR(owned);
+        c = cgroup_state_find(m, path);
+        if (c)
+                fd_starved_set(m, c, false);
+        return 0;
+}
+
 static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
-        _cleanup_(session_freep) Session *s = NULL;
+        _cleanup_free_ char *what = NULL;
+        Session *s = NULL;
         int r;
 
         r = session_new(m, m->config, t, c->path, NULL, &s);
@@ -206,20 +314,11 @@ static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
                 m->sessions_failed++;
                 log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
                                   c->path, t->name);
-                return;
+                return manager_session_failed(m, c->path, r);
         }
-        r = manager_add_session(m, s);
-        if (r < 0)
-                return (void) log_oom();
-        r = session_start(s);
-        if (r < 0) {
-                m->sessions_failed++;
-                log_warning_errno(r, "Failed to start profiling cgroup %s (target %s): %m", c->path,
-                                  t->name);
-                manager_remove_session(m, s, "failed");
-                return;
-        }
-        TAKE_PTR(s);
+        if (asprintf(&what, "cgroup %s (target %s)", c->path, t->name) < 0)
+                what = NULL;
+        (void) manager_launch_session(m, s, false, what ?: c->path);
 }
 
 void manager_reconcile_cgroup(Manager *m, CgroupState *c) {
@@ -280,34 +379,19 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
         /* A removed cgroup's ID is never used again: its entry goes, whoever
          * owned it (this session or an enclosing one). */
         cgroup_state_unmap(m, c);
+        fd_starved_set(m, c, false);
         tdelete(c, &m->cgroups, cgroup_state_cmp);
         cgroup_state_free(c);
 }
 
 /* Re-evaluates every known cgroup against the targets (after a reload). */
-static CgroupState **cgroup_list;
-static size_t cgroup_list_n;
-static void cgroup_list_action(const void *nodep, VISIT which, int depth) {
-        if (which != postorder && which != leaf)
-                return;
-        CgroupState **n = reallocarray(cgroup_list, cgroup_list_n + 1, sizeof(CgroupState *));
-        if (!n)
-                return;
-        cgroup_list = n;
-        cgroup_list[cgroup_list_n++] = *(CgroupState *const *) nodep;
-}
-
 static void manager_retarget(Manager *m) {
-        cgroup_list = NULL;
-        cgroup_list_n = 0;
-        twalk(m->cgroups, cgroup_list_action);
-        CgroupState **list = cgroup_list;
-        size_t n = cgroup_list_n;
-        cgroup_list = NULL;
+        CgroupList l = {};
 
-        for (size_t i = 0; i < n; i++)
-                manager_reconcile_cgroup(m, list[i]);
-        free(list);
+        twalk_r(m->cgroups, cgroup_list_action, &l);
+        for (size_t i = 0; i < l.n; i++)
+                manager_reconcile_cgroup(m, l.items[i]);
+        free(l.items);
 }
 
 /* ---- sampling ---- */
@@ -873,6 +957,7 @@ Manager *manager_free(Manager *m) {
         report_retry_done(&m->report_retry);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
+        sd_event_source_disable_unref(m->fd_retry_timer);
         sd_event_source_disable_unref(m->machine_timer);
         sd_event_source_disable_unref(m->proc_events);
         sd_event_source_disable_unref(m->sigterm);
@@ -934,6 +1019,7 @@ char *manager_status_json(Manager *m) {
         cJSON_AddNumberToObject(j, "sessionsEnded", (double) m->sessions_ended);
         cJSON_AddNumberToObject(j, "sessionsFailed", (double) m->sessions_failed);
         cJSON_AddNumberToObject(j, "sessionsDiscarded", (double) m->sessions_discarded);
+        cJSON_AddNumberToObject(j, "sessionsWaitingForFds", (double) m->sessions_fd_starved);
         manager_report_retry_status(m, j);
         cJSON *cp = cJSON_AddObjectToObject(j, "checkpoints");
         cJSON_AddNumberToObject(cp, "written", (double) m->checkpoints.written);

@@ -74,6 +74,7 @@ typedef struct CgroupState {
         Session *session; /* running or armed session for this cgroup, if any */
         bool done; /* a session for it ended: do not start another automatically */
         uint64_t bpf_cgroup_id; /* its ID in the BPF cgroups map (0: not there) */
+        bool fd_starved; /* its session could not start for lack of fds: tried again (manager_launch_session) */
 } CgroupState;
 
 /* How long a kind of work took, over its runs (cgprofctl status). */
@@ -154,6 +155,8 @@ typedef struct Manager {
          * counts sessions that could not be created or started, and those
          * whose report waits for a retry (reportRetries says how it went). */
         uint64_t sessions_started, sessions_ended, sessions_failed, sessions_discarded;
+        size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
+        sd_event_source *fd_retry_timer;
         ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         struct {
@@ -217,6 +220,18 @@ int manager_reload(Manager *m, char **ret_error);
 
 /* Drains the sampler maps into the sessions (twice: everything recorded so far). */
 int manager_drain(Manager *m, bool full);
+
+/* The one way a session is added to the Manager and started, for the
+ * cgroup watch, the Kubernetes watch and the control API alike. Takes
+ * ownership of s: on failure it is removed again, freed and counted in
+ * sessionsFailed (and logged as "Failed to start profiling <what>" when what
+ * is given). manual: started on request (session_start_manual()). An
+ * automatic session that failed for lack of file descriptors (EMFILE,
+ * ENFILE) is tried again with its cgroup (status: sessionsWaitingForFds). */
+int manager_launch_session(Manager *m, Session *s, bool manual, const char *what);
+/* Notes that a session for cgroup path could not be made (r): for lack of
+ * fds, the cgroup is tried again. */
+void manager_session_failed(Manager *m, const char *path, int r);
 
 /* Session bookkeeping, used by session.c. */
 int manager_add_session(Manager *m, Session *s);

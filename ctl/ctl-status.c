@@ -31,6 +31,7 @@ static const StatusField status_fields[] = {
         { "sessionsEnded", "Sessions ended" },
         { "sessionsFailed", "Sessions failed" },
         { "sessionsDiscarded", "Sessions discarded" },
+        { "sessionsWaitingForFds", "Waiting for fds" },
 };
 
 /* GetStatus's timing objects: count, mean and longest. */

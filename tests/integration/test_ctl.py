@@ -501,6 +501,38 @@ def test_bus_survives_emfile():
         assert a.status() is not None
 
 
+def test_session_waits_for_fds():
+    """A session that cannot start for lack of file descriptors (EMFILE) is
+    not given up: status counts it as waiting, and it starts once fds are
+    there again, without any new event for its cgroup."""
+    import resource
+    cfg = config()
+    cfg["targets"].append({"name": "fds", "profileRef": "test", "cgroupPatterns": [f"{TEST_CGROUP}/starved"]})
+    with Running(cfg) as t:
+        a = t.agent
+        pid = a.proc.pid
+        assert a.status() is not None
+        old = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        # No room for a session's perf events (one per CPU), its BPF links
+        # and cgroup fd: the start fails with EMFILE.
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (fd_count(pid) + 1, old[1]))
+        try:
+            cg = t.workload("starved")
+            wait_for(lambda: "waits for file descriptors" in a.log(), what="the session to wait for fds")
+        finally:
+            # The limit back: the control socket, and the retry, have fds again.
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, old)
+        st = a.status()
+        log("waiting:", st.get("sessionsWaitingForFds"), "failed:", st.get("sessionsFailed"))
+        assert st["sessionsFailed"] >= 1, st
+        running = lambda: next((s for s in a.status()["sessions"] if s["cgroup"] == cg.rel), None)
+        s = wait_for(running, what="the session to start once fds are back")
+        log("started after the limit was raised:", s["id"])
+        assert a.status()["sessionsWaitingForFds"] == 0
+        wait_for(lambda: session_of(a, s["id"]) and session_of(a, s["id"])["samples"] > 0,
+                 what="samples in the session that waited")
+
+
 # --------------------------------------------------------------------------
 # Kubernetes: check and start --pod against a real API server.
 
@@ -575,5 +607,5 @@ def test_kubernetes_check_and_start_pod():
 
 if __name__ == "__main__":
     main([test_status_and_targets, test_start_sessions_stop_reports, test_record, test_usage_and_not_found,
-          test_non_root_refused, test_bus_survives_bad_clients, test_bus_survives_emfile,
+          test_non_root_refused, test_bus_survives_bad_clients, test_bus_survives_emfile, test_session_waits_for_fds,
           test_kubernetes_check_and_start_pod])
