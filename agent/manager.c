@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <search.h>
 #include <signal.h>
 #include <linux/magic.h>
@@ -484,6 +485,15 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_tick(m->sessions[i]);
         unwinder_tick(m->unwinder);
+        /* Sessions ended since the last time: give the memory their
+         * profiles and process maps held back to the system (glibc keeps
+         * freed heap otherwise), at most every 10 s. */
+        uint64_t over = m->sessions_ended + m->sessions_failed + m->sessions_discarded, now = timing_now();
+        if (over != m->trimmed_at_sessions && now - m->trimmed_usec >= 10 * USEC_PER_SEC) {
+                m->trimmed_at_sessions = over;
+                m->trimmed_usec = now;
+                (void) malloc_trim(0);
+        }
         return manager_rearm(m, s, DRAIN_INTERVAL_USEC, "drain");
 }
 
@@ -1053,6 +1063,7 @@ char *manager_status_json(Manager *m) {
                 cJSON_AddNumberToObject(u, "filesWithoutTable", (double) us.files_without_table);
                 cJSON_AddNumberToObject(u, "filesBad", (double) us.files_bad);
                 cJSON_AddNumberToObject(u, "mappingEntriesFailed", (double) us.mapping_entries_failed);
+                cJSON_AddNumberToObject(u, "processesCapped", (double) us.processes_capped);
         }
         if (m->debuginfod) {
                 DebuginfodFetcherStats ds;

@@ -156,6 +156,7 @@ typedef struct Manager {
          * whose report waits for a retry (reportRetries says how it went). */
         uint64_t sessions_started, sessions_ended, sessions_failed, sessions_discarded;
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
+        uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
         ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */

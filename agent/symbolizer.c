@@ -839,14 +839,21 @@ static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
         return 0;
 }
 
+/* A process's executable mappings kept, at most (see the unwinder's
+ * PROCESS_MAPPINGS_MAX): a process that maps a file 65,000 times would
+ * otherwise cost 5 MB and a file open per mapping, in each forked child. */
+#define PROCESS_MAPPINGS_MAX 2048
+#define PROCESS_SAME_FILE_RUN_MAX 32 /* ... and of one file in a row */
+
 /* Reads the executable mappings of pid. Mappings found unchanged in 'old'
- * (a refresh) share its file references instead of reopening the files. */
+ * (a refresh) share its file references instead of reopening the files,
+ * and so does a mapping of the same file as the one before it. */
 static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_old, Mapping **ret,
                          size_t *ret_n) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *path = NULL, *line = NULL;
         Mapping *mappings = NULL;
-        size_t n = 0, n_alloc = 0, alloc = 0;
+        size_t n = 0, n_alloc = 0, alloc = 0, left_out = 0, run = 0;
         int r;
 
         if (asprintf(&path, "%s/%d/maps", s->proc_root, (int) pid) < 0)
@@ -864,6 +871,11 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                         goto fail;
                 if (r <= 0)
                         continue;
+                if (n >= PROCESS_MAPPINGS_MAX) {
+                        mapping_done(&mp);
+                        left_out++;
+                        continue;
+                }
 
                 if (n >= n_alloc) {
                         size_t na = MAX(n_alloc * 2, (size_t) 32);
@@ -878,9 +890,22 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                         n_alloc = na;
                 }
 
+                const Mapping *last = n > 0 ? &mappings[n - 1] : NULL;
+                bool same_file = mp.file_backed && last && last->file && last->file_backed &&
+                                 last->maps_major == mp.maps_major && last->maps_minor == mp.maps_minor &&
+                                 last->maps_inode == mp.maps_inode && last->deleted == mp.deleted &&
+                                 streq(last->path, mp.path);
+                run = same_file ? run + 1 : 0;
+                if (run >= PROCESS_SAME_FILE_RUN_MAX) {
+                        mapping_done(&mp);
+                        left_out++;
+                        continue;
+                }
                 prev = mappings_find(old, n_old, mp.start);
                 if (prev && prev->file && mapping_same(prev, &mp))
                         mp.file = file_entry_ref(prev->file);
+                else if (same_file)
+                        mp.file = file_entry_ref(last->file); /* the same file again: opened once */
                 else if (mp.file_backed) {
                         r = mapping_attach_file(s, pid, &mp);
                         if (r == -ENOMEM) {
@@ -898,6 +923,10 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                 goto fail;
         }
 
+        if (left_out > 0)
+                log_debug("PID %d: %zu executable mappings left out (beyond %d, or beyond %d of one file in a "
+                          "row).",
+                          (int) pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_SAME_FILE_RUN_MAX);
         if (n > 1)
                 qsort(mappings, n, sizeof(Mapping), mapping_compare);
         *ret = mappings;

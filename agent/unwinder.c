@@ -67,6 +67,19 @@ typedef struct ProcMapping {
         const char *describe;
 } ProcMapping;
 
+/* A process's executable mappings loaded for the walker, at most: real
+ * programs have hundreds (a JVM, a few thousand); a process that maps one
+ * file 65,000 times would cost a file open per mapping and several map
+ * entries each, on the event loop, in every forked child too. Beyond the
+ * bound the rest are left out (their frames end the walk, or are walked by
+ * frame pointer) and the process is not reloaded when the walker meets
+ * them (that would read them all again). */
+#define PROCESS_MAPPINGS_MAX 2048
+#define PROCESS_KEYS_MAX 8192
+/* ... and of one file in a row (a library has one or two): the others'
+ * mappings, further on, still fit. */
+#define PROCESS_SAME_FILE_RUN_MAX 32
+
 typedef struct UnwindProcess {
         Unwinder *unwinder;
         pid_t pid;
@@ -79,6 +92,7 @@ typedef struct UnwindProcess {
         struct cgprof_mapping_key *keys; /* its entries in the mappings map */
         size_t n_keys;
         uint64_t loaded_usec;
+        bool capped; /* more mappings than PROCESS_MAPPINGS_MAX / PROCESS_KEYS_MAX: some left out */
         /* Exited: out of the maps, its mappings kept for two more ticks, so
          * the samples drained after its exit are still described. */
         unsigned exited_ticks;
@@ -637,6 +651,9 @@ static int process_load(UnwindProcess *p) {
         size_t alloc = 0, n_maps = 0, allocated_maps = 0, n_keys = 0, allocated_keys = 0;
         struct cgprof_unwind_proc ready = { .start_time = p->start_time };
         uint32_t pid = (uint32_t) p->pid;
+        ProcMapsEntry last = {}; /* the last file-backed entry opened, and ... */
+        UnwindFile *last_file = NULL; /* ... its file (a file mapped again and again is opened once) */
+        size_t left_out = 0, run = 0;
         int r = 0;
 
         p->loaded_usec = now_monotonic_usec();
@@ -657,13 +674,37 @@ static int process_load(UnwindProcess *p) {
                         continue;
                 if (e.start > 0x00007fffffffffffULL)
                         continue; /* [vsyscall]: not user space the walker reads */
+                if (n_maps >= PROCESS_MAPPINGS_MAX || n_keys >= PROCESS_KEYS_MAX) {
+                        left_out++;
+                        continue;
+                }
 
                 pm.start = e.start;
                 pm.end = e.end;
                 v = (struct cgprof_mapping){ .start = e.start, .end = e.end };
-                if (proc_maps_entry_file_backed(&e)) {
+                bool same_file = last_file && proc_maps_entry_file_backed(&e) && e.major == last.major &&
+                                 e.minor == last.minor && e.inode == last.inode && e.deleted == last.deleted;
+                run = same_file ? run + 1 : 0;
+                if (run >= PROCESS_SAME_FILE_RUN_MAX) {
+                        left_out++;
+                        continue;
+                }
+                if (same_file) {
+                        /* The file of the entry before: no open() again. */
+                        uint64_t bias;
+                        pm.file = file_ref(u, last_file);
+                        pm.describe = pm.file->describe;
+                        if (pm.file->table != 0 && file_load_bias(pm.file, e.start, e.pgoff, &bias) >= 0) {
+                                v.table = pm.file->table;
+                                v.bias = bias + pm.file->base;
+                                pm.bias = v.bias;
+                        }
+                } else if (proc_maps_entry_file_backed(&e)) {
                         _cleanup_close_ int fd = proc_maps_open_file("/proc", p->pid, &e);
+                        last_file = NULL;
                         if (fd >= 0 && file_get(u, fd, e.path, &pm.file) >= 0) {
+                                last = e;
+                                last_file = pm.file;
                                 uint64_t bias;
                                 pm.describe = pm.file->describe;
                                 if (pm.file->table != 0 &&
@@ -711,6 +752,17 @@ static int process_load(UnwindProcess *p) {
                 /* A zombie, or in the middle of exec(): the exec() or its
                  * first sample will tell us again. */
                 r = -EAGAIN;
+        if (r >= 0 && left_out > 0 && !p->capped)
+                log_warning("PID %d has more executable mappings than the walker loads (%zu left out: beyond %d "
+                            "mappings, %d map entries, or %d of one file in a row): frames in those end its "
+                            "stacks.",
+                            (int) p->pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_KEYS_MAX,
+                            PROCESS_SAME_FILE_RUN_MAX);
+        if (r >= 0) {
+                if (left_out > 0 && !p->capped)
+                        u->stats.processes_capped++;
+                p->capped = left_out > 0;
+        }
 
         /* Drop the old entries the new ones did not replace (on failure:
          * the new ones the old ones do not have). */
@@ -814,6 +866,11 @@ int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_
         if (!p || p->start_time != start_time || p->exited)
                 return -ENOENT;
         if (min_interval_usec > 0 && now_monotonic_usec() - p->loaded_usec < min_interval_usec)
+                return 0;
+        /* A walk met an address outside what was loaded: for a capped
+         * process that is what was left out; reading them all again would
+         * find the same (at most once a minute, for a dlopen()). */
+        if (p->capped && now_monotonic_usec() - p->loaded_usec < 60 * USEC_PER_SEC)
                 return 0;
         r = process_load(p);
         if (r < 0)

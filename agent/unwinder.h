@@ -35,6 +35,7 @@ typedef struct UnwinderStats {
         uint64_t files_without_table; /* files with no usable .eh_frame/.debug_frame */
         uint64_t files_bad; /* files whose tables had errors (entries skipped, or none usable) */
         uint64_t mapping_entries_failed; /* mapping entries the map refused (full) */
+        uint64_t processes_capped; /* processes with more executable mappings than the walker loads */
 } UnwinderStats;
 
 int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret);

@@ -357,6 +357,77 @@ def test_open_files_limit_raised():
         agent.cleanup()
 
 
+MANY_MAPPINGS = r"""
+import ctypes, mmap, os, sys, time
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+fd = os.open(os.path.realpath(sys.executable), os.O_RDONLY)
+# The same page of one file mapped executable again and again: one
+# mapping (VMA) each, never merged (every one is at file offset 0). libc's
+# mmap(): Python's mmap module keeps a dup()ed fd per mapping.
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+for _ in range(n):
+    if libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_EXEC, mmap.MAP_PRIVATE, fd, 0) in (None, 2**64 - 1):
+        sys.exit(f"mmap: {os.strerror(ctypes.get_errno())}")
+kids = []
+for _ in range(3):  # forked children inherit every mapping
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    kids.append(pid)
+print("ready", flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    pass
+for k in kids:
+    os.waitpid(k, 0)
+"""
+
+
+def test_many_mappings():
+    """A process that maps one file 20,000 times (and forks spinning
+    children that inherit the mappings) is loaded up to a bound, with the
+    file opened once: the agent says which process it capped, answers its
+    control socket throughout, and the session's report has the samples."""
+    n = 20000
+    try:
+        max_maps = int(open("/proc/sys/vm/max_map_count").read())
+    except OSError:
+        max_maps = 65530
+    if max_maps < n + 1000:
+        log(f"SKIP (part): vm.max_map_count {max_maps} is below {n + 1000}")
+        return
+    cg = Cgroup(f"cgprof-test-maps-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="maps", pythonFrames=False)],
+        "targets": [{"name": "t", "profileRef": "maps", "cgroupPatterns": [cg.rel]}],
+    })
+    from cgproflib import run_in_cgroup
+    try:
+        agent.start()
+        p = run_in_cgroup(cg, ["/usr/bin/python3", "-c", MANY_MAPPINGS, str(n), "4"])
+        assert p.stdout.readline().decode().startswith("ready")
+        wait_for(lambda: "more executable mappings than the walker loads" in agent.log(),
+                 what="the agent to cap the process's mappings")
+        st = agent.status()
+        assert st["unwindTables"]["processesCapped"] >= 1, st["unwindTables"]
+        assert p.wait(60) == 0
+        st = agent.status()
+        log("eventLoop:", st["eventLoop"], "unwindTables:", st["unwindTables"])
+        cg.remove()
+        summary = wait_for(lambda: next(iter(agent.summaries()), None), what="the session's report")
+        log("samples:", summary["samples"]["total"], "processes:", len(summary["processes"]))
+        assert summary["samples"]["total"] > 0
+        assert len([q for q in summary["processes"] if q["samples"] > 0]) >= 2, summary["processes"]
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
 def test_cgprofctl_usage():
     r = subprocess.run([CGPROFD.replace("cgprofd", "cgprofctl"), "frobnicate"], capture_output=True, text=True)
     assert r.returncode == 2, r
@@ -368,4 +439,4 @@ def test_cgprofctl_usage():
 if __name__ == "__main__":
     main([test_excluded_process_absent, test_short_lived_process_symbolized, test_cgroup_created_later_and_sigterm, test_per_process_names, test_full_disk,
           test_output_template_and_per_process, test_bad_config_and_reload, test_notify_duration_and_event_fallback,
-          test_open_files_limit_raised, test_cgprofctl_usage])
+          test_open_files_limit_raised, test_many_mappings, test_cgprofctl_usage])
