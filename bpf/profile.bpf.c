@@ -426,13 +426,15 @@ static __always_inline int read_stack(struct walk_state *w, __u64 addr, void *re
         __u64 off = addr - w->copy_base;
 
         if (addr >= w->copy_base && w->copy_len >= size && off <= w->copy_len - size) {
+                /* off < STACK_COPY_SIZE already: the mask tells the verifier. */
                 asm volatile("%0 &= %1" : "+r"(off) : "i"(STACK_COPY_SIZE - 1));
-                if (off > STACK_COPY_SIZE - 16)
-                        return -EFAULT;
-                ((__u64 *) ret)[0] = *(__u64 *) (w->copy + off);
-                if (size == 16)
-                        ((__u64 *) ret)[1] = *(__u64 *) (w->copy + off + 8);
-                return 0;
+                if (off <= STACK_COPY_SIZE - 16) {
+                        ((__u64 *) ret)[0] = *(__u64 *) (w->copy + off);
+                        if (size == 16)
+                                ((__u64 *) ret)[1] = *(__u64 *) (w->copy + off + 8);
+                        return 0;
+                }
+                /* The last 8 bytes of the copy: read below. */
         }
         if (addr > USER_ADDR_MAX - size)
                 return -EFAULT;
