@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <inttypes.h>
 
 #include "report.h"
@@ -188,8 +189,10 @@ int report_write_folded_info(FILE *f, const ProfileData *d, const ReportSummaryI
         return report_write_folded(f, d);
 }
 
-/* Parses one folded line into the profile: "comm;f1;...;leaf count". */
-static int folded_parse_line(ProfileData *d, char *line, char ***comms, size_t *n_comms) {
+/* Parses one folded line into the profile: "comm;f1;...;leaf count". *total
+ * sums the counts: it stays within INT64_MAX (pprof's values are int64, and
+ * every writer adds counts up), more is -EBADMSG. */
+static int folded_parse_line(ProfileData *d, char *line, char ***comms, size_t *n_comms, uint64_t *total) {
         uint32_t frames[512], process = PROFILE_NONE;
         size_t n = 0;
         char *space, *end, *tok, *save = NULL;
@@ -201,10 +204,14 @@ static int folded_parse_line(ProfileData *d, char *line, char ***comms, size_t *
         space = strrchr(line, ' ');
         if (!space || space == line)
                 return -EBADMSG;
+        /* strtoull() would take "-1" as ULLONG_MAX. */
+        if (!isdigit((unsigned char) space[1]))
+                return -EBADMSG;
         errno = 0;
         count = strtoull(space + 1, &end, 10);
-        if (errno != 0 || *end != 0 || end == space + 1)
+        if (errno != 0 || *end != 0 || count > INT64_MAX - *total)
                 return -EBADMSG;
+        *total += count;
         *space = 0;
 
         tok = strtok_r(line, ";", &save);
@@ -259,12 +266,13 @@ int report_read_folded(FILE *f, ProfileData **ret) {
         _cleanup_free_ char *line = NULL;
         char **comms = NULL;
         size_t n_comms = 0, allocated = 0;
+        uint64_t total = 0;
         int r = 0;
 
         if (!d)
                 return -ENOMEM;
         while (getline(&line, &allocated, f) >= 0) {
-                r = folded_parse_line(d, line, &comms, &n_comms);
+                r = folded_parse_line(d, line, &comms, &n_comms, &total);
                 if (r < 0)
                         break;
         }

@@ -1206,7 +1206,7 @@ static size_t count_value_index(const Perftools__Profiles__Profile *p) {
 static int read_samples(PprofReader *rd, size_t inflated_size) {
         const Perftools__Profiles__Profile *p = rd->p;
         _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
-        uint64_t budget = (uint64_t) inflated_size * PPROF_FRAMES_PER_BYTE + PPROF_FRAMES_EXTRA;
+        uint64_t budget = (uint64_t) inflated_size * PPROF_FRAMES_PER_BYTE + PPROF_FRAMES_EXTRA, total = 0;
         size_t allocated = 0, value;
         int r;
 
@@ -1241,6 +1241,10 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
 
                 if (s->value[value] == 0)
                         continue;
+                /* The counts add up within int64, as the writers sum them. */
+                if ((uint64_t) s->value[value] > INT64_MAX - total)
+                        return -EBADMSG;
+                total += (uint64_t) s->value[value];
 
                 if (n > allocated) {
                         size_t a = MAX((size_t) n, allocated * 2);

@@ -123,6 +123,9 @@ TEST(folded_read_malformed) {
                 "app;main x\n", /* not a number */
                 " 5\n", /* no process */
                 "app;main 99999999999999999999999\n",
+                "app;main -1\n", /* not ULLONG_MAX */
+                "app;main 18446744073709551615\n", /* more than pprof's int64 */
+                "app;main 9223372036854775807\napp;x 1\n", /* a total beyond int64 */
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 ProfileData *d = NULL;
