@@ -43,6 +43,9 @@ int cg_find_unified_root(const char *mountinfo_path, char **ret) {
                 if (!streq(root, "/"))
                         continue;
                 mountinfo_unescape(mountpoint);
+                /* The kernel writes absolute paths: anything else is not a mount point. */
+                if (mountpoint[0] != '/')
+                        continue;
                 char *p = strdup(mountpoint);
                 if (!p)
                         return -ENOMEM;

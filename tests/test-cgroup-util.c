@@ -35,6 +35,16 @@ TEST(find_unified_root_unified_escaped) {
         unlink(p);
 }
 
+TEST(find_unified_root_relative) {
+        /* Not a mount point the kernel writes: skipped, the next one is taken. */
+        _cleanup_free_ char *p = write_tmp("35 24 0:30 / 1root rw,relatime - cgroup2 none rw\n"
+                                           "36 24 0:30 / /sys/fs/cgroup rw,relatime - cgroup2 none rw\n");
+        _cleanup_free_ char *root = NULL;
+        ASSERT_OK(cg_find_unified_root(p, &root));
+        ASSERT_STREQ(root, "/sys/fs/cgroup");
+        unlink(p);
+}
+
 TEST(find_unified_root_none) {
         _cleanup_free_ char *p =
                 write_tmp("32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n");
