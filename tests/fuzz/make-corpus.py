@@ -15,7 +15,16 @@ make-corpus.py --gopclntab LIST DIR ELF...: the same for fuzz-gopclntab,
 each Go binary whole, its .go.buildinfo, and its .gopclntab in the
 fuzzer's raw form: the table's address, go:func.*'s address (from the
 .symtab of an unstripped binary, 0 otherwise), .rodata's address (8 bytes
-little endian each), the table's size (4 bytes), the table, .rodata."""
+little endian each), the table's size (4 bytes), the table, .rodata.
+
+make-corpus.py --elf LIST DIR ELF...: the same for fuzz-elf-symtab, each
+file whole, cut before its section headers, and cut in half (truncated
+files, as a binary being written or a corrupted disk leaves them).
+
+Any mode also takes --corpus CORPUS (repeatable, before the other
+arguments): the files of a checked-in corpus directory are added to LIST as
+they are; make-corpus.py --corpus CORPUS LIST lists only those (DIR and ELF
+files may be left out)."""
 import os
 import shutil
 import struct
@@ -74,14 +83,21 @@ def gopclntab_seeds(outdir, base, data, seeds):
 
 def main():
     args = sys.argv[1:]
+    seeds = []
+    while args[:1] == ["--corpus"]:
+        corpus = args[1]
+        seeds += [os.path.join(corpus, n) for n in sorted(os.listdir(corpus))
+                  if os.path.isfile(os.path.join(corpus, n))]
+        args = args[2:]
     mini = args[:1] == ["--minidebuginfo"]
     go = args[:1] == ["--gopclntab"]
-    if mini or go:
+    elf = args[:1] == ["--elf"]
+    if mini or go or elf:
         args = args[1:]
-    listfile, outdir, inputs = args[0], args[1], args[2:]
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.makedirs(outdir)
-    seeds = []
+    listfile, outdir, inputs = args[0], args[1] if len(args) > 1 else None, args[2:]
+    if outdir:
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.makedirs(outdir)
     for path in inputs:
         base = os.path.basename(path)
         with open(path, "rb") as f:
@@ -91,6 +107,16 @@ def main():
         seeds.append(seed)
         if go:
             gopclntab_seeds(outdir, base, data, seeds)
+            continue
+        if elf:
+            cuts = [len(data) // 2]
+            if data[:4] == b"\x7fELF" and data[4] == 2 and len(data) >= 0x40:
+                cuts.append(struct.unpack_from("<Q", data, 0x28)[0])
+            for cut in sorted(set(c for c in cuts if 0 < c < len(data))):
+                seed = os.path.join(outdir, "cut%d-" % cut + base)
+                with open(seed, "wb") as f:
+                    f.write(data[:cut])
+                seeds.append(seed)
             continue
         for name, stype, addr, contents in sections(data):
             if mini:
