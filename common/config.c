@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -448,17 +449,85 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
 /* Bounds on a pattern, checked before regcomp(): glibc's compiler and
  * matcher are exponential in the worst case (a 5,000-deep nested
  * alternation takes 0.7 s and 210 MB to compile; a backreference 0.4 s a
- * match), and a reload compiles them on the event loop. */
+ * match), and a reload compiles them on the event loop. glibc compiles a
+ * repetition by copying what it repeats ("x+" is "xx*", "x{3}" is "xxx"),
+ * so stacked and nested repetitions multiply: "a" and 20 '+' took 2.5 s and
+ * 700 MB, 70 of them more memory than there is; "(a{1000}){1000}" 0.8 s. The
+ * size of what they expand to is bounded too. */
 #define PATTERN_LENGTH_MAX 1024
 #define PATTERN_NESTING_MAX 32
+#define PATTERN_SIZE_MAX 10000
+
+/* a + b and a * b, saturated above PATTERN_SIZE_MAX (only "more than the
+ * bound" matters). */
+static uint64_t size_add(uint64_t a, uint64_t b) {
+        return MIN(a + b, (uint64_t) PATTERN_SIZE_MAX + 1);
+}
+
+static uint64_t size_mul(uint64_t a, uint64_t b) {
+        return MIN(a * b, (uint64_t) PATTERN_SIZE_MAX + 1); /* both <= PATTERN_SIZE_MAX + 1: no overflow */
+}
+
+/* The copies glibc makes of what the repetition at p ('*', '+', '?' or an
+ * interval "{n}", "{n,}", "{n,m}", "{,m}") repeats, and in *ret_end where
+ * it ends; 0 when there is none at p. */
+static uint64_t repetition_copies(const char *p, const char **ret_end) {
+        uint64_t n = 0, m = 0;
+        const char *q;
+
+        switch (*p) {
+        case '*':
+        case '?':
+                *ret_end = p + 1;
+                return 1;
+        case '+':
+                *ret_end = p + 1;
+                return 2;
+        case '{':
+                break;
+        default:
+                return 0;
+        }
+        q = p + 1;
+        if (!isdigit((unsigned char) *q) && !(*q == ',' && isdigit((unsigned char) q[1])))
+                return 0; /* a literal '{', or an error regcomp() reports */
+        for (; isdigit((unsigned char) *q); q++)
+                n = MIN(n * 10 + (uint64_t) (*q - '0'), (uint64_t) PATTERN_SIZE_MAX + 1);
+        if (*q == ',') {
+                bool bounded = isdigit((unsigned char) q[1]);
+                for (q++; isdigit((unsigned char) *q); q++)
+                        m = MIN(m * 10 + (uint64_t) (*q - '0'), (uint64_t) PATTERN_SIZE_MAX + 1);
+                if (!bounded)
+                        m = n + 1; /* "{n,}": n copies and a star */
+        } else
+                m = n;
+        if (*q != '}')
+                return 0;
+        *ret_end = q + 1;
+        return MAX(MAX(n, m), (uint64_t) 1);
+}
 
 /* Why a pattern is refused before compiling it, or NULL. */
 static const char *pattern_too_complex(const char *s) {
-        unsigned depth = 0, max_depth = 0;
+        /* size[d]: the expanded size of the open group at depth d so far;
+         * last: the size of the atom or group just read (what a repetition
+         * after it copies). */
+        uint64_t size[PATTERN_NESTING_MAX + 1] = {}, last = 0;
+        unsigned depth = 0;
 
         if (strlen(s) > PATTERN_LENGTH_MAX)
                 return "longer than 1024 characters";
-        for (const char *p = s; *p; p++)
+        for (const char *p = s; *p; p++) {
+                const char *end;
+                uint64_t copies = repetition_copies(p, &end);
+
+                if (copies > 0) {
+                        /* Stacked repetitions multiply: "a++" is "(a+)+". */
+                        size[depth] = size_add(size[depth], size_mul(last, copies - 1));
+                        last = size_mul(last, copies);
+                        p = end - 1;
+                        continue;
+                }
                 switch (*p) {
                 case '\\':
                         if (p[1] >= '1' && p[1] <= '9')
@@ -487,21 +556,40 @@ static const char *pattern_too_complex(const char *s) {
                                 q++;
                         }
                         if (!*q)
-                                return NULL; /* unterminated: regcomp() says so */
+                                goto done; /* unterminated: regcomp() says so, after what came before */
                         p = q;
                         break;
                 }
                 case '(':
-                        max_depth = MAX(max_depth, ++depth);
-                        break;
+                        if (depth == PATTERN_NESTING_MAX)
+                                return "groups nested deeper than 32 levels";
+                        size[++depth] = 0;
+                        last = 0;
+                        continue;
                 case ')':
-                        if (depth > 0)
+                        if (depth > 0) {
+                                last = MAX(size[depth], (uint64_t) 1);
                                 depth--;
-                        break;
+                                size[depth] = size_add(size[depth], last);
+                                if (size[depth] > PATTERN_SIZE_MAX)
+                                        goto too_big;
+                        }
+                        continue;
                 }
-        if (max_depth > PATTERN_NESTING_MAX)
-                return "groups nested deeper than 32 levels";
+                /* One atom: a character, an escaped one, a bracket expression. */
+                last = 1;
+                size[depth] = size_add(size[depth], 1);
+                if (size[depth] > PATTERN_SIZE_MAX)
+                        goto too_big;
+        }
+done:
+        for (unsigned d = 0; d <= depth; d++)
+                if (size[d] > PATTERN_SIZE_MAX)
+                        goto too_big;
         return NULL;
+
+too_big:
+        return "repeats too much (stacked or nested repetitions expanding to more than 10000 copies)";
 }
 
 /* An array of POSIX extended regexes, compiled. */

@@ -769,6 +769,20 @@ TEST(profile_patterns) {
         ASSERT_TRUE(asprintf(&doc, "\"includePatterns\": [\"%s\"]", lengthy) > 0);
         check_profile_fail(doc,
                            "profiles[1].includePatterns[0]: regular expression longer than 1024 characters");
+        /* Stacked and nested repetitions, which glibc expands into copies. */
+        check_profile_fail("\"includePatterns\": [\"a++++++++++++++++++++\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"includePatterns\": [\"x(a{1000}){1000}\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"includePatterns\": [\"x{1,255}{1,255}\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"excludePatterns\": [\"((a{30}){30}){30}\"]",
+                           "profiles[1].excludePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"excludePatterns\": [\"a+++++++++++++++++++++++++++++++++++++++[\"]",
+                           "profiles[1].excludePatterns[0]: regular expression repeats too much");
+        c = parse_profile_ok("\"includePatterns\": [\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}$\", \"a{10000}\", "
+                             "\"(ab+)*c?{2,}\"]");
+        config_free(c);
         /* ... but brackets, classes and escaped parentheses are no groups. */
         c = parse_profile_ok("\"includePatterns\": [\"[(][[:alpha:]]\\\\(x\\\\)[]]\"]");
         config_free(c);
