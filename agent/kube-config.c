@@ -204,6 +204,7 @@ static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConf
         yaml_document_t *d = &l->doc;
         yaml_node_t *cl;
         const char *s;
+        size_t scheme;
         int r;
 
         cl = yaml_find_named(d, root, "clusters", "cluster", name);
@@ -219,8 +220,11 @@ static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConf
         s = yaml_get_scalar(d, cl, "server");
         if (!s)
                 return fail(l, -EINVAL, "cluster \"%s\" has no server", name);
-        if (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
-                return fail(l, -EINVAL, "cluster \"%s\": server \"%s\" is not an https:// (or http://) URL",
+        /* With a host: "https://" alone would become "https:" once its '/' are dropped. */
+        scheme = strncmp(s, "https://", 8) == 0 ? 8 : strncmp(s, "http://", 7) == 0 ? 7 : 0;
+        if (scheme == 0 || s[scheme] == 0 || s[scheme] == '/')
+                return fail(l, -EINVAL,
+                            "cluster \"%s\": server \"%s\" is not an https:// (or http://) URL with a host",
                             name, s);
         c->server = strdup(s);
         if (!c->server)

@@ -286,6 +286,22 @@ TEST(missing_files) {
         free(e);
         e = NULL;
 
+        /* A server without a host ("https://" became "https:"). */
+        static const char *const hostless[] = { "https://", "http:///", "https:///api" };
+        for (size_t i = 0; i < ELEMENTSOF(hostless); i++) {
+                _cleanup_free_ char *doc = NULL;
+
+                ASSERT_TRUE(asprintf(&doc,
+                                     "current-context: x\n"
+                                     "clusters: [{name: c, cluster: {server: '%s'}}]\n"
+                                     "contexts: [{name: x, context: {cluster: c}}]\n",
+                                     hostless[i]) > 0);
+                write_file(d, "config", doc);
+                ASSERT_ERROR(kube_config_from_kubeconfig(p, NULL, &c, &e), EINVAL);
+                ASSERT_NOT_NULL(strstr(e, "URL with a host"));
+                free(e);
+                e = NULL;
+        }
         /* A client certificate without its key. */
         write_file(d, "config",
                    "current-context: x\n"
