@@ -449,85 +449,123 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
 /* Bounds on a pattern, checked before regcomp(): glibc's compiler and
  * matcher are exponential in the worst case (a 5,000-deep nested
  * alternation takes 0.7 s and 210 MB to compile; a backreference 0.4 s a
- * match), and a reload compiles them on the event loop. glibc compiles a
- * repetition by copying what it repeats ("x+" is "xx*", "x{3}" is "xxx"),
- * so stacked and nested repetitions multiply: "a" and 20 '+' took 2.5 s and
- * 700 MB, 70 of them more memory than there is; "(a{1000}){1000}" 0.8 s. The
- * size of what they expand to is bounded too. */
+ * match), and a reload compiles them on the event loop.
+ *
+ * Repetitions too: glibc compiles one by copying what it repeats ("x+" is
+ * "xx*", "x{3}" is "xxx", "x{1,3}" is "x(x(x)?)?"), so stacked and nested
+ * ones multiply ("a" and 20 '+' took 2.5 s and 700 MB, 70 of them more
+ * memory than there is), and its epsilon closures grow with the square of
+ * the '*' and '?' copies, more when they nest ("(.*){9999}" took 0.65 s and
+ * 770 MB, "((a*)*){2500}" 38 s, "a" with 6 '+', 40 '*' and 9 '+' 275 s and
+ * 8 GB). A pattern is measured as it expands: its node copies (at most
+ * 10,000), and its '*' and '?' copies, each weighted by the number of them
+ * it is inside of (at most 500: "(.*){500}", "((a*)*){166}" compile in
+ * milliseconds). */
 #define PATTERN_LENGTH_MAX 1024
 #define PATTERN_NESTING_MAX 32
 #define PATTERN_SIZE_MAX 10000
+#define PATTERN_EPSILON_MAX 500
 
-/* a + b and a * b, saturated above PATTERN_SIZE_MAX (only "more than the
- * bound" matters). */
-static uint64_t size_add(uint64_t a, uint64_t b) {
-        return MIN(a + b, (uint64_t) PATTERN_SIZE_MAX + 1);
+/* What a piece of a pattern expands to: nodes, '*' and '?' (or interval)
+ * nodes, and those weighted by how many of them enclose each. All
+ * saturate above PATTERN_SIZE_MAX: only "more than a bound" matters, and
+ * products stay far from overflowing. */
+typedef struct PatternCost {
+        uint64_t size, eps, weight;
+} PatternCost;
+
+static uint64_t cost_sat(uint64_t v) {
+        return MIN(v, (uint64_t) PATTERN_SIZE_MAX + 1);
 }
 
-static uint64_t size_mul(uint64_t a, uint64_t b) {
-        return MIN(a * b, (uint64_t) PATTERN_SIZE_MAX + 1); /* both <= PATTERN_SIZE_MAX + 1: no overflow */
+static void cost_add(PatternCost *a, const PatternCost *b) {
+        a->size = cost_sat(a->size + b->size);
+        a->eps = cost_sat(a->eps + b->eps);
+        a->weight = cost_sat(a->weight + b->weight);
 }
 
-/* The copies glibc makes of what the repetition at p ('*', '+', '?' or an
- * interval "{n}", "{n,}", "{n,m}", "{,m}") repeats, and in *ret_end where
- * it ends; 0 when there is none at p. */
-static uint64_t repetition_copies(const char *p, const char **ret_end) {
-        uint64_t n = 0, m = 0;
+static bool cost_too_big(const PatternCost *c) {
+        return c->size > PATTERN_SIZE_MAX || c->weight > PATTERN_EPSILON_MAX;
+}
+
+/* The piece x repeated by the operator at p ('*', '+', '?', "{n}",
+ * "{n,}", "{n,m}", "{,m}"): true with *x updated and *ret_end after the
+ * operator, false when there is none at p. */
+static bool cost_repeat(const char *p, PatternCost *x, const char **ret_end) {
+        PatternCost r = *x, star = { x->size + 1, x->eps + 1, x->weight + x->eps + 1 };
+        uint64_t n = 0, m;
+        bool bounded;
         const char *q;
 
+        star = (PatternCost){ cost_sat(star.size), cost_sat(star.eps), cost_sat(star.weight) };
         switch (*p) {
         case '*':
         case '?':
+                *x = star;
                 *ret_end = p + 1;
-                return 1;
-        case '+':
+                return true;
+        case '+': /* x x* */
+                cost_add(&r, &star);
+                *x = r;
                 *ret_end = p + 1;
-                return 2;
+                return true;
         case '{':
                 break;
         default:
-                return 0;
+                return false;
         }
+
         q = p + 1;
         if (!isdigit((unsigned char) *q) && !(*q == ',' && isdigit((unsigned char) q[1])))
-                return 0; /* a literal '{', or an error regcomp() reports */
+                return false; /* a literal '{', or an error regcomp() reports */
         for (; isdigit((unsigned char) *q); q++)
-                n = MIN(n * 10 + (uint64_t) (*q - '0'), (uint64_t) PATTERN_SIZE_MAX + 1);
+                n = cost_sat(n * 10 + (uint64_t) (*q - '0'));
+        m = n;
+        bounded = true;
         if (*q == ',') {
-                bool bounded = isdigit((unsigned char) q[1]);
-                for (q++; isdigit((unsigned char) *q); q++)
-                        m = MIN(m * 10 + (uint64_t) (*q - '0'), (uint64_t) PATTERN_SIZE_MAX + 1);
-                if (!bounded)
-                        m = n + 1; /* "{n,}": n copies and a star */
-        } else
-                m = n;
+                bounded = isdigit((unsigned char) q[1]);
+                for (m = 0, q++; isdigit((unsigned char) *q); q++)
+                        m = cost_sat(m * 10 + (uint64_t) (*q - '0'));
+        }
         if (*q != '}')
-                return 0;
+                return false;
         *ret_end = q + 1;
-        return MAX(MAX(n, m), (uint64_t) 1);
+
+        /* n copies, then "x*" ({n,}) or m - n optional copies ({n,m}). */
+        r = (PatternCost){ cost_sat(n * x->size), cost_sat(n * x->eps), cost_sat(n * x->weight) };
+        if (!bounded)
+                cost_add(&r, &star);
+        else if (m > n) {
+                PatternCost opt = { cost_sat((m - n) * star.size), cost_sat((m - n) * star.eps),
+                                    cost_sat((m - n) * (x->weight + 1)) };
+                cost_add(&r, &opt);
+        }
+        *x = r;
+        return true;
 }
 
 /* Why a pattern is refused before compiling it, or NULL. */
 static const char *pattern_too_complex(const char *s) {
-        /* size[d]: the expanded size of the open group at depth d so far;
-         * last: the size of the atom or group just read (what a repetition
-         * after it copies). */
-        uint64_t size[PATTERN_NESTING_MAX + 1] = {}, last = 0;
+        /* group[d]: what the open group at depth d expands to so far; last:
+         * the atom or group just read, which a repetition after it repeats. */
+        PatternCost group[PATTERN_NESTING_MAX + 1] = {}, last = {};
         unsigned depth = 0;
 
         if (strlen(s) > PATTERN_LENGTH_MAX)
                 return "longer than 1024 characters";
         for (const char *p = s; *p; p++) {
                 const char *end;
-                uint64_t copies = repetition_copies(p, &end);
 
-                if (copies > 0) {
-                        /* Stacked repetitions multiply: "a++" is "(a+)+". */
-                        size[depth] = size_add(size[depth], size_mul(last, copies - 1));
-                        last = size_mul(last, copies);
+                if (cost_repeat(p, &last, &end)) {
+                        /* Stacked repetitions apply to the last one: "a++" is "(a+)+". */
                         p = end - 1;
                         continue;
                 }
+                cost_add(&group[depth], &last);
+                last = (PatternCost){};
+                if (cost_too_big(&group[depth]))
+                        goto too_big;
+
                 switch (*p) {
                 case '\\':
                         if (p[1] >= '1' && p[1] <= '9')
@@ -563,33 +601,30 @@ static const char *pattern_too_complex(const char *s) {
                 case '(':
                         if (depth == PATTERN_NESTING_MAX)
                                 return "groups nested deeper than 32 levels";
-                        size[++depth] = 0;
-                        last = 0;
+                        group[++depth] = (PatternCost){};
                         continue;
                 case ')':
                         if (depth > 0) {
-                                last = MAX(size[depth], (uint64_t) 1);
-                                depth--;
-                                size[depth] = size_add(size[depth], last);
-                                if (size[depth] > PATTERN_SIZE_MAX)
-                                        goto too_big;
+                                last = group[depth--];
+                                last.size = cost_sat(last.size + 1);
                         }
+                        continue;
+                case '|':
                         continue;
                 }
                 /* One atom: a character, an escaped one, a bracket expression. */
-                last = 1;
-                size[depth] = size_add(size[depth], 1);
-                if (size[depth] > PATTERN_SIZE_MAX)
-                        goto too_big;
+                last = (PatternCost){ .size = 1 };
         }
 done:
+        cost_add(&group[depth], &last);
         for (unsigned d = 0; d <= depth; d++)
-                if (size[d] > PATTERN_SIZE_MAX)
+                if (cost_too_big(&group[d]))
                         goto too_big;
         return NULL;
 
 too_big:
-        return "repeats too much (stacked or nested repetitions expanding to more than 10000 copies)";
+        return "repeats too much (stacked or nested repetitions: more than 10000 copies, or 500 of '*' and "
+               "'?')";
 }
 
 /* An array of POSIX extended regexes, compiled. */

@@ -780,8 +780,15 @@ TEST(profile_patterns) {
                            "profiles[1].excludePatterns[0]: regular expression repeats too much");
         check_profile_fail("\"excludePatterns\": [\"a+++++++++++++++++++++++++++++++++++++++[\"]",
                            "profiles[1].excludePatterns[0]: regular expression repeats too much");
+        /* ... and the '*' and '?' copies, whose closures glibc computes in quadratic time or worse. */
+        check_profile_fail("\"includePatterns\": [\"(.*){9999}\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"includePatterns\": [\"((a*)*){2500}\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"includePatterns\": [\"a++++++****************************************+++++\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats too much");
         c = parse_profile_ok("\"includePatterns\": [\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}$\", \"a{10000}\", "
-                             "\"(ab+)*c?{2,}\"]");
+                             "\"(ab+)*c?{2,}\", \"(.*){500}\", \"((a*)*){166}\", \".*?x\"]");
         config_free(c);
         /* ... but brackets, classes and escaped parentheses are no groups. */
         c = parse_profile_ok("\"includePatterns\": [\"[(][[:alpha:]]\\\\(x\\\\)[]]\"]");
