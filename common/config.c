@@ -472,6 +472,7 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
  * products stay far from overflowing. */
 typedef struct PatternCost {
         uint64_t size, eps, weight;
+        bool anchor; /* has a '^' or '$' */
 } PatternCost;
 
 static uint64_t cost_sat(uint64_t v) {
@@ -482,6 +483,7 @@ static void cost_add(PatternCost *a, const PatternCost *b) {
         a->size = cost_sat(a->size + b->size);
         a->eps = cost_sat(a->eps + b->eps);
         a->weight = cost_sat(a->weight + b->weight);
+        a->anchor = a->anchor || b->anchor;
 }
 
 static bool cost_too_big(const PatternCost *c) {
@@ -550,13 +552,22 @@ static const char *pattern_too_complex(const char *s) {
          * the atom or group just read, which a repetition after it repeats. */
         PatternCost group[PATTERN_NESTING_MAX + 1] = {}, last = {};
         unsigned depth = 0;
+        bool is_anchor;
 
         if (strlen(s) > PATTERN_LENGTH_MAX)
                 return "longer than 1024 characters";
         for (const char *p = s; *p; p++) {
+                bool anchor = last.anchor;
                 const char *end;
 
                 if (cost_repeat(p, &last, &end)) {
+                        /* glibc's closures of a repeated anchor are exponential whatever the
+                         * copies: "(^|/)++++++" and "(^|$|)+{10}" took minutes. Repeating an
+                         * anchor matches nothing more. */
+                        if (anchor)
+                                return "repeats an anchor ('^' or '$'), which takes glibc minutes to "
+                                       "compile";
+                        last.anchor = false;
                         /* Stacked repetitions apply to the last one: "a++" is "(a+)+". */
                         p = end - 1;
                         continue;
@@ -566,6 +577,7 @@ static const char *pattern_too_complex(const char *s) {
                 if (cost_too_big(&group[depth]))
                         goto too_big;
 
+                is_anchor = *p == '^' || *p == '$';
                 switch (*p) {
                 case '\\':
                         if (p[1] >= '1' && p[1] <= '9')
@@ -612,8 +624,8 @@ static const char *pattern_too_complex(const char *s) {
                 case '|':
                         continue;
                 }
-                /* One atom: a character, an escaped one, a bracket expression. */
-                last = (PatternCost){ .size = 1 };
+                /* One atom: a character, an escaped one, a bracket expression, an anchor. */
+                last = (PatternCost){ .size = 1, .anchor = is_anchor };
         }
 done:
         cost_add(&group[depth], &last);

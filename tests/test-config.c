@@ -783,6 +783,10 @@ TEST(profile_patterns) {
         /* ... and the '*' and '?' copies, whose closures glibc computes in quadratic time or worse. */
         check_profile_fail("\"includePatterns\": [\"(.*){9999}\"]",
                            "profiles[1].includePatterns[0]: regular expression repeats too much");
+        check_profile_fail("\"includePatterns\": [\"(^|/)++++++x\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats an anchor");
+        check_profile_fail("\"includePatterns\": [\"(^|$|)+{10}\"]",
+                           "profiles[1].includePatterns[0]: regular expression repeats an anchor");
         check_profile_fail("\"includePatterns\": [\"((a*)*){2500}\"]",
                            "profiles[1].includePatterns[0]: regular expression repeats too much");
         check_profile_fail("\"includePatterns\": [\"a++++++****************************************+++++\"]",
