@@ -367,7 +367,8 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
         if (status != 200) {
                 msg = status_message(kube_request_get_error_body(r));
                 if (w->cb.list_failed && w->cb.list_failed(status, msg, w->userdata))
-                        log_debug("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status, strna(msg));
+                        log_debug("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status,
+                                  strna(msg));
                 else
                         log_warning("kube watch %s: LIST failed with HTTP %ld: %s", w->path, status,
                                     strna(msg));

@@ -56,7 +56,6 @@ _printf_(3, 4) static int control_error(char **ret_error, int r, const char *fmt
 
 /* ---- targets ---- */
 
-
 static const char *target_kind(const Target *t) {
         bool pod = kube_target_is_pod_rule(t);
 
@@ -139,12 +138,13 @@ int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
                                         });
         }
         if (r >= 0)
-                r = target_list_add(&l, (ControlTarget){
-                                                .name = kube_default_target.name,
-                                                .profile = config_target_profile(c, &kube_default_target)->name,
-                                                .kind = "default",
-                                                .disabled = !c->enable_default,
-                                        });
+                r = target_list_add(&l,
+                                    (ControlTarget){
+                                            .name = kube_default_target.name,
+                                            .profile = config_target_profile(c, &kube_default_target)->name,
+                                            .kind = "default",
+                                            .disabled = !c->enable_default,
+                                    });
         if (r >= 0) {
                 targets_ctx = &l;
                 twalk(m->kube_rule_sets, targets_action);

@@ -464,7 +464,8 @@ int manager_kube_start(Manager *m) {
                 r = kube_watch_start(m->kube_pod_watch);
         if (r < 0)
                 return log_error_errno(r, "Failed to start watching the Kubernetes API: %m");
-        log_info("Watching pods of node %s, namespaces and ProfileConfigs at %s.", m->node_name, m->kube_server);
+        log_info("Watching pods of node %s, namespaces and ProfileConfigs at %s.", m->node_name,
+                 m->kube_server);
         return 0;
 }
 

@@ -86,7 +86,8 @@ char *kube_rule_display_name(const KubeRuleSet *set, const KubeRule *rule) {
 
         if (rule->target_scope == KUBE_SCOPE_CLUSTER)
                 return strdup(rule->target->name);
-        if (asprintf(&s, "%s (ProfileConfig %s)", rule->target->name, set->scopes[rule->target_scope].name) < 0)
+        if (asprintf(&s, "%s (ProfileConfig %s)", rule->target->name, set->scopes[rule->target_scope].name) <
+            0)
                 return NULL;
         return s;
 }
@@ -136,7 +137,8 @@ static int collect(Manager *m, const char *namespace, ProfileConfigState ***ret,
 
 /* Oldest first; the name breaks ties (objects created in the same second). */
 static int by_age(const void *a, const void *b) {
-        const ProfileConfigState *x = *(ProfileConfigState *const *) a, *y = *(ProfileConfigState *const *) b;
+        const ProfileConfigState *x = *(ProfileConfigState *const *) a,
+                                 *y = *(ProfileConfigState *const *) b;
         int k = strcmp(strempty(x->created), strempty(y->created));
         return k != 0 ? k : strcmp(x->name, y->name);
 }
@@ -165,7 +167,8 @@ static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **
                 if (!s->scope_names[i])
                         return -ENOMEM;
                 s->scope_configs[i] = config_ref(objects[i]->config);
-                s->scopes[i] = (KubeScope){ .name = s->scope_names[i], .config = objects[i]->config->config };
+                s->scopes[i] =
+                        (KubeScope){ .name = s->scope_names[i], .config = objects[i]->config->config };
                 s->n_scopes = i + 1;
         }
         r = kube_rules_build(m->config->config, namespace ?: "", s->scopes, s->n_scopes, &s->rules);
@@ -176,7 +179,8 @@ static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **
 }
 
 static KubeRuleSet *rule_set_find(Manager *m, const char *namespace) {
-        KubeRuleSet key = { .namespace = (char *) namespace }, **p = tfind(&key, &m->kube_rule_sets, rule_set_cmp);
+        KubeRuleSet key = { .namespace = (char *) namespace },
+                    **p = tfind(&key, &m->kube_rule_sets, rule_set_cmp);
         return p ? *p : NULL;
 }
 
@@ -257,9 +261,9 @@ KubeMatch manager_kube_match(Manager *m, const KubeNamespace *ns, const KubePod 
                         .target = rule->target,
                         .profile = rule->profile,
                         .rule_set = s,
-                        .profile_config = rule->target_scope >= 0 ? s->scopes[rule->target_scope].name :
-                                          rule->profile_scope >= 0 ? s->scopes[rule->profile_scope].name :
-                                                                     NULL,
+                        .profile_config = rule->target_scope >= 0    ? s->scopes[rule->target_scope].name
+                                          : rule->profile_scope >= 0 ? s->scopes[rule->profile_scope].name
+                                                                     : NULL,
                         .namespaced_output = rule->profile_scope >= 0,
                 };
         return match;
@@ -351,7 +355,8 @@ static void pc_gone(Manager *m, ProfileConfigState *s) {
         _cleanup_free_ char *ns = strdup(s->namespace), *msg = NULL;
         JournalProfileConfigFields f = { .namespace = s->namespace, .name = s->name, .change = "removed" };
 
-        if (asprintf(&msg, "ProfileConfig %s removed: its targets and profiles no longer apply.", s->key) >= 0)
+        if (asprintf(&msg, "ProfileConfig %s removed: its targets and profiles no longer apply.", s->key) >=
+            0)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
         tdelete(s, &m->kube_pcs, pc_cmp);
         pc_free(s);
@@ -379,7 +384,8 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
         int r;
 
         if (!namespace || !name) {
-                log_warning("Skipping a ProfileConfig the API sent without metadata.namespace or metadata.name.");
+                log_warning("Skipping a ProfileConfig the API sent without metadata.namespace or "
+                            "metadata.name.");
                 return;
         }
         if (asprintf(&key, "%s/%s", namespace, name) < 0)
@@ -439,9 +445,12 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
         config_unref(s->config);
         s->config = ref;
 
-        JournalProfileConfigFields f = { .namespace = namespace, .name = name, .change = added ? "added" : "changed" };
-        if (asprintf(&msg, "ProfileConfig %s %s: %zu profiles, %zu targets for the pods of namespace %s.", key,
-                     added ? "added" : "changed", ref->config->n_profiles, ref->config->n_targets, namespace) >= 0)
+        JournalProfileConfigFields f = { .namespace = namespace,
+                                         .name = name,
+                                         .change = added ? "added" : "changed" };
+        if (asprintf(&msg, "ProfileConfig %s %s: %zu profiles, %zu targets for the pods of namespace %s.",
+                     key, added ? "added" : "changed", ref->config->n_profiles, ref->config->n_targets,
+                     namespace) >= 0)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
 
         /* The first list is merged once, when complete (on_pc_synced()). */
@@ -482,10 +491,11 @@ static bool on_pc_list_failed(long status, const char *message, void *userdata) 
                         log_notice("The ProfileConfig resource (cgprof.io/v1) is not installed: only the "
                                    "cluster config applies. Will look again.");
                 else
-                        log_warning("Not allowed to list ProfileConfig objects (HTTP 403: %s): only the "
-                                    "cluster config applies. Grant get/list/watch on profileconfigs.cgprof.io "
-                                    "(see manifests/base/rbac.yaml). Will try again.",
-                                    strna(message));
+                        log_warning(
+                                "Not allowed to list ProfileConfig objects (HTTP 403: %s): only the "
+                                "cluster config applies. Grant get/list/watch on profileconfigs.cgprof.io "
+                                "(see manifests/base/rbac.yaml). Will try again.",
+                                strna(message));
         }
         bool first = m->kube_pcs_unavailable == 0 && !m->kube_pcs_synced;
         m->kube_pcs_unavailable = status;
@@ -551,7 +561,8 @@ int manager_kube_pc_status(Manager *m, cJSON *kube) {
                 if (s->error)
                         cJSON_AddStringToObject(p, "error", s->error);
                 cJSON_AddNumberToObject(p, "targets", s->config ? (double) s->config->config->n_targets : 0);
-                cJSON_AddNumberToObject(p, "profiles", s->config ? (double) s->config->config->n_profiles : 0);
+                cJSON_AddNumberToObject(p, "profiles",
+                                        s->config ? (double) s->config->config->n_profiles : 0);
                 KubeRuleSet *rs = rule_set_find(m, s->namespace);
                 cJSON *errs = cJSON_AddArrayToObject(p, "conflicts");
                 if (!errs)

@@ -258,8 +258,8 @@ void manager_session_failed(Manager *m, const char *path, int r) {
         if (!c || (r != -EMFILE && r != -ENFILE) || m->stopping)
                 return;
         if (!c->fd_starved)
-                log_notice("Profiling cgroup %s waits for file descriptors (%s): trying again every %u s.", path,
-                           strerror(-r), (unsigned) (FD_RETRY_USEC / USEC_PER_SEC));
+                log_notice("Profiling cgroup %s waits for file descriptors (%s): trying again every %u s.",
+                           path, strerror(-r), (unsigned) (FD_RETRY_USEC / USEC_PER_SEC));
         fd_starved_set(m, c, true);
         /* One timer for all, armed while some cgroup waits. */
         if (!m->fd_retry_timer) {
@@ -461,7 +461,8 @@ static void timing_json(cJSON *parent, const char *name, const Timing *t) {
         cJSON_AddNumberToObject(o, "count", (double) t->count);
         cJSON_AddNumberToObject(o, "totalMsec", (double) t->usec_total / 1000.0);
         cJSON_AddNumberToObject(o, "maxMsec", (double) t->usec_max / 1000.0);
-        cJSON_AddNumberToObject(o, "meanMsec", t->count > 0 ? (double) t->usec_total / (double) t->count / 1000.0 : 0.0);
+        cJSON_AddNumberToObject(o, "meanMsec",
+                                t->count > 0 ? (double) t->usec_total / (double) t->count / 1000.0 : 0.0);
 }
 
 /* Handlers return 0: sd-event disables a source whose handler fails, for

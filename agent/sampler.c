@@ -245,7 +245,8 @@ int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char *
                 size_t len = strcspn(p, ",");
                 size_t i;
                 for (i = 0; i < ELEMENTSOF(bench_variants); i++)
-                        if (strlen(bench_variants[i].name) == len && strncmp(p, bench_variants[i].name, len) == 0)
+                        if (strlen(bench_variants[i].name) == len &&
+                            strncmp(p, bench_variants[i].name, len) == 0)
                                 break;
                 if (i == ELEMENTSOF(bench_variants)) {
                         if (ret_bad)
@@ -730,7 +731,8 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
                 return r;
         /* Also when there are no counts: a stack whose count the full counts map refused. */
         r = map_take_all(bpf_map__fd(stacks), sizeof(uint64_t), sizeof(struct cgprof_stack),
-                         bpf_map__max_entries(stacks), (void **) &stack_ids, (void **) &stack_values, &n_stacks);
+                         bpf_map__max_entries(stacks), (void **) &stack_ids, (void **) &stack_values,
+                         &n_stacks);
         if (r < 0)
                 return r;
         r = drained_stacks_sort(&d, stack_ids, stack_values, n_stacks);

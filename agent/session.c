@@ -612,8 +612,9 @@ struct UserFrameCache {
 static UserFrameCacheEntry *user_frame_cache_slot(Session *s, const SessionProcess *sp, uint64_t addr,
                                                   FrameWalk walk, bool leaf) {
         Manager *m = s->manager;
-        uint64_t h = addr * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t) (uintptr_t) sp * UINT64_C(0xff51afd7ed558ccd) ^
-                     (uint64_t) (uintptr_t) s ^ ((uint64_t) walk << 1 | leaf);
+        uint64_t h = addr * UINT64_C(0x9e3779b97f4a7c15) ^
+                     (uint64_t) (uintptr_t) sp * UINT64_C(0xff51afd7ed558ccd) ^ (uint64_t) (uintptr_t) s ^
+                     ((uint64_t) walk << 1 | leaf);
 
         if (!m->user_frame_cache) {
                 m->user_frame_cache = calloc(1, sizeof(struct UserFrameCache));
@@ -625,8 +626,8 @@ static UserFrameCacheEntry *user_frame_cache_slot(Session *s, const SessionProce
 
 static bool user_frame_cache_hit(const UserFrameCacheEntry *e, const Session *s, const SessionProcess *sp,
                                  uint64_t addr, FrameWalk walk, bool leaf) {
-        return e && e->drain_seq == s->manager->drain_seq && e->session == s && e->sp == sp && e->addr == addr &&
-               e->walk == (uint8_t) walk && e->leaf == (uint8_t) leaf;
+        return e && e->drain_seq == s->manager->drain_seq && e->session == s && e->sp == sp &&
+               e->addr == addr && e->walk == (uint8_t) walk && e->leaf == (uint8_t) leaf;
 }
 
 /* The per-sample accounting of one user frame (the mapping's walk and CFA

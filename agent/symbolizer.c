@@ -924,9 +924,10 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
         }
 
         if (left_out > 0)
-                log_debug("PID %d: %zu executable mappings left out (beyond %d, or beyond %d of one file in a "
-                          "row).",
-                          (int) pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_SAME_FILE_RUN_MAX);
+                log_debug(
+                        "PID %d: %zu executable mappings left out (beyond %d, or beyond %d of one file in a "
+                        "row).",
+                        (int) pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_SAME_FILE_RUN_MAX);
         if (n > 1)
                 qsort(mappings, n, sizeof(Mapping), mapping_compare);
         *ret = mappings;

@@ -753,11 +753,12 @@ static int process_load(UnwindProcess *p) {
                  * first sample will tell us again. */
                 r = -EAGAIN;
         if (r >= 0 && left_out > 0 && !p->capped)
-                log_warning("PID %d has more executable mappings than the walker loads (%zu left out: beyond %d "
-                            "mappings, %d map entries, or %d of one file in a row): frames in those end its "
-                            "stacks.",
-                            (int) p->pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_KEYS_MAX,
-                            PROCESS_SAME_FILE_RUN_MAX);
+                log_warning(
+                        "PID %d has more executable mappings than the walker loads (%zu left out: beyond %d "
+                        "mappings, %d map entries, or %d of one file in a row): frames in those end its "
+                        "stacks.",
+                        (int) p->pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_KEYS_MAX,
+                        PROCESS_SAME_FILE_RUN_MAX);
         if (r >= 0) {
                 if (left_out > 0 && !p->capped)
                         u->stats.processes_capped++;

@@ -35,10 +35,11 @@ int main(int argc, char *argv[]) {
         KubeScope *scopes;
         int r;
 
-        r = config_parse("{\"profiles\":[{\"name\":\"default\"}],\"targets\":[{\"name\":\"web\","
-                         "\"podNamePatterns\":[\"^web-\"]},{\"name\":\"db\",\"podSelector\":{\"matchLabels\":"
-                         "{\"app\":\"db\"}}}]}",
-                         &cluster, &error);
+        r = config_parse(
+                "{\"profiles\":[{\"name\":\"default\"}],\"targets\":[{\"name\":\"web\","
+                "\"podNamePatterns\":[\"^web-\"]},{\"name\":\"db\",\"podSelector\":{\"matchLabels\":"
+                "{\"app\":\"db\"}}}]}",
+                &cluster, &error);
         if (r < 0) {
                 fprintf(stderr, "cluster config: %s\n", error);
                 return 1;
@@ -49,11 +50,12 @@ int main(int argc, char *argv[]) {
                 char targets[6144] = "";
                 size_t l = 0;
                 for (unsigned t = 0; t < n_targets; t++)
-                        l += (size_t) snprintf(targets + l, sizeof(targets) - l,
-                                               "%s{\"name\":\"t%u-%u\",\"podSelector\":{\"matchExpressions\":"
-                                               "[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"a%u\"]}]},"
-                                               "\"podNamePatterns\":[\"^job-%u-\"]}",
-                                               t ? "," : "", i, t, t, i);
+                        l += (size_t) snprintf(
+                                targets + l, sizeof(targets) - l,
+                                "%s{\"name\":\"t%u-%u\",\"podSelector\":{\"matchExpressions\":"
+                                "[{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"a%u\"]}]},"
+                                "\"podNamePatterns\":[\"^job-%u-\"]}",
+                                t ? "," : "", i, t, t, i);
                 cJSON *j = json("{\"profiles\":[{\"name\":\"p%u\",\"frequency\":199}],\"targets\":[%s]}", i,
                                 targets);
                 free(error);
@@ -95,8 +97,8 @@ int main(int argc, char *argv[]) {
                         return 1;
         uint64_t match_ns = (now_nsec() - t0) / rounds;
 
-        printf("ProfileConfigs in one namespace: %u objects x %u targets (%zu rules)\n", n_objects, n_targets,
-               rules.n_rules);
+        printf("ProfileConfigs in one namespace: %u objects x %u targets (%zu rules)\n", n_objects,
+               n_targets, rules.n_rules);
         printf("  rebuild the namespace's rules: %.1f us\n", build_ns / 1000.0);
         printf("  match one container (no rule matches): %.1f us\n", match_ns / 1000.0);
 

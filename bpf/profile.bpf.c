@@ -942,14 +942,16 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         if (!BENCH(CGPROF_BENCH_NO_USER) && mm) { /* kernel threads have no user stack */
                 user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
                 if (s->user.n > 0) {
-                        key.user_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_store(stacks, &s->user, st);
+                        key.user_stack =
+                                BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_store(stacks, &s->user, st);
                         if (key.user_stack == 0)
                                 key.lost |= CGPROF_SAMPLE_USER_LOST;
                 }
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
             python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time)) {
-                key.python_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_store(stacks, &s->python, st);
+                key.python_stack =
+                        BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_store(stacks, &s->python, st);
                 if (key.python_stack == 0)
                         key.lost |= CGPROF_SAMPLE_PYTHON_LOST;
         }
@@ -962,8 +964,9 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
                 s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
                 if (s->kernel.n > 0) {
-                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n :
-                                                                          stack_store(stacks, &s->kernel, st);
+                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE)
+                                                   ? s->kernel.n
+                                                   : stack_store(stacks, &s->kernel, st);
                         if (key.kernel_stack == 0)
                                 key.lost |= CGPROF_SAMPLE_KERNEL_LOST;
                 }

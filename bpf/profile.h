@@ -42,7 +42,8 @@
 #define CGPROF_BENCH_NO_NOTE (1u << 6) /* no process note (LRU lookup, ring buffer) */
 #define CGPROF_BENCH_KERNEL_FP_WALK (1u << 7) /* frame-pointer user stacks by bpf_get_stack() (before) */
 #define CGPROF_BENCH_REGS_READ (1u << 8) /* user registers always read from the task (before) */
-#define CGPROF_BENCH_KERNEL_ALWAYS (1u << 9) /* bpf_get_stack() for the kernel stack in user mode too (before) */
+#define CGPROF_BENCH_KERNEL_ALWAYS \
+        (1u << 9) /* bpf_get_stack() for the kernel stack in user mode too (before) */
 #define CGPROF_BENCH_SPLIT_READS (1u << 10) /* two 8-byte reads per frame (before) */
 #define CGPROF_BENCH_PROBE_READS (1u << 11) /* task fields by bpf_probe_read_kernel() (before) */
 #define CGPROF_BENCH_NO_STACK_COPY (1u << 12) /* every frame read from user memory (before) */
@@ -71,7 +72,8 @@ struct cgprof_sample_key {
 };
 
 /* How a stack was walked and why it ended. */
-#define CGPROF_STACK_KERNEL_WALK (1u << 0) /* by frame pointers only, no tables (kernel stacks: the kernel's walker) */
+#define CGPROF_STACK_KERNEL_WALK \
+        (1u << 0) /* by frame pointers only, no tables (kernel stacks: the kernel's walker) */
 #define CGPROF_STACK_PENDING (1u << 1) /* the process's unwind tables were not loaded yet */
 #define CGPROF_STACK_COMPLETE (1u << 2) /* reached the outermost frame */
 #define CGPROF_STACK_TRUNCATED (1u << 3) /* CGPROF_MAX_STACK_DEPTH frames, more to walk */

@@ -91,8 +91,8 @@ static KubeMatch enable_default_matches(const KubeNamespace *ns, const KubePod *
                 return KUBE_MATCH_YES;
         if (!ns)
                 return KUBE_MATCH_UNDECIDED;
-        return streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled") ? KUBE_MATCH_YES :
-                                                                                         KUBE_MATCH_NO;
+        return streq_ptr(kube_labels_get(ns->labels, KUBE_PROFILE_LABEL), "enabled") ? KUBE_MATCH_YES
+                                                                                     : KUBE_MATCH_NO;
 }
 
 KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
@@ -119,8 +119,8 @@ KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubeP
 
 /* ---- merged rules ---- */
 
-static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope, const char *name,
-                                    int *ret_scope) {
+static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope,
+                                    const char *name, int *ret_scope) {
         const Profile *p;
 
         if (scope != KUBE_SCOPE_CLUSTER) {
@@ -193,8 +193,8 @@ typedef struct Merge {
         void *enabled, *disabled;
 } Merge;
 
-static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes, size_t n_scopes,
-                       Merge *mg, KubeRules *ret) {
+static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes,
+                       size_t n_scopes, Merge *mg, KubeRules *ret) {
         _cleanup_(kube_rules_done) KubeRules r = {};
         size_t max = cluster->n_targets;
         int k;
@@ -235,8 +235,8 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                 int d = find_enabled(mg->disabled, t->name);
                 if (d >= 0)
                         x->disabled_by = d;
-                else if (!t->disabled &&
-                         add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name, KUBE_SCOPE_CLUSTER) < 0)
+                else if (!t->disabled && add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name,
+                                                     KUBE_SCOPE_CLUSTER) < 0)
                         return -ENOMEM;
         }
 
@@ -261,11 +261,12 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                         _cleanup_free_ char *with = NULL;
                         if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[def_scope].name) < 0)
                                 return -ENOMEM;
-                        k = add_error(&r, (int) s, NULL, with,
-                                      "ProfileConfig %s/%s: defaultProfileRef \"%s\" is ignored: ProfileConfig "
-                                      "%s/%s sets \"%s\" for namespace %s.",
-                                      namespace, scopes[s].name, ref, namespace, scopes[def_scope].name,
-                                      scopes[def_scope].config->default_profile_ref, namespace);
+                        k = add_error(
+                                &r, (int) s, NULL, with,
+                                "ProfileConfig %s/%s: defaultProfileRef \"%s\" is ignored: ProfileConfig "
+                                "%s/%s sets \"%s\" for namespace %s.",
+                                namespace, scopes[s].name, ref, namespace, scopes[def_scope].name,
+                                scopes[def_scope].config->default_profile_ref, namespace);
                         if (k < 0)
                                 return k;
                 }
@@ -290,24 +291,27 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                                 continue;
                         other = find_enabled(mg->enabled, t->name);
                         if (other == KUBE_SCOPE_CLUSTER) {
-                                k = add_error(&r, (int) s, t->name, "the cluster config",
-                                              "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
-                                              "config's target \"%s\" applies in namespace %s too (disable it "
-                                              "in a ProfileConfig to replace it).",
-                                              namespace, scopes[s].name, t->name, t->name, namespace);
+                                k = add_error(
+                                        &r, (int) s, t->name, "the cluster config",
+                                        "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
+                                        "config's target \"%s\" applies in namespace %s too (disable it "
+                                        "in a ProfileConfig to replace it).",
+                                        namespace, scopes[s].name, t->name, t->name, namespace);
                                 if (k < 0)
                                         return k;
                                 continue;
                         }
                         if (other >= 0) {
                                 _cleanup_free_ char *with = NULL;
-                                if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[other].name) < 0)
+                                if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[other].name) <
+                                    0)
                                         return -ENOMEM;
-                                k = add_error(&r, (int) s, t->name, with,
-                                              "ProfileConfig %s/%s: target \"%s\" is left out: ProfileConfig "
-                                              "%s/%s has an enabled target of that name in namespace %s.",
-                                              namespace, scopes[s].name, t->name, namespace,
-                                              scopes[other].name, namespace);
+                                k = add_error(
+                                        &r, (int) s, t->name, with,
+                                        "ProfileConfig %s/%s: target \"%s\" is left out: ProfileConfig "
+                                        "%s/%s has an enabled target of that name in namespace %s.",
+                                        namespace, scopes[s].name, t->name, namespace, scopes[other].name,
+                                        namespace);
                                 if (k < 0)
                                         return k;
                                 continue;
@@ -375,8 +379,8 @@ static bool rule_active(const KubeRule *x) {
         return x->profile && x->disabled_by == KUBE_SCOPE_CLUSTER;
 }
 
-KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                          const char *cgroup, const KubeRule **ret_rule) {
+KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod,
+                          const char *container, const char *cgroup, const KubeRule **ret_rule) {
         for (size_t i = 0; i < r->n_rules; i++) {
                 const KubeRule *x = &r->rules[i];
                 if (!rule_active(x))

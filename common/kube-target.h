@@ -90,8 +90,8 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
 void kube_rules_done(KubeRules *r);
 
 /* As kube_target_find(), over merged rules. *ret_rule points into r. */
-KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                          const char *cgroup, const KubeRule **ret_rule);
+KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod,
+                          const char *container, const char *cgroup, const KubeRule **ret_rule);
 /* Why a rule does not select the container (or NULL when it does, or it
  * cannot say yet). */
 const char *kube_rule_reason(const KubeRule *rule, const KubeScope *scopes, const KubeNamespace *ns,

@@ -40,7 +40,8 @@ typedef struct ReportPythonInfo {
          * registered with the walk (pending); and walks cut at the depth
          * limit. */
         uint64_t no_thread, no_frame, not_initialized, read_error, lost, pending, truncated;
-        uint64_t frames, unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
+        uint64_t frames,
+                unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
 } ReportPythonInfo;
 
 /* Session metadata for summary.json. */

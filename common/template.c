@@ -426,15 +426,13 @@ bool template_is_per_process(const char *tmpl) {
         }
 }
 
+/* NAME's value in env (NULL: the process's environment). The name is
+ * compared in place: no copy of a name as long as the template. */
 static const char *env_lookup(const char *const *env, const char *name, size_t n) {
-        if (!env) {
-                char buf[n + 1];
-
-                memcpy(buf, name, n);
-                buf[n] = 0;
-                return getenv(buf);
-        }
-
+        if (!env)
+                env = (const char *const *) environ;
+        if (!env)
+                return NULL;
         for (const char *const *e = env; *e; e++)
                 if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
                         return *e + n + 1;

@@ -142,35 +142,42 @@ TEST(profile_config_spec) {
 
         spec_fails(cluster, "{\"reportDir\":\"/tmp\"}",
                    "spec.reportDir: not allowed in a ProfileConfig: only the cluster config sets reportDir");
-        spec_fails(cluster, "{\"machineConfig\":[{\"name\":\"kernel.perf_event_paranoid\",\"value\":\"1\"}]}",
+        spec_fails(cluster,
+                   "{\"machineConfig\":[{\"name\":\"kernel.perf_event_paranoid\",\"value\":\"1\"}]}",
                    "spec.machineConfig: not allowed in a ProfileConfig: only the cluster config sets "
                    "machineConfig");
         spec_fails(cluster, "{\"enableDefault\":true}",
-                   "spec.enableDefault: not allowed in a ProfileConfig: only the cluster config sets enableDefault");
+                   "spec.enableDefault: not allowed in a ProfileConfig: only the cluster config sets "
+                   "enableDefault");
         spec_fails(cluster, "{\"debuginfodUrls\":[\"http://127.0.0.1:1/\"]}",
                    "spec.debuginfodUrls: not allowed in a ProfileConfig: only the cluster config sets "
                    "debuginfodUrls");
         spec_fails(cluster, "{\"targets\":[{\"name\":\"t\",\"cgroupPatterns\":[\"*\"]}]}",
-                   "spec.targets[0].cgroupPatterns: not allowed in a ProfileConfig: host cgroups are the cluster "
+                   "spec.targets[0].cgroupPatterns: not allowed in a ProfileConfig: host cgroups are the "
+                   "cluster "
                    "config's");
         spec_fails(cluster,
                    "{\"targets\":[{\"name\":\"t\",\"namespaceSelector\":{\"matchLabels\":{\"a\":\"b\"}}}]}",
-                   "spec.targets[0].namespaceSelector: not allowed in a ProfileConfig: its targets select pods of "
+                   "spec.targets[0].namespaceSelector: not allowed in a ProfileConfig: its targets select "
+                   "pods of "
                    "its own namespace only");
         spec_fails(cluster, "{\"profiles\":[{\"name\":\"p\",\"output\":\"%{HOME}/x\"}]}",
-                   "spec.profiles[0].output: %{...} (the agent's environment) is not allowed in a ProfileConfig");
+                   "spec.profiles[0].output: %{...} (the agent's environment) is not allowed in a "
+                   "ProfileConfig");
         spec_fails(cluster, "{\"profiles\":[{\"name\":\"p\",\"frequency\":0}]}",
                    "spec.profiles[0].frequency: must be 1..100000");
-        spec_fails(cluster, "{\"targets\":[{\"name\":\"t\",\"profileRef\":\"nope\",\"podNamePatterns\":[\".\"]}]}",
+        spec_fails(cluster,
+                   "{\"targets\":[{\"name\":\"t\",\"profileRef\":\"nope\",\"podNamePatterns\":[\".\"]}]}",
                    "spec.targets[0].profileRef: no profile named \"nope\"");
         spec_fails(cluster, "{\"defaultProfileRef\":\"nope\"}",
-                   "spec.defaultProfileRef: no profile named \"nope\" (in this ProfileConfig or the cluster config)");
+                   "spec.defaultProfileRef: no profile named \"nope\" (in this ProfileConfig or the cluster "
+                   "config)");
         spec_fails(cluster, "{\"typo\":1}", "spec.typo: unknown key");
         spec_fails(cluster, "[]", "spec: must be an object");
 
         /* Cluster profiles may be named. */
-        _cleanup_(config_freep) Config *ok = spec(
-                cluster, "{\"defaultProfileRef\":\"fast\",\"targets\":[{\"name\":\"t\",\"podNamePatterns\":[\".\"]}]}");
+        _cleanup_(config_freep) Config *ok = spec(cluster, "{\"defaultProfileRef\":\"fast\",\"targets\":[{"
+                                                           "\"name\":\"t\",\"podNamePatterns\":[\".\"]}]}");
         ASSERT_EQ(ok->n_targets, 1u);
         ASSERT_EQ(ok->n_profiles, 0u);
         ASSERT_NULL(ok->report_dir);
@@ -179,25 +186,28 @@ TEST(profile_config_spec) {
 
 TEST(profile_config_merge) {
         _cleanup_(config_freep) Config *cluster =
-                config("{\"enableDefault\":true,\"profiles\":[{\"name\":\"default\"},{\"name\":\"slow\",\"frequency\":9}],"
+                config("{\"enableDefault\":true,\"profiles\":[{\"name\":\"default\"},{\"name\":\"slow\","
+                       "\"frequency\":9}],"
                        "\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".*\"]},"
                        "{\"name\":\"host\",\"cgroupPatterns\":[\"x\"]}]}");
         /* a: disables the cluster's "all", adds "mine" with its own profile. */
         _cleanup_(config_freep) Config *a = spec(
                 cluster, "{\"profiles\":[{\"name\":\"hot\",\"frequency\":499,\"output\":\"{POD}\"}],"
                          "\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".\"],\"disabled\":true},"
-                         "{\"name\":\"mine\",\"profileRef\":\"hot\",\"podSelector\":{\"matchLabels\":{\"app\":\"x\"}}}]}");
+                         "{\"name\":\"mine\",\"profileRef\":\"hot\",\"podSelector\":{\"matchLabels\":{"
+                         "\"app\":\"x\"}}}]}");
         /* b: a second "mine" (left out), a cluster profile by name, a default profile. */
-        _cleanup_(config_freep) Config *b = spec(
-                cluster, "{\"defaultProfileRef\":\"slow\",\"targets\":[{\"name\":\"mine\",\"podNamePatterns\":[\".\"]},"
-                         "{\"name\":\"other\",\"podNamePatterns\":[\"^y\"]}]}");
+        _cleanup_(config_freep) Config *b =
+                spec(cluster, "{\"defaultProfileRef\":\"slow\",\"targets\":[{\"name\":\"mine\","
+                              "\"podNamePatterns\":[\".\"]},"
+                              "{\"name\":\"other\",\"podNamePatterns\":[\"^y\"]}]}");
         /* c: names the cluster's target without disabling it. */
-        _cleanup_(config_freep) Config *c = spec(
-                cluster, "{\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".\"]}]}");
+        _cleanup_(config_freep) Config *c =
+                spec(cluster, "{\"targets\":[{\"name\":\"all\",\"podNamePatterns\":[\".\"]}]}");
         KubeScope scopes[] = { { "a", a }, { "b", b } };
         _cleanup_(kube_rules_done) KubeRules r = {};
-        _cleanup_(kube_pod_freep) KubePod *x = pod("x-1", "{\"app\":\"x\"}", "Job"), *y = pod("y-1", "{}", "Job"),
-                                         *z = pod("z-1", "{}", "Job");
+        _cleanup_(kube_pod_freep) KubePod *x = pod("x-1", "{\"app\":\"x\"}", "Job"),
+                                          *y = pod("y-1", "{}", "Job"), *z = pod("z-1", "{}", "Job");
         _cleanup_(kube_namespace_freep) KubeNamespace *n = ns("{}");
         const KubeRule *rule = NULL;
 
@@ -206,9 +216,10 @@ TEST(profile_config_merge) {
         ASSERT_EQ(r.n_rules, 3u);
         ASSERT_EQ(r.rules[0].disabled_by, 0);
         ASSERT_EQ(r.n_errors, 1u);
-        ASSERT_STREQ(r.errors[0].message,
-                     "ProfileConfig ml/b: target \"mine\" is left out: ProfileConfig ml/a has an enabled target "
-                     "of that name in namespace ml.");
+        ASSERT_STREQ(
+                r.errors[0].message,
+                "ProfileConfig ml/b: target \"mine\" is left out: ProfileConfig ml/a has an enabled target "
+                "of that name in namespace ml.");
         ASSERT_STREQ(r.errors[0].target, "mine");
         ASSERT_STREQ(r.errors[0].conflict_with, "ProfileConfig ml/a");
         ASSERT_EQ(r.errors[0].scope, 1);
@@ -237,7 +248,8 @@ TEST(profile_config_merge) {
         ASSERT_STREQ(rule->profile->name, "default");
 
         /* enableDefault in ml uses the namespace's defaultProfileRef (b's). */
-        _cleanup_(kube_pod_freep) KubePod *labelled = pod("q-1", "{\"cgprof.io/profile\":\"enabled\"}", "Job");
+        _cleanup_(kube_pod_freep) KubePod *labelled =
+                pod("q-1", "{\"cgprof.io/profile\":\"enabled\"}", "Job");
         ASSERT_EQ(kube_rules_find(&r, n, labelled, "c", NULL, &rule), KUBE_MATCH_YES);
         ASSERT_TRUE(rule->target == &kube_default_target);
         ASSERT_STREQ(rule->profile->name, "slow");
