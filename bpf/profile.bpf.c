@@ -208,6 +208,12 @@ struct {
         __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+/* The walks' loop context: the per-CPU scratch, found once per sample
+ * rather than once per frame. */
+struct walk_ctx {
+        struct scratch *s;
+};
+
 /* A frame index the verifier sees bounded: masked in a register the
  * compiler cannot swap for an unmasked copy. */
 static __always_inline __u64 frame_index(__u64 i) {
@@ -573,8 +579,7 @@ static __always_inline void request_mappings(struct walk_state *w) {
 }
 
 static long walk_frame(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         struct cgprof_stack *st;
         struct walk_state *w;
         __u64 addr;
@@ -623,8 +628,7 @@ static long walk_frame(__u32 i, void *data) {
 
 /* One frame of a walk by frame pointers only. */
 static long fp_walk_frame(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         struct cgprof_stack *st;
         __u32 n;
 
@@ -643,6 +647,21 @@ static long fp_walk_frame(__u32 i, void *data) {
         st->pcs[frame_index(n)] = s->w.ip;
         st->n = n + 1;
         return fp_step(&s->w, st) ? 1 : 0;
+}
+
+/* The two walks' loops, each in a function of its own: in one function
+ * the compiler merges the two bpf_loop() calls into one call instruction
+ * whose callback then differs by path, and the verifier inlines a
+ * bpf_loop() only where its callback is always the same (otherwise every
+ * frame is an indirect call through the helper). */
+static __attribute__((noinline)) int walk_by_frame_pointers(struct walk_ctx *wc) {
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, fp_walk_frame, wc, 0);
+        return 0;
+}
+
+static __attribute__((noinline)) int walk_by_tables(struct walk_ctx *wc) {
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, walk_frame, wc, 0);
+        return 0;
 }
 
 /* Did the sample interrupt user mode? Then ctx's registers are the user's,
@@ -685,6 +704,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                                        __u32 session_flags) {
         struct cgprof_stack *st = &s->user;
         struct cgprof_unwind_proc *proc = NULL;
+        struct walk_ctx wc = { .s = s };
         long r;
 
         st->n = 0;
@@ -716,7 +736,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                 st->flags = CGPROF_STACK_KERNEL_WALK;
                 if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
                         st->flags |= CGPROF_STACK_PENDING;
-                bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, fp_walk_frame, NULL, 0);
+                walk_by_frame_pointers(&wc);
                 return;
         }
         s->w.pid = pid;
@@ -724,7 +744,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         s->w.session = session;
         s->w.session_flags = session_flags;
         s->w.map.start = s->w.map.end = 0;
-        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, walk_frame, NULL, 0);
+        walk_by_tables(&wc);
 }
 
 /* ---- The Python frame walk (bpf/python.h) ---- */
