@@ -44,6 +44,13 @@ static void fields_add_u64(Fields *f, const char *name, uint64_t v) {
 }
 
 /* Sends the entry to journald, or prints MESSAGE and the CGPROF_ fields to stderr. */
+/* The MESSAGE= text of an entry (NULL: out of memory; the entry goes
+ * without it). */
+static char *format_message(const char *format, va_list ap) {
+        char *m;
+        return vasprintf(&m, format, ap) < 0 ? NULL : m;
+}
+
 static void fields_send(Fields *f, int priority, const char *message) {
         char prio[2] = { (char) ('0' + priority), 0 };
 
@@ -84,8 +91,7 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&message, format, ap) < 0)
-                message = NULL;
+        message = format_message(format, ap);
         va_end(ap);
 
         fields_add(&f, "MESSAGE_ID", ids[ev]);
@@ -182,8 +188,7 @@ void journal_report_interrupted(const JournalReportFields *rf, const char *forma
         va_list ap;
 
         va_start(ap, format);
-        if (vasprintf(&message, format, ap) < 0)
-                message = NULL;
+        message = format_message(format, ap);
         va_end(ap);
 
         fields_add(&f, "MESSAGE_ID", CGPROF_MESSAGE_REPORT_INTERRUPTED);
