@@ -27,12 +27,6 @@
 #define REGISTRY_ENTRY_MAX (1024U * 1024U)
 #define SUMMARY_MAX (64U * 1024U * 1024U)
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static void cjson_deletep(cJSON **j) {
         cJSON_Delete(*j);
 }

@@ -84,13 +84,6 @@ struct DebuginfodFetcher {
         bool thread_started;
 };
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static int known_cmp(const void *a, const void *b) {
         return strcmp(((const Known *) a)->build_id, ((const Known *) b)->build_id);
 }
@@ -152,7 +145,7 @@ static void expired_action(const void *nodep, VISIT which, void *userdata) {
 
 /* Keeps the negative cache bounded: drops what expired. */
 static void known_gc(DebuginfodFetcher *f) {
-        Expired e = { .now = now_usec() };
+        Expired e = { .now = now_usec(CLOCK_MONOTONIC) };
 
         if (f->n_known < KNOWN_MAX)
                 return;
@@ -176,7 +169,7 @@ static void known_gc(DebuginfodFetcher *f) {
 static int on_progress(debuginfod_client *c, long a, long b) {
         DebuginfodFetcher *f = debuginfod_get_user_data(c);
 
-        if (atomic_load(&f->cancel) || now_usec() > f->deadline) {
+        if (atomic_load(&f->cancel) || now_usec(CLOCK_MONOTONIC) > f->deadline) {
                 f->cancelled = true;
                 return 1;
         }
@@ -191,7 +184,7 @@ static void fetch_one(DebuginfodFetcher *f, Job *job) {
         char path[160];
         struct stat st;
         bool had;
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         _cleanup_free_ char *found = NULL;
         int fd;
 
@@ -203,7 +196,7 @@ static void fetch_one(DebuginfodFetcher *f, Job *job) {
         f->deadline = start + f->timeout_usec;
         f->cancelled = f->too_big = false;
         fd = debuginfod_find_debuginfo(f->client, (const unsigned char *) job->build_id, 0, &found);
-        job->usec = now_usec() - start;
+        job->usec = now_usec(CLOCK_MONOTONIC) - start;
         if (fd >= 0) {
                 /* Used now: the size bound's LRU order. */
                 (void) futimens(fd, (const struct timespec[2]){ { .tv_nsec = UTIME_NOW },
@@ -271,7 +264,7 @@ static void *worker(void *userdata) {
 
 static void job_account(DebuginfodFetcher *f, Job *job) {
         Known *k = known_find(f, job->build_id);
-        uint64_t now = now_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (job->result == 0) {
                 if (job->downloaded) {
@@ -336,7 +329,7 @@ int debuginfod_fetcher_request(DebuginfodFetcher *f, const char *build_id) {
                 f->stats.joined++;
                 return 0;
         }
-        if (k && now_usec() < k->until) {
+        if (k && now_usec(CLOCK_MONOTONIC) < k->until) {
                 f->stats.skipped++;
                 return k->state == KNOWN_MISSING ? -ENOENT : -EAGAIN;
         }

@@ -45,12 +45,6 @@ int config_ref_new(Config *config, ConfigRef **ret) {
         return 0;
 }
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 /* ---- cgroup table ---- */
 
 static int cgroup_state_cmp(const void *a, const void *b) {

@@ -83,9 +83,7 @@ typedef struct Timing {
 } Timing;
 
 static inline uint64_t timing_now(void) {
-        struct timespec ts;
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+        return now_usec(CLOCK_MONOTONIC);
 }
 
 /* Adds one run that started at 'start' (timing_now()); returns its length. */

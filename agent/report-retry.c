@@ -28,12 +28,6 @@ struct PendingReport {
         int error; /* of the last attempt */
 };
 
-static uint64_t now_monotonic(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 int report_retry_init(ReportRetry *q) {
         const char *e = getenv("CGPROF_REPORT_RETRY_DELAYS");
 
@@ -204,7 +198,7 @@ static bool pending_attempt(Manager *m, size_t i) {
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         ReportRetry *q = &m->report_retry;
-        uint64_t now = now_monotonic();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         for (size_t i = 0; i < q->n_pending;) {
                 PendingReport *p = q->pending[i];
@@ -293,7 +287,7 @@ int manager_report_retry_add(Manager *m, const char *dir, unsigned formats, Prof
         q->pending = l;
         p->attempts = 1;
         p->error = error;
-        p->due_usec = now_monotonic() + q->delays_usec[0];
+        p->due_usec = now_usec(CLOCK_MONOTONIC) + q->delays_usec[0];
         q->bytes += p->bytes;
         q->pending[q->n_pending++] = TAKE_PTR(p);
         q->queued++;

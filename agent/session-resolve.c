@@ -25,13 +25,6 @@
 #include "log.h"
 #include "session.h"
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static int resolve_late(void *userdata, uint32_t process, const ProfileLocation *location,
                         ProfileFrameName *ret) {
         Session *s = userdata;
@@ -102,7 +95,8 @@ static int update_mapping_symbols(Session *s) {
 }
 
 void session_resolve_late(Session *s) {
-        uint64_t generation = symbolizer_generation(s->manager->symbolizer), start = now_usec();
+        uint64_t generation = symbolizer_generation(s->manager->symbolizer),
+                 start = now_usec(CLOCK_MONOTONIC);
         ProfileRelocateStats st = {};
         bool changed = generation != s->symbols_generation;
         int r;
@@ -123,7 +117,8 @@ void session_resolve_late(Session *s) {
                           " unresolved user frames resolved late (%zu locations, %zu lookups, "
                           "%zu stacks now %zu) in %.3f ms.",
                           s->id_string, st.resolved, st.candidates, st.locations_resolved, st.calls,
-                          st.stacks_before, st.stacks_after, (double) (now_usec() - start) / 1000.0);
+                          st.stacks_before, st.stacks_after,
+                          (double) (now_usec(CLOCK_MONOTONIC) - start) / 1000.0);
         }
         s->symbols_generation = generation;
 

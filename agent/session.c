@@ -109,12 +109,6 @@ static int process_unwind_load(Session *s, SessionProcess *sp) {
         return 0;
 }
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static int strdup_optional(const char *s, char **ret) {
         *ret = NULL;
         if (!s)

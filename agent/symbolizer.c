@@ -1173,14 +1173,6 @@ int symbolizer_resolve_user_inline(Symbolizer *s, ProcessMaps *m, uint64_t addr,
         return 0;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 static const char *kernel_module_name(Symbolizer *s, const char *module) {
         size_t len = strlen(module);
         char *b;
@@ -1215,7 +1207,7 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
 
         /* Loads the table on the first kernel frame, and reloads it only
          * when the modules changed; a miss below reloads nothing. */
-        r = kallsyms_cache_get(s->kallsyms, now_usec(), &k);
+        r = kallsyms_cache_get(s->kallsyms, now_usec(CLOCK_MONOTONIC), &k);
         if (r < 0)
                 return r;
 

@@ -124,12 +124,6 @@ struct Unwinder {
         UnwinderStats stats;
 };
 
-static uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
-}
-
 /* ---- rows: first fit over the free extents ---- */
 
 static int rows_alloc(Unwinder *u, uint32_t n, uint32_t *ret) {
@@ -242,7 +236,7 @@ static void unused_append(Unwinder *u, UnwindFile *f) {
                 u->unused_first = f;
         u->unused_last = f;
         f->in_unused = true;
-        f->unused_since = now_monotonic_usec();
+        f->unused_since = now_usec(CLOCK_MONOTONIC);
         u->stats.tables_unused++;
 }
 
@@ -354,12 +348,12 @@ static int file_describef(UnwindFile *f, const char *fmt, const char *arg) {
 static int file_load(Unwinder *u, UnwindFile *f, Elf *elf, const char *path) {
         _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
         struct cgprof_unwind_table desc;
-        uint64_t t0 = now_monotonic_usec();
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         uint32_t first, id;
         int r;
 
         r = unwind_table_build_elf(elf, &t);
-        u->stats.build_usec += now_monotonic_usec() - t0;
+        u->stats.build_usec += now_usec(CLOCK_MONOTONIC) - t0;
         if (r == -ENODATA) {
                 u->stats.files_without_table++;
                 return file_describef(f, "%s", "none");
@@ -656,7 +650,7 @@ static int process_load(UnwindProcess *p) {
         size_t left_out = 0, run = 0;
         int r = 0;
 
-        p->loaded_usec = now_monotonic_usec();
+        p->loaded_usec = now_usec(CLOCK_MONOTONIC);
 
         if (asprintf(&path, "/proc/%d/maps", (int) p->pid) < 0)
                 return -ENOMEM;
@@ -795,7 +789,7 @@ static int process_load(UnwindProcess *p) {
         log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding (%.1f ms after it "
                   "started).",
                   (int) p->pid, p->n_mappings, p->n_keys,
-                  (double) (now_monotonic_usec() * 1000 - p->start_time) / 1e6);
+                  (double) (now_usec(CLOCK_MONOTONIC) * 1000 - p->start_time) / 1e6);
         return 0;
 }
 
@@ -866,12 +860,12 @@ int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_
 
         if (!p || p->start_time != start_time || p->exited)
                 return -ENOENT;
-        if (min_interval_usec > 0 && now_monotonic_usec() - p->loaded_usec < min_interval_usec)
+        if (min_interval_usec > 0 && now_usec(CLOCK_MONOTONIC) - p->loaded_usec < min_interval_usec)
                 return 0;
         /* A walk met an address outside what was loaded: for a capped
          * process that is what was left out; reading them all again would
          * find the same (at most once a minute, for a dlopen()). */
-        if (p->capped && now_monotonic_usec() - p->loaded_usec < 60 * USEC_PER_SEC)
+        if (p->capped && now_usec(CLOCK_MONOTONIC) - p->loaded_usec < 60 * USEC_PER_SEC)
                 return 0;
         r = process_load(p);
         if (r < 0)
@@ -928,7 +922,7 @@ static void exited_action(const void *nodep, VISIT which, void *userdata) {
 }
 
 void unwinder_tick(Unwinder *u) {
-        uint64_t now = now_monotonic_usec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         _cleanup_free_ UnwindProcess **gone = NULL;
 
         if (u->stats.processes > 0) {

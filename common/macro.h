@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -24,6 +25,13 @@
 #define NSEC_PER_SEC ((uint64_t) 1000000000ULL)
 #define NSEC_PER_USEC ((uint64_t) 1000ULL)
 #define USEC_INFINITY ((uint64_t) UINT64_MAX)
+
+/* The clock's time in microseconds. */
+static inline uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
 
 /* Take ownership of a pointer: returns it and sets the variable to NULL. */
 #define TAKE_PTR(p)                        \

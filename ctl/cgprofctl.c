@@ -167,7 +167,7 @@ static int parse_since(const char *s, uint64_t *ret) {
         int r = parse_duration(s, &d);
         if (r < 0)
                 return r;
-        uint64_t now = now_realtime_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME);
         *ret = d < now ? now - d : 0;
         return 0;
 }

@@ -10,12 +10,6 @@
 #include "duration.h"
 #include "log.h"
 
-uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
-
 const char *format_timespan(uint64_t usec, char *buf, size_t size) {
         if (usec < 60 * USEC_PER_SEC)
                 snprintf(buf, size, "%.1fs", (double) usec / USEC_PER_SEC);

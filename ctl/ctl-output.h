@@ -15,8 +15,6 @@
 #define TIMESTAMP_MAX 32
 #define UINT64_DECIMAL_MAX 21 /* "18446744073709551615" and its NUL */
 
-uint64_t now_realtime_usec(void);
-
 static inline bool isempty_str(const char *s) {
         return !s || !*s;
 }

@@ -144,7 +144,7 @@ static int sessions_table_add(Table *t, const SessionInfo *s, uint64_t now) {
 }
 
 static int print_sessions(const Ctl *c, const SessionInfo *items, size_t n) {
-        uint64_t now = now_realtime_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME);
 
         if (c->json) {
                 cJSON *a = cJSON_CreateArray();
@@ -279,7 +279,7 @@ int verb_start(Ctl *c, char **args) {
         s = r == 0 ? session_list_find(&l, id) : NULL;
         if (c->json) {
                 if (s)
-                        return print_json(session_to_json(s, now_realtime_usec()));
+                        return print_json(session_to_json(s, now_usec(CLOCK_REALTIME)));
                 cJSON *o = cJSON_CreateObject();
                 if (o)
                         cJSON_AddStringToObject(o, "id", id);
@@ -288,7 +288,7 @@ int verb_start(Ctl *c, char **args) {
         printf("Started session %s of %s.\n", id, target);
         if (s) {
                 char buf[TIMESPAN_MAX];
-                uint64_t rem = session_remaining(s, now_realtime_usec());
+                uint64_t rem = session_remaining(s, now_usec(CLOCK_REALTIME));
                 printf("Target %s, profile %s, %s; %s", s->target, s->profile, s->state,
                        rem == UINT64_MAX ? "runs until stopped" : "ends in ");
                 if (rem != UINT64_MAX)
@@ -397,7 +397,7 @@ int verb_stop(Ctl *c, char **args) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(session_list_done) SessionList l = {};
-        uint64_t now = now_realtime_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME);
         const char *id, *dir;
         int r;
 
