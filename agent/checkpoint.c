@@ -22,6 +22,7 @@
 #include "manager.h"
 #include "checkpoint.h"
 #include "report-retry.h"
+#include "report-writer.h"
 #include "session.h"
 
 #define REGISTRY_ENTRY_MAX (1024U * 1024U)
@@ -137,19 +138,67 @@ void session_checkpoint_discard(Session *s) {
 
 /* ---- writing ---- */
 
+/* A checkpoint's writes are done: counted, and logged when how it went
+ * changed. The session may have ended meanwhile (its final report, queued
+ * behind, replaces the checkpoint anyway). */
+static void on_checkpoint_written(Manager *m, ReportBatch *b, void *userdata) {
+        _cleanup_free_ char *id = userdata;
+        uint64_t usec = now_usec(CLOCK_MONOTONIC) - b->job.submitted_usec;
+        size_t written = 0;
+        Session *s = NULL;
+        int error = 0;
+
+        for (size_t i = 0; i < m->n_sessions && !s; i++)
+                if (streq(m->sessions[i]->id_string, id))
+                        s = m->sessions[i];
+        for (size_t i = 0; i < b->n_writes; i++) {
+                ReportWrite *w = b->writes[i];
+                if (w->error >= 0) {
+                        written++;
+                        continue;
+                }
+                if (error == 0 && (!s || w->error != s->checkpoint_error))
+                        log_warning_errno(w->error, "Failed to write the checkpoint %s of session %s: %m",
+                                          strna(w->full), id);
+                if (error == 0)
+                        error = w->error;
+        }
+        m->checkpoints.usec_last = usec;
+        m->checkpoints.usec_max = MAX(m->checkpoints.usec_max, usec);
+        if (error < 0)
+                m->checkpoints.failed++;
+        else
+                m->checkpoints.written++;
+        log_debug("Session %s: checkpoint of %zu reports, %zu written in %.1f ms.", id, b->n_writes, written,
+                  (double) usec / 1000.0);
+        if (!s)
+                return;
+        s->checkpoint_writing = false;
+        if (error >= 0 && s->checkpoint_error < 0)
+                log_info("Session %s: checkpoints are written again.", s->id_string);
+        s->checkpoint_error = error;
+}
+
 int session_checkpoint(Session *s) {
         Manager *m = s->manager;
         _cleanup_(sampler_session_stats_done) SamplerSessionStats st = {};
+        _cleanup_(report_batch_freep) ReportBatch *b = NULL;
         SessionReportUnit *units = NULL;
-        size_t n_units = 0, written = 0;
-        uint64_t start = now_usec(CLOCK_MONOTONIC), usec;
+        size_t n_units = 0;
         ReportSummaryInfo info;
         TemplateVars vars;
-        char node_buf[256];
-        int r, error = 0;
+        char node_buf[256], *id;
+        int r;
 
         if (s->state != SESSION_RUNNING)
                 return 0;
+        if (s->checkpoint_writing) {
+                /* The last one is still being written (a slow disk): this
+                 * one is skipped, the next comes an interval later. */
+                log_debug("Session %s: the last checkpoint is still being written, skipping one.",
+                          s->id_string);
+                return 0;
+        }
         /* What the drains (every second) brought: a checkpoint does not
          * drain, nor resolve frames late (that replaces the session's
          * data); the final report does both. */
@@ -161,43 +210,57 @@ int session_checkpoint(Session *s) {
         session_report_info(s, &st, NULL, "cpu.stat", now_usec(CLOCK_REALTIME), &info);
         session_report_vars(s, node_buf, &vars);
 
+        id = strdup(s->id_string);
+        if (!id)
+                return log_oom();
+        r = report_batch_new(m, on_checkpoint_written, id, &b);
+        if (r < 0) {
+                free(id);
+                return log_oom();
+        }
         r = session_report_units(s, &vars, &units, &n_units);
         if (r >= 0)
                 r = registry_update(s, units, n_units);
-        if (r < 0)
-                error = r;
+        /* The session goes on sampling into its data while the worker
+         * writes: each write gets a copy of its own. */
         for (size_t i = 0; r >= 0 && i < n_units; i++) {
-                _cleanup_free_ char *full = NULL;
-                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info,
-                                                 &full);
-                if (k < 0) {
-                        if (error == 0 && k != s->checkpoint_error)
-                                log_warning_errno(k, "Failed to write the checkpoint %s of session %s: %m",
-                                                  strna(full), s->id_string);
-                        if (error == 0)
-                                error = k;
-                } else
-                        written++;
+                ProfileData *d;
+                ReportWrite *w;
+
+                if (units[i].owned) {
+                        d = units[i].data;
+                        units[i].owned = false;
+                } else {
+                        _cleanup_free_ uint32_t *all =
+                                calloc(MAX(s->data->n_processes, (size_t) 1), sizeof(uint32_t));
+                        if (!all) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        for (size_t k = 0; k < s->data->n_processes; k++)
+                                all[k] = (uint32_t) k;
+                        d = profile_data_of_processes(s->data, all, s->data->n_processes);
+                        if (!d) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
+                units[i].data = NULL;
+                r = report_write_new(units[i].dir, s->profile->formats, d, &info, &w);
+                if (r >= 0)
+                        r = report_batch_add(b, w);
         }
         session_report_units_free(units, n_units);
-
-        usec = now_usec(CLOCK_MONOTONIC) - start;
-        m->checkpoints.usec_last = usec;
-        m->checkpoints.usec_max = MAX(m->checkpoints.usec_max, usec);
-        if (error < 0) {
-                if (r < 0 && error != s->checkpoint_error)
-                        log_warning_errno(error, "Failed to write a checkpoint of session %s: %m",
-                                          s->id_string);
+        if (r < 0) {
+                if (r != s->checkpoint_error)
+                        log_warning_errno(r, "Failed to write a checkpoint of session %s: %m", s->id_string);
+                s->checkpoint_error = r;
                 m->checkpoints.failed++;
-        } else {
-                if (s->checkpoint_error < 0)
-                        log_info("Session %s: checkpoints are written again.", s->id_string);
-                m->checkpoints.written++;
+                return r;
         }
-        s->checkpoint_error = error;
-        log_debug("Session %s: checkpoint of %" PRIu64 " samples, %zu of %zu reports written in %.1f ms.",
-                  s->id_string, profile_data_total(s->data), written, n_units, (double) usec / 1000.0);
-        return error;
+        s->checkpoint_writing = true;
+        report_batch_submit(TAKE_PTR(b));
+        return 0;
 }
 
 static int on_checkpoint_timer(sd_event_source *source, uint64_t usec, void *userdata) {

@@ -217,67 +217,174 @@ static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_erro
         return sd_bus_reply_method_return(msg, "s", id);
 }
 
+/* An error reply to a call answered later (its handler returned already). */
+static void bus_reply_error_later(sd_bus_message *msg, int r, const char *message) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+        r = bus_reply_error(&e, r, message);
+        if (!sd_bus_error_is_set(&e))
+                (void) sd_bus_error_set_errno(&e, r);
+        r = sd_bus_reply_method_error(msg, &e);
+        if (r < 0)
+                log_debug_errno(r, "Failed to send an error reply (the caller left?): %m");
+}
+
+/* Called once the session's report is written: the reply. */
+static void on_session_stopped(void *userdata, const char *session_id, const char *report_dirs, int error) {
+        _cleanup_bus_message_ sd_bus_message *msg = userdata;
+        _cleanup_free_ char *message = NULL;
+        int r;
+
+        if (error < 0) {
+                if (asprintf(&message, "Session %s stopped, but its report could not be written: %s",
+                             session_id, strerror(-error)) < 0)
+                        message = NULL;
+                bus_reply_error_later(msg, error == -ENOMEM ? -EIO : error, message);
+                return;
+        }
+        r = sd_bus_reply_method_return(msg, "s", strempty(report_dirs));
+        if (r < 0)
+                log_debug_errno(r, "Failed to reply to StopSession (the caller left?): %m");
+}
+
 static int method_stop_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *dir = NULL, *message = NULL;
+        _cleanup_free_ char *message = NULL;
         const char *id;
         int r;
 
         r = sd_bus_message_read(msg, "s", &id);
         if (r < 0)
                 return r;
-        r = manager_stop_session(userdata, id, &dir, &message);
-        if (r < 0)
+        /* Answered when the report is written (on the report worker). */
+        r = manager_stop_session(userdata, id, on_session_stopped, sd_bus_message_ref(msg), &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
                 return bus_reply_error(error, r, message);
-        return sd_bus_reply_method_return(msg, "s", strempty(dir));
+        }
+        return 1;
 }
 
-static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_bus_message_ sd_bus_message *reply = NULL;
-        _cleanup_strv_free_ char **dirs = NULL;
+static void on_all_stopped(void *userdata, char **report_dirs) {
+        _cleanup_bus_message_ sd_bus_message *msg = userdata, *reply = NULL;
+        _cleanup_strv_free_ char **dirs = report_dirs;
         int r;
 
-        r = manager_stop_all_sessions(userdata, &dirs);
-        if (r < 0)
-                return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_append_strv(reply, dirs);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
         if (r < 0)
+                log_debug_errno(r, "Failed to reply to StopAllSessions (the caller left?): %m");
+}
+
+static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        int r;
+
+        r = manager_stop_all_sessions(userdata, on_all_stopped, sd_bus_message_ref(msg));
+        if (r < 0) {
+                sd_bus_message_unref(msg);
                 return r;
-        return sd_bus_send(NULL, reply, NULL);
+        }
+        return 1;
+}
+
+/* ListReports reads and parses up to 10,000 summary.json files: on the
+ * report worker, behind the reports being written. */
+typedef struct ListReportsJob {
+        WorkerJob job;
+        Manager *manager;
+        sd_bus_message *msg;
+        int dir_fd; /* a copy of reportDir's */
+        char *dir_path, *filter;
+        uint64_t since;
+        /* What it found. */
+        ControlReport *list;
+        size_t n;
+        char *message;
+        int error;
+} ListReportsJob;
+
+static void list_reports_run(WorkerJob *job) {
+        ListReportsJob *j = (ListReportsJob *) job;
+
+        j->error = control_list_reports(j->dir_fd, j->dir_path, j->filter, j->since, &j->list, &j->n,
+                                        &j->message);
+}
+
+static void list_reports_done(WorkerJob *job, bool ran) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        ListReportsJob *j = (ListReportsJob *) job;
+        Manager *m = j->manager;
+        int r = j->error;
+
+        m->list_reports_pending--;
+        if (!ran)
+                r = -ECANCELED;
+        if (r < 0)
+                bus_reply_error_later(j->msg, r, j->message);
+        else {
+                r = sd_bus_message_new_method_return(j->msg, &reply);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "(sssssstt)");
+                for (size_t i = 0; r >= 0 && i < j->n; i++) {
+                        const ControlReport *x = &j->list[i];
+                        r = sd_bus_message_append(reply, "(sssssstt)", x->session, x->report_dir,
+                                                  x->namespace, x->pod, x->container, x->cgroup,
+                                                  x->start_usec, x->samples);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_send(NULL, reply, NULL);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to reply to ListReports: %m");
+        }
+        control_reports_free(j->list, j->n);
+        sd_bus_message_unref(j->msg);
+        safe_close(j->dir_fd);
+        free(j->dir_path);
+        free(j->filter);
+        free(j->message);
+        free(j);
+        manager_reports_written(m);
 }
 
 static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_bus_message_ sd_bus_message *reply = NULL;
-        _cleanup_free_ char *message = NULL;
-        ControlReport *list = NULL;
         Manager *m = userdata;
+        ListReportsJob *j;
         const char *filter;
         uint64_t since;
-        size_t n = 0;
         int r;
 
         r = sd_bus_message_read(msg, "st", &filter, &since);
         if (r < 0)
                 return r;
-        r = control_list_reports(m->report_dir_fd, m->report_dir, filter, since, &list, &n, &message);
-        if (r < 0)
-                return bus_reply_error(error, r, message);
-
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sssssstt)");
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                const ControlReport *x = &list[i];
-                r = sd_bus_message_append(reply, "(sssssstt)", x->session, x->report_dir, x->namespace,
-                                          x->pod, x->container, x->cgroup, x->start_usec, x->samples);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        control_reports_free(list, n);
-        if (r < 0)
+        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING)
+                return sd_bus_error_setf(error, CGPROF_ERROR_FAILED,
+                                         "%u report listings are being read already; try again later.",
+                                         LIST_REPORTS_MAX_PENDING);
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        j->manager = m;
+        j->since = since;
+        /* No report directory: the listing says it could not open it. */
+        j->dir_fd = m->report_dir_fd < 0 ? -EBADF : fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
+        j->dir_path = strdup(strempty(m->report_dir));
+        j->filter = strdup(filter);
+        if ((m->report_dir_fd >= 0 && j->dir_fd < 0) || !j->dir_path || !j->filter) {
+                r = j->dir_fd < 0 && m->report_dir_fd >= 0 ? negative_errno() : -ENOMEM;
+                safe_close(j->dir_fd);
+                free(j->dir_path);
+                free(j->filter);
+                free(j);
                 return r;
-        return sd_bus_send(NULL, reply, NULL);
+        }
+        j->msg = sd_bus_message_ref(msg);
+        m->list_reports_pending++;
+        worker_submit(m->report_worker, &j->job, list_reports_run, list_reports_done);
+        return 1;
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -197,34 +197,63 @@ static Session *session_find(Manager *m, const char *id) {
         return NULL;
 }
 
-int manager_stop_session(Manager *m, const char *id, char **ret_report_dir, char **ret_error) {
-        _cleanup_free_ char *dir = NULL, *saved_id = NULL;
-        Session *s;
-        int r;
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error) {
+        Session *s = isempty(id) ? NULL : session_find(m, id);
 
-        s = isempty(id) ? NULL : session_find(m, id);
         if (!s)
                 return control_error(ret_error, -ENOENT, "No session %s on this agent.", strempty(id));
-        saved_id = strdup(s->id_string);
-        if (!saved_id)
-                return -ENOMEM;
-        r = session_end_full(s, "stopped", &dir);
-        if (r < 0)
-                return control_error(ret_error, r,
-                                     "Session %s stopped, but its report could not be written: %s", saved_id,
-                                     strerror(-r));
-        *ret_report_dir = TAKE_PTR(dir);
+        (void) session_end_notify(s, "stopped", callback, userdata);
         return 0;
 }
 
-int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs) {
-        _cleanup_strv_free_ char **dirs = NULL, **ids = NULL;
-        size_t n = 0, n_dirs = 0;
+typedef struct StopAll StopAll;
+typedef struct StopAllItem {
+        StopAll *all;
+        bool ended; /* session_end_notify() was called for it */
+        char *dirs; /* its report directories, "" when none (once written) */
+} StopAllItem;
+struct StopAll {
+        ManagerStoppedAllFunc callback;
+        void *userdata;
+        StopAllItem *items;
+        size_t n_items;
+        size_t n_left; /* sessions not written yet, plus one while they are being ended */
+};
+
+static void stop_all_unref(StopAll *a) {
+        char **dirs;
+        size_t n = 0;
+
+        if (--a->n_left > 0)
+                return;
+        dirs = calloc(a->n_items + 1, sizeof(char *));
+        for (size_t i = 0; i < a->n_items; i++) {
+                if (dirs && a->items[i].ended)
+                        dirs[n++] = TAKE_PTR(a->items[i].dirs) ?: strdup("");
+                free(a->items[i].dirs);
+        }
+        a->callback(a->userdata, dirs);
+        free(a->items);
+        free(a);
+}
+
+static void on_stopped_one(void *userdata, const char *session_id, const char *report_dirs, int error) {
+        StopAllItem *item = userdata;
+
+        /* A failure is in the journal. */
+        item->dirs = strdup(error < 0 ? "" : strempty(report_dirs));
+        stop_all_unref(item->all);
+}
+
+int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata) {
+        _cleanup_strv_free_ char **ids = NULL;
+        StopAll *a;
+        size_t n = 0;
 
         /* By ID: ending one session must not leave us with a stale pointer to another. */
         ids = calloc(m->n_sessions + 1, sizeof(char *));
-        dirs = calloc(m->n_sessions + 1, sizeof(char *));
-        if (!ids || !dirs)
+        if (!ids)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_sessions; i++)
                 if (m->sessions[i]->state == SESSION_RUNNING) {
@@ -234,19 +263,28 @@ int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs) {
                         n++;
                 }
 
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->items = calloc(MAX(n, (size_t) 1), sizeof(StopAllItem));
+        if (!a->items) {
+                free(a);
+                return -ENOMEM;
+        }
+        a->n_items = n;
+        a->callback = callback;
+        a->userdata = userdata;
+        a->n_left = 1;
         for (size_t i = 0; i < n; i++) {
-                char *dir = NULL;
                 Session *s = session_find(m, ids[i]);
+                a->items[i].all = a;
                 if (!s || s->state != SESSION_RUNNING)
                         continue;
-                if (session_end_full(s, "stopped", &dir) < 0)
-                        dir = NULL; /* the failure is in the journal */
-                dirs[n_dirs] = dir ?: strdup("");
-                if (!dirs[n_dirs])
-                        return -ENOMEM;
-                n_dirs++;
+                a->items[i].ended = true;
+                a->n_left++;
+                (void) session_end_notify(s, "stopped", on_stopped_one, &a->items[i]);
         }
-        *ret_report_dirs = TAKE_PTR(dirs);
+        stop_all_unref(a);
         return 0;
 }
 

@@ -707,7 +707,17 @@ static void manager_stop(Manager *m, int code) {
         log_info("Stopping: ending %zu sessions.", m->n_sessions);
         while (m->n_sessions > 0)
                 session_end(m->sessions[m->n_sessions - 1], "agent-stopped");
-        (void) sd_event_exit(m->event, code);
+        /* The loop goes on (the watchdog, the bus) until the worker has
+         * written every report. */
+        m->exit_code = code;
+        manager_reports_written(m);
+}
+
+void manager_reports_written(Manager *m) {
+        if (!m->stopping || worker_pending(m->report_worker) > 0)
+                return;
+        if (sd_event_get_state(m->event) != SD_EVENT_FINISHED)
+                (void) sd_event_exit(m->event, m->exit_code);
 }
 
 void manager_fatal(Manager *m, int error) {
@@ -786,6 +796,10 @@ int manager_startup(Manager *m) {
                 r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handlers: %m");
+
+        r = worker_new(m->event, "cgprofd-reports", &m->report_worker);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the thread that writes reports: %m");
 
         /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
         machine_apply(m, true);
@@ -949,10 +963,15 @@ int manager_run(Manager *m) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        /* Reports still being written (the loop failed): finished, and
+         * announced while everything they announce to is still here. */
+        if (m->report_worker)
+                worker_flush(m->report_worker);
         while (m->n_sessions > 0) {
                 Session *s = m->sessions[--m->n_sessions];
                 session_free(s);
         }
+        m->report_worker = worker_free(m->report_worker);
         free(m->sessions);
         free(m->user_frame_cache);
         manager_bus_close(m);

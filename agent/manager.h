@@ -17,12 +17,17 @@
 #include "sampler.h"
 #include "symbolizer.h"
 #include "unwinder.h"
+#include "worker.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
 #define DRAIN_INTERVAL_USEC (1 * USEC_PER_SEC)
 
 typedef struct Session Session;
+/* A session's end is announced (session_end_notify()): its report
+ * directories (space-separated for a per-process template; NULL when none
+ * was written) or the error of writing them. */
+typedef void (*SessionEndedFunc)(void *userdata, const char *session_id, const char *report_dirs, int error);
 
 /* A loaded config, shared by the manager and the sessions started under it:
  * a session keeps the profile it started with across reloads. */
@@ -86,13 +91,18 @@ static inline uint64_t timing_now(void) {
         return now_usec(CLOCK_MONOTONIC);
 }
 
-/* Adds one run that started at 'start' (timing_now()); returns its length. */
-static inline uint64_t timing_add(Timing *t, uint64_t start) {
-        uint64_t usec = timing_now() - start;
+/* Adds one run of 'usec'. */
+static inline void timing_record(Timing *t, uint64_t usec) {
         t->count++;
         t->usec_total += usec;
         if (usec > t->usec_max)
                 t->usec_max = usec;
+}
+
+/* Adds one run that started at 'start' (timing_now()); returns its length. */
+static inline uint64_t timing_add(Timing *t, uint64_t start) {
+        uint64_t usec = timing_now() - start;
+        timing_record(t, usec);
         return usec;
 }
 
@@ -139,6 +149,13 @@ typedef struct Manager {
         /* A report directory written (all its formats, fsync()ed): at a
          * session's end, a checkpoint or a retry. */
         Timing report_timing;
+        /* Reports are written on this thread (report-writer.c); the
+         * directories queued or being written now, and how often a batch
+         * found the queue full and was written on the loop instead. */
+        Worker *report_worker;
+        size_t report_queue_writes;
+        uint64_t report_queue_overflows;
+        unsigned list_reports_pending; /* ListReports calls being read on the report worker */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
@@ -202,9 +219,16 @@ typedef struct Manager {
         uint64_t start_usec; /* CLOCK_REALTIME */
         uint64_t start_monotonic;
         bool stopping;
+        int exit_code; /* once stopping: sd_event_exit()'s when the last report is written */
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
+/* ListReports calls read at once on the report worker; more are refused. */
+#define LIST_REPORTS_MAX_PENDING 16U
+
+/* A batch of reports was written (report-writer.c): once stopping, the
+ * agent exits when the last one is. */
+void manager_reports_written(Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
@@ -366,12 +390,17 @@ int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_
  * NULL: the target's; duration_usec 0: the profile's. */
 int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
                           char **ret_id, char **ret_error);
-/* Ends a session (running or armed) as "stopped": *ret_report_dir is NULL
- * when it wrote no report. */
-int manager_stop_session(Manager *m, const char *id, char **ret_report_dir, char **ret_error);
-/* Ends every running session (armed ones stay armed): one entry per
- * session in *ret_report_dirs ("" when it wrote no report). */
-int manager_stop_all_sessions(Manager *m, char ***ret_report_dirs);
+/* Ends a session (running or armed) as "stopped"; once its report is
+ * written, the callback gets its directories (NULL when it wrote none) or
+ * the error. -ENOENT with a message when there is no such session (no
+ * callback then). */
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error);
+/* Ends every running session (armed ones stay armed); once every report is
+ * written, the callback gets one entry per session ("" when it wrote no
+ * report), and owns the list. */
+typedef void (*ManagerStoppedAllFunc)(void *userdata, char **report_dirs);
+int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata);
 
 typedef struct ControlReport {
         char *session, *report_dir, *namespace, *pod, *container, *cgroup; /* never NULL */

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A session's report, as written at its end and at each checkpoint: the
- * metadata (ReportSummaryInfo), the directories the output template names
- * (one, or one per process group), and writing one directory below
- * reportDir. The retry queue (report-retry.c) writes with the same
- * function. */
+ * metadata (ReportSummaryInfo) and the directories the output template
+ * names (one, or one per process group). report-writer.c writes them. */
 #include <fcntl.h>
 #include <inttypes.h>
 
@@ -167,40 +165,4 @@ int session_report_units(Session *s, const TemplateVars *vars_in, SessionReportU
         *ret = units;
         *ret_n = n_units;
         return 0;
-}
-
-int manager_write_report_dir(Manager *m, const char *dir, unsigned formats, const ProfileData *data,
-                             ReportSummaryInfo *info, char **ret_full) {
-        _cleanup_free_ char *rel = strdup(dir), *full = NULL;
-        _cleanup_close_ int dfd = -EBADF;
-        int r;
-
-        if (!rel || asprintf(&full, "%s/%s", strempty(m->report_dir), dir) < 0)
-                return -ENOMEM;
-        if (m->report_dir_fd < 0)
-                r = -EBADF;
-        else {
-                dfd = mkdir_below(m->report_dir_fd, rel);
-                r = dfd < 0 ? dfd : 0;
-        }
-        if (r >= 0) {
-                info->report_dir = full;
-                uint64_t start = timing_now();
-                r = report_write_dir(dfd, formats, data, info);
-                (void) timing_add(&m->report_timing, start);
-                info->report_dir = NULL;
-        }
-        if (r < 0 && dfd >= 0)
-                /* Its directory goes too, and each parent the template
-                 * made that is empty now (rmdir() leaves other reports'). */
-                for (char *slash;;) {
-                        if (unlinkat(m->report_dir_fd, rel, AT_REMOVEDIR) < 0)
-                                break;
-                        slash = strrchr(rel, '/');
-                        if (!slash)
-                                break;
-                        *slash = 0;
-                }
-        *ret_full = TAKE_PTR(full);
-        return r;
 }

@@ -214,7 +214,7 @@ Session *session_free(Session *s) {
         return NULL;
 }
 
-static void session_fields(const Session *s, JournalSessionFields *f) {
+void session_fields(const Session *s, JournalSessionFields *f) {
         *f = (JournalSessionFields){
                 .session = s->id_string,
                 .profile = s->profile->name,
@@ -227,7 +227,7 @@ static void session_fields(const Session *s, JournalSessionFields *f) {
         };
 }
 
-static void session_announce(Session *s) {
+void session_announce(Session *s) {
         JournalSessionFields f;
 
         manager_bus_session_started(s->manager, s);
@@ -1018,166 +1018,4 @@ void session_tick(Session *s) {
         s->ticks_since_cpu_read = 0;
         if (!s->cpu_usage_final && cg_read_cpu_usage_usec(s->cgroup_fd, &u) >= 0)
                 s->cpu_usage_last = u;
-}
-
-void session_end(Session *s, const char *reason) {
-        (void) session_end_full(s, reason, NULL);
-}
-
-int session_end_full(Session *s, const char *reason, char **ret_report_dir) {
-        Manager *m = s->manager;
-        SamplerSessionStats st = {};
-        JournalSessionFields f;
-        char node_buf[256];
-        _cleanup_free_ char *dirs = NULL;
-        int r = 0;
-
-        session_fields(s, &f);
-
-        if (s->state != SESSION_RUNNING) {
-                log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup,
-                         reason);
-                manager_remove_session(m, s, reason);
-                session_free(s);
-                if (ret_report_dir)
-                        *ret_report_dir = NULL;
-                return 0;
-        }
-
-        /* A provisional session that ends before its pod's status named the
-         * container (it died at once, or the pod went first) is announced
-         * now: every session that ends with a report has its start entry. */
-        if (s->provisional)
-                session_announce(s);
-
-        (void) sampler_session_deactivate(m->sampler, s->slot);
-        /* The cgroup's CPU time: from cpu.stat when it can still be read;
-         * once the cgroup is removed only the counting perf events know. */
-        const char *usage_source = "cpu.stat";
-        uint64_t usage_now, usage_nsec;
-        if (cg_read_cpu_usage_usec(s->cgroup_fd, &usage_now) >= 0)
-                s->cpu_usage_last = usage_now;
-        else if (s->cpu_usage_final)
-                usage_source = "cpu.stat"; /* read when the cgroup emptied */
-        else if (sampler_session_cpu_time(m->sampler, s->slot, &usage_nsec) >= 0) {
-                s->cpu_usage_last = s->cpu_usage_start + usage_nsec / NSEC_PER_USEC;
-                usage_source = "perf";
-        } else
-                usage_source = "cpu.stat (last reading before the cgroup was removed)";
-        s->state = SESSION_ENDED;
-        s->end_realtime = now_usec(CLOCK_REALTIME);
-        s->timer = sd_event_source_disable_unref(s->timer);
-        s->events_watch = sd_event_source_disable_unref(s->events_watch);
-
-        /* Everything the kernel recorded up to now. */
-        (void) manager_drain(m, true);
-
-        (void) sampler_session_stats(m->sampler, s->slot, &st);
-
-        /* Frames whose symbols arrived since they were drained. */
-        session_resolve_late(s);
-
-        /* Give the cgroups back to an enclosing session (if any), release the slot. */
-        m->sessions_by_slot[s->slot] = NULL;
-        manager_remove_session(m, s, reason);
-        manager_assign_cgroups_below(m, s->cgroup);
-        sampler_session_close(m->sampler, s->slot);
-
-        ReportSummaryInfo info;
-        TemplateVars vars;
-        SessionReportUnit *units = NULL;
-        size_t n_units = 0, n_queued = 0;
-        int retry_error = 0;
-
-        session_report_info(s, &st, reason, usage_source, s->end_realtime, &info);
-        session_report_vars(s, node_buf, &vars);
-        f.samples = profile_data_total(s->data);
-        f.lost = info.lost;
-
-        /* Every directory is tried; the ones that fail wait in the retry
-         * queue with their data (the session's own is handed over). */
-        r = session_report_units(s, &vars, &units, &n_units);
-        for (size_t i = 0; r >= 0 && i < n_units; i++) {
-                _cleanup_free_ char *full = NULL;
-                int k = manager_write_report_dir(m, units[i].dir, s->profile->formats, units[i].data, &info,
-                                                 &full);
-                if (k < 0) {
-                        log_warning_errno(k, "Failed to write the report %s: %m", strna(full));
-                        ProfileData *d = units[i].data;
-                        if (units[i].owned)
-                                units[i].owned = false;
-                        else
-                                s->data = NULL; /* the unit held the session's own data */
-                        units[i].data = NULL;
-                        if (manager_report_retry_add(m, units[i].dir, s->profile->formats, d, &info, k) > 0)
-                                n_queued++;
-                        if (retry_error == 0)
-                                retry_error = k;
-                        continue;
-                }
-                char *n = NULL;
-                if (asprintf(&n, "%s%s%s", strempty(dirs), dirs ? " " : "", full) < 0) {
-                        r = -ENOMEM;
-                        break;
-                }
-                free(dirs);
-                dirs = n;
-        }
-        session_report_units_free(units, n_units);
-        if (r >= 0 && retry_error < 0)
-                r = retry_error;
-        /* The final report replaced the checkpoints (or waits to). */
-        session_checkpoint_done(s);
-
-        if (r < 0) {
-                f.error = r;
-                m->sessions_failed++;
-                journal_session(JOURNAL_SESSION_FAILURE, &f,
-                                "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
-                                s->cgroup, strerror(-r),
-                                n_queued > 0 ? " (it will be written again later)" : "");
-        } else {
-                f.report = dirs;
-                m->sessions_ended++;
-                if (s->pod)
-                        journal_session(
-                                JOURNAL_SESSION_END, &f,
-                                "Finished profiling container %s of pod %s/%s (session %s, %s): %" PRIu64
-                                " samples, %" PRIu64 " lost; report in %s.",
-                                strna(s->container), s->namespace, s->pod, s->id_string, reason, f.samples,
-                                f.lost, strna(dirs));
-                else
-                        journal_session(JOURNAL_SESSION_END, &f,
-                                        "Finished profiling cgroup %s (session %s, %s): %" PRIu64
-                                        " samples, %" PRIu64 " lost; report in %s.",
-                                        s->cgroup, s->id_string, reason, f.samples, f.lost, strna(dirs));
-        }
-        manager_bus_session_ended(m, s->id_string, reason, r < 0 ? NULL : dirs, f.samples);
-
-        sampler_session_stats_done(&st);
-        session_free(s);
-        if (r < 0)
-                return r;
-        if (ret_report_dir)
-                *ret_report_dir = TAKE_PTR(dirs);
-        return 0;
-}
-
-void session_discard(Session *s) {
-        Manager *m = s->manager;
-
-        log_debug("Session %s: cgroup %s is not a container of pod %s/%s (a pod sandbox), discarding.",
-                  s->id_string, s->cgroup, strna(s->namespace), strna(s->pod));
-        if (s->state == SESSION_RUNNING) {
-                (void) sampler_session_deactivate(m->sampler, s->slot);
-                m->sessions_by_slot[s->slot] = NULL;
-        }
-        session_checkpoint_discard(s);
-        manager_remove_session(m, s, "discarded");
-        manager_assign_cgroups_below(m, s->cgroup);
-        if (s->state == SESSION_RUNNING) {
-                sampler_session_close(m->sampler, s->slot);
-                m->sessions_discarded++;
-        }
-        session_free(s);
 }

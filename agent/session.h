@@ -3,6 +3,7 @@
 
 #include <systemd/sd-id128.h>
 
+#include "journal.h"
 #include "manager.h"
 #include "profile-data.h"
 #include "report.h"
@@ -81,6 +82,7 @@ struct Session {
         char *checkpoint_report_dir; /* the reportDir of its registry entry (NULL: no checkpoint yet) */
         char **checkpoint_dirs; /* strv: its report directories there, relative */
         int checkpoint_error; /* of the last checkpoint (logged when it changes) */
+        bool checkpoint_writing; /* the last checkpoint is on the report worker */
 };
 
 /* What a container's session knows of its pod; container may be NULL (not
@@ -106,14 +108,15 @@ int session_start(Session *s);
  * session, or a session started through the control API); marks the
  * session as requested. */
 int session_start_manual(Session *s);
-/* Ends the session: stops sampling, drains, writes the reports, logs the
- * end to the journal, and frees the session. */
+/* Ends the session (session-end.c): stops sampling and drains at once;
+ * the reports are written on the report worker, and once they are the end
+ * is logged to the journal and the session freed. The callback, if any,
+ * gets the report directories (space-separated for a per-process
+ * template; NULL when none was written, e.g. for an armed session) or the
+ * error of writing them; it may be called before session_end_notify()
+ * returns. */
+int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback, void *userdata);
 void session_end(Session *s, const char *reason);
-/* The same, handing back the report directory (space-separated directories
- * for a per-process template; NULL when no report was written, e.g. for an
- * armed session) and the error of writing the report, if any (the session
- * is ended and freed either way). */
-int session_end_full(Session *s, const char *reason, char **ret_report_dir);
 /* Ends a provisional session that turned out not to be a container (a pod
  * sandbox): no report, no journal entry. */
 void session_discard(Session *s);
@@ -142,6 +145,11 @@ ProcessMaps *session_process_maps(Session *s, uint32_t index);
  * mapping's symbols came from. */
 void session_resolve_late(Session *s);
 
+/* Its journal fields (pointing into s). */
+void session_fields(const Session *s, JournalSessionFields *f);
+/* The start's journal entry and bus signal. */
+void session_announce(Session *s);
+
 /* session-report.c: what the session's end and its checkpoints write. */
 
 /* The report path template: the profile's, or the default by kind of
@@ -165,10 +173,3 @@ typedef struct SessionReportUnit {
 } SessionReportUnit;
 int session_report_units(Session *s, const TemplateVars *vars, SessionReportUnit **ret, size_t *ret_n);
 void session_report_units_free(SessionReportUnit *u, size_t n);
-
-/* Writes the report directory 'dir' (relative to reportDir, created as
- * needed) with the formats; on failure nothing of it is left (the files,
- * then the directories the write made and left empty). *ret_full is set
- * to the full path either way (NULL on OOM). Does not log. */
-int manager_write_report_dir(Manager *m, const char *dir, unsigned formats, const ProfileData *data,
-                             ReportSummaryInfo *info, char **ret_full);

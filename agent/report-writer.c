@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Report writes and batches of them on the report worker (see
+ * report-writer.h). */
+#include <fcntl.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "manager.h"
+#include "report-writer.h"
+
+/* What the data holds, roughly: the stacks' frame arrays, and a share for
+ * the frames' strings, the processes and the mappings. */
+static uint64_t data_bytes(const ProfileData *d) {
+        uint64_t b = sizeof(*d);
+
+        for (size_t i = 0; i < d->n_stacks; i++)
+                b += sizeof(ProfileStack) + (uint64_t) d->stacks[i].n_frames * 2 * sizeof(uint32_t);
+        b += d->n_frames * (sizeof(Frame) + 64);
+        b += d->n_processes * (sizeof(ProfileProcess) + 128);
+        b += d->n_mappings * (sizeof(ProfileMapping) + 128);
+        b += d->n_locations * sizeof(ProfileLocation);
+        return b;
+}
+
+ReportWrite *report_write_free(ReportWrite *w) {
+        if (!w)
+                return NULL;
+        free(w->dir);
+        free(w->full);
+        profile_data_free(w->data);
+        for (size_t i = 0; i < w->n_strings; i++)
+                free(w->strings[i]);
+        free(w->info.samples_per_cpu);
+        free(w);
+        return NULL;
+}
+
+/* Points *field at a copy of itself owned by w. */
+static int own_string(ReportWrite *w, const char **field) {
+        char *c;
+
+        if (!*field)
+                return 0;
+        if (w->n_strings >= ELEMENTSOF(w->strings))
+                return -E2BIG;
+        c = strdup(*field);
+        if (!c)
+                return -ENOMEM;
+        w->strings[w->n_strings++] = c;
+        *field = c;
+        return 0;
+}
+
+int report_write_new(const char *dir, unsigned formats, ProfileData *data, const ReportSummaryInfo *info,
+                     ReportWrite **ret) {
+        _cleanup_(report_write_freep) ReportWrite *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w) {
+                profile_data_free(data);
+                return -ENOMEM;
+        }
+        w->data = data;
+        w->bytes = data_bytes(data);
+        w->dir = strdup(dir);
+        if (!w->dir)
+                return -ENOMEM;
+        w->formats = formats;
+        w->info = *info;
+        w->info.samples_per_cpu = NULL;
+        w->info.report_dir = NULL;
+        w->info.formats = NULL;
+        if (info->n_cpus > 0) {
+                w->info.samples_per_cpu = calloc(info->n_cpus, sizeof(uint64_t));
+                if (!w->info.samples_per_cpu)
+                        return -ENOMEM;
+                memcpy(w->info.samples_per_cpu, info->samples_per_cpu, info->n_cpus * sizeof(uint64_t));
+        }
+        const char **fields[] = {
+                &w->info.session_id,
+                &w->info.profile,
+                &w->info.target,
+                &w->info.profile_config,
+                &w->info.cgroup,
+                &w->info.namespace,
+                &w->info.pod,
+                &w->info.container,
+                &w->info.container_id,
+                &w->info.node,
+                &w->info.event,
+                &w->info.requested_event,
+                &w->info.event_fallback_reason,
+                &w->info.attach_mode,
+                &w->info.end_reason,
+                &w->info.cpu_usage_source,
+                &w->info.unwind.mode,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                r = own_string(w, fields[i]);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+void report_write_run(ReportWrite *w, int report_dir_fd, const char *report_dir) {
+        _cleanup_free_ char *rel = strdup(w->dir);
+        _cleanup_close_ int dfd = -EBADF;
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        free(w->full);
+        w->full = NULL;
+        if (!rel || asprintf(&w->full, "%s/%s", strempty(report_dir), w->dir) < 0) {
+                w->full = NULL;
+                w->error = -ENOMEM;
+                return;
+        }
+        if (report_dir_fd < 0)
+                r = -EBADF;
+        else {
+                dfd = mkdir_below(report_dir_fd, rel);
+                r = dfd < 0 ? dfd : 0;
+        }
+        if (r >= 0) {
+                w->info.report_dir = w->full;
+                r = report_write_dir(dfd, w->formats, w->data, &w->info);
+                w->info.report_dir = NULL;
+        }
+        if (r < 0 && dfd >= 0)
+                /* Its directory goes too, and each parent the template
+                 * made that is empty now (rmdir() leaves other reports'). */
+                for (char *slash;;) {
+                        if (unlinkat(report_dir_fd, rel, AT_REMOVEDIR) < 0)
+                                break;
+                        slash = strrchr(rel, '/');
+                        if (!slash)
+                                break;
+                        *slash = 0;
+                }
+        w->error = r;
+        w->usec = now_usec(CLOCK_MONOTONIC) - start;
+}
+
+ReportBatch *report_batch_free(ReportBatch *b) {
+        if (!b)
+                return NULL;
+        for (size_t i = 0; i < b->n_writes; i++)
+                report_write_free(b->writes[i]);
+        free(b->writes);
+        safe_close(b->report_dir_fd);
+        free(b->report_dir);
+        free(b);
+        return NULL;
+}
+
+int report_batch_new(Manager *m, ReportBatchDoneFunc done, void *userdata, ReportBatch **ret) {
+        _cleanup_(report_batch_freep) ReportBatch *b = calloc(1, sizeof(*b));
+
+        if (!b)
+                return -ENOMEM;
+        b->manager = m;
+        b->done = done;
+        b->userdata = userdata;
+        b->report_dir_fd = -EBADF;
+        if (m->report_dir_fd >= 0) {
+                b->report_dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
+                if (b->report_dir_fd < 0)
+                        return negative_errno();
+        }
+        b->report_dir = strdup(strempty(m->report_dir));
+        if (!b->report_dir)
+                return -ENOMEM;
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int report_batch_add(ReportBatch *b, ReportWrite *w) {
+        ReportWrite **l = reallocarray(b->writes, b->n_writes + 1, sizeof(*l));
+        if (!l) {
+                report_write_free(w);
+                return -ENOMEM;
+        }
+        b->writes = l;
+        b->writes[b->n_writes++] = w;
+        return 0;
+}
+
+static void batch_run(WorkerJob *job) {
+        ReportBatch *b = (ReportBatch *) job;
+
+        for (size_t i = 0; i < b->n_writes; i++)
+                if (b->writes[i])
+                        report_write_run(b->writes[i], b->report_dir_fd, b->report_dir);
+}
+
+static void batch_done(WorkerJob *job, bool ran) {
+        ReportBatch *b = (ReportBatch *) job;
+        Manager *m = b->manager;
+
+        if (!ran)
+                /* The worker went before it ran (the agent is failing):
+                 * write on this thread, nothing is lost. */
+                batch_run(job);
+        m->report_queue_writes -= b->n_writes;
+        for (size_t i = 0; i < b->n_writes; i++)
+                if (b->writes[i] && b->writes[i]->error >= 0)
+                        timing_record(&m->report_timing, b->writes[i]->usec);
+        b->done(m, b, b->userdata);
+        report_batch_free(b);
+        manager_reports_written(m);
+}
+
+void report_batch_submit(ReportBatch *b) {
+        Manager *m = b->manager;
+
+        if (!m->report_worker || m->report_queue_writes + b->n_writes > REPORT_QUEUE_MAX) {
+                if (m->report_worker)
+                        m->report_queue_overflows++;
+                b->job.run = batch_run;
+                b->job.done = batch_done;
+                batch_run(&b->job);
+                m->report_queue_writes += b->n_writes; /* batch_done() takes them off */
+                batch_done(&b->job, true);
+                return;
+        }
+        m->report_queue_writes += b->n_writes;
+        worker_submit(m->report_worker, &b->job, batch_run, batch_done);
+}
