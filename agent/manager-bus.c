@@ -360,10 +360,12 @@ static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_read(msg, "st", &filter, &since);
         if (r < 0)
                 return r;
-        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING)
+        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
+                m->list_reports_refused++;
                 return sd_bus_error_setf(error, CGPROF_ERROR_FAILED,
                                          "%u report listings are being read already; try again later.",
                                          LIST_REPORTS_MAX_PENDING);
+        }
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;

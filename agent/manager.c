@@ -700,6 +700,7 @@ static void manager_stop(Manager *m, int code) {
         if (m->stopping)
                 return;
         m->stopping = true;
+        m->stopping_since = now_usec(CLOCK_MONOTONIC);
         (void) sd_notify(false, "STOPPING=1");
         /* Reports waiting to be written again: one last attempt, before the
          * sessions end (a session's report that fails now is not retried). */
@@ -716,8 +717,13 @@ static void manager_stop(Manager *m, int code) {
 void manager_reports_written(Manager *m) {
         if (!m->stopping || worker_pending(m->report_worker) > 0)
                 return;
-        if (sd_event_get_state(m->event) != SD_EVENT_FINISHED)
-                (void) sd_event_exit(m->event, m->exit_code);
+        if (sd_event_get_state(m->event) == SD_EVENT_FINISHED)
+                return;
+        log_info("Stopped: the last reports were written %.1f ms after the agent began to stop; the "
+                 "longest event loop dispatch meanwhile took %.1f ms.",
+                 (double) (now_usec(CLOCK_MONOTONIC) - m->stopping_since) / 1000.0,
+                 (double) m->loop.stopping_usec_max / 1000.0);
+        (void) sd_event_exit(m->event, m->exit_code);
 }
 
 void manager_fatal(Manager *m, int error) {
@@ -929,10 +935,20 @@ static int manager_loop(Manager *m) {
                 if (r < 0)
                         return r;
                 if (r > 0) {
-                        uint64_t start = timing_now(), usec;
+                        uint64_t start = timing_now(), usec, sec;
+                        unsigned slot;
 
                         r = sd_event_dispatch(m->event);
                         usec = timing_now() - start;
+                        sec = start / USEC_PER_SEC;
+                        slot = (unsigned) (sec % LOOP_RECENT_SEC);
+                        if (m->loop.recent_sec[slot] != sec) {
+                                m->loop.recent_sec[slot] = sec;
+                                m->loop.recent_usec_max[slot] = 0;
+                        }
+                        m->loop.recent_usec_max[slot] = MAX(m->loop.recent_usec_max[slot], usec);
+                        if (m->stopping)
+                                m->loop.stopping_usec_max = MAX(m->loop.stopping_usec_max, usec);
                         m->loop.dispatches++;
                         m->loop.dispatch_usec_total += usec;
                         if (usec > m->loop.dispatch_usec_max)
@@ -1059,6 +1075,27 @@ char *manager_status_json(Manager *m) {
                                                                  (double) m->loop.dispatches / 1000.0
                                                        : 0.0);
         cJSON_AddNumberToObject(loop, "dispatchesOver50ms", (double) m->loop.dispatches_over_50ms);
+        {
+                uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC, recent = 0;
+                for (unsigned i = 0; i < LOOP_RECENT_SEC; i++)
+                        if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec)
+                                recent = MAX(recent, m->loop.recent_usec_max[i]);
+                cJSON_AddNumberToObject(loop, "dispatchMaxRecentMsec", (double) recent / 1000.0);
+                cJSON_AddNumberToObject(loop, "recentSec", LOOP_RECENT_SEC);
+        }
+        {
+                WorkerStats ws;
+                cJSON *rq = cJSON_AddObjectToObject(j, "reportQueue");
+
+                worker_stats(m->report_worker, &ws);
+                cJSON_AddNumberToObject(rq, "jobs", ws.pending);
+                cJSON_AddNumberToObject(rq, "jobsMax", ws.pending_max);
+                cJSON_AddNumberToObject(rq, "directories", (double) m->report_queue_writes);
+                cJSON_AddNumberToObject(rq, "waitMaxMsec", (double) ws.wait_usec_max / 1000.0);
+                cJSON_AddNumberToObject(rq, "runMaxMsec", (double) ws.run_usec_max / 1000.0);
+                cJSON_AddNumberToObject(rq, "writtenOnLoop", (double) m->report_queue_overflows);
+                cJSON_AddNumberToObject(rq, "listingsRefused", (double) m->list_reports_refused);
+        }
         timing_json(j, "drains", &m->drain_timing);
         timing_json(j, "reportWrites", &m->report_timing);
         if (m->unwinder) {

@@ -82,6 +82,8 @@ typedef struct CgroupState {
         bool fd_starved; /* its session could not start for lack of fds: tried again (manager_launch_session) */
 } CgroupState;
 
+#define LOOP_RECENT_SEC 10U
+
 /* How long a kind of work took, over its runs (cgprofctl status). */
 typedef struct Timing {
         uint64_t count, usec_total, usec_max;
@@ -144,6 +146,10 @@ typedef struct Manager {
         Python *python; /* CPython processes, for the Python frame walk */
         struct {
                 uint64_t dispatches, dispatch_usec_total, dispatch_usec_max, dispatches_over_50ms;
+                /* The longest dispatch in each of the last LOOP_RECENT_SEC
+                 * seconds (slot: second % LOOP_RECENT_SEC). */
+                uint64_t recent_usec_max[LOOP_RECENT_SEC], recent_sec[LOOP_RECENT_SEC];
+                uint64_t stopping_usec_max; /* since the agent began to stop */
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
         /* A report directory written (all its formats, fsync()ed): at a
@@ -156,6 +162,7 @@ typedef struct Manager {
         size_t report_queue_writes;
         uint64_t report_queue_overflows;
         unsigned list_reports_pending; /* ListReports calls being read on the report worker */
+        uint64_t list_reports_refused; /* ... and refused, LIST_REPORTS_MAX_PENDING being read */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
@@ -219,6 +226,7 @@ typedef struct Manager {
         uint64_t start_usec; /* CLOCK_REALTIME */
         uint64_t start_monotonic;
         bool stopping;
+        uint64_t stopping_since; /* CLOCK_MONOTONIC */
         int exit_code; /* once stopping: sd_event_exit()'s when the last report is written */
 } Manager;
 

@@ -47,9 +47,12 @@ static void print_status(const cJSON *j) {
                 print_kv(j, status_fields[i].key, status_fields[i].label);
         o = cJSON_GetObjectItemCaseSensitive(j, "eventLoop");
         if (cJSON_IsObject(o))
-                printf("%18s: longest dispatch %.1f ms, mean %.3f ms, %.0f over 50 ms\n", "Event loop",
-                       json_number(o, "dispatchMaxMsec"), json_number(o, "dispatchMeanMsec"),
-                       json_number(o, "dispatchesOver50ms"));
+                printf("%18s: longest dispatch %.1f ms (%.1f ms in the last %.0f s), mean %.3f ms, %.0f "
+                       "over "
+                       "50 ms\n",
+                       "Event loop", json_number(o, "dispatchMaxMsec"),
+                       json_number(o, "dispatchMaxRecentMsec"), json_number(o, "recentSec"),
+                       json_number(o, "dispatchMeanMsec"), json_number(o, "dispatchesOver50ms"));
         for (size_t i = 0; i < ELEMENTSOF(status_timings); i++) {
                 o = cJSON_GetObjectItemCaseSensitive(j, status_timings[i].key);
                 if (cJSON_IsObject(o))
@@ -57,6 +60,13 @@ static void print_status(const cJSON *j) {
                                json_number(o, "count"), json_number(o, "meanMsec"),
                                json_number(o, "maxMsec"));
         }
+        o = cJSON_GetObjectItemCaseSensitive(j, "reportQueue");
+        if (cJSON_IsObject(o))
+                printf("%18s: %.0f directories being written (at most %.0f jobs queued, longest wait %.1f "
+                       "ms), "
+                       "%.0f written on the loop\n",
+                       "Report queue", json_number(o, "directories"), json_number(o, "jobsMax"),
+                       json_number(o, "waitMaxMsec"), json_number(o, "writtenOnLoop"));
         o = cJSON_GetObjectItemCaseSensitive(j, "reportRetries");
         if (cJSON_IsObject(o))
                 printf("%18s: %.0f waiting, %.0f written late, %.0f dropped\n", "Report retries",
