@@ -282,7 +282,9 @@ int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *
                         continue;
                 a->items[i].ended = true;
                 a->n_left++;
-                (void) session_end_notify(s, "stopped", on_stopped_one, &a->items[i]);
+                /* A few per loop iteration (as many as 5 ms allow). */
+                if (manager_end_session_soon(m, s, "stopped", on_stopped_one, &a->items[i]) < 0)
+                        (void) session_end_notify(s, "stopped", on_stopped_one, &a->items[i]);
         }
         stop_all_unref(a);
         return 0;

@@ -279,6 +279,8 @@ int manager_launch_session(Manager *m, Session *s, bool manual, const char *what
 
         if (!path)
                 return log_oom();
+        if (m->stopping)
+                return -ESHUTDOWN; /* nothing starts once the agent stops (owned frees it) */
         r = manager_add_session(m, s);
         if (r < 0)
                 return log_oom();
@@ -706,23 +708,28 @@ static void manager_stop(Manager *m, int code) {
          * sessions end (a session's report that fails now is not retried). */
         manager_report_retry_flush(m);
         log_info("Stopping: ending %zu sessions.", m->n_sessions);
-        while (m->n_sessions > 0)
-                session_end(m->sessions[m->n_sessions - 1], "agent-stopped");
-        /* The loop goes on (the watchdog, the bus) until the worker has
-         * written every report. */
         m->exit_code = code;
+        /* A few per loop iteration; the loop goes on (the watchdog, the
+         * bus) until they are ended and the worker has written every
+         * report. */
+        for (size_t i = m->n_sessions; i > 0; i--)
+                if (manager_end_session_soon(m, m->sessions[i - 1], "agent-stopped", NULL, NULL) < 0) {
+                        log_oom();
+                        session_end(m->sessions[i - 1], "agent-stopped");
+                }
         manager_reports_written(m);
 }
 
 void manager_reports_written(Manager *m) {
-        if (!m->stopping || worker_pending(m->report_worker) > 0)
+        if (!m->stopping || m->n_sessions > 0 || worker_pending(m->report_worker) > 0)
                 return;
         if (sd_event_get_state(m->event) == SD_EVENT_FINISHED)
                 return;
         log_info("Stopped: the last reports were written %.1f ms after the agent began to stop; the "
-                 "longest event loop dispatch meanwhile took %.1f ms.",
+                 "longest event loop dispatch meanwhile took %.1f ms (the longest in CPU time %.1f ms).",
                  (double) (now_usec(CLOCK_MONOTONIC) - m->stopping_since) / 1000.0,
-                 (double) m->loop.stopping_usec_max / 1000.0);
+                 (double) m->loop.stopping_usec_max / 1000.0,
+                 (double) m->loop.stopping_cpu_usec_max / 1000.0);
         (void) sd_event_exit(m->event, m->exit_code);
 }
 
@@ -935,26 +942,37 @@ static int manager_loop(Manager *m) {
                 if (r < 0)
                         return r;
                 if (r > 0) {
-                        uint64_t start = timing_now(), usec, sec;
+                        /* Wall time, what the others wait; and this
+                         * thread's CPU time: the handler's own work, without
+                         * the time the scheduler gave to other tasks. */
+                        uint64_t start = timing_now(), cpu_start = now_usec(CLOCK_THREAD_CPUTIME_ID);
+                        uint64_t usec, cpu_usec, sec;
                         unsigned slot;
 
                         r = sd_event_dispatch(m->event);
                         usec = timing_now() - start;
+                        cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
                         sec = start / USEC_PER_SEC;
                         slot = (unsigned) (sec % LOOP_RECENT_SEC);
                         if (m->loop.recent_sec[slot] != sec) {
                                 m->loop.recent_sec[slot] = sec;
-                                m->loop.recent_usec_max[slot] = 0;
+                                m->loop.recent_usec_max[slot] = m->loop.recent_cpu_usec_max[slot] = 0;
                         }
                         m->loop.recent_usec_max[slot] = MAX(m->loop.recent_usec_max[slot], usec);
-                        if (m->stopping)
+                        m->loop.recent_cpu_usec_max[slot] = MAX(m->loop.recent_cpu_usec_max[slot], cpu_usec);
+                        if (m->stopping) {
                                 m->loop.stopping_usec_max = MAX(m->loop.stopping_usec_max, usec);
+                                m->loop.stopping_cpu_usec_max = MAX(m->loop.stopping_cpu_usec_max, cpu_usec);
+                        }
                         m->loop.dispatches++;
                         m->loop.dispatch_usec_total += usec;
-                        if (usec > m->loop.dispatch_usec_max)
-                                m->loop.dispatch_usec_max = usec;
-                        if (usec >= 50 * USEC_PER_MSEC)
+                        m->loop.dispatch_usec_max = MAX(m->loop.dispatch_usec_max, usec);
+                        m->loop.dispatch_cpu_usec_max = MAX(m->loop.dispatch_cpu_usec_max, cpu_usec);
+                        if (usec >= 50 * USEC_PER_MSEC) {
                                 m->loop.dispatches_over_50ms++;
+                                log_debug("An event loop dispatch took %.1f ms (%.1f ms of its CPU time).",
+                                          (double) usec / 1000.0, (double) cpu_usec / 1000.0);
+                        }
                         if (r < 0)
                                 return r;
                 }
@@ -988,6 +1006,7 @@ Manager *manager_free(Manager *m) {
                 session_free(s);
         }
         m->report_worker = worker_free(m->report_worker);
+        manager_end_queue_free(m);
         free(m->sessions);
         free(m->user_frame_cache);
         manager_bus_close(m);
@@ -1076,11 +1095,16 @@ char *manager_status_json(Manager *m) {
                                                        : 0.0);
         cJSON_AddNumberToObject(loop, "dispatchesOver50ms", (double) m->loop.dispatches_over_50ms);
         {
-                uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC, recent = 0;
+                uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC, recent = 0, recent_cpu = 0;
                 for (unsigned i = 0; i < LOOP_RECENT_SEC; i++)
-                        if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec)
+                        if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec) {
                                 recent = MAX(recent, m->loop.recent_usec_max[i]);
+                                recent_cpu = MAX(recent_cpu, m->loop.recent_cpu_usec_max[i]);
+                        }
+                cJSON_AddNumberToObject(loop, "dispatchMaxCpuMsec",
+                                        (double) m->loop.dispatch_cpu_usec_max / 1000.0);
                 cJSON_AddNumberToObject(loop, "dispatchMaxRecentMsec", (double) recent / 1000.0);
+                cJSON_AddNumberToObject(loop, "dispatchMaxRecentCpuMsec", (double) recent_cpu / 1000.0);
                 cJSON_AddNumberToObject(loop, "recentSec", LOOP_RECENT_SEC);
         }
         {

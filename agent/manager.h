@@ -150,6 +150,8 @@ typedef struct Manager {
                  * seconds (slot: second % LOOP_RECENT_SEC). */
                 uint64_t recent_usec_max[LOOP_RECENT_SEC], recent_sec[LOOP_RECENT_SEC];
                 uint64_t stopping_usec_max; /* since the agent began to stop */
+                /* The same in the loop thread's CPU time (without preemption). */
+                uint64_t dispatch_cpu_usec_max, recent_cpu_usec_max[LOOP_RECENT_SEC], stopping_cpu_usec_max;
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
         /* A report directory written (all its formats, fsync()ed): at a
@@ -161,6 +163,10 @@ typedef struct Manager {
         Worker *report_worker;
         size_t report_queue_writes;
         uint64_t report_queue_overflows;
+        /* Sessions to end, a few per loop iteration (session-end.c). */
+        struct SessionEndRequest *end_queue;
+        size_t n_end_queue, end_queue_head;
+        sd_event_source *end_defer;
         unsigned list_reports_pending; /* ListReports calls being read on the report worker */
         uint64_t list_reports_refused; /* ... and refused, LIST_REPORTS_MAX_PENDING being read */
         Symbolizer *symbolizer;
@@ -231,6 +237,18 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
+/* Ends the session soon: from a deferred handler that ends sessions
+ * until SESSION_END_BUDGET_USEC have passed (at least one), then lets the
+ * loop serve everything else before it goes on. For ending many at once
+ * (StopAllSessions, SIGTERM). The callback as session_end_notify()'s; for
+ * a session that ended meanwhile it gets no directories and no error. */
+#define SESSION_END_BUDGET_USEC (5 * USEC_PER_MSEC)
+typedef struct SessionEndRequest SessionEndRequest;
+int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
+                             void *userdata);
+size_t manager_sessions_ending(const Manager *m);
+void manager_end_queue_free(Manager *m);
+
 /* ListReports calls read at once on the report worker; more are refused. */
 #define LIST_REPORTS_MAX_PENDING 16U
 

@@ -221,13 +221,17 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
         e->callback = callback;
         e->userdata = userdata;
 
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1;
         session_stop(s, reason, &usage_source, &st);
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
+        t1 = now_usec(CLOCK_MONOTONIC);
 
         r = report_batch_new(m, on_session_written, e, &b);
         if (r >= 0)
                 r = session_collect(s, &st, reason, usage_source, b);
+        log_debug("Session %s: stopped in %.1f ms, its reports collected in %.1f ms.", s->id_string,
+                  (double) (t1 - t0) / 1000.0, (double) (now_usec(CLOCK_MONOTONIC) - t1) / 1000.0);
         if (r < 0) {
                 session_announce_end(TAKE_PTR(e), NULL, 0, r);
                 return r;
@@ -258,4 +262,90 @@ void session_discard(Session *s) {
                 m->sessions_discarded++;
         }
         session_free(s);
+}
+
+/* ---- ending many: a few per loop iteration ---- */
+
+struct SessionEndRequest {
+        char *id;
+        const char *reason; /* static */
+        SessionEndedFunc callback;
+        void *userdata;
+};
+
+static Session *session_by_id(Manager *m, const char *id) {
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (streq(m->sessions[i]->id_string, id))
+                        return m->sessions[i];
+        return NULL;
+}
+
+static int on_end_queue(sd_event_source *source, void *userdata) {
+        Manager *m = userdata;
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+
+        /* Each end drains and closes the session's perf events: within
+         * the budget, then the loop serves the others and comes back. */
+        while (m->end_queue_head < m->n_end_queue &&
+               (m->end_queue_head == 0 || now_usec(CLOCK_MONOTONIC) - start < SESSION_END_BUDGET_USEC)) {
+                SessionEndRequest *q = &m->end_queue[m->end_queue_head++];
+                _cleanup_free_ char *id = TAKE_PTR(q->id);
+                Session *s = session_by_id(m, id);
+
+                if (s)
+                        (void) session_end_notify(s, q->reason, q->callback, q->userdata);
+                else if (q->callback)
+                        /* Ended meanwhile, by something else. */
+                        q->callback(q->userdata, id, NULL, 0);
+        }
+        if (m->end_queue_head < m->n_end_queue)
+                return 0;
+        free(m->end_queue);
+        m->end_queue = NULL;
+        m->n_end_queue = m->end_queue_head = 0;
+        (void) sd_event_source_set_enabled(source, SD_EVENT_OFF);
+        manager_reports_written(m);
+        return 0;
+}
+
+int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
+                             void *userdata) {
+        SessionEndRequest *l;
+        int r;
+
+        if (!m->end_defer) {
+                r = sd_event_add_defer(m->event, &m->end_defer, on_end_queue, m);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_description(m->end_defer, "session-end-queue");
+                /* Below the drain and the bus: they go first. */
+                (void) sd_event_source_set_priority(m->end_defer, SD_EVENT_PRIORITY_IDLE);
+        }
+        l = reallocarray(m->end_queue, m->n_end_queue + 1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        m->end_queue = l;
+        l[m->n_end_queue] = (SessionEndRequest){
+                .id = strdup(s->id_string),
+                .reason = reason,
+                .callback = callback,
+                .userdata = userdata,
+        };
+        if (!l[m->n_end_queue].id)
+                return -ENOMEM;
+        m->n_end_queue++;
+        return sd_event_source_set_enabled(m->end_defer, SD_EVENT_ON);
+}
+
+size_t manager_sessions_ending(const Manager *m) {
+        return m->n_end_queue - m->end_queue_head;
+}
+
+void manager_end_queue_free(Manager *m) {
+        for (size_t i = m->end_queue_head; i < m->n_end_queue; i++)
+                free(m->end_queue[i].id);
+        free(m->end_queue);
+        m->end_queue = NULL;
+        m->n_end_queue = m->end_queue_head = 0;
+        m->end_defer = sd_event_source_disable_unref(m->end_defer);
 }

@@ -149,12 +149,34 @@ NOINLINE static uint64_t fork_b(unsigned level, uint32_t path, uint64_t h) {
         return r;
 }
 
+/* CGPROF_BENCH_DUTY=PCT (with --stacks): work PCT % of every 100 ms and
+ * sleep the rest, like a mostly idle service (bench/end-many: hundreds of
+ * targets on two CPUs). */
+static double duty_fraction(void) {
+        const char *e = getenv("CGPROF_BENCH_DUTY");
+        double d = e ? strtod(e, NULL) : 0.0;
+        return d > 0.0 && d < 100.0 ? d / 100.0 : 0.0;
+}
+
 NOINLINE static uint64_t run_stacks(unsigned bits, uint64_t iterations) {
+        const double period = 0.1, duty = duty_fraction();
+        double period_start = now(CLOCK_MONOTONIC);
         uint64_t h = 1, seed = 42;
 
         for (uint64_t i = 0; i < iterations; i++) {
                 seed = seed * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
                 h = branch(bits, (uint32_t) (seed >> 33) & ((UINT32_C(1) << bits) - 1), h);
+                if (duty > 0.0 && (i & 63) == 0) {
+                        double t = now(CLOCK_MONOTONIC);
+                        if (t - period_start >= duty * period) {
+                                double rest = period_start + period - t;
+                                if (rest > 0) {
+                                        struct timespec ts = { .tv_sec = 0, .tv_nsec = (long) (rest * 1e9) };
+                                        nanosleep(&ts, NULL);
+                                }
+                                period_start = now(CLOCK_MONOTONIC);
+                        }
+                }
         }
         return h;
 }
