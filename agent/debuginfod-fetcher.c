@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* debuginfod fetches on a worker thread (see debuginfod-fetcher.h).
  *
- * Who owns what: the event loop owns everything but the 'shared' part
- * (queue, answers, stop flag, under 'lock') and the worker's own fields
- * (the libdebuginfod client once the thread runs, the deadline). A request
- * travels as a Job: queued by the loop, fetched by the worker, handed back
- * in the answers list, and accounted and freed by the loop. */
+ * Who owns what: the event loop owns everything but the worker's own
+ * fields (the libdebuginfod client once the thread runs, the deadline) and
+ * the cancel flag. A request travels as a Job on a Worker (worker.h):
+ * queued by the loop, fetched on the thread, handed back, and accounted
+ * and freed by the loop. */
 
 #include <elfutils/debuginfod.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <search.h>
-#include <signal.h>
 #include <stdatomic.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -22,10 +19,12 @@
 #include "debuginfod-fetcher.h"
 #include "fileio.h"
 #include "log.h"
+#include "worker.h"
 
 typedef struct Job Job;
 struct Job {
-        Job *next;
+        WorkerJob job;
+        DebuginfodFetcher *fetcher;
         /* Filled by the worker. */
         int result;
         bool downloaded; /* not in the cache before */
@@ -51,8 +50,7 @@ typedef struct Known {
 #define KNOWN_MAX 4096U /* past this, expired entries are dropped */
 
 struct DebuginfodFetcher {
-        sd_event_source *answers_source;
-        int event_fd;
+        Worker *worker;
         int cache_fd;
         char *cache_dir;
         uint64_t cache_max_bytes, timeout_usec, miss_expiry_usec, failure_retry_usec;
@@ -65,23 +63,14 @@ struct DebuginfodFetcher {
         void *known; /* tsearch: Known by build ID */
         size_t n_known;
         DebuginfodFetcherStats stats;
+        unsigned n_queued; /* queued or being fetched */
 
-        /* Shared, under lock. */
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        Job *queue_head, *queue_tail;
-        unsigned n_queued;
-        Job *answers_head, *answers_tail;
-        bool stop;
-        atomic_bool cancel; /* read by the progress callback without the lock */
+        atomic_bool cancel; /* read by the progress callback on the worker */
 
         /* The worker's. */
         debuginfod_client *client;
         uint64_t deadline;
         bool cancelled, too_big;
-
-        pthread_t thread;
-        bool thread_started;
 };
 
 static int known_cmp(const void *a, const void *b) {
@@ -180,7 +169,9 @@ static int on_progress(debuginfod_client *c, long a, long b) {
         return 0;
 }
 
-static void fetch_one(DebuginfodFetcher *f, Job *job) {
+static void fetch_one(WorkerJob *wj) {
+        Job *job = (Job *) wj;
+        DebuginfodFetcher *f = job->fetcher;
         char path[160];
         struct stat st;
         bool had;
@@ -225,41 +216,6 @@ static void fetch_one(DebuginfodFetcher *f, Job *job) {
         }
 }
 
-static void *worker(void *userdata) {
-        DebuginfodFetcher *f = userdata;
-
-        for (;;) {
-                Job *job;
-
-                pthread_mutex_lock(&f->lock);
-                while (!f->stop && !f->queue_head)
-                        pthread_cond_wait(&f->cond, &f->lock);
-                if (f->stop) {
-                        pthread_mutex_unlock(&f->lock);
-                        break;
-                }
-                job = f->queue_head;
-                f->queue_head = job->next;
-                if (!f->queue_head)
-                        f->queue_tail = NULL;
-                f->n_queued--;
-                pthread_mutex_unlock(&f->lock);
-
-                job->next = NULL;
-                fetch_one(f, job);
-
-                pthread_mutex_lock(&f->lock);
-                if (f->answers_tail)
-                        f->answers_tail->next = job;
-                else
-                        f->answers_head = job;
-                f->answers_tail = job;
-                pthread_mutex_unlock(&f->lock);
-                (void) eventfd_write(f->event_fd, 1);
-        }
-        return NULL;
-}
-
 /* ---- the event loop's side ---- */
 
 static void job_account(DebuginfodFetcher *f, Job *job) {
@@ -290,29 +246,22 @@ static void job_account(DebuginfodFetcher *f, Job *job) {
                 f->stats.pending--;
 }
 
-static int on_answers(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        DebuginfodFetcher *f = userdata;
-        eventfd_t v;
-        Job *list;
+/* On the loop: the answer is accounted and delivered. */
+static void job_done(WorkerJob *wj, bool ran) {
+        Job *job = (Job *) wj;
+        DebuginfodFetcher *f = job->fetcher;
 
-        (void) eventfd_read(f->event_fd, &v);
-        pthread_mutex_lock(&f->lock);
-        list = f->answers_head;
-        f->answers_head = f->answers_tail = NULL;
-        pthread_mutex_unlock(&f->lock);
-
-        while (list) {
-                Job *job = list;
-
-                list = job->next;
+        f->n_queued--;
+        /* Not once the fetcher is being freed (its answers would go to a
+         * symbolizer that is going too). */
+        if (ran && !atomic_load(&f->cancel)) {
                 job_account(f, job);
                 f->delivering = job->build_id;
                 if (f->callback)
                         f->callback(f, job->build_id, job->result, job->usec, f->userdata);
                 f->delivering = NULL;
-                free(job);
         }
-        return 0;
+        free(job);
 }
 
 int debuginfod_fetcher_request(DebuginfodFetcher *f, const char *build_id) {
@@ -334,34 +283,22 @@ int debuginfod_fetcher_request(DebuginfodFetcher *f, const char *build_id) {
                 return k->state == KNOWN_MISSING ? -ENOENT : -EAGAIN;
         }
 
+        if (f->n_queued >= f->queue_max) {
+                f->stats.dropped++;
+                return -ENOBUFS;
+        }
         job = calloc(1, sizeof(Job) + strlen(build_id) + 1);
         if (!job)
                 return -ENOMEM;
+        job->fetcher = f;
         strcpy(job->build_id, build_id);
         r = known_set(f, build_id, KNOWN_PENDING, 0);
         if (r < 0) {
                 free(job);
                 return r;
         }
-
-        pthread_mutex_lock(&f->lock);
-        if (f->n_queued >= f->queue_max) {
-                pthread_mutex_unlock(&f->lock);
-                free(job);
-                k = known_find(f, build_id);
-                if (k)
-                        known_remove(f, k);
-                f->stats.dropped++;
-                return -ENOBUFS;
-        }
-        if (f->queue_tail)
-                f->queue_tail->next = job;
-        else
-                f->queue_head = job;
-        f->queue_tail = job;
         f->n_queued++;
-        pthread_cond_signal(&f->cond);
-        pthread_mutex_unlock(&f->lock);
+        worker_submit(f->worker, &job->job, fetch_one, job_done);
 
         f->stats.queued++;
         f->stats.pending++;
@@ -427,7 +364,6 @@ int debuginfod_fetcher_new(sd_event *event, const DebuginfodFetcherOptions *opts
                            DebuginfodFetchedFunc callback, void *userdata, DebuginfodFetcher **ret) {
         _cleanup_(debuginfod_fetcher_freep) DebuginfodFetcher *f = NULL;
         _cleanup_free_ char *miss = NULL;
-        sigset_t all, old;
         int r;
 
         if (!event || !opts || !opts->urls || !opts->urls[0] || !opts->cache_dir ||
@@ -437,9 +373,7 @@ int debuginfod_fetcher_new(sd_event *event, const DebuginfodFetcherOptions *opts
         f = calloc(1, sizeof(DebuginfodFetcher));
         if (!f)
                 return -ENOMEM;
-        f->event_fd = f->cache_fd = -EBADF;
-        pthread_mutex_init(&f->lock, NULL);
-        pthread_cond_init(&f->cond, NULL);
+        f->cache_fd = -EBADF;
         atomic_init(&f->cancel, false);
         f->callback = callback;
         f->userdata = userdata;
@@ -482,22 +416,9 @@ int debuginfod_fetcher_new(sd_event *event, const DebuginfodFetcherOptions *opts
         debuginfod_set_user_data(f->client, f);
         debuginfod_set_progressfn(f->client, on_progress);
 
-        f->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (f->event_fd < 0)
-                return negative_errno();
-        r = sd_event_add_io(event, &f->answers_source, f->event_fd, EPOLLIN, on_answers, f);
+        r = worker_new(event, "cgprofd-debuginfod", &f->worker);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(f->answers_source, "debuginfod-answers");
-
-        /* Signals stay with the event loop's thread. */
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        r = -pthread_create(&f->thread, NULL, worker, f);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (r < 0)
-                return r;
-        f->thread_started = true;
 
         *ret = TAKE_PTR(f);
         return 0;
@@ -507,30 +428,13 @@ DebuginfodFetcher *debuginfod_fetcher_free(DebuginfodFetcher *f) {
         if (!f)
                 return NULL;
 
-        if (f->thread_started) {
-                atomic_store(&f->cancel, true);
-                pthread_mutex_lock(&f->lock);
-                f->stop = true;
-                pthread_cond_broadcast(&f->cond);
-                pthread_mutex_unlock(&f->lock);
-                pthread_join(f->thread, NULL);
-        }
+        /* A fetch in progress gives up; the ones queued are dropped. */
+        atomic_store(&f->cancel, true);
+        f->worker = worker_free(f->worker);
         if (f->client)
                 debuginfod_end(f->client);
-        for (Job *j = f->queue_head, *n; j; j = n) {
-                n = j->next;
-                free(j);
-        }
-        for (Job *j = f->answers_head, *n; j; j = n) {
-                n = j->next;
-                free(j);
-        }
         tdestroy(f->known, free);
-        sd_event_source_disable_unref(f->answers_source);
-        safe_close(f->event_fd);
         safe_close(f->cache_fd);
-        pthread_mutex_destroy(&f->lock);
-        pthread_cond_destroy(&f->cond);
         free(f->cache_dir);
         free(f);
         return NULL;
