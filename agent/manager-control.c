@@ -173,7 +173,7 @@ int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
                 bool running = s->state == SESSION_RUNNING;
                 list[i] = (ControlSession){
                         .id = s->id_string,
-                        .state = running ? "running" : "armed",
+                        .state = session_state_to_string(s->state),
                         .target = s->target->name,
                         .profile = s->profile->name,
                         .namespace = strempty(s->namespace),

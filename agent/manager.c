@@ -1170,7 +1170,7 @@ char *manager_status_json(Manager *m) {
                 Session *x = m->sessions[i];
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "id", x->id_string);
-                cJSON_AddStringToObject(o, "state", x->state == SESSION_ARMED ? "armed" : "running");
+                cJSON_AddStringToObject(o, "state", session_state_to_string(x->state));
                 cJSON_AddStringToObject(o, "cgroup", x->cgroup);
                 if (x->pod) {
                         cJSON_AddStringToObject(o, "namespace", x->namespace);

@@ -214,6 +214,13 @@ Session *session_free(Session *s) {
         return NULL;
 }
 
+const char *session_state_to_string(SessionState state) {
+#define SESSION_STATE_NAME(e, name) [e] = name,
+        static const char *const names[_SESSION_STATE_MAX] = { SESSION_STATES(SESSION_STATE_NAME) };
+#undef SESSION_STATE_NAME
+        return state < _SESSION_STATE_MAX ? names[state] : NULL;
+}
+
 void session_fields(const Session *s, JournalSessionFields *f) {
         *f = (JournalSessionFields){
                 .session = s->id_string,

@@ -17,12 +17,21 @@
  * event loop is bounded by one second of samples; ending a session only
  * formats what is already symbolized. */
 
+/* The states, and their names in status, ListSessions and cgprofctl: one
+ * definition for the enum and the names. */
+#define SESSION_STATES(X)                                                         \
+        X(SESSION_NEW, "new") /* not started yet */                               \
+        X(SESSION_ARMED, "armed") /* manual start: waiting for cgprofctl start */ \
+        X(SESSION_RUNNING, "running")                                             \
+        X(SESSION_ENDED, "ended") /* stopped; its reports are being written */
+
+#define SESSION_STATE_ENUM(e, name) e,
 typedef enum SessionState {
-        SESSION_NEW, /* not started yet */
-        SESSION_ARMED, /* manual start: waiting for cgprofctl start */
-        SESSION_RUNNING,
-        SESSION_ENDED,
+        SESSION_STATES(SESSION_STATE_ENUM) _SESSION_STATE_MAX
 } SessionState;
+#undef SESSION_STATE_ENUM
+
+const char *session_state_to_string(SessionState state);
 
 typedef struct SessionProcess SessionProcess; /* a program run in the session (session.c) */
 
