@@ -20,6 +20,7 @@
 #include "journal.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-control.h"
 #include "checkpoint.h"
 #include "report-retry.h"
 #include "report-writer.h"

@@ -18,6 +18,8 @@
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-bus.h"
+#include "manager-control.h"
 #include "session.h"
 
 #define SYSTEM_BUS_SOCKET "/run/dbus/system_bus_socket"

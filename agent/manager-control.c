@@ -17,6 +17,9 @@
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
+#include "manager-kube.h"
+#include "manager-profileconfig.h"
+#include "manager-control.h"
 #include "session.h"
 
 /* The largest summary.json ListReports reads (larger ones are skipped). */

@@ -10,6 +10,8 @@
 #include "kube-target.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-kube.h"
+#include "manager-profileconfig.h"
 #include "session.h"
 
 typedef struct PodState {

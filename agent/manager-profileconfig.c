@@ -17,6 +17,8 @@
 #include "kube-target.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-kube.h"
+#include "manager-profileconfig.h"
 
 #define PROFILE_CONFIG_PATH "/apis/cgprof.io/v1/profileconfigs"
 

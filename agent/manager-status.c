@@ -6,6 +6,7 @@
 #include "cgprof-version.h"
 #include "journal.h"
 #include "manager.h"
+#include "manager-kube.h"
 #include "session.h"
 
 typedef struct JsonNumber {

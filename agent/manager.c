@@ -10,7 +10,6 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
-#include "cgprof-version.h"
 #include "cgroup-util.h"
 #include "fileio.h"
 #include "checkpoint.h"
@@ -19,6 +18,10 @@
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
+#include "manager-kube.h"
+#include "manager-profileconfig.h"
+#include "manager-bus.h"
+#include "manager-control.h"
 #include "session.h"
 
 ConfigRef *config_ref(ConfigRef *c) {

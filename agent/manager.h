@@ -24,6 +24,7 @@
 #define DRAIN_INTERVAL_USEC (1 * USEC_PER_SEC)
 
 typedef struct Session Session;
+typedef struct SessionEndRequest SessionEndRequest;
 /* A session's end is announced (session_end_notify()): its report
  * directories (space-separated for a per-process template; NULL when none
  * was written) or the error of writing them. */
@@ -237,17 +238,6 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
-/* Ends the session soon: from a deferred handler that ends sessions
- * until SESSION_END_BUDGET_USEC have passed (at least one), then lets the
- * loop serve everything else before it goes on. For ending many at once
- * (StopAllSessions, SIGTERM). The callback as session_end_notify()'s; for
- * a session that ended meanwhile it gets no directories and no error. */
-#define SESSION_END_BUDGET_USEC (5 * USEC_PER_MSEC)
-typedef struct SessionEndRequest SessionEndRequest;
-int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
-                             void *userdata);
-size_t manager_sessions_ending(const Manager *m);
-void manager_end_queue_free(Manager *m);
 
 /* ListReports calls read at once on the report worker; more are refused. */
 #define LIST_REPORTS_MAX_PENDING 16U
@@ -307,149 +297,5 @@ CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id)
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
 
-/* manager-kube.c */
-int manager_kube_start(Manager *m);
-void manager_kube_free(Manager *m);
-bool manager_kube_reconcile_container(Manager *m, CgroupState *c);
-/* Reconciles every known container cgroup of the pods of a namespace (NULL: of every pod). */
-void manager_kube_reconcile_namespace(Manager *m, const char *namespace);
-const KubePod *manager_kube_pod(Manager *m, const char *uid);
-/* A pod of this node by namespace and name (NULL when not known). */
-const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name);
-const KubeNamespace *manager_kube_namespace(Manager *m, const char *name);
-
-/* manager-profileconfig.c */
-/* The cluster config changed: rebuilds every rule set (ProfileConfigs are
- * parsed again, as they may name its profiles). */
-int manager_kube_rules_reload(Manager *m);
-/* The rules for pods of a namespace (never NULL once a config is loaded). */
-KubeRuleSet *manager_kube_rule_set(Manager *m, const char *namespace);
-/* Whether pod rules can be decided: the ProfileConfigs are listed (or
- * cannot be: no CRD, no permission). */
-bool manager_kube_rules_ready(Manager *m);
-/* The rule that selects a pod's container: KUBE_MATCH_YES fills *ret. */
-KubeMatch manager_kube_match(Manager *m, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                             const char *cgroup, SessionRule *ret);
-int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts);
-void manager_kube_pc_free(Manager *m);
-int manager_kube_pc_status(Manager *m, cJSON *kube);
-/* Display name of a rule's target: "NAME", or "NAME (ProfileConfig PC)". malloc()ed. */
-char *kube_rule_display_name(const KubeRuleSet *set, const KubeRule *rule);
-
 /* Status as a JSON document (for the bus API). */
 char *manager_status_json(Manager *m);
-
-/* manager-kube.c */
-int manager_kube_status(Manager *m, cJSON *j);
-
-/* manager-bus.c: the D-Bus API of bus-api.h, on the private socket and,
- * when there is one, the system bus. */
-int manager_bus_listen(Manager *m);
-int manager_bus_connect_system(Manager *m);
-void manager_bus_close(Manager *m);
-/* SessionStarted / SessionEnded on every connection (report_dir NULL: none). */
-void manager_bus_session_started(Manager *m, Session *s);
-void manager_bus_session_ended(Manager *m, const char *id, const char *reason, const char *report_dir,
-                               uint64_t samples);
-
-/* manager-control.c: what the control API does, without D-Bus (the bus
- * file only marshals). Operations that can fail return a negative errno and
- * a malloc()ed message in *ret_error: -ENOENT (not found), -EBUSY (a session
- * already runs), -EINVAL (invalid argument); anything else is a failure.
- * Borrowed strings stay valid until the event loop runs again. */
-
-/* The target of sessions started on request for a cgroup no rule selects. */
-extern const Target control_on_demand_target;
-
-typedef struct ControlTarget {
-        const char *name, *profile;
-        const char *kind; /* "pod", "cgroup", "pod+cgroup", "default" (enableDefault) */
-        bool disabled;
-        char *owned; /* what name points to, when it is not the config's */
-} ControlTarget;
-/* The config's targets in order, then enableDefault (disabled when off),
- * then the ProfileConfigs' targets, named "NAME (ProfileConfig NS/OBJECT)". */
-int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n);
-void control_targets_free(ControlTarget *l, size_t n);
-
-typedef struct ControlSession {
-        const char *id, *state, *target, *profile; /* state: "running" or "armed" */
-        const char *namespace, *pod, *container, *cgroup; /* "" for a host cgroup */
-        uint64_t start_usec; /* CLOCK_REALTIME, 0 when armed */
-        uint64_t duration_usec; /* 0: until stopped */
-        uint64_t samples; /* recorded so far */
-} ControlSession;
-int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n);
-
-typedef struct ControlReason {
-        const char *target, *reason;
-} ControlReason;
-typedef struct ControlCheck {
-        bool targeted;
-        const char *target, *profile; /* "" when not targeted */
-        ControlReason *reasons; /* every target that does not select it, with its failed condition */
-        size_t n_reasons;
-        char **owned; /* strv: strings the above point to */
-} ControlCheck;
-void control_check_done(ControlCheck *c);
-/* Whether a pod's container (container "": the pod's first container) is
- * targeted, by which rule, and why the other rules do not select it. */
-int manager_check(Manager *m, const char *namespace, const char *pod, const char *container,
-                  ControlCheck *ret, char **ret_error);
-
-typedef enum ControlTargetKind {
-        CONTROL_TARGET_POD,
-        CONTROL_TARGET_CGROUP,
-} ControlTargetKind;
-typedef struct ControlTargetSpec {
-        ControlTargetKind kind;
-        char *namespace, *pod, *container; /* pod: container NULL when not given */
-        char *cgroup; /* cgroup: normalized, relative to the cgroup root, never the root */
-} ControlTargetSpec;
-void control_target_spec_done(ControlTargetSpec *s);
-/* Parses "pod:NAMESPACE/POD", "pod:NAMESPACE/POD/CONTAINER" or
- * "cgroup:PATH" (leading and trailing '/' dropped; no empty, "." or ".."
- * component; not the root). -EINVAL with a message otherwise. */
-int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_error);
-
-/* Starts a session now (see StartSession in bus-api.h); profile "" or
- * NULL: the target's; duration_usec 0: the profile's. */
-int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
-                          char **ret_id, char **ret_error);
-/* Ends a session (running or armed) as "stopped"; once its report is
- * written, the callback gets its directories (NULL when it wrote none) or
- * the error. -ENOENT with a message when there is no such session (no
- * callback then). */
-int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
-                         char **ret_error);
-/* Ends every running session (armed ones stay armed); once every report is
- * written, the callback gets one entry per session ("" when it wrote no
- * report), and owns the list. */
-typedef void (*ManagerStoppedAllFunc)(void *userdata, char **report_dirs);
-int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata);
-
-typedef struct ControlReport {
-        char *session, *report_dir, *namespace, *pod, *container, *cgroup; /* never NULL */
-        uint64_t start_usec, samples;
-} ControlReport;
-void control_reports_free(ControlReport *r, size_t n);
-/* The reports (summary.json) below the directory dir_fd (named dir_path),
- * newest first: filter "" (all), "NAMESPACE", "NAMESPACE/POD" or
- * "cgroup:PATH"; since_usec: started at or after it. The walk is bounded
- * (CONTROL_REPORTS_MAX_DIRS directories, CONTROL_REPORTS_MAX_DEPTH levels)
- * and follows no symlink. */
-#define CONTROL_REPORTS_MAX_DIRS 10000U
-#define CONTROL_REPORTS_MAX_DEPTH 8U
-int control_list_reports(int dir_fd, const char *dir_path, const char *filter, uint64_t since_usec,
-                         ControlReport **ret, size_t *ret_n, char **ret_error);
-
-typedef struct ControlSysctl {
-        const char *name, *wanted;
-        char *current; /* "" when it cannot be read */
-} ControlSysctl;
-int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n);
-void control_sysctls_free(ControlSysctl *s, size_t n);
-
-/* Running sessions (for ActiveSessions). */
-unsigned manager_active_sessions(Manager *m);
-uint64_t manager_uptime_usec(Manager *m);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "report-writer.h"
 #include "session.h"
+#include "manager-bus.h"
 
 typedef struct Ending {
         Session *s;

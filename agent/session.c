@@ -16,6 +16,7 @@
 #include "unwind.h"
 #include "session.h"
 #include "template.h"
+#include "manager-bus.h"
 
 struct SessionProcess {
         uint32_t pid;

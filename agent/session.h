@@ -126,6 +126,16 @@ int session_start_manual(Session *s);
  * returns. */
 int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback, void *userdata);
 void session_end(Session *s, const char *reason);
+/* Ends the session soon: from a deferred handler that ends sessions
+ * until SESSION_END_BUDGET_USEC have passed (at least one), then lets the
+ * loop serve everything else before it goes on. For ending many at once
+ * (StopAllSessions, SIGTERM). The callback as session_end_notify()'s; for
+ * a session that ended meanwhile it gets no directories and no error. */
+#define SESSION_END_BUDGET_USEC (5 * USEC_PER_MSEC)
+int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
+                             void *userdata);
+size_t manager_sessions_ending(const Manager *m);
+void manager_end_queue_free(Manager *m);
 /* Ends a provisional session that turned out not to be a container (a pod
  * sandbox): no report, no journal entry. */
 void session_discard(Session *s);

@@ -6,6 +6,7 @@
 
 #include "fileio.h"
 #include "manager.h"
+#include "manager-control.h"
 #include "tests.h"
 
 static void parse_ok(const char *s, ControlTargetKind kind, const char *ns, const char *pod,
