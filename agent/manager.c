@@ -157,6 +157,15 @@ int manager_add_session(Manager *m, Session *s) {
         return 0;
 }
 
+void manager_session_slot(Manager *m, Session *s, bool taken) {
+        if (s->slot == 0 || s->slot >= CGPROF_MAX_SESSIONS)
+                return;
+        if (taken)
+                m->sessions_by_slot[s->slot] = s;
+        else if (m->sessions_by_slot[s->slot] == s)
+                m->sessions_by_slot[s->slot] = NULL;
+}
+
 void manager_remove_session(Manager *m, Session *s, const char *reason) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 if (m->sessions[i] == s) {
@@ -170,8 +179,7 @@ void manager_remove_session(Manager *m, Session *s, const char *reason) {
                 c->session = NULL;
                 c->done = streq_ptr(reason, "duration") || streq_ptr(reason, "stopped");
         }
-        if (s->slot > 0 && m->sessions_by_slot[s->slot] == s)
-                m->sessions_by_slot[s->slot] = NULL;
+        manager_session_slot(m, s, false);
 }
 
 /* A host cgroup matches a target when the target has cgroupPatterns, one of

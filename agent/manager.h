@@ -272,8 +272,11 @@ int manager_launch_session(Manager *m, Session *s, bool manual, const char *what
  * fds, the cgroup is tried again. */
 void manager_session_failed(Manager *m, const char *path, int r);
 
-/* Session bookkeeping, used by session.c. */
+/* Session bookkeeping, used by session*.c: the Manager alone writes its
+ * indexes (the list, the slots, each cgroup's session). */
 int manager_add_session(Manager *m, Session *s);
+/* The session has its sampler slot (taken), or no more. */
+void manager_session_slot(Manager *m, Session *s, bool taken);
 /* reason: why it ended; "duration" and "stopped" mark the cgroup done (no
  * automatic restart), other endings (untargeted, pod-deleted...) do not. */
 void manager_remove_session(Manager *m, Session *s, const char *reason);

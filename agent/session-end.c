@@ -79,7 +79,6 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
         session_resolve_late(s);
 
         /* Give the cgroups back to an enclosing session (if any), release the slot. */
-        m->sessions_by_slot[s->slot] = NULL;
         manager_remove_session(m, s, reason);
         manager_assign_cgroups_below(m, s->cgroup);
         sampler_session_close(m->sampler, s->slot);
@@ -251,10 +250,8 @@ void session_discard(Session *s) {
 
         log_debug("Session %s: cgroup %s is not a container of pod %s/%s (a pod sandbox), discarding.",
                   s->id_string, s->cgroup, strna(s->namespace), strna(s->pod));
-        if (s->state == SESSION_RUNNING) {
+        if (s->state == SESSION_RUNNING)
                 (void) sampler_session_deactivate(m->sampler, s->slot);
-                m->sessions_by_slot[s->slot] = NULL;
-        }
         session_checkpoint_discard(s);
         manager_remove_session(m, s, "discarded");
         manager_assign_cgroups_below(m, s->cgroup);

@@ -310,7 +310,7 @@ static void session_start_undo(Session *s, SessionState previous) {
         s->events_watch = sd_event_source_disable_unref(s->events_watch);
         s->checkpoint_timer = sd_event_source_disable_unref(s->checkpoint_timer);
         (void) sampler_session_deactivate(m->sampler, s->slot);
-        m->sessions_by_slot[s->slot] = NULL;
+        manager_session_slot(m, s, false);
         s->state = previous;
         manager_assign_cgroups_below(m, s->cgroup);
         sampler_session_close(m->sampler, s->slot);
@@ -350,7 +350,7 @@ static int session_start_internal(Session *s, bool now) {
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
 
-        m->sessions_by_slot[s->slot] = s;
+        manager_session_slot(m, s, true);
         s->state = SESSION_RUNNING;
         s->symbols_generation = symbolizer_generation(m->symbolizer);
         s->start_realtime = now_usec(CLOCK_REALTIME);
