@@ -19,12 +19,6 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete);
 
-static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
-        [REPORT_FORMAT_FOLDED] = "folded",         [REPORT_FORMAT_JSON] = "json",
-        [REPORT_FORMAT_PPROF] = "pprof",           [REPORT_FORMAT_SVG] = "svg",
-        [REPORT_FORMAT_SPEEDSCOPE] = "speedscope",
-};
-
 static const char *const profile_start_table[_PROFILE_START_MAX] = {
         [PROFILE_START_AUTO] = "auto",
         [PROFILE_START_MANUAL] = "manual",
@@ -56,21 +50,6 @@ static const char *const machine_setting_allow_list[] = {
 
 #define TARGET_CONDITIONS \
         "namespaceSelector, podSelector, podNamePatterns, owner, containers, cgroupPatterns"
-
-const char *report_format_to_string(ReportFormat f) {
-        if (f < 0 || f >= _REPORT_FORMAT_MAX)
-                return NULL;
-        return report_format_table[f];
-}
-
-ReportFormat report_format_from_string(const char *s) {
-        if (!s)
-                return _REPORT_FORMAT_INVALID;
-        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
-                if (streq(s, report_format_table[f]))
-                        return f;
-        return _REPORT_FORMAT_INVALID;
-}
 
 const char *profile_start_to_string(ProfileStart s) {
         if (s < 0 || s >= _PROFILE_START_MAX)

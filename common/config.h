@@ -5,6 +5,7 @@
 #include <regex.h>
 
 #include "macro.h"
+#include "report-format.h"
 #include "selector.h"
 
 /* The agent's configuration: the JSON document of docs/configuration.md
@@ -50,18 +51,6 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
 #define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
 
-typedef enum ReportFormat {
-        REPORT_FORMAT_FOLDED, /* profile.folded */
-        REPORT_FORMAT_JSON, /* summary.json */
-        REPORT_FORMAT_PPROF, /* profile.pb.gz */
-        REPORT_FORMAT_SVG, /* flame.svg */
-        REPORT_FORMAT_SPEEDSCOPE, /* profile.speedscope.json */
-        _REPORT_FORMAT_MAX,
-        _REPORT_FORMAT_INVALID = -EINVAL,
-} ReportFormat;
-
-const char *report_format_to_string(ReportFormat f);
-ReportFormat report_format_from_string(const char *s);
 const char *profile_start_to_string(ProfileStart s);
 ProfileStart profile_start_from_string(const char *s);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "config.h"
+#include "report-format.h"
 #include "profile-data.h"
 
 typedef struct ReportSummaryInfo ReportSummaryInfo;
