@@ -4,7 +4,7 @@
 
 #include <linux/types.h>
 
-#include "../bpf/python.h"
+#include "../../bpf/python.h"
 #include "macro.h"
 #include "python-merge.h"
 

@@ -24,7 +24,7 @@
 
 #include "macro.h"
 
-#include "../bpf/unwind.h"
+#include "../../bpf/unwind.h"
 
 typedef enum UnwindSource {
         UNWIND_SOURCE_NONE,
