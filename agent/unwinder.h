@@ -9,9 +9,9 @@
 
 /* The unwind tables of profiled processes, in the sampler's BPF maps.
  *
- * A table is built once per file (common/unwind-table.c, from .eh_frame or
- * .debug_frame), keyed by the file's build ID, else by (device, inode,
- * size, mtime), and written once into the rows map however many processes
+ * A table is built once per file (common/symbols/unwind-table.c, from
+ * .eh_frame or .debug_frame), keyed by the file's build ID, else by (device,
+ * inode, size, mtime), and written once into the rows map however many processes
  * map the file. A process's executable mappings go into the mappings map
  * (longest prefix match on pid and address) pointing at their file's table
  * with the load bias; then the process is marked ready, and the BPF walker

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* bench/unwind-tables: what building an unwind table (common/unwind-table.c)
- * costs, per file. Usage: cgprof-bench-unwind-tables [FILE...]
+/* bench/unwind-tables: what building an unwind table
+ * (common/symbols/unwind-table.c) costs, per file. Usage: cgprof-bench-unwind-tables [FILE...]
  * Without arguments: /usr/bin/python3.11, this machine's libc and libstdc++
  * (from ldconfig -p, else Debian's paths) and /usr/lib/chromium/chromium
  * when present.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The jitdump parser (common/jitdump.c), on files built here in both byte
- * orders. */
+/* The jitdump parser (common/symbols/jitdump.c), on files built here in both
+ * byte orders. */
 #include <byteswap.h>
 
 #include "jitdump.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The JIT symbol table (common/jit-map.c) and the perf map parser
- * (common/perf-map.c). */
+/* The JIT symbol table (common/symbols/jit-map.c) and the perf map parser
+ * (common/symbols/perf-map.c). */
 #include <time.h>
 
 #include "jit-map.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The offsets table (common/python-runtime.c) against the CPython headers
- * installed here (Debian's python3.11-dev, Include/internal with
+/* The offsets table (common/symbols/python-runtime.c) against the CPython
+ * headers installed here (Debian's python3.11-dev, Include/internal with
  * Py_BUILD_CORE): every offset the walk and the agent use must be what the
  * compiler says. Built only where the headers are (meson: python-3.11). */
 #define Py_BUILD_CORE 1

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* CPython's insides as the profiler reads them (common/python-runtime.c)
- * and where Python frames go among native ones (common/python-merge.c):
+/* CPython's insides as the profiler reads them
+ * (common/symbols/python-runtime.c) and where Python frames go among native
+ * ones (common/profile/python-merge.c):
  * - _PyRuntime, PyCode_Type and the version found in Debian's own
  *   python3.11 and libpython3.11.so (checked against readelf's symbols);
  * - the 3.11 line table decoded for every instruction of every code object

@@ -6,8 +6,8 @@
 #include "profile.pb-c.h"
 #include "report.h"
 
-/* profile.pb.gz: pprof's Profile message (common/profile.proto, encoded by
- * protobuf-c's generated code), gzipped with zlib.
+/* profile.pb.gz: pprof's Profile message (common/profile/profile.proto,
+ * encoded by protobuf-c's generated code), gzipped with zlib.
  *
  * Writer: every string goes through one string table, sorted and
  * deduplicated, so entry 0 is "" and an index is a binary search away (no

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for cgroup paths (common/kube-cgroup.c: a container's
- * cgroup to its pod UID and container ID; common/cgroup-util.c:
+/* libFuzzer target for cgroup paths (common/kube/kube-cgroup.c: a container's
+ * cgroup to its pod UID and container ID; common/base/cgroup-util.c:
  * /proc/self/mountinfo and its escapes).
  *
  * The input is a cgroup path (relative to the cgroup root), read as a

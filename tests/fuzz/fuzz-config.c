@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the agent's config (common/config.c: config_parse(),
- * with the label selectors, templates and regexes it validates).
+/* libFuzzer target for the agent's config (common/config/config.c:
+ * config_parse(), with the label selectors, templates and regexes it
+ * validates).
  *
  * The input is the config's JSON text. It parses, or fails with -EINVAL and
  * a message (or -ENOMEM); a parsed config is whole: its default profile

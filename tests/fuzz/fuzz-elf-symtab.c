@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the ELF symbol reader (common/elf-symtab.c, with
- * .gopclntab and MiniDebugInfo behind it) as the agent uses it: on a file
+/* libFuzzer target for the ELF symbol reader (common/symbols/elf-symtab.c,
+ * with .gopclntab and MiniDebugInfo behind it) as the agent uses it: on a file
  * descriptor (a memfd here, mapped by libelf as a binary on disk is).
  *
  * The input is an ELF file, malformed or truncated. It loads or fails with

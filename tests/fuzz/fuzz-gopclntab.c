@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for common/gopclntab.c, the reader of Go's .gopclntab.
+/* libFuzzer target for common/symbols/gopclntab.c, the reader of Go's
+ * .gopclntab.
  *
  * An input is either
  *  - a whole ELF file (it starts with \177ELF): gopclntab_load() from

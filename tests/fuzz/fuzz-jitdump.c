@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the jitdump parser (common/jitdump.c) and the JIT
- * symbol table (common/jit-map.c).
+/* libFuzzer target for the jitdump parser (common/symbols/jitdump.c) and the
+ * JIT symbol table (common/symbols/jit-map.c).
  *
  * The input is a jitdump file. It is parsed whole, and again as a growing
  * file is read: the visible size grows by steps the input's first byte

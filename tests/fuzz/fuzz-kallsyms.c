@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for /proc/kallsyms and /proc/modules (common/kallsyms.c).
+/* libFuzzer target for /proc/kallsyms and /proc/modules
+ * (common/symbols/kallsyms.c).
  *
  * The input is a kallsyms file (from a memfd, read through its
  * /proc/self/fd path as the agent reads /proc/kallsyms). It loads, or fails

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the Kubernetes objects the agent reads from the API
- * server (common/kube-object.c): pods and namespaces from their JSON, and
- * container IDs ("containerd://<hex>").
+ * server (common/kube/kube-object.c): pods and namespaces from their JSON,
+ * and container IDs ("containerd://<hex>").
  *
  * The input is an object's JSON: it is read as a pod and as a namespace.
  * Each parses, or fails with -EBADMSG (and a message naming the field) or

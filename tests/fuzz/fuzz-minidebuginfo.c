@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the MiniDebugInfo path of common/elf-symtab.c.
+/* libFuzzer target for the MiniDebugInfo path of common/symbols/elf-symtab.c.
  *
  * An input is either
  *  - a whole ELF file (it starts with \177ELF), loaded with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the perf map parser (common/perf-map.c) and the JIT
- * symbol table (common/jit-map.c).
+/* libFuzzer target for the perf map parser (common/symbols/perf-map.c) and the
+ * JIT symbol table (common/symbols/jit-map.c).
  *
  * The input is a perf map. It is parsed whole, and again as a growing file
  * is read (fed in chunks whose sizes the input's first byte picks, each

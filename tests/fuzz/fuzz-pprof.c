@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for what `cgprofctl report` reads (common/report-pprof.c:
- * profile.pb.gz, ours or another tool's; common/report-folded.c:
- * profile.folded) and the writers it then runs on what was read.
+/* libFuzzer target for what `cgprofctl report` reads
+ * (common/profile/report-pprof.c: profile.pb.gz, ours or another tool's;
+ * common/profile/report-folded.c: profile.folded) and the writers it then runs on what was read.
  *
  * The input's first byte says what the rest is: 'P' a pprof Profile
  * message, compressed here (so that mutations hit the protobuf, not

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the spec of a ProfileConfig object
- * (config_parse_namespaced(), common/config.c) and the merging of a
- * namespace's rules (kube_rules_build(), common/kube-target.c).
+ * (config_parse_namespaced(), common/config/config.c) and the merging of a
+ * namespace's rules (kube_rules_build(), common/config/kube-target.c).
  *
  * The input is the JSON of the spec. It is parsed against a fixed cluster
  * config; a spec that parses is merged with it (the namespace's one

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for Kubernetes label selectors (common/selector.c).
+/* libFuzzer target for Kubernetes label selectors (common/kube/selector.c).
  *
  * The input is JSON: either {"selector": S, "labels": L}, or a selector
  * alone (then matched against fixed labels). A selector parses, or fails

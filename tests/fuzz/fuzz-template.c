@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for output name templates (common/template.c): validation,
- * expansion and the sanitizing of values.
+/* libFuzzer target for output name templates (common/base/template.c):
+ * validation, expansion and the sanitizing of values.
  *
  * The input is NUL-separated fields: the template, then the values of
  * {NAMESPACE} {POD} {CONTAINER} {CONTAINER_ID} {CGROUP} {NODE} {PROFILE}

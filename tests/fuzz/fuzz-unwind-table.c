@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the unwind-table builder (common/unwind-table.c).
+/* libFuzzer target for the unwind-table builder
+ * (common/symbols/unwind-table.c).
  *
  * An input is either
  *  - a whole ELF file (it starts with \177ELF), opened with elf_memory(), or

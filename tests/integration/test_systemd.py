@@ -51,7 +51,7 @@ EXPECTED = {
     DROPIN_EXAMPLE: False,
     "/etc/cgprof/config.json": False,
 }
-# The sysctls machineConfig accepts (common/config.c): the unit leaves
+# The sysctls machineConfig accepts (common/config/config.c): the unit leaves
 # exactly these writable in /proc/sys.
 SYSCTLS = ["kernel.perf_event_paranoid", "kernel.perf_event_max_stack", "kernel.perf_event_mlock_kb",
            "kernel.perf_event_max_sample_rate", "kernel.perf_cpu_time_max_percent", "kernel.kptr_restrict"]
