@@ -3,7 +3,7 @@
  *
  * What a checkpoint costs: it is written on the event loop, like a final
  * report today: every format of the session's data so far, each file
- * through a temporary name, fsynced and renamed (common/report.c), plus
+ * through a temporary name, fsynced and renamed (common/profile/report.c), plus
  * the registry entry when a directory is new. The loop is held for that
  * long once per interval per session (logged at debug level, the longest
  * in `status` → checkpoints.maxMsec); that is why the interval is at least
