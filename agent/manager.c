@@ -419,9 +419,16 @@ static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, v
 }
 
 /* Process events first load unwind tables (the samples of a new process
- * wait for them), then the symbols of all of them. */
-static void manager_proc_events(Manager *m) {
-        int r = sampler_proc_events_consume(m->sampler);
+ * wait for them), then the symbols of all of them. From the ring buffer's
+ * io source, as many as PROC_EVENTS_BUDGET_USEC allow (a process with tens
+ * of thousands of mappings costs tens of ms): the rest in the next loop
+ * iterations (the fd stays readable), the drain and the bus in between.
+ * A drain takes them all (budget 0): its samples need their mappings. */
+#define PROC_EVENTS_BUDGET_USEC (10 * USEC_PER_MSEC)
+
+static void manager_proc_events(Manager *m, uint64_t budget_usec) {
+        int r = sampler_proc_events_consume(m->sampler,
+                                            budget_usec > 0 ? now_usec(CLOCK_MONOTONIC) + budget_usec : 0);
         if (r < 0)
                 log_warning_errno(r, "Failed to read process events, ignoring: %m");
         for (size_t i = 0; i < m->n_sessions; i++)
@@ -429,7 +436,7 @@ static void manager_proc_events(Manager *m) {
 }
 
 static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        manager_proc_events(userdata);
+        manager_proc_events(userdata, PROC_EVENTS_BUDGET_USEC);
         return 0;
 }
 
@@ -447,7 +454,7 @@ int manager_drain(Manager *m, bool full) {
         int r = 0;
 
         /* New processes first, so their mappings are captured before their samples are resolved. */
-        manager_proc_events(m);
+        manager_proc_events(m, 0);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
                 symbolizer_begin_pass(m->symbolizer);

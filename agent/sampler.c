@@ -29,6 +29,7 @@ typedef struct SamplerSlot {
 } SamplerSlot;
 
 struct Sampler {
+        uint64_t consume_deadline; /* sampler_proc_events_consume() */
         SamplerMode mode;
         struct profile_bpf *skel;
         struct bpf_link *exec_link;
@@ -208,6 +209,10 @@ static int handle_proc_event(void *ctx, void *data, size_t size) {
         memcpy(comm, e->comm, CGPROF_COMM_LEN);
         if (s->proc_cb)
                 s->proc_cb(e, comm, s->userdata);
+        /* This event is consumed either way; a negative return leaves the
+         * next ones in the ring. */
+        if (s->consume_deadline > 0 && now_usec(CLOCK_MONOTONIC) >= s->consume_deadline)
+                return -EAGAIN;
         return 0;
 }
 
@@ -337,8 +342,14 @@ int sampler_proc_events_fd(Sampler *s) {
         return ring_buffer__epoll_fd(s->rb);
 }
 
-int sampler_proc_events_consume(Sampler *s) {
-        int r = ring_buffer__consume(s->rb);
+int sampler_proc_events_consume(Sampler *s, uint64_t deadline_usec) {
+        int r;
+
+        s->consume_deadline = deadline_usec;
+        r = ring_buffer__consume(s->rb);
+        s->consume_deadline = 0;
+        if (r == -EAGAIN)
+                return 1;
         return r < 0 ? r : 0;
 }
 

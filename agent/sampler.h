@@ -78,10 +78,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Sampler *, sampler_free);
 SamplerMode sampler_mode(const Sampler *s);
 size_t sampler_n_cpus(const Sampler *s);
 
-/* The ring buffer's epoll fd (readable when processes were reported) and
- * its consumer. */
+/* The ring buffer's epoll fd (readable while processes reported are not
+ * consumed yet) and its consumer: each event goes to the callback; once
+ * deadline_usec (CLOCK_MONOTONIC; 0: none) has passed, it stops after the
+ * event at hand and returns 1 (more may wait: the fd stays readable). */
 int sampler_proc_events_fd(Sampler *s);
-int sampler_proc_events_consume(Sampler *s);
+int sampler_proc_events_consume(Sampler *s, uint64_t deadline_usec);
 
 /* Opens the session's sampling: allocates a slot, opens (or shares) the
  * perf events. event: "cpu-clock", "cycles", ...; a hardware event that the
