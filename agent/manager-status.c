@@ -169,6 +169,10 @@ char *manager_status_json(Manager *m) {
                 { "sessionsDiscarded", (double) m->sessions_discarded },
                 { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
         manager_report_retry_status(m, j);
+        uint64_t maps_reads, maps_hits;
+        proc_maps_cache_stats(m->maps_cache, &maps_reads, &maps_hits);
+        JSON_ADD_NUMBERS(j, "procMaps", { "reads", (double) maps_reads },
+                         { "cacheHits", (double) maps_hits });
         workers_json(m, j);
         loop_json(m, j);
         unwinder_json(m, j);

@@ -833,9 +833,13 @@ int manager_startup(Manager *m) {
         r = process_reader_new(&m->process_reader);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up libproc2: %m");
+        m->maps_cache = proc_maps_cache_new();
+        if (!m->maps_cache)
+                return log_oom();
         r = symbolizer_new(NULL, &m->symbolizer);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the symbolizer: %m");
+        symbolizer_set_maps_cache(m->symbolizer, m->maps_cache);
         (void) manager_setup_debuginfod(m);
         /* Kernel symbols now, once (~40 ms for 120k symbols), rather than
          * in the first drain of the first session. */
@@ -855,11 +859,13 @@ int manager_startup(Manager *m) {
         r = unwinder_new(m->event, &unwind_maps, &m->unwinder);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the unwinder: %m");
+        unwinder_set_maps_cache(m->unwinder, m->maps_cache);
         int py_procs_fd, py_threads_fd;
         sampler_python_maps(m->sampler, &py_procs_fd, &py_threads_fd);
         r = python_new(py_procs_fd, py_threads_fd, NULL, &m->python);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the Python frame walk: %m");
+        python_set_maps_cache(m->python, m->maps_cache);
         r = sd_event_add_io(m->event, &m->proc_events, sampler_proc_events_fd(m->sampler), EPOLLIN,
                             on_proc_events_io, m);
         if (r < 0)
@@ -957,6 +963,8 @@ static int manager_loop(Manager *m) {
                         unsigned slot;
 
                         r = sd_event_dispatch(m->event);
+                        /* What the next handler reads of /proc/PID/maps is read anew. */
+                        proc_maps_cache_clear(m->maps_cache);
                         usec = timing_now() - start;
                         cpu_usec = now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
                         sec = start / USEC_PER_SEC;
@@ -1035,6 +1043,7 @@ Manager *manager_free(Manager *m) {
         debuginfod_fetcher_free(m->debuginfod); /* before the symbolizer its answers go to */
         strv_free(m->debuginfod_urls);
         symbolizer_free(m->symbolizer);
+        proc_maps_cache_free(m->maps_cache);
         process_reader_free(m->process_reader);
         config_unref(m->config);
         free(m->last_config_load);

@@ -172,6 +172,7 @@ typedef struct Manager {
         uint64_t list_reports_refused; /* ... and refused, LIST_REPORTS_MAX_PENDING being read */
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
+        ProcMapsCache *maps_cache; /* /proc/PID/maps read once per loop iteration (proc-maps.h) */
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
         char **debuginfod_urls; /* the servers it uses (debuginfodUrls at start) */
 

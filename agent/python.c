@@ -62,6 +62,7 @@ struct PythonProcess {
 };
 
 struct Python {
+        ProcMapsCache *maps_cache; /* the Manager's (NULL: none) */
         int procs_fd, threads_fd;
         char *proc_root;
         void *processes; /* tsearch() tree of PythonProcess by (pid, start_time, exec_id) */
@@ -122,6 +123,10 @@ int python_new(int procs_fd, int threads_fd, const char *proc_root, Python **ret
 
 static void process_destroy(void *p) {
         process_free(p);
+}
+
+void python_set_maps_cache(Python *x, ProcMapsCache *c) {
+        x->maps_cache = c;
 }
 
 Python *python_free(Python *py) {
@@ -197,14 +202,12 @@ static int mapping_bias(const FileInfo *fi, const ProcMapsEntry *e, uint64_t *re
 /* Finds CPython in the process's executable file mappings. */
 static int process_find_python(Python *py, pid_t pid, const FileInfo **ret_fi, uint64_t *ret_bias) {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ char *line = NULL;
         size_t size = 0;
         dev_t last_dev = 0;
         ino_t last_ino = 0;
 
-        if (asprintf(&path, "%s/%d/maps", py->proc_root, (int) pid) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
+        f = proc_maps_fopen(py->maps_cache, py->proc_root, pid);
         if (!f)
                 return -errno;
         while (getline(&line, &size, f) > 0) {

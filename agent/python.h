@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "proc-maps.h"
 
 /* Python frames, the agent's half (bpf/python.h for the walk):
  * - finds CPython in a process (the python executable or a libpython it
@@ -25,6 +26,8 @@ typedef struct PythonProcess PythonProcess;
 #define PYTHON_CODE_CACHE_MAX 16384
 
 int python_new(int procs_fd, int threads_fd, const char *proc_root, Python **ret);
+/* /proc/PID/maps through the Manager's cache (see proc-maps.h). */
+void python_set_maps_cache(Python *x, ProcMapsCache *c);
 Python *python_free(Python *py);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Python *, python_free);
 

@@ -111,6 +111,7 @@ struct ProcessMaps {
 };
 
 struct Symbolizer {
+        ProcMapsCache *maps_cache; /* the Manager's (NULL: none) */
         uint64_t pass; /* symbolizer_begin_pass() */
         size_t max_files;
         char *debug_dir;
@@ -851,14 +852,12 @@ static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
 static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_old, Mapping **ret,
                          size_t *ret_n) {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ char *line = NULL;
         Mapping *mappings = NULL;
         size_t n = 0, n_alloc = 0, alloc = 0, left_out = 0, run = 0;
         int r;
 
-        if (asprintf(&path, "%s/%d/maps", s->proc_root, (int) pid) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
+        f = proc_maps_fopen(s->maps_cache, s->proc_root, pid);
         if (!f)
                 return errno == ENOENT ? -ESRCH : negative_errno();
 
@@ -1257,6 +1256,10 @@ int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret) {
 
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+void symbolizer_set_maps_cache(Symbolizer *x, ProcMapsCache *c) {
+        x->maps_cache = c;
 }
 
 Symbolizer *symbolizer_free(Symbolizer *s) {

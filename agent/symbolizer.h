@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "proc-maps.h"
 
 /* Symbolization of sampled addresses.
  *
@@ -51,6 +52,8 @@ typedef struct SymbolizerOptions {
 } SymbolizerOptions;
 
 int symbolizer_new(const SymbolizerOptions *opts, Symbolizer **ret);
+/* /proc/PID/maps through the Manager's cache (see proc-maps.h). */
+void symbolizer_set_maps_cache(Symbolizer *x, ProcMapsCache *c);
 Symbolizer *symbolizer_free(Symbolizer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Symbolizer *, symbolizer_free);
 

@@ -104,6 +104,7 @@ typedef struct RowExtent {
 } RowExtent;
 
 struct Unwinder {
+        ProcMapsCache *maps_cache; /* the Manager's (NULL: none) */
         sd_event *event;
         SamplerUnwindMaps maps;
         struct cgprof_unwind_row *rows; /* the rows map, mmap()ed */
@@ -639,7 +640,7 @@ static int mapping_key_cmp(const void *a, const void *b) {
 static int process_load(UnwindProcess *p) {
         Unwinder *u = p->unwinder;
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *path = NULL, *line = NULL;
+        _cleanup_free_ char *line = NULL;
         _cleanup_free_ ProcMapping *maps = NULL;
         _cleanup_free_ struct cgprof_mapping_key *keys = NULL;
         size_t alloc = 0, n_maps = 0, allocated_maps = 0, n_keys = 0, allocated_keys = 0;
@@ -652,9 +653,7 @@ static int process_load(UnwindProcess *p) {
 
         p->loaded_usec = now_usec(CLOCK_MONOTONIC);
 
-        if (asprintf(&path, "/proc/%d/maps", (int) p->pid) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
+        f = proc_maps_fopen(u->maps_cache, "/proc", p->pid);
         if (!f)
                 return errno == ENOENT ? -ESRCH : negative_errno();
 
@@ -985,6 +984,10 @@ static void process_free_action(void *p) {
         safe_close(x->pidfd);
         u->stats.processes--;
         free(x);
+}
+
+void unwinder_set_maps_cache(Unwinder *x, ProcMapsCache *c) {
+        x->maps_cache = c;
 }
 
 Unwinder *unwinder_free(Unwinder *u) {

@@ -6,6 +6,7 @@
 
 #include "macro.h"
 #include "sampler.h"
+#include "proc-maps.h"
 
 /* The unwind tables of profiled processes, in the sampler's BPF maps.
  *
@@ -39,6 +40,8 @@ typedef struct UnwinderStats {
 } UnwinderStats;
 
 int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret);
+/* /proc/PID/maps through the Manager's cache (see proc-maps.h). */
+void unwinder_set_maps_cache(Unwinder *x, ProcMapsCache *c);
 Unwinder *unwinder_free(Unwinder *u);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Unwinder *, unwinder_free);
 

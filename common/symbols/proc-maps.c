@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <linux/openat2.h>
 #include <sys/auxv.h>
@@ -163,4 +164,116 @@ int proc_self_vdso(const void **ret_image, size_t *ret_size) {
                 }
         }
         return -ENOENT;
+}
+
+/* ---- one read of /proc/PID/maps for the readers of one moment ---- */
+
+struct ProcMapsCache {
+        char *proc_root;
+        pid_t pid;
+        bool valid;
+        char *buf;
+        size_t size, allocated;
+        uint64_t reads, hits;
+};
+
+ProcMapsCache *proc_maps_cache_new(void) {
+        return calloc(1, sizeof(ProcMapsCache));
+}
+
+ProcMapsCache *proc_maps_cache_free(ProcMapsCache *c) {
+        if (!c)
+                return NULL;
+        free(c->proc_root);
+        free(c->buf);
+        free(c);
+        return NULL;
+}
+
+void proc_maps_cache_clear(ProcMapsCache *c) {
+        if (!c || !c->valid)
+                return;
+        c->valid = false;
+        /* A huge one is not kept around. */
+        if (c->allocated > 1024 * 1024) {
+                free(c->buf);
+                c->buf = NULL;
+                c->allocated = 0;
+        }
+}
+
+void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits) {
+        *ret_reads = c ? c->reads : 0;
+        *ret_hits = c ? c->hits : 0;
+}
+
+/* The whole file into c->buf; -EFBIG past PROC_MAPS_CACHE_MAX. */
+static int cache_fill(ProcMapsCache *c, int fd) {
+        c->size = 0;
+        for (;;) {
+                ssize_t k;
+
+                if (c->allocated - c->size < 65536) {
+                        size_t want = MAX(c->allocated * 2, (size_t) 131072);
+                        char *b;
+                        if (want > PROC_MAPS_CACHE_MAX)
+                                return -EFBIG;
+                        b = realloc(c->buf, want);
+                        if (!b)
+                                return -ENOMEM;
+                        c->buf = b;
+                        c->allocated = want;
+                }
+                k = read(fd, c->buf + c->size, c->allocated - c->size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return 0;
+                c->size += (size_t) k;
+        }
+}
+
+FILE *proc_maps_fopen(ProcMapsCache *c, const char *proc_root, pid_t pid) {
+        char path[PATH_MAX];
+        int fd, r;
+
+        if ((size_t) snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int) pid) >= sizeof(path)) {
+                errno = ENAMETOOLONG;
+                return NULL;
+        }
+        if (!c)
+                return fopen(path, "re");
+        if (c->valid && c->pid == pid && c->proc_root && strcmp(c->proc_root, proc_root) == 0) {
+                c->hits++;
+                /* An empty file: fmemopen() wants a size > 0 in older glibc. */
+                return c->size > 0 ? fmemopen(c->buf, c->size, "r") : fopen("/dev/null", "re");
+        }
+
+        c->valid = false;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        r = cache_fill(c, fd);
+        close(fd);
+        c->reads++;
+        if (r == -EFBIG)
+                return fopen(path, "re"); /* too large to keep: read directly */
+        if (r < 0) {
+                errno = -r;
+                return NULL;
+        }
+        if (!c->proc_root || strcmp(c->proc_root, proc_root) != 0) {
+                free(c->proc_root);
+                c->proc_root = strdup(proc_root);
+                if (!c->proc_root) {
+                        errno = ENOMEM;
+                        return NULL;
+                }
+        }
+        c->pid = pid;
+        c->valid = true;
+        return c->size > 0 ? fmemopen(c->buf, c->size, "r") : fopen("/dev/null", "re");
 }

@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* /proc/PID/maps lines, and opening the file a mapping maps. Shared by the
@@ -32,6 +33,25 @@ static inline bool proc_maps_entry_file_backed(const ProcMapsEntry *e) {
 /* "start-end perms offset major:minor inode   path": modifies line (the
  * path is cut at its end). -EBADMSG for a malformed line. */
 int proc_maps_parse_line(char *line, ProcMapsEntry *ret);
+
+/* /proc/PID/maps read once for the readers of one moment: the unwinder,
+ * the symbolizer and the CPython finder each read a new process's
+ * mappings, in the same loop iteration; with tens of thousands of mappings
+ * each read costs tens of ms. Between two proc_maps_cache_clear() calls,
+ * the first proc_maps_fopen() of a process reads the file into memory and
+ * the next ones read that copy. One process at a time (the last one read);
+ * a file larger than PROC_MAPS_CACHE_MAX is read directly each time. */
+#define PROC_MAPS_CACHE_MAX (64U * 1024U * 1024U)
+typedef struct ProcMapsCache ProcMapsCache;
+ProcMapsCache *proc_maps_cache_new(void);
+ProcMapsCache *proc_maps_cache_free(ProcMapsCache *c);
+/* The mappings may have changed: read the file again next time. */
+void proc_maps_cache_clear(ProcMapsCache *c);
+/* PROC/PID/maps as a FILE to read lines from (fclose() it, before the next
+ * clear); c NULL: the file itself. NULL with errno set on failure. */
+FILE *proc_maps_fopen(ProcMapsCache *c, const char *proc_root, pid_t pid);
+/* Reads (from the file) and hits (from memory), for tests and status. */
+void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits);
 
 /* Opens the file of a file-backed mapping of pid: through
  * PROC/PID/map_files/START-END (needs CAP_SYS_ADMIN, works for deleted
