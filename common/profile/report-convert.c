@@ -88,6 +88,24 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
         return 0;
 }
 
+int report_summary_parse(const char *text, size_t size, ReportSummaryInfo *info, cJSON **ret_tree,
+                         uint64_t **ret_per_cpu) {
+        cJSON *j = cJSON_ParseWithLength(text, size);
+        int r;
+
+        *ret_tree = NULL;
+        *ret_per_cpu = NULL;
+        if (!j)
+                return -EBADMSG;
+        r = summary_to_info(j, info, ret_per_cpu);
+        if (r < 0) {
+                cJSON_Delete(j);
+                return r;
+        }
+        *ret_tree = j;
+        return 0;
+}
+
 /* What the summary says of symbolization, recomputed from the data. */
 static void count_frames(const ProfileData *d, ReportSummaryInfo *info) {
         info->total_frames = info->unsymbolized_frames = 0;
@@ -107,7 +125,7 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
         _cleanup_free_ uint64_t *per_cpu = NULL;
         ReportSummaryInfo info = {};
         cJSON *j = NULL;
-        size_t size;
+        size_t size, summary_size;
         int r;
 
         r = read_full_file_max(dirfd, "profile.pb.gz", 0, &pb, &size);
@@ -134,10 +152,9 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
         if (r < 0)
                 goto finish;
 
-        r = read_full_file_max(dirfd, "summary.json", SUMMARY_MAX, &summary, NULL);
+        r = read_full_file_max(dirfd, "summary.json", SUMMARY_MAX, &summary, &summary_size);
         if (r >= 0) {
-                j = cJSON_Parse(summary);
-                r = j ? summary_to_info(j, &info, &per_cpu) : -EBADMSG;
+                r = report_summary_parse(summary, summary_size, &info, &j, &per_cpu);
                 if (r < 0) {
                         (void) asprintf(&error, "%s/summary.json: %s", path,
                                         r == -EBADMSG ? "not a cgprof summary" : strerror(-r));
