@@ -86,7 +86,7 @@ int checkpoint_summary_mark_interrupted(const char *text, size_t size, const cha
         }
         const cJSON *total = cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(summary, "samples"), "total");
-        m.samples = cJSON_IsNumber(total) ? (uint64_t) total->valuedouble : 0;
+        m.samples = cJSON_IsNumber(total) ? u64_from_double(total->valuedouble) : 0;
         if (strdup_string(summary, "cgroup", &m.cgroup) < 0 || strdup_string(summary, "end", &m.end) < 0) {
                 checkpoint_marked_done(&m);
                 return -ENOMEM;

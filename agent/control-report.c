@@ -27,9 +27,7 @@ static const char *json_string(const cJSON *j, const char *key) {
 }
 
 static uint64_t json_u64(const cJSON *v) {
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 18446744073709551616.0)
-                return 0;
-        return (uint64_t) v->valuedouble;
+        return cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
 }
 
 int control_report_parse(const char *text, size_t size, const char *report_dir, ControlReport *ret) {

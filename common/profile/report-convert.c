@@ -17,7 +17,7 @@ static const char *json_string(const cJSON *o, const char *key) {
 
 static uint64_t json_u64(const cJSON *o, const char *key) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t) v->valuedouble : 0;
+        return cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
 }
 
 /* Fills info from a summary.json tree (strings point into it). */
@@ -72,15 +72,15 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
                 u->fp_end = json_u64(ends, "framePointerEnd");
         }
         const cJSON *usage = cJSON_GetObjectItemCaseSensitive(samples, "cpuUsageSec");
-        if (cJSON_IsNumber(usage) && usage->valuedouble > 0)
-                info->cpu_usage_usec = (uint64_t) (usage->valuedouble * 1e6 + 0.5);
+        if (cJSON_IsNumber(usage))
+                info->cpu_usage_usec = u64_from_double(usage->valuedouble * 1e6 + 0.5);
 
         if (cJSON_IsArray(per_cpu)) {
                 pc = calloc((size_t) cJSON_GetArraySize(per_cpu) + 1, sizeof(uint64_t));
                 if (!pc)
                         return -ENOMEM;
                 cJSON_ArrayForEach (c, per_cpu)
-                        pc[n++] = cJSON_IsNumber(c) && c->valuedouble > 0 ? (uint64_t) c->valuedouble : 0;
+                        pc[n++] = cJSON_IsNumber(c) ? u64_from_double(c->valuedouble) : 0;
         }
         info->samples_per_cpu = pc;
         info->n_cpus = n;
