@@ -75,9 +75,13 @@ int checkpoint_summary_mark_interrupted(const char *text, size_t size, const cha
         /* A final report (written before the crash), or already marked. */
         if (!cJSON_IsObject(summary) ||
             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(summary, "partial")) ||
-            cJSON_HasObjectItem(summary, "interrupted"))
+            cJSON_GetObjectItemCaseSensitive(summary, "interrupted"))
                 return 0;
 
+        /* A reason without the mark would come first for readers that take a
+         * key's first value (cJSON), last for others (Python's json). */
+        while (cJSON_GetObjectItemCaseSensitive(summary, "interruptedReason"))
+                cJSON_DeleteItemFromObjectCaseSensitive(summary, "interruptedReason");
         if (!cJSON_AddTrueToObject(summary, "interrupted") ||
             !cJSON_AddStringToObject(summary, "interruptedReason", reason) ||
             !(out = cJSON_Print(summary)) || asprintf(&m.text, "%s\n", out) < 0) {
