@@ -46,6 +46,11 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
         info->event_fallback_reason = json_string(j, "eventFallback");
         info->attach_mode = json_string(j, "attachMode");
         info->end_reason = json_string(j, "endReason");
+        /* A checkpoint, maybe found interrupted, stays one when re-rendered. */
+        info->partial = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "partial"));
+        info->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "interrupted"));
+        info->interrupted_reason = info->interrupted ? json_string(j, "interruptedReason") : NULL;
+        info->profile_config = json_string(j, "profileConfig");
         info->lost = json_u64(samples, "lost");
         info->excluded = json_u64(samples, "excluded");
         info->collisions = json_u64(j, "collisions");
