@@ -22,6 +22,7 @@
 #include "manager.h"
 #include "manager-control.h"
 #include "checkpoint.h"
+#include "checkpoint-parse.h"
 #include "report-retry.h"
 #include "report-writer.h"
 #include "session.h"
@@ -328,26 +329,26 @@ static unsigned remove_temporary_files(int dfd) {
         return n;
 }
 
-static const char *interrupted_reason(const cJSON *entry) {
-        const cJSON *boot = cJSON_GetObjectItemCaseSensitive(entry, "bootId");
+static const char *interrupted_reason(const CheckpointEntry *entry) {
         char now[SD_ID128_STRING_MAX] = "";
         sd_id128_t b;
 
         if (sd_id128_get_boot(&b) >= 0)
                 sd_id128_to_string(b, now);
-        if (cJSON_IsString(boot) && *boot->valuestring && *now && !streq(boot->valuestring, now))
+        if (*entry->boot_id && *now && !streq(entry->boot_id, now))
                 return "the node restarted while the session ran";
         return "cgprofd stopped without ending the session (killed or crashed)";
 }
 
 /* Marks one report directory of a registry entry; true when it was marked. */
-static bool recover_dir(Manager *m, int root, const char *root_path, const char *dir, const cJSON *entry,
-                        const char *session) {
+static bool recover_dir(Manager *m, int root, const char *root_path, const char *dir,
+                        const CheckpointEntry *entry, const char *session) {
         _cleanup_close_ int dfd = -EBADF;
-        _cleanup_free_ char *text = NULL, *out = NULL, *full = NULL;
-        _cleanup_cjson_ cJSON *summary = NULL;
+        _cleanup_free_ char *text = NULL, *full = NULL;
+        _cleanup_(checkpoint_marked_done) CheckpointMarked marked = {};
         const char *reason = interrupted_reason(entry);
         unsigned tmp;
+        size_t size;
         int r;
 
         if (asprintf(&full, "%s/%s", root_path, dir) < 0)
@@ -363,7 +364,7 @@ static bool recover_dir(Manager *m, int root, const char *root_path, const char 
         if (tmp > 0)
                 log_info("Removed %u temporary files of an interrupted write in %s.", tmp, full);
 
-        r = read_regular_file_max(dfd, "summary.json", SUMMARY_MAX, &text, NULL);
+        r = read_regular_file_max(dfd, "summary.json", SUMMARY_MAX, &text, &size);
         if (r == -ENOENT) {
                 /* No checkpoint got written there (or a failed write took it): tidy up. */
                 (void) unlinkat(root, dir, AT_REMOVEDIR);
@@ -373,71 +374,54 @@ static bool recover_dir(Manager *m, int root, const char *root_path, const char 
                 log_warning_errno(r, "Failed to read %s/summary.json, ignoring: %m", full);
                 return false;
         }
-        summary = cJSON_Parse(text);
-        const cJSON *partial = cJSON_GetObjectItemCaseSensitive(summary, "partial");
-        if (!cJSON_IsObject(summary) || !cJSON_IsTrue(partial) ||
-            cJSON_HasObjectItem(summary, "interrupted"))
+        r = checkpoint_summary_mark_interrupted(text, size, reason, &marked);
+        if (r == -ENOMEM)
+                return log_oom(), false;
+        if (r == 0)
                 return false; /* a final report (written before the crash), or already marked */
-
-        if (!cJSON_AddTrueToObject(summary, "interrupted") ||
-            !cJSON_AddStringToObject(summary, "interruptedReason", reason) || !(out = cJSON_Print(summary)))
-                return log_oom(), false;
-        free(text);
-        if (asprintf(&text, "%s\n", out) < 0) {
-                text = NULL;
-                return log_oom(), false;
-        }
-        r = write_string_file_atomic_at(dfd, "summary.json", text);
+        r = write_string_file_atomic_at(dfd, "summary.json", marked.text);
         if (r < 0) {
                 log_warning_errno(r, "Failed to mark the interrupted report %s: %m", full);
                 return false;
         }
 
-        const cJSON *end = cJSON_GetObjectItemCaseSensitive(summary, "end");
-        const cJSON *cgroup = cJSON_GetObjectItemCaseSensitive(summary, "cgroup");
-        const cJSON *total = cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(summary, "samples"), "total");
         journal_report_interrupted(
                 &(JournalReportFields){
                         .session = session,
                         .report = full,
                         .reason = reason,
-                        .cgroup = cJSON_IsString(cgroup) ? cgroup->valuestring : NULL,
-                        .checkpoint = cJSON_IsString(end) ? end->valuestring : "unknown",
+                        .cgroup = marked.cgroup,
+                        .checkpoint = marked.end ?: "unknown",
                 },
                 "Found the interrupted report %s of session %s: %s; it holds the %" PRIu64
                 " samples up to its last checkpoint (%s), marked \"interrupted\": true.",
-                full, session, reason, cJSON_IsNumber(total) ? (uint64_t) total->valuedouble : 0,
-                cJSON_IsString(end) ? end->valuestring : "unknown");
+                full, session, reason, marked.samples, marked.end ?: "unknown");
         return true;
 }
 
 static void recover_entry(Manager *m, const char *name) {
         _cleanup_free_ char *text = NULL;
-        _cleanup_cjson_ cJSON *entry = NULL;
+        _cleanup_(checkpoint_entry_done) CheckpointEntry entry = {};
         _cleanup_close_ int root = -EBADF;
+        size_t size;
         int r;
 
-        r = read_regular_file_max(m->checkpoint_dir_fd, name, REGISTRY_ENTRY_MAX, &text, NULL);
+        r = read_regular_file_max(m->checkpoint_dir_fd, name, REGISTRY_ENTRY_MAX, &text, &size);
         if (r < 0)
                 log_warning_errno(r, "Failed to read the checkpoint entry %s/%s/%s, removing it: %m",
                                   m->state_dir, CHECKPOINT_REGISTRY_DIR, name);
-        else {
-                entry = cJSON_Parse(text);
-                const cJSON *report_dir = cJSON_GetObjectItemCaseSensitive(entry, "reportDir");
-                const cJSON *dirs = cJSON_GetObjectItemCaseSensitive(entry, "dirs"), *d;
-                if (!cJSON_IsString(report_dir) || !cJSON_IsArray(dirs))
-                        log_warning("The checkpoint entry %s/%s/%s is malformed, removing it.", m->state_dir,
-                                    CHECKPOINT_REGISTRY_DIR, name);
-                else if ((root = open(report_dir->valuestring, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-                        log_warning_errno(errno, "Failed to open %s for the checkpoints of session %s: %m",
-                                          report_dir->valuestring, name);
-                else
-                        cJSON_ArrayForEach (d, dirs)
-                                if (cJSON_IsString(d) && recover_dir(m, root, report_dir->valuestring,
-                                                                     d->valuestring, entry, name))
-                                        m->checkpoints.interrupted++;
-        }
+        else if ((r = checkpoint_entry_parse(text, size, &entry)) == -ENOMEM)
+                log_oom();
+        else if (r < 0)
+                log_warning("The checkpoint entry %s/%s/%s is malformed, removing it.", m->state_dir,
+                            CHECKPOINT_REGISTRY_DIR, name);
+        else if ((root = open(entry.report_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                log_warning_errno(errno, "Failed to open %s for the checkpoints of session %s: %m",
+                                  entry.report_dir, name);
+        else
+                for (char **d = entry.dirs; *d; d++)
+                        if (recover_dir(m, root, entry.report_dir, *d, &entry, name))
+                                m->checkpoints.interrupted++;
         if (unlinkat(m->checkpoint_dir_fd, name, 0) < 0)
                 log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir,
                                   CHECKPOINT_REGISTRY_DIR, name);

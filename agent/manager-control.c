@@ -807,18 +807,6 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
 
 /* ---- reports ---- */
 
-void control_reports_free(ControlReport *r, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(r[i].session);
-                free(r[i].report_dir);
-                free(r[i].namespace);
-                free(r[i].pod);
-                free(r[i].container);
-                free(r[i].cgroup);
-        }
-        free(r);
-}
-
 typedef struct ReportFilter {
         char *namespace, *pod, *cgroup; /* NULL: any */
         uint64_t since_usec;
@@ -868,51 +856,31 @@ typedef struct ReportWalk {
         unsigned dirs;
 } ReportWalk;
 
-static const char *json_string(const cJSON *j, const char *key) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-        return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static uint64_t json_u64(const cJSON *v) {
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 18446744073709551616.0)
-                return 0;
-        return (uint64_t) v->valuedouble;
-}
-
 static int report_add(ReportWalk *w, int dfd, const char *path) {
         _cleanup_free_ char *text = NULL;
         const ReportFilter *f = w->filter;
-        const char *session, *namespace, *pod, *container, *cgroup;
-        uint64_t start, samples;
-        cJSON *j;
+        ControlReport rep;
+        size_t size;
         int r;
 
-        r = read_regular_file_max(dfd, "summary.json", CONTROL_SUMMARY_MAX, &text, NULL);
+        r = read_regular_file_max(dfd, "summary.json", CONTROL_SUMMARY_MAX, &text, &size);
         if (r == -ENOENT)
                 return 0;
         if (r < 0) {
                 log_debug_errno(r, "Skipping %s/summary.json: %m", path);
                 return r == -ENOMEM ? r : 0;
         }
-        j = cJSON_Parse(text);
-        if (!cJSON_IsObject(j)) {
-                log_debug("Skipping %s/summary.json: not a JSON object.", path);
-                cJSON_Delete(j);
+        r = control_report_parse(text, size, path, &rep);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_debug("Skipping %s/summary.json: not a cgprof summary.", path);
                 return 0;
         }
-        session = json_string(j, "session");
-        namespace = json_string(j, "namespace");
-        pod = json_string(j, "pod");
-        container = json_string(j, "container");
-        cgroup = json_string(j, "cgroup");
-        start = json_u64(cJSON_GetObjectItemCaseSensitive(j, "startUsec"));
-        samples = json_u64(
-                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "samples"), "total"));
-
-        if (!session || (f->namespace && !streq_ptr(f->namespace, namespace)) ||
-            (f->pod && !streq_ptr(f->pod, pod)) || (f->cgroup && !streq_ptr(f->cgroup, cgroup)) ||
-            start < f->since_usec) {
-                cJSON_Delete(j);
+        /* The filter's parts are never "": an absent field matches none. */
+        if ((f->namespace && !streq(f->namespace, rep.namespace)) || (f->pod && !streq(f->pod, rep.pod)) ||
+            (f->cgroup && !streq(f->cgroup, rep.cgroup)) || rep.start_usec < f->since_usec) {
+                control_report_done(&rep);
                 return 0;
         }
 
@@ -920,28 +888,13 @@ static int report_add(ReportWalk *w, int dfd, const char *path) {
                 size_t a = MAX(w->allocated * 2, 16U);
                 ControlReport *l = reallocarray(w->list, a, sizeof(ControlReport));
                 if (!l) {
-                        cJSON_Delete(j);
+                        control_report_done(&rep);
                         return -ENOMEM;
                 }
                 w->list = l;
                 w->allocated = a;
         }
-        ControlReport *rep = &w->list[w->n];
-        *rep = (ControlReport){
-                .session = strdup(session),
-                .report_dir = strdup(path),
-                .namespace = strdup(strempty(namespace)),
-                .pod = strdup(strempty(pod)),
-                .container = strdup(strempty(container)),
-                .cgroup = strdup(strempty(cgroup)),
-                .start_usec = start,
-                .samples = samples,
-        };
-        cJSON_Delete(j);
-        w->n++; /* counted even when incomplete, so that it is freed */
-        if (!rep->session || !rep->report_dir || !rep->namespace || !rep->pod || !rep->container ||
-            !rep->cgroup)
-                return -ENOMEM;
+        w->list[w->n++] = rep;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "control-report.h"
 #include "manager.h"
 
 /* manager-control.c: what the control API does, without D-Bus (the bus
@@ -79,11 +80,7 @@ int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, 
 typedef void (*ManagerStoppedAllFunc)(void *userdata, char **report_dirs);
 int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata);
 
-typedef struct ControlReport {
-        char *session, *report_dir, *namespace, *pod, *container, *cgroup; /* never NULL */
-        uint64_t start_usec, samples;
-} ControlReport;
-void control_reports_free(ControlReport *r, size_t n);
+/* ControlReport, control_reports_free(): control-report.h. */
 /* The reports (summary.json) below the directory dir_fd (named dir_path),
  * newest first: filter "" (all), "NAMESPACE", "NAMESPACE/POD" or
  * "cgroup:PATH"; since_usec: started at or after it. The walk is bounded

@@ -312,7 +312,7 @@ static bool report_samples(const char *dir, uint64_t *ret) {
         const cJSON *total =
                 cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "samples"), "total");
         if (cJSON_IsNumber(total) && total->valuedouble >= 0) {
-                *ret = (uint64_t) total->valuedouble;
+                *ret = u64_from_double(total->valuedouble);
                 ok = true;
         }
         cJSON_Delete(j);

@@ -453,6 +453,51 @@ TEST(summary_minimal) {
         ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "reportDir")));
 }
 
+/* summary.json as conversion reads it: counts out of a uint64_t's range are
+ * 0 (not undefined casts), and an interrupted checkpoint stays one when
+ * written again. */
+TEST(summary_parse) {
+        static const char text[] =
+                "{\"session\":\"0123\",\"cgroup\":\"a/b\",\"profileConfig\":\"team/pc\","
+                "\"startUsec\":1e30,\"endUsec\":-5,\"frequency\":99.9,\"collisions\":1e999,"
+                "\"endReason\":null,\"partial\":true,\"interrupted\":true,\"interruptedReason\":\"killed\","
+                "\"samples\":{\"perCpu\":[3,-1,1e300,\"x\",18446744073709551616],\"cpuUsageSec\":1e20}}";
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *tree = NULL, *j = NULL;
+        _cleanup_free_ uint64_t *per_cpu = NULL;
+        ReportSummaryInfo info = {};
+        cJSON *bad = NULL;
+        uint64_t *none = NULL;
+
+        ASSERT_OK(report_summary_parse(text, strlen(text), &info, &tree, &per_cpu));
+        ASSERT_STREQ(info.session_id, "0123");
+        ASSERT_STREQ(info.cgroup, "a/b");
+        ASSERT_STREQ(info.profile_config, "team/pc");
+        ASSERT_NULL(info.end_reason);
+        ASSERT_EQ(info.start_usec, 0U);
+        ASSERT_EQ(info.end_usec, 0U);
+        ASSERT_EQ(info.frequency, 99U);
+        ASSERT_EQ(info.collisions, 0U);
+        ASSERT_EQ(info.cpu_usage_usec, 0U);
+        ASSERT_EQ(info.n_cpus, 5U);
+        ASSERT_EQ(per_cpu[0], 3U);
+        for (size_t i = 1; i < 5; i++)
+                ASSERT_EQ(per_cpu[i], 0U);
+        ASSERT_TRUE(info.partial && info.interrupted);
+        ASSERT_STREQ(info.interrupted_reason, "killed");
+
+        j = summary(d, &info);
+        ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "partial")));
+        ASSERT_TRUE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "interrupted")));
+        ASSERT_STREQ(get_string(j, "interruptedReason"), "killed");
+        ASSERT_STREQ(get_string(j, "profileConfig"), "team/pc");
+
+        ASSERT_ERROR(report_summary_parse("[1]", 3, &info, &bad, &none), EBADMSG);
+        ASSERT_ERROR(report_summary_parse("{", 1, &info, &bad, &none), EBADMSG);
+        ASSERT_NULL(bad);
+        ASSERT_NULL(none);
+}
+
 /* "mappings": where each user mapping's symbols came from, kept through a
  * per-process copy of the data; the kernel's mapping says nothing. */
 TEST(summary_mapping_symbols) {

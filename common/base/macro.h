@@ -115,6 +115,12 @@ static inline const char *strna(const char *s) {
         return s ? s : "n/a";
 }
 
+/* A double (a JSON number) as a count: 0 when it is negative, NaN or too
+ * large for a uint64_t, where the cast would be undefined behaviour. */
+static inline uint64_t u64_from_double(double d) {
+        return d >= 0 && d < 18446744073709551616.0 ? (uint64_t) d : 0;
+}
+
 /* Compare two integers without overflow (never "return a - b" on u64). */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 

@@ -17,7 +17,7 @@ static const char *json_string(const cJSON *o, const char *key) {
 
 static uint64_t json_u64(const cJSON *o, const char *key) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t) v->valuedouble : 0;
+        return cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
 }
 
 /* Fills info from a summary.json tree (strings point into it). */
@@ -46,6 +46,11 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
         info->event_fallback_reason = json_string(j, "eventFallback");
         info->attach_mode = json_string(j, "attachMode");
         info->end_reason = json_string(j, "endReason");
+        /* A checkpoint, maybe found interrupted, stays one when re-rendered. */
+        info->partial = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "partial"));
+        info->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "interrupted"));
+        info->interrupted_reason = info->interrupted ? json_string(j, "interruptedReason") : NULL;
+        info->profile_config = json_string(j, "profileConfig");
         info->lost = json_u64(samples, "lost");
         info->excluded = json_u64(samples, "excluded");
         info->collisions = json_u64(j, "collisions");
@@ -72,19 +77,37 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
                 u->fp_end = json_u64(ends, "framePointerEnd");
         }
         const cJSON *usage = cJSON_GetObjectItemCaseSensitive(samples, "cpuUsageSec");
-        if (cJSON_IsNumber(usage) && usage->valuedouble > 0)
-                info->cpu_usage_usec = (uint64_t) (usage->valuedouble * 1e6 + 0.5);
+        if (cJSON_IsNumber(usage))
+                info->cpu_usage_usec = u64_from_double(usage->valuedouble * 1e6 + 0.5);
 
         if (cJSON_IsArray(per_cpu)) {
                 pc = calloc((size_t) cJSON_GetArraySize(per_cpu) + 1, sizeof(uint64_t));
                 if (!pc)
                         return -ENOMEM;
                 cJSON_ArrayForEach (c, per_cpu)
-                        pc[n++] = cJSON_IsNumber(c) && c->valuedouble > 0 ? (uint64_t) c->valuedouble : 0;
+                        pc[n++] = cJSON_IsNumber(c) ? u64_from_double(c->valuedouble) : 0;
         }
         info->samples_per_cpu = pc;
         info->n_cpus = n;
         *ret_per_cpu = pc;
+        return 0;
+}
+
+int report_summary_parse(const char *text, size_t size, ReportSummaryInfo *info, cJSON **ret_tree,
+                         uint64_t **ret_per_cpu) {
+        cJSON *j = cJSON_ParseWithLength(text, size);
+        int r;
+
+        *ret_tree = NULL;
+        *ret_per_cpu = NULL;
+        if (!j)
+                return -EBADMSG;
+        r = summary_to_info(j, info, ret_per_cpu);
+        if (r < 0) {
+                cJSON_Delete(j);
+                return r;
+        }
+        *ret_tree = j;
         return 0;
 }
 
@@ -107,7 +130,7 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
         _cleanup_free_ uint64_t *per_cpu = NULL;
         ReportSummaryInfo info = {};
         cJSON *j = NULL;
-        size_t size;
+        size_t size, summary_size;
         int r;
 
         r = read_full_file_max(dirfd, "profile.pb.gz", 0, &pb, &size);
@@ -134,10 +157,9 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
         if (r < 0)
                 goto finish;
 
-        r = read_full_file_max(dirfd, "summary.json", SUMMARY_MAX, &summary, NULL);
+        r = read_full_file_max(dirfd, "summary.json", SUMMARY_MAX, &summary, &summary_size);
         if (r >= 0) {
-                j = cJSON_Parse(summary);
-                r = j ? summary_to_info(j, &info, &per_cpu) : -EBADMSG;
+                r = report_summary_parse(summary, summary_size, &info, &j, &per_cpu);
                 if (r < 0) {
                         (void) asprintf(&error, "%s/summary.json: %s", path,
                                         r == -EBADMSG ? "not a cgprof summary" : strerror(-r));

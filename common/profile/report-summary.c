@@ -487,6 +487,11 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (info->partial)
                 /* A checkpoint: the session still ran when it was written. */
                 ADD_OR_ENOMEM(cJSON_AddTrueToObject(root, "partial"));
+        if (info->interrupted) {
+                /* Only a report re-rendered after recovery marked it. */
+                ADD_OR_ENOMEM(cJSON_AddTrueToObject(root, "interrupted"));
+                ADD_OR_ENOMEM(add_string_or_null(root, "interruptedReason", info->interrupted_reason));
+        }
 
         r = add_samples(root, d, info, total);
         if (r < 0)

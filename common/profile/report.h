@@ -60,6 +60,8 @@ struct ReportSummaryInfo {
         const char *attach_mode; /* "cpu" or "cgroup" */
         const char *end_reason; /* "duration", "stopped", "cgroup-removed", "agent-stopped", ... */
         bool partial; /* a checkpoint of a running session ("partial": true; end_reason NULL) */
+        bool interrupted; /* a checkpoint whose session never ended (set by recovery, kept by conversion) */
+        const char *interrupted_reason; /* why, when interrupted */
         uint64_t *samples_per_cpu; /* n_cpus entries */
         size_t n_cpus;
         uint64_t lost; /* samples seen in the kernel but not recorded */
@@ -122,6 +124,17 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSu
  * -EBADMSG. */
 int report_read_pprof(const void *data, size_t size, ProfileData **ret);
 int report_read_folded(FILE *f, ProfileData **ret);
+
+/* The session's metadata in a summary.json as report_convert_dir() reads it:
+ * text (size bytes, with a NUL at text[size], as read_full_file_max()
+ * leaves it: cJSON 1.7.15 may read the byte after a length-bounded input).
+ * Fills *info (its strings point into *ret_tree, which the caller
+ * cJSON_Delete()s; info->samples_per_cpu is *ret_per_cpu, which the caller
+ * frees). Returns 0, -EBADMSG (not a JSON object; *ret_tree is NULL then),
+ * or -ENOMEM. */
+struct cJSON;
+int report_summary_parse(const char *text, size_t size, ReportSummaryInfo *info, struct cJSON **ret_tree,
+                         uint64_t **ret_per_cpu);
 
 /* Re-renders the report directory dirfd (named path in messages and in the
  * summary) in the formats of the mask: reads profile.pb.gz (or else
