@@ -521,7 +521,10 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
         if (streq(type, "ERROR")) {
                 const cJSON *code = cJSON_GetObjectItemCaseSensitive(object, "code");
                 const char *msg = json_string(object, "message"), *reason = json_string(object, "reason");
-                long c = cJSON_IsNumber(code) ? (long) code->valuedouble : 0;
+                /* An HTTP status: anything else (huge, negative, NaN) is no code. */
+                long c = cJSON_IsNumber(code) && code->valuedouble >= 100 && code->valuedouble < 1000
+                                 ? (long) code->valuedouble
+                                 : 0;
 
                 if (c == 410) {
                         log_warning("kube watch %s: resourceVersion %s is gone (%s: %s), listing again.",
