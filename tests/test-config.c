@@ -385,6 +385,72 @@ TEST(report_dir) {
         check_fail("{\"reportDir\": null}", "reportDir: must be a string");
 }
 
+TEST(http) {
+        Config *c = parse_ok("{}");
+
+        /* Absent: no listener. */
+        ASSERT_NULL(c->http.listen);
+        ASSERT_EQ(c->http.max_connections, CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS);
+        ASSERT_EQ(c->http.timeout_usec, CONFIG_HTTP_DEFAULT_TIMEOUT_USEC);
+        config_free(c);
+
+        c = parse_ok("{\"http\": {\"listen\": \"0.0.0.0:9469\"}}");
+        ASSERT_STREQ(c->http.listen, "0.0.0.0:9469");
+        config_free(c);
+        c = parse_ok("{\"http\": {\"listen\": \"[::1]:1\", \"maxConnections\": 4, \"timeout\": \"2s\"}}");
+        ASSERT_STREQ(c->http.listen, "[::1]:1");
+        ASSERT_EQ(c->http.max_connections, 4);
+        ASSERT_EQ(c->http.timeout_usec, 2 * USEC_PER_SEC);
+        config_free(c);
+        c = parse_ok("{\"http\": {\"listen\": \":65535\"}}");
+        config_free(c);
+        c = parse_ok("{\"http\": {\"listen\": \"127.0.0.1:9469\"}}");
+        config_free(c);
+
+        check_fail("{\"http\": \"0.0.0.0:9469\"}", "http: must be an object");
+        check_fail("{\"http\": {}}", "http.listen: required key is missing");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0:9469\", \"port\": 1}}", "http.port: unknown key");
+        check_fail("{\"http\": {\"listen\": 9469}}", "http.listen: must be a string");
+        check_fail("{\"http\": {\"listen\": \"\"}}", "http.listen: ");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0\"}}",
+                   "http.listen: \"0.0.0.0\": must be ADDRESS:PORT (no port)");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0:0\"}}",
+                   "http.listen: \"0.0.0.0:0\": the port must be");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0:65536\"}}",
+                   "http.listen: \"0.0.0.0:65536\": the port must be");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0:-1\"}}",
+                   "http.listen: \"0.0.0.0:-1\": the port must be");
+        check_fail("{\"http\": {\"listen\": \"0.0.0.0:80x\"}}",
+                   "http.listen: \"0.0.0.0:80x\": the port must be");
+        check_fail(
+                "{\"http\": {\"listen\": \"localhost:9469\"}}",
+                "http.listen: \"localhost:9469\": not a numeric IPv4 address (host names are not resolved)");
+        check_fail("{\"http\": {\"listen\": \"::1:9469\"}}",
+                   "http.listen: \"::1:9469\": an IPv6 address must be in brackets");
+        check_fail("{\"http\": {\"listen\": \"[::1:9469\"}}",
+                   "http.listen: \"[::1:9469\": an IPv6 address must be in brackets");
+        check_fail("{\"http\": {\"listen\": \"[zz]:9469\"}}",
+                   "http.listen: \"[zz]:9469\": not a numeric IPv6 address");
+        check_fail("{\"http\": {\"listen\": \"1.2.3.4.5:9469\"}}",
+                   "http.listen: \"1.2.3.4.5:9469\": not a numeric IPv4");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"maxConnections\": 0}}",
+                   "http.maxConnections: must be an integer 1..1024");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"maxConnections\": 1.5}}",
+                   "http.maxConnections: must be an integer");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"maxConnections\": 5000}}",
+                   "http.maxConnections: must be an integer");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"maxConnections\": \"4\"}}",
+                   "http.maxConnections: must be an integer");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"timeout\": \"500ms\"}}",
+                   "http.timeout: must be whole seconds, 1s..1h");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"timeout\": \"0\"}}",
+                   "http.timeout: must be whole seconds");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"timeout\": \"2h\"}}",
+                   "http.timeout: must be whole seconds");
+        check_fail("{\"http\": {\"listen\": \":9469\", \"timeout\": 5}}",
+                   "http.timeout: must be a duration string");
+}
+
 TEST(debuginfod_urls) {
         Config *c = parse_ok("{\"debuginfodUrls\": [\"https://debuginfod.debian.net\", "
                              "\"http://127.0.0.1:8002/\", \"http://[::1]:8002/prefix\"]}");

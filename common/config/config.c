@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "fileio.h"
+#include "socket-address.h"
 #include "duration.h"
 #include "template.h"
 
@@ -142,6 +143,7 @@ Config *config_free(Config *c) {
 
         free(c->report_dir);
         strv_free(c->debuginfod_urls);
+        free(c->http.listen);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
         free(c->machine_config);
@@ -1321,6 +1323,53 @@ static int dispatch_debuginfod_urls(const cJSON *j, const char *path, void *base
         return parse_strv(j, path, base, f, /* allow_empty= */ true, check_debuginfod_url, error);
 }
 
+/* ---- the HTTP listener ------------------------------------------------------------------------ */
+
+static int dispatch_listen(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        const char *why = NULL;
+
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string \"ADDRESS:PORT\" (e.g. \"0.0.0.0:9469\")");
+        if (socket_address_parse(j->valuestring, &sa, &len, &why) < 0)
+                return fail(error, path, "\"%s\": %s", j->valuestring, strna(why));
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
+static int dispatch_max_connections(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        if (!cJSON_IsNumber(j) || j->valuedouble != (double) (unsigned) j->valuedouble ||
+            j->valuedouble < 1 || j->valuedouble > CONFIG_HTTP_MAX_CONNECTIONS_MAX)
+                return fail(error, path, "must be an integer 1..%u", CONFIG_HTTP_MAX_CONNECTIONS_MAX);
+        *(unsigned *) FIELD(base, f) = (unsigned) j->valuedouble;
+        return 0;
+}
+
+static int dispatch_http_timeout(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                 char **error) {
+        uint64_t *u = FIELD(base, f);
+        int r;
+
+        r = dispatch_duration(j, path, base, f, error);
+        if (r < 0)
+                return r;
+        if (*u < USEC_PER_SEC || *u % USEC_PER_SEC != 0 || *u > 3600 * USEC_PER_SEC)
+                return fail(error, path, "must be whole seconds, 1s..1h");
+        return 0;
+}
+
+static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        static const JsonField fields[] = {
+                { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
+                { "maxConnections", dispatch_max_connections, offsetof(Config, http.max_connections) },
+                { "timeout", dispatch_http_timeout, offsetof(Config, http.timeout_usec) },
+                {},
+        };
+
+        return json_dispatch(j, path, fields, base, error);
+}
+
 /* ---- the document ----------------------------------------------------------------------------- */
 
 static unsigned line_of(const char *text, const char *pos) {
@@ -1359,6 +1408,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 { "enableDefault", dispatch_bool, offsetof(Config, enable_default) },
                 { "unwindTableRows", dispatch_unwind_table_rows, offsetof(Config, unwind_table_rows) },
                 { "debuginfodUrls", dispatch_debuginfod_urls, offsetof(Config, debuginfod_urls) },
+                { "http", dispatch_http },
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },
                 { "profiles", dispatch_profiles },
                 { "targets", NULL },
@@ -1377,6 +1427,8 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .machine_config_interval_usec = CONFIG_DEFAULT_MACHINE_CONFIG_INTERVAL_USEC,
                 .enable_default = false,
                 .unwind_table_rows = CONFIG_DEFAULT_UNWIND_TABLE_ROWS,
+                .http.max_connections = CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS,
+                .http.timeout_usec = CONFIG_HTTP_DEFAULT_TIMEOUT_USEC,
                 .default_profile_ref = strdup(CONFIG_DEFAULT_PROFILE_NAME),
         };
         if (!c->report_dir || !c->default_profile_ref)
@@ -1422,7 +1474,7 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         /* What only the cluster config may set: named, rather than "unknown key". */
         static const char *const cluster_only[] = {
                 "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
-                "enableDefault", "unwindTableRows", "debuginfodUrls",
+                "enableDefault", "unwindTableRows", "debuginfodUrls",       "http",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },

@@ -50,6 +50,10 @@ UnwindMode unwind_mode_from_string(const char *s);
 /* debuginfodUrls: at most this many servers, each URL at most this long. */
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
 #define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
+/* "http": the metrics listener's defaults and limits. */
+#define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
+#define CONFIG_HTTP_MAX_CONNECTIONS_MAX 1024U
+#define CONFIG_HTTP_DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 const char *profile_start_to_string(ProfileStart s);
 ProfileStart profile_start_from_string(const char *s);
@@ -114,6 +118,13 @@ typedef struct Config {
          * files of stripped binaries; NULL or empty: none (the default). Read
          * at start only. */
         char **debuginfod_urls;
+        /* "http": the HTTP listener (/metrics), read at start only. listen
+         * NULL: none (the default). */
+        struct {
+                char *listen; /* "ADDRESS:PORT" (socket-address.h) */
+                unsigned max_connections; /* default CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS */
+                uint64_t timeout_usec; /* idle connections are closed after this; whole seconds, >= 1s */
+        } http;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */
         size_t n_profiles;
