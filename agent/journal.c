@@ -128,7 +128,8 @@ void journal_machine_change(const char *name, const char *old_value, const char 
         _cleanup_free_ char *message = NULL;
         Fields f = {};
 
-        if (change < 0 || change >= _MACHINE_CHANGE_MAX)
+        /* A refusal is logged where the apply fails (and counted in /metrics). */
+        if (change < 0 || change >= _MACHINE_CHANGE_MAX || !ids[change])
                 return;
 
         switch (change) {

@@ -27,12 +27,18 @@ typedef struct Change {
 typedef struct Recorder {
         Change changes[16];
         size_t n;
+        size_t refused; /* MACHINE_CHANGE_REFUSED, not in changes[] */
 } Recorder;
 
 static void record(const char *name, const char *old_value, const char *new_value, MachineChange change,
                    void *userdata) {
         Recorder *rec = userdata;
 
+        if (change == MACHINE_CHANGE_REFUSED) {
+                ASSERT_NOT_NULL(name);
+                rec->refused++;
+                return;
+        }
         ASSERT_TRUE(rec->n < ELEMENTSOF(rec->changes));
         rec->changes[rec->n++] = (Change){
                 .name = strdup(name),
@@ -221,6 +227,7 @@ TEST(change_to_string) {
         ASSERT_STREQ(machine_change_to_string(MACHINE_CHANGE_APPLY), "apply");
         ASSERT_STREQ(machine_change_to_string(MACHINE_CHANGE_DRIFT), "drift");
         ASSERT_STREQ(machine_change_to_string(MACHINE_CHANGE_RESTORE), "restore");
+        ASSERT_STREQ(machine_change_to_string(MACHINE_CHANGE_REFUSED), "refused");
         ASSERT_NULL(machine_change_to_string(_MACHINE_CHANGE_MAX));
         ASSERT_NULL(machine_change_to_string((MachineChange) -1));
 }
@@ -575,6 +582,7 @@ TEST(refused_settings) {
                 machine_config_apply(fx.state_dir, fx.sysctl_root, s, ELEMENTSOF(s), true, record, &rec),
                 EPERM);
         ASSERT_EQ(rec.n, 1);
+        ASSERT_EQ(rec.refused, 5); /* each refused setting reported (cgprof_machine_config_refusals_total) */
         assert_change(&rec, "kernel.kptr_restrict", "0", "1", MACHINE_CHANGE_APPLY);
         ASSERT_FILE(&fx, "kernel/core_pattern", "core\n");
         ASSERT_FILE(&fx, "kernel/perf_event_paranoid", "2\n");

@@ -28,6 +28,7 @@ static const char *const machine_change_table[_MACHINE_CHANGE_MAX] = {
         [MACHINE_CHANGE_APPLY] = "apply",
         [MACHINE_CHANGE_DRIFT] = "drift",
         [MACHINE_CHANGE_RESTORE] = "restore",
+        [MACHINE_CHANGE_REFUSED] = "refused",
 };
 
 const char *machine_change_to_string(MachineChange c) {
@@ -447,10 +448,14 @@ int machine_config_apply(const char *state_dir, const char *sysctl_root, const M
                 r = sysctl_path(sysctl_root, s->name, &path);
                 if (r < 0) {
                         RET_GATHER(ret, r);
+                        if (cb)
+                                cb(s->name, NULL, s->value, MACHINE_CHANGE_REFUSED, userdata);
                         continue;
                 }
                 if (!sysctl_value_valid(s->value)) {
                         RET_GATHER(ret, -EINVAL);
+                        if (cb)
+                                cb(s->name, NULL, s->value, MACHINE_CHANGE_REFUSED, userdata);
                         continue;
                 }
                 r = read_first_line(path, &current);
@@ -496,6 +501,9 @@ int machine_config_apply(const char *state_dir, const char *sysctl_root, const M
                 r = write_sysctl(pending[i].path, settings[i].value);
                 if (r < 0) {
                         RET_GATHER(ret, r);
+                        if (cb)
+                                cb(settings[i].name, pending[i].current, settings[i].value,
+                                   MACHINE_CHANGE_REFUSED, userdata);
                         continue;
                 }
                 if (cb)

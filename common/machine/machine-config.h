@@ -16,6 +16,7 @@ typedef enum MachineChange {
         MACHINE_CHANGE_APPLY, /* set because the config asks for it */
         MACHINE_CHANGE_DRIFT, /* someone changed it; set back */
         MACHINE_CHANGE_RESTORE, /* original value written back */
+        MACHINE_CHANGE_REFUSED, /* could not be set: a name or value refused, or the write failed */
         _MACHINE_CHANGE_MAX,
 } MachineChange;
 
@@ -32,7 +33,9 @@ int sysctl_path(const char *sysctl_root, const char *name, char **ret);
 
 /* Brings the sysctls to the settings: saves originals first, writes values
  * that differ, reports each write through cb with MACHINE_CHANGE_APPLY when
- * 'initial' is true, MACHINE_CHANGE_DRIFT otherwise. Settings saved in the
+ * 'initial' is true, MACHINE_CHANGE_DRIFT otherwise, and each setting it
+ * could not make with MACHINE_CHANGE_REFUSED (old_value NULL when it was
+ * not read). Settings saved in the
  * state file that are no longer in 'settings' are restored (RESTORE) and
  * dropped from it. Values compare with whitespace runs folded. Keeps going
  * after a failing setting and returns the first error. sysctl_root is
