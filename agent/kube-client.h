@@ -130,5 +130,7 @@ typedef struct KubeWatchStats {
         uint64_t events; /* watch events handled */
         uint64_t skipped; /* malformed or oversized events */
         int last_error; /* negative errno or -HTTP status... 0 when fine */
+        uint64_t gone; /* HTTP 410 Gone (a watch's resourceVersion, a list's continue token) */
+        uint64_t last_event_usec; /* CLOCK_MONOTONIC of the last list, event or bookmark; 0: none yet */
 } KubeWatchStats;
 void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret);

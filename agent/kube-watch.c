@@ -92,6 +92,7 @@ struct KubeWatch {
         char *rv;
         bool synced;
         uint64_t relists, reconnects, events, skipped;
+        uint64_t gone, last_event_usec; /* 410s; the last list, event or bookmark (CLOCK_MONOTONIC) */
         int last_error;
 };
 
@@ -285,6 +286,7 @@ static void watch_relist(KubeWatch *w) {
         w->need_list = true;
         w->synced = false;
         w->relists++;
+        w->gone++;
         if (w->attempts == 0) {
                 w->attempts++;
                 watch_start_or_retry(w);
@@ -329,6 +331,7 @@ static void list_finish(KubeWatch *w) {
                 if (w->cb.event)
                         w->cb.event(KUBE_EVENT_ADDED, item, w->userdata);
         w->synced = true;
+        w->last_event_usec = now_usec(CLOCK_MONOTONIC);
         if (w->cb.synced)
                 w->cb.synced(w->userdata);
         list_reset(w);
@@ -359,6 +362,7 @@ static void on_list_done(KubeRequest *r, long status, int error, void *userdata)
                 msg = status_message(kube_request_get_error_body(r));
                 log_warning("kube watch %s: LIST continue token expired (HTTP 410: %s), listing again.",
                             w->path, strna(msg));
+                w->gone++;
                 list_reset(w);
                 watch_start_or_retry(w);
                 return;
@@ -548,6 +552,7 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
                 }
                 w->attempts = 0;
                 w->last_error = 0;
+                w->last_event_usec = now_usec(CLOCK_MONOTONIC);
                 return 0;
         }
 
@@ -575,6 +580,7 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
         if (rv && set_str(&w->rv, rv) < 0)
                 return log_oom();
         w->events++;
+        w->last_event_usec = now_usec(CLOCK_MONOTONIC);
         w->attempts = 0;
         w->last_error = 0;
         if (w->cb.event)
@@ -814,5 +820,7 @@ void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret) {
                 .events = w->events,
                 .skipped = w->skipped,
                 .last_error = w->last_error,
+                .gone = w->gone,
+                .last_event_usec = w->last_event_usec,
         };
 }
