@@ -21,7 +21,7 @@ RUN apt-get update \
         meson ninja-build pkg-config gcc libc6-dev binutils python3 \
         clang bpftool \
         libsystemd-dev libbpf-dev libcjson-dev libcurl4-openssl-dev libproc2-dev \
-        libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev \
+        libelf-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libyaml-dev libmicrohttpd-dev \
         libiberty-dev liblzma-dev libdebuginfod-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -36,7 +36,7 @@ FROM debian:12-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         libsystemd0 libbpf1 libcjson1 libcurl4 libproc2-0 libelf1 \
-        libprotobuf-c1 zlib1g libyaml-0-2 liblzma5 libdebuginfod1 \
+        libprotobuf-c1 zlib1g libyaml-0-2 liblzma5 libdebuginfod1 libmicrohttpd12 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/sbin/cgprofd /usr/sbin/cgprofd
 COPY --from=build /out/usr/bin/cgprofctl /usr/bin/cgprofctl

@@ -754,7 +754,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                                 armed->duration_usec = duration_usec;
                         r = session_start_manual(armed);
                         if (r < 0) {
-                                m->sessions_failed++;
+                                manager_count_session_failed(m, "start");
                                 return control_error(ret_error, r,
                                                      "Failed to start session %s on cgroup %s: %s",
                                                      armed->id_string, c->path, strerror(-r));
@@ -782,7 +782,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                 };
         r = session_new_rule(m, m->config, &rule, c->path, pod ? &kube : NULL, &s);
         if (r < 0) {
-                m->sessions_failed++;
+                manager_count_session_failed(m, "create");
                 return control_error(ret_error, r, "Failed to create a session for cgroup %s: %s", c->path,
                                      strerror(-r));
         }

@@ -121,7 +121,7 @@ static void start_container_session(Manager *m, CgroupState *c, const SessionRul
 
         r = session_new_rule(m, m->config, rule, c->path, &kube, &s);
         if (r < 0) {
-                m->sessions_failed++;
+                manager_count_session_failed(m, "create");
                 log_warning_errno(r,
                                   "Failed to create a session for container %s of pod %s/%s, ignoring: %m",
                                   strna(container), pod->namespace, pod->name);

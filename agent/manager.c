@@ -22,6 +22,8 @@
 #include "manager-profileconfig.h"
 #include "manager-bus.h"
 #include "manager-control.h"
+#include "manager-http.h"
+#include "metrics.h"
 #include "session.h"
 
 ConfigRef *config_ref(ConfigRef *c) {
@@ -297,7 +299,7 @@ int manager_launch_session(Manager *m, Session *s, bool manual, const char *what
                 return log_oom();
         r = manual ? session_start_manual(s) : session_start(s);
         if (r < 0) {
-                m->sessions_failed++;
+                manager_count_session_failed(m, "start");
                 if (what)
                         log_warning_errno(r, "Failed to start profiling %s: %m", what);
                 manager_remove_session(m, s, "failed");
@@ -319,7 +321,7 @@ static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
 
         r = session_new(m, m->config, t, c->path, NULL, &s);
         if (r < 0) {
-                m->sessions_failed++;
+                manager_count_session_failed(m, "create");
                 log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
                                   c->path, t->name);
                 return manager_session_failed(m, c->path, r);
@@ -505,7 +507,10 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static void on_machine_change(const char *name, const char *old_value, const char *new_value,
                               MachineChange change, void *userdata) {
+        Manager *m = userdata;
+
         journal_machine_change(name, old_value, new_value, change);
+        metrics_machine_change(m, name, change);
 }
 
 static void machine_apply(Manager *m, bool initial) {
@@ -588,6 +593,8 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
                 return r;
         }
 
+        if (!initial)
+                manager_http_reload(m, c);
         r = config_ref_new(TAKE_PTR(c), &ref);
         if (r < 0)
                 return log_oom();
@@ -782,6 +789,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return r;
+        r = manager_metrics_init(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -925,6 +935,7 @@ int manager_startup(Manager *m) {
                 log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
                                   m->bus_socket);
         (void) manager_bus_connect_system(m);
+        (void) manager_http_start(m);
 
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -980,6 +991,7 @@ static int manager_loop(Manager *m) {
                                 m->loop.stopping_cpu_usec_max = MAX(m->loop.stopping_cpu_usec_max, cpu_usec);
                         }
                         m->loop.dispatches++;
+                        histogram_observe(&m->loop.dispatch_histogram, usec);
                         m->loop.dispatch_usec_total += usec;
                         m->loop.dispatch_usec_max = MAX(m->loop.dispatch_usec_max, usec);
                         m->loop.dispatch_cpu_usec_max = MAX(m->loop.dispatch_cpu_usec_max, cpu_usec);
@@ -1014,6 +1026,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         /* Reports still being written (the loop failed): finished, and
          * announced while everything they announce to is still here. */
+        manager_http_stop(m); /* no more scrapes of what is freed below */
         if (m->report_worker)
                 worker_flush(m->report_worker);
         while (m->n_sessions > 0) {
@@ -1055,6 +1068,7 @@ Manager *manager_free(Manager *m) {
         free(m->state_dir);
         free(m->bus_socket);
         free(m->node_name);
+        manager_metrics_free(m);
         sd_event_unref(m->event);
         free(m);
         return NULL;

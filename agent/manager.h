@@ -6,6 +6,7 @@
 
 #include "cgroup-watch.h"
 #include "config.h"
+#include "counters.h"
 #include "debuginfod-fetcher.h"
 #include "kube-client.h"
 #include "kube-object.h"
@@ -85,9 +86,11 @@ typedef struct CgroupState {
 
 #define LOOP_RECENT_SEC 10U
 
-/* How long a kind of work took, over its runs (cgprofctl status). */
+/* How long a kind of work took, over its runs (cgprofctl status), and
+ * their histogram (/metrics; no buckets: not kept). */
 typedef struct Timing {
         uint64_t count, usec_total, usec_max;
+        Histogram histogram;
 } Timing;
 
 static inline uint64_t timing_now(void) {
@@ -100,6 +103,8 @@ static inline void timing_record(Timing *t, uint64_t usec) {
         t->usec_total += usec;
         if (usec > t->usec_max)
                 t->usec_max = usec;
+        if (t->histogram.n_bounds > 0)
+                histogram_observe(&t->histogram, usec);
 }
 
 /* Adds one run that started at 'start' (timing_now()); returns its length. */
@@ -153,6 +158,7 @@ typedef struct Manager {
                 uint64_t stopping_usec_max; /* since the agent began to stop */
                 /* The same in the loop thread's CPU time (without preemption). */
                 uint64_t dispatch_cpu_usec_max, recent_cpu_usec_max[LOOP_RECENT_SEC], stopping_cpu_usec_max;
+                Histogram dispatch_histogram; /* every dispatch's wall time (/metrics) */
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
         /* A report directory written (all its formats, fsync()ed): at a
@@ -213,6 +219,11 @@ typedef struct Manager {
         bool kube_pcs_synced;
         long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
+        /* /metrics (manager-http.c, metrics.c): the HTTP listener, and
+         * what the metrics count beyond the counters above. */
+        struct HttpServer *http;
+        struct ManagerMetrics *metrics;
+
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;
         sd_event_source *proc_events;
@@ -269,6 +280,10 @@ int manager_drain(Manager *m, bool full);
  * automatic session that failed for lack of file descriptors (EMFILE,
  * ENFILE) is tried again with its cgroup (status: sessionsWaitingForFds). */
 int manager_launch_session(Manager *m, Session *s, bool manual, const char *what);
+/* Counts a session that could not be created ("create"), started
+ * ("start") or whose report could not be written ("report"): in
+ * sessionsFailed and cgprof_sessions_failed_total{reason}. */
+void manager_count_session_failed(Manager *m, const char *reason);
 /* Notes that a session for cgroup path could not be made (r): for lack of
  * fds, the cgroup is tried again. */
 void manager_session_failed(Manager *m, const char *path, int r);

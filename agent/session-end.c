@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "journal.h"
 #include "log.h"
+#include "metrics.h"
 #include "report-writer.h"
 #include "session.h"
 #include "manager-bus.h"
@@ -128,7 +129,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         f.lost = e->lost;
         if (r < 0) {
                 f.error = r;
-                m->sessions_failed++;
+                manager_count_session_failed(m, "report");
                 journal_session(JOURNAL_SESSION_FAILURE, &f,
                                 "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
                                 s->cgroup, strerror(-r),
@@ -136,6 +137,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         } else {
                 f.report = dirs;
                 m->sessions_ended++;
+                metrics_session_ended(m, e->reason);
                 if (s->pod)
                         journal_session(
                                 JOURNAL_SESSION_END, &f,
@@ -212,6 +214,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 free(e);
                 e = NULL;
                 session_stop(s, reason, &usage_source, &st);
+                metrics_session_final(s, &st);
                 if (callback)
                         callback(userdata, s->id_string, NULL, -ENOMEM);
                 session_free(s);
@@ -223,6 +226,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
 
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1;
         session_stop(s, reason, &usage_source, &st);
+        metrics_session_final(s, &st);
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
         t1 = now_usec(CLOCK_MONOTONIC);
@@ -258,6 +262,7 @@ void session_discard(Session *s) {
         if (s->state == SESSION_RUNNING) {
                 sampler_session_close(m->sampler, s->slot);
                 m->sessions_discarded++;
+                metrics_session_final(s, NULL); /* what /metrics showed of it stays counted */
         }
         session_free(s);
 }

@@ -92,6 +92,8 @@ struct Session {
         char **checkpoint_dirs; /* strv: its report directories there, relative */
         int checkpoint_error; /* of the last checkpoint (logged when it changes) */
         bool checkpoint_writing; /* the last checkpoint is on the report worker */
+        /* Its counters as /metrics last showed them (metrics.c): they never go down. */
+        uint64_t metrics_seen[COUNTER_TABLE_COLUMNS];
 };
 
 /* What a container's session knows of its pod; container may be NULL (not

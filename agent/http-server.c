@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libmicrohttpd on sd-event: see http-server.h. */
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+
+#include "http-server.h"
+#include "log.h"
+#include "socket-address.h"
+
+typedef struct HttpRoute {
+        char *path;
+        HttpHandler handler;
+        void *userdata;
+} HttpRoute;
+
+struct HttpServer {
+        sd_event *event;
+        struct MHD_Daemon *daemon;
+        sd_event_source *io, *timer;
+        unsigned max_connections;
+        HttpRoute routes[HTTP_SERVER_ROUTES_MAX];
+        size_t n_routes;
+        HttpServerStats stats;
+};
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        _cleanup_free_ char *s = NULL;
+
+        if (vasprintf(&s, fmt, ap) < 0)
+                return;
+        /* MHD's messages end with a newline. */
+        s[strcspn(s, "\n")] = 0;
+        log_debug("http: %s", s);
+}
+
+static void http_server_arm(HttpServer *s);
+
+/* MHD does everything that is ready (accepts, reads, answers, writes,
+ * closes idle connections) without blocking, then says when it wants to
+ * run again. */
+static unsigned http_server_connections(HttpServer *s) {
+        const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        return i ? i->num_connections : 0;
+}
+
+static void http_server_run(HttpServer *s) {
+        bool full = http_server_connections(s) >= s->max_connections;
+
+        if (MHD_run(s->daemon) != MHD_YES)
+                log_debug("http: MHD_run() failed.");
+        /* At the limit MHD takes the listening socket out of its epoll
+         * set, and puts it back at the start of its next run: when this run
+         * freed a slot, that next run is now, or connections waiting in the
+         * backlog would wait for an event that never comes. */
+        if (full && http_server_connections(s) < s->max_connections && MHD_run(s->daemon) != MHD_YES)
+                log_debug("http: MHD_run() failed.");
+        http_server_arm(s);
+}
+
+static void http_server_arm(HttpServer *s) {
+        MHD_UNSIGNED_LONG_LONG msec;
+
+        if (MHD_get_timeout(s->daemon, &msec) != MHD_YES) {
+                (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
+                return;
+        }
+        if (sd_event_source_set_time_relative(s->timer, MIN(msec, (MHD_UNSIGNED_LONG_LONG) 3600000) *
+                                                                USEC_PER_MSEC) < 0 ||
+            sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT) < 0)
+                log_warning("http: failed to arm the timer, idle connections may stay longer.");
+}
+
+static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        http_server_run(userdata);
+        return 0;
+}
+
+static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        http_server_run(userdata);
+        return 0;
+}
+
+static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, unsigned status,
+                             const char *content_type, char *body, size_t size) {
+        struct MHD_Response *r;
+        enum MHD_Result ret;
+
+        r = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+                free(body);
+                return MHD_NO; /* MHD closes the connection */
+        }
+        (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+                (void) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        ret = MHD_queue_response(c, status, r);
+        MHD_destroy_response(r);
+        s->stats.requests++;
+        if (status >= 400)
+                s->stats.errors++;
+        return ret;
+}
+
+static enum MHD_Result reply_text(HttpServer *s, struct MHD_Connection *c, unsigned status,
+                                  const char *text) {
+        char *body = strdup(text);
+
+        if (!body)
+                return MHD_NO;
+        return reply(s, c, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+        HttpServer *s = cls;
+        HttpResponse resp = {};
+        int r;
+
+        /* Answered on the first call, with the headers: a request with a
+         * body is refused before its body is read. */
+        if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+                return reply_text(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "Method not allowed.\n");
+        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+            (upload_data_size && *upload_data_size > 0))
+                return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "No request body is accepted.\n");
+
+        for (size_t i = 0; i < s->n_routes; i++) {
+                if (!streq(url, s->routes[i].path))
+                        continue;
+                r = s->routes[i].handler(url, &resp, s->routes[i].userdata);
+                if (r < 0) {
+                        free(resp.body);
+                        log_warning_errno(r, "http: failed to answer %s: %m", url);
+                        return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal error.\n");
+                }
+                return reply(s, c, resp.status ?: MHD_HTTP_OK,
+                             resp.content_type ?: "text/plain; charset=utf-8", resp.body, resp.size);
+        }
+        return reply_text(s, c, MHD_HTTP_NOT_FOUND, "Not found.\n");
+}
+
+static int listen_socket(const char *address) {
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_storage sa;
+        socklen_t len;
+        int one = 1;
+
+        if (socket_address_parse(address, &sa, &len, NULL) < 0)
+                return -EINVAL;
+        fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (sa.ss_family == AF_INET6)
+                (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *) &sa, len) < 0)
+                return -errno;
+        if (listen(fd, 64) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer **ret) {
+        _cleanup_(http_server_freep) HttpServer *s = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const union MHD_DaemonInfo *info;
+        int r;
+
+        if (!event || !opts || !opts->listen || opts->max_connections == 0 || opts->timeout_sec == 0)
+                return -EINVAL;
+        s = calloc(1, sizeof(HttpServer));
+        if (!s)
+                return -ENOMEM;
+        s->event = sd_event_ref(event);
+        s->max_connections = opts->max_connections;
+
+        fd = listen_socket(opts->listen);
+        if (fd < 0)
+                return fd;
+
+        /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs when we call it.
+         * MHD_USE_EPOLL: it keeps its sockets in one epoll fd, ours to
+         * watch. The listening socket is ours (bound above): MHD takes it
+         * and closes it in MHD_stop_daemon(). */
+        s->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
+                                     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                                     opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec,
+                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HTTP_SERVER_MEMORY_LIMIT,
+                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        if (!s->daemon)
+                return -EIO; /* MHD logged why */
+        TAKE_FD(fd);
+
+        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info || info->epoll_fd < 0)
+                return -EIO;
+        r = sd_event_add_io(event, &s->io, info->epoll_fd, EPOLLIN, on_io, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->io, "http");
+        r = sd_event_add_time_relative(event, &s->timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC, on_timer,
+                                       s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->timer, "http-timer");
+        http_server_arm(s);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+HttpServer *http_server_free(HttpServer *s) {
+        if (!s)
+                return NULL;
+        s->io = sd_event_source_disable_unref(s->io);
+        s->timer = sd_event_source_disable_unref(s->timer);
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);
+        for (size_t i = 0; i < s->n_routes; i++)
+                free(s->routes[i].path);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+int http_server_add_route(HttpServer *s, const char *path, HttpHandler handler, void *userdata) {
+        if (!s || !path || path[0] != '/' || !handler)
+                return -EINVAL;
+        for (size_t i = 0; i < s->n_routes; i++)
+                if (streq(s->routes[i].path, path))
+                        return -EEXIST;
+        if (s->n_routes >= HTTP_SERVER_ROUTES_MAX)
+                return -E2BIG;
+        s->routes[s->n_routes] =
+                (HttpRoute){ .path = strdup(path), .handler = handler, .userdata = userdata };
+        if (!s->routes[s->n_routes].path)
+                return -ENOMEM;
+        s->n_routes++;
+        return 0;
+}
+
+void http_server_stats(const HttpServer *s, HttpServerStats *ret) {
+        *ret = s ? s->stats : (HttpServerStats){};
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The HTTP listener of the config's "http" (http-server.h) and its routes:
+ * /metrics (metrics.c). Read at start only. */
+#include "exposition.h"
+#include "http-server.h"
+#include "manager-http.h"
+#include "metrics.h"
+
+static int on_metrics(const char *path, HttpResponse *ret, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        r = metrics_exposition(m, &ret->body, &ret->size);
+        if (r < 0)
+                return r;
+        ret->status = 200;
+        ret->content_type = METRICS_CONTENT_TYPE;
+        return 0;
+}
+
+int manager_http_start(Manager *m) {
+        const Config *c = m->config ? m->config->config : NULL;
+        HttpServerOptions o;
+        int r;
+
+        if (!c || !c->http.listen)
+                return 0;
+        o = (HttpServerOptions){
+                .listen = c->http.listen,
+                .max_connections = c->http.max_connections,
+                .timeout_sec = (unsigned) (c->http.timeout_usec / USEC_PER_SEC),
+        };
+        r = http_server_new(m->event, &o, &m->http);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on %s (http.listen), no /metrics: %m",
+                                       c->http.listen);
+        r = http_server_add_route(m->http, "/metrics", on_metrics, m);
+        if (r < 0) {
+                m->http = http_server_free(m->http);
+                return log_error_errno(r, "Failed to serve /metrics: %m");
+        }
+        log_info("Serving /metrics on %s (at most %u connections, %u s idle timeout).", c->http.listen,
+                 o.max_connections, o.timeout_sec);
+        return 0;
+}
+
+void manager_http_reload(Manager *m, const Config *new_config) {
+        const Config *c = m->config ? m->config->config : NULL;
+        const char *a = c ? c->http.listen : NULL, *b = new_config->http.listen;
+
+        if (!streq_ptr(a, b) || (c && (c->http.max_connections != new_config->http.max_connections ||
+                                       c->http.timeout_usec != new_config->http.timeout_usec)))
+                log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
+}
+
+void manager_http_stop(Manager *m) {
+        m->http = http_server_free(m->http);
+}
