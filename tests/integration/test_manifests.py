@@ -224,6 +224,12 @@ def test_base_builds_offline_with_least_privilege():
     assert sc["seccompProfile"] == {"type": "Unconfined"}, sc
     ann = ds["spec"]["template"]["metadata"]["annotations"]
     assert ann["container.apparmor.security.beta.kubernetes.io/cgprofd"] == "unconfined", ann
+    # /metrics: the port the config listens on, declared and annotated.
+    config = json.loads(config_of(objs))
+    port = int(config["http"]["listen"].rpartition(":")[2])
+    assert c["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}], c["ports"]
+    assert ann["prometheus.io/scrape"] == "true" and ann["prometheus.io/port"] == str(port), ann
+    assert ann["prometheus.io/path"] == "/metrics", ann
 
     res = c["resources"]
     assert res["requests"]["cpu"] and res["requests"]["memory"] and res["limits"]["memory"], res
@@ -296,6 +302,14 @@ def test_overlays_and_privileged_patch_build_offline():
     with tempfile.TemporaryDirectory() as tmp:
         r, path = check_config(config_of(os_objs), tmp)
         assert r.returncode == 0, r.stderr
+
+    # The Prometheus Operator's PodMonitor: the agent pods' metrics port.
+    pm_objs = kustomize(os.path.join(OVERLAYS, "podmonitor"))
+    pm = one(pm_objs, "PodMonitor", "cgprof")
+    assert pm["apiVersion"] == "monitoring.coreos.com/v1" and pm["metadata"]["namespace"] == "cgprof"
+    assert pm["spec"]["selector"]["matchLabels"].items() <= base_ds["spec"]["template"]["metadata"]["labels"].items()
+    assert [(e["port"], e["path"]) for e in pm["spec"]["podMetricsEndpoints"]] == [("metrics", "/metrics")]
+    assert one(pm_objs, "DaemonSet", "cgprof") == base_ds
 
     # cgroup v1 hybrid: the unified hierarchy, and cpu attach mode.
     hy = kustomize(os.path.join(OVERLAYS, "cgroup-v1-hybrid"))
