@@ -3,6 +3,7 @@
  * list of jobs that ran, and an eventfd that tells the loop there are some. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 
 #include "fileio.h"
@@ -40,8 +41,16 @@ static void list_append(WorkerJob **head, WorkerJob **tail, WorkerJob *job) {
         *tail = job;
 }
 
+/* Background work: the event loop's thread goes first when both want a
+ * CPU (a report being written must not delay the drain or the bus). */
+#define WORKER_NICE 10
+
 static void *worker_main(void *userdata) {
         Worker *w = userdata;
+
+        if (setpriority(PRIO_PROCESS, (id_t) gettid(), WORKER_NICE) < 0)
+                log_debug_errno(errno, "Failed to lower the priority of the %s thread, ignoring: %m",
+                                w->name);
 
         for (;;) {
                 WorkerJob *job;

@@ -12,7 +12,8 @@
  * files.
  *
  * While a job is queued or running, the loop must not touch what run()
- * reads or writes; done() may. */
+ * reads or writes; done() may. The thread runs at nice 10: when both want
+ * a CPU, the loop's thread goes first. */
 
 typedef struct Worker Worker;
 typedef struct WorkerJob WorkerJob;
