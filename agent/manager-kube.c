@@ -5,8 +5,6 @@
  * when the pod is known as a target before its status names the container,
  * sampling starts from the cgroup alone (a provisional session, confirmed or
  * discarded when the status arrives). */
-#include <search.h>
-
 #include "kube-target.h"
 #include "log.h"
 #include "manager.h"
@@ -14,48 +12,36 @@
 #include "manager-profileconfig.h"
 #include "session.h"
 
-typedef struct PodState {
+struct PodState {
         char *uid;
         KubePod *pod;
         uint64_t seen; /* the list generation that last reported it */
-} PodState;
+};
 
-typedef struct NsState {
+struct NsState {
         char *name;
         KubeNamespace *ns;
         uint64_t seen;
-} NsState;
+};
 
-static int pod_state_cmp(const void *a, const void *b) {
-        return strcmp(((const PodState *) a)->uid, ((const PodState *) b)->uid);
-}
-
-static int ns_state_cmp(const void *a, const void *b) {
-        return strcmp(((const NsState *) a)->name, ((const NsState *) b)->name);
-}
-
-static void pod_state_free(void *p) {
-        PodState *s = p;
+static void pod_state_free(PodState *s) {
         kube_pod_free(s->pod);
         free(s->uid);
         free(s);
 }
 
-static void ns_state_free(void *p) {
-        NsState *s = p;
+static void ns_state_free(NsState *s) {
         kube_namespace_free(s->ns);
         free(s->name);
         free(s);
 }
 
 static PodState *pod_find(Manager *m, const char *uid) {
-        PodState key = { .uid = (char *) uid }, **p = tfind(&key, &m->kube_pods, pod_state_cmp);
-        return p ? *p : NULL;
+        return pod_state_map_get(&m->kube_pods, uid);
 }
 
 static NsState *ns_find(Manager *m, const char *name) {
-        NsState key = { .name = (char *) name }, **n = tfind(&key, &m->kube_namespaces, ns_state_cmp);
-        return n ? *n : NULL;
+        return ns_state_map_get(&m->kube_namespaces, name);
 }
 
 const KubePod *manager_kube_pod(Manager *m, const char *uid) {
@@ -63,28 +49,26 @@ const KubePod *manager_kube_pod(Manager *m, const char *uid) {
         return p ? p->pod : NULL;
 }
 
-typedef struct PodLookup {
-        const char *namespace, *name;
-        const KubePod *found;
-} PodLookup;
-
-static void pod_lookup_action(const void *nodep, VISIT which, void *userdata) {
-        const PodState *p = *(const PodState *const *) nodep;
-        PodLookup *l = userdata;
-
-        if (which != postorder && which != leaf)
-                return;
-        /* A pod recreated under the same name: prefer the one not being deleted. */
-        if (streq(p->pod->namespace, l->namespace) && streq(p->pod->name, l->name) &&
-            (!l->found || l->found->deleting))
-                l->found = p->pod;
+/* Of two pods with one name (one recreated), the one to go by: one not
+ * being deleted; between two that are not, the lower UID; between two that
+ * are, the higher. */
+static bool pod_preferred(const KubePod *a, const KubePod *than) {
+        if (!than)
+                return true;
+        if (a->deleting != than->deleting)
+                return !a->deleting;
+        return a->deleting ? strcmp(a->uid, than->uid) > 0 : strcmp(a->uid, than->uid) < 0;
 }
 
 const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name) {
-        PodLookup l = { .namespace = namespace, .name = name };
+        const KubePod *found = NULL;
+        PodState *p;
 
-        twalk_r(m->kube_pods, pod_lookup_action, &l);
-        return l.found;
+        HASHMAP_FOREACH (p, pod_state_map, &m->kube_pods)
+                if (streq(p->pod->namespace, namespace) && streq(p->pod->name, name) &&
+                    pod_preferred(p->pod, found))
+                        found = p->pod;
+        return found;
 }
 
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name) {
@@ -164,7 +148,8 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
                 return true;
         }
 
-        ns = ns_find(m, ps->pod->namespace) ? ns_find(m, ps->pod->namespace)->ns : NULL;
+        NsState *nss = ns_find(m, ps->pod->namespace);
+        ns = nss ? nss->ns : NULL;
         /* Undecided until the ProfileConfigs are listed, which may switch targets off. */
         match = manager_kube_match(m, ns, ps->pod, kc ? kc->name : NULL, c->path, &rule);
 
@@ -189,45 +174,36 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         }
 }
 
-/* Every known container cgroup of a pod (uid), or of every pod in a namespace. */
-typedef struct Match {
-        Manager *m;
-        const char *pod_uid;
-        const char *namespace;
-        CgroupState **list;
-        size_t n;
-} Match;
-
-static Match *match_ctx;
-static void match_action(const void *nodep, VISIT which, int depth) {
-        CgroupState *c = *(CgroupState *const *) nodep;
-        Match *x = match_ctx;
-
-        if ((which != postorder && which != leaf) || !c->container)
-                return;
-        if (x->pod_uid && !streq(c->pod_uid, x->pod_uid))
-                return;
-        if (x->namespace) {
-                PodState *p = pod_find(x->m, c->pod_uid);
-                if (!p || !streq(p->pod->namespace, x->namespace))
-                        return;
-        }
-        CgroupState **l = reallocarray(x->list, x->n + 1, sizeof(CgroupState *));
-        if (!l)
-                return;
-        x->list = l;
-        x->list[x->n++] = c;
-}
-
+/* Reconciles every known container cgroup of a pod (uid), or of every pod
+ * in a namespace, or all of them (both NULL), in path order. */
 static void reconcile_matching(Manager *m, const char *pod_uid, const char *namespace) {
-        Match x = { .m = m, .pod_uid = pod_uid, .namespace = namespace };
+        _cleanup_free_ CgroupState **list = NULL;
+        size_t n = 0, allocated = 0;
+        CgroupState *c;
 
-        match_ctx = &x;
-        twalk(m->cgroups, match_action);
-        match_ctx = NULL;
-        for (size_t i = 0; i < x.n; i++)
-                manager_reconcile_cgroup(m, x.list[i]);
-        free(x.list);
+        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups) {
+                if (!c->container)
+                        continue;
+                if (pod_uid && !streq(c->pod_uid, pod_uid))
+                        continue;
+                if (namespace) {
+                        PodState *p = pod_find(m, c->pod_uid);
+                        if (!p || !streq(p->pod->namespace, namespace))
+                                continue;
+                }
+                if (n == allocated) {
+                        size_t a = MAX(allocated * 2, (size_t) 16);
+                        CgroupState **l = reallocarray(list, a, sizeof(CgroupState *));
+                        if (!l)
+                                return (void) log_oom();
+                        list = l;
+                        allocated = a;
+                }
+                list[n++] = c;
+        }
+        cgroup_states_sort(list, n);
+        for (size_t i = 0; i < n; i++)
+                manager_reconcile_cgroup(m, list[i]);
 }
 
 void manager_kube_reconcile_namespace(Manager *m, const char *namespace) {
@@ -239,7 +215,7 @@ void manager_kube_reconcile_namespace(Manager *m, const char *namespace) {
 static void pod_gone(Manager *m, PodState *p) {
         _cleanup_free_ char *uid = strdup(p->uid);
 
-        tdelete(p, &m->kube_pods, pod_state_cmp);
+        (void) pod_state_map_remove_value(&m->kube_pods, p->uid, p);
         pod_state_free(p);
         if (uid)
                 reconcile_matching(m, uid, NULL);
@@ -273,7 +249,7 @@ static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata
 
         if (!p) {
                 p = calloc(1, sizeof(*p));
-                if (!p || !(p->uid = strdup(pod->uid)) || !tsearch(p, &m->kube_pods, pod_state_cmp)) {
+                if (!p || !(p->uid = strdup(pod->uid)) || pod_state_map_put(&m->kube_pods, p->uid, p) < 0) {
                         if (p)
                                 free(p->uid);
                         free(p);
@@ -286,34 +262,34 @@ static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata
         reconcile_matching(m, p->uid, NULL);
 }
 
-static PodState **stale;
-static size_t n_stale;
-static uint64_t stale_generation;
-static void stale_pod_action(const void *nodep, VISIT which, int depth) {
-        PodState *p = *(PodState *const *) nodep;
-        if ((which != postorder && which != leaf) || p->seen == stale_generation)
-                return;
-        PodState **l = reallocarray(stale, n_stale + 1, sizeof(PodState *));
-        if (l) {
-                stale = l;
-                stale[n_stale++] = p;
-        }
+static int pod_state_uid_cmp(const void *a, const void *b) {
+        return strcmp((*(PodState *const *) a)->uid, (*(PodState *const *) b)->uid);
 }
 
 static void on_pods_synced(void *userdata) {
         Manager *m = userdata;
+        _cleanup_free_ PodState **stale = NULL;
+        size_t n = 0, allocated = 0;
+        PodState *p;
 
-        /* Pods not listed are gone. */
-        stale = NULL;
-        n_stale = 0;
-        stale_generation = m->kube_sync_generation;
-        twalk(m->kube_pods, stale_pod_action);
-        PodState **list = stale;
-        size_t n = n_stale;
-        stale = NULL;
+        /* Pods not listed are gone (in UID order). */
+        HASHMAP_FOREACH (p, pod_state_map, &m->kube_pods) {
+                if (p->seen == m->kube_sync_generation)
+                        continue;
+                if (n == allocated) {
+                        size_t a = MAX(allocated * 2, (size_t) 16);
+                        PodState **l = reallocarray(stale, a, sizeof(PodState *));
+                        if (!l)
+                                break;
+                        stale = l;
+                        allocated = a;
+                }
+                stale[n++] = p;
+        }
+        if (n > 1)
+                qsort(stale, n, sizeof(PodState *), pod_state_uid_cmp);
         for (size_t i = 0; i < n; i++)
-                pod_gone(m, list[i]);
-        free(list);
+                pod_gone(m, stale[i]);
 
         if (!m->kube_pods_synced)
                 log_info("Listed the pods of node %s: watching them.", m->node_name);
@@ -323,6 +299,11 @@ static void on_pods_synced(void *userdata) {
 }
 
 /* ---- namespaces ---- */
+
+static void ns_gone(Manager *m, NsState *n) {
+        (void) ns_state_map_remove_value(&m->kube_namespaces, n->name, n);
+        ns_state_free(n);
+}
 
 static void on_ns_sync_begin(void *userdata) {
         Manager *m = userdata;
@@ -347,15 +328,13 @@ static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata)
         n = ns_find(m, ns->name);
 
         if (type == KUBE_EVENT_DELETED) {
-                if (n) {
-                        tdelete(n, &m->kube_namespaces, ns_state_cmp);
-                        ns_state_free(n);
-                }
+                if (n)
+                        ns_gone(m, n);
         } else {
                 if (!n) {
                         n = calloc(1, sizeof(*n));
                         if (!n || !(n->name = strdup(ns->name)) ||
-                            !tsearch(n, &m->kube_namespaces, ns_state_cmp)) {
+                            ns_state_map_put(&m->kube_namespaces, n->name, n) < 0) {
                                 if (n)
                                         free(n->name);
                                 free(n);
@@ -370,34 +349,15 @@ static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata)
         reconcile_matching(m, NULL, name);
 }
 
-static NsState **stale_ns;
-static size_t n_stale_ns;
-static void stale_ns_action(const void *nodep, VISIT which, int depth) {
-        NsState *n = *(NsState *const *) nodep;
-        if ((which != postorder && which != leaf) || n->seen == stale_generation)
-                return;
-        NsState **l = reallocarray(stale_ns, n_stale_ns + 1, sizeof(NsState *));
-        if (l) {
-                stale_ns = l;
-                stale_ns[n_stale_ns++] = n;
-        }
-}
-
 static void on_ns_synced(void *userdata) {
         Manager *m = userdata;
+        NsState *n;
 
-        stale_ns = NULL;
-        n_stale_ns = 0;
-        stale_generation = m->kube_ns_generation;
-        twalk(m->kube_namespaces, stale_ns_action);
-        NsState **list = stale_ns;
-        size_t n = n_stale_ns;
-        stale_ns = NULL;
-        for (size_t i = 0; i < n; i++) {
-                tdelete(list[i], &m->kube_namespaces, ns_state_cmp);
-                ns_state_free(list[i]);
-        }
-        free(list);
+        /* Namespaces not listed are gone. */
+        HASHMAP_FOREACH (n, ns_state_map, &m->kube_namespaces)
+                if (n->seen != m->kube_ns_generation)
+                        ns_gone(m, n);
+
         m->kube_ns_synced = true;
         reconcile_matching(m, NULL, NULL);
 }
@@ -476,24 +436,10 @@ void manager_kube_free(Manager *m) {
         m->kube_pod_watch = kube_watch_free(m->kube_pod_watch);
         m->kube_ns_watch = kube_watch_free(m->kube_ns_watch);
         m->kube = kube_client_free(m->kube);
-        tdestroy(m->kube_pods, pod_state_free);
-        m->kube_pods = NULL;
-        tdestroy(m->kube_namespaces, ns_state_free);
-        m->kube_namespaces = NULL;
+        pod_state_map_clear(&m->kube_pods, pod_state_free);
+        ns_state_map_clear(&m->kube_namespaces, ns_state_free);
         free(m->kube_server);
         m->kube_server = NULL;
-}
-
-static size_t node_count;
-static void count_action(const void *nodep, VISIT which, int depth) {
-        if (which == postorder || which == leaf)
-                node_count++;
-}
-
-static size_t count_nodes(void *root) {
-        node_count = 0;
-        twalk(root, count_action);
-        return node_count;
 }
 
 int manager_kube_status(Manager *m, cJSON *j) {
@@ -504,8 +450,8 @@ int manager_kube_status(Manager *m, cJSON *j) {
         if (!m->kube)
                 return 0;
         cJSON_AddStringToObject(k, "server", m->kube_server);
-        cJSON_AddNumberToObject(k, "pods", (double) count_nodes(m->kube_pods));
-        cJSON_AddNumberToObject(k, "namespaces", (double) count_nodes(m->kube_namespaces));
+        cJSON_AddNumberToObject(k, "pods", (double) pod_state_map_size(&m->kube_pods));
+        cJSON_AddNumberToObject(k, "namespaces", (double) ns_state_map_size(&m->kube_namespaces));
         struct {
                 const char *name;
                 KubeWatch *w;

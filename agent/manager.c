@@ -2,7 +2,6 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <search.h>
 #include <signal.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -52,46 +51,44 @@ int config_ref_new(Config *config, ConfigRef **ret) {
 
 /* ---- cgroup table ---- */
 
-static int cgroup_state_cmp(const void *a, const void *b) {
-        return strcmp(((const CgroupState *) a)->path, ((const CgroupState *) b)->path);
-}
-
 static CgroupState *cgroup_state_find(Manager *m, const char *path) {
-        CgroupState key = { .path = (char *) path }, **c = tfind(&key, &m->cgroups, cgroup_state_cmp);
-        return c ? *c : NULL;
+        return cgroup_state_map_get(&m->cgroups, path);
 }
 
 CgroupState *manager_cgroup_find(Manager *m, const char *path) {
         return cgroup_state_find(m, path);
 }
 
-typedef struct ContainerLookup {
-        const char *id;
-        CgroupState *found;
-} ContainerLookup;
-
-static void container_lookup_action(const void *nodep, VISIT which, void *userdata) {
-        CgroupState *c = *(CgroupState *const *) nodep;
-        ContainerLookup *l = userdata;
-
-        if ((which == postorder || which == leaf) && !l->found && c->container &&
-            streq(c->container_id, l->id))
-                l->found = c;
-}
-
 CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id) {
-        ContainerLookup l = { .id = container_id };
+        CgroupState *c, *found = NULL;
 
         if (!container_id || !container_id[0])
                 return NULL;
-        twalk_r(m->cgroups, container_lookup_action, &l);
-        return l.found;
+        /* The first in path order, should two claim one ID. */
+        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups)
+                if (c->container && streq(c->container_id, container_id) &&
+                    (!found || strcmp(c->path, found->path) < 0))
+                        found = c;
+        return found;
 }
 
-static void cgroup_state_free(void *p) {
-        CgroupState *c = p;
+static int cgroup_state_path_cmp(const void *a, const void *b) {
+        return strcmp((*(CgroupState *const *) a)->path, (*(CgroupState *const *) b)->path);
+}
+
+void cgroup_states_sort(CgroupState **l, size_t n) {
+        if (n > 1)
+                qsort(l, n, sizeof(CgroupState *), cgroup_state_path_cmp);
+}
+
+static void cgroup_state_free(CgroupState *c) {
         free(c->path);
         free(c);
+}
+
+/* The cgroup tables, emptied (manager_free()). */
+static void cgroup_tables_free(Manager *m) {
+        cgroup_state_map_clear(&m->cgroups, cgroup_state_free);
 }
 
 /* The running session owning path: its own, or the nearest ancestor's. */
@@ -219,42 +216,35 @@ static void fd_starved_set(Manager *m, CgroupState *c, bool starved) {
                 m->sessions_fd_starved--;
 }
 
-typedef struct CgroupList {
-        CgroupState **items;
-        size_t n, allocated;
-        bool starved_only;
-} CgroupList;
+/* The known cgroups (those waiting for fds: starved_only), in path order. */
+static size_t cgroup_list(Manager *m, bool starved_only, CgroupState ***ret) {
+        CgroupState **l =
+                malloc(MAX(cgroup_state_map_size(&m->cgroups), (size_t) 1) * sizeof(CgroupState *));
+        CgroupState *c;
+        size_t n = 0;
 
-static void cgroup_list_action(const void *nodep, VISIT which, void *userdata) {
-        CgroupList *l = userdata;
-        CgroupState *c = *(CgroupState *const *) nodep;
-
-        if (which != postorder && which != leaf)
-                return;
-        if (l->starved_only && !c->fd_starved)
-                return;
-        if (l->n == l->allocated) {
-                size_t na = MAX(l->allocated * 2, (size_t) 16);
-                CgroupState **n = reallocarray(l->items, na, sizeof(CgroupState *));
-                if (!n)
-                        return;
-                l->items = n;
-                l->allocated = na;
+        if (!l) {
+                *ret = NULL;
+                return 0;
         }
-        l->items[l->n++] = c;
+        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups)
+                if (!starved_only || c->fd_starved)
+                        l[n++] = c;
+        cgroup_states_sort(l, n);
+        *ret = l;
+        return n;
 }
 
 static int on_fd_retry(sd_event_source *source, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        CgroupList l = { .starved_only = true };
+        _cleanup_free_ CgroupState **l = NULL;
+        size_t n = cgroup_list(m, true, &l);
 
-        twalk_r(m->cgroups, cgroup_list_action, &l);
-        log_debug("Trying %zu cgroup(s) again whose sessions lacked file descriptors.", l.n);
-        for (size_t i = 0; i < l.n; i++) {
-                fd_starved_set(m, l.items[i], false);
-                manager_reconcile_cgroup(m, l.items[i]);
+        log_debug("Trying %zu cgroup(s) again whose sessions lacked file descriptors.", n);
+        for (size_t i = 0; i < n; i++) {
+                fd_starved_set(m, l[i], false);
+                manager_reconcile_cgroup(m, l[i]);
         }
-        free(l.items);
         return 0;
 }
 
@@ -360,7 +350,8 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
         if (added) {
                 if (!c) {
                         c = calloc(1, sizeof(*c));
-                        if (!c || !(c->path = strdup(path)) || !tsearch(c, &m->cgroups, cgroup_state_cmp)) {
+                        if (!c || !(c->path = strdup(path)) ||
+                            cgroup_state_map_put(&m->cgroups, c->path, c) < 0) {
                                 if (c)
                                         free(c->path);
                                 free(c);
@@ -390,18 +381,17 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
          * owned it (this session or an enclosing one). */
         cgroup_state_unmap(m, c);
         fd_starved_set(m, c, false);
-        tdelete(c, &m->cgroups, cgroup_state_cmp);
+        (void) cgroup_state_map_remove_value(&m->cgroups, c->path, c);
         cgroup_state_free(c);
 }
 
 /* Re-evaluates every known cgroup against the targets (after a reload). */
 static void manager_retarget(Manager *m) {
-        CgroupList l = {};
+        _cleanup_free_ CgroupState **l = NULL;
+        size_t n = cgroup_list(m, false, &l);
 
-        twalk_r(m->cgroups, cgroup_list_action, &l);
-        for (size_t i = 0; i < l.n; i++)
-                manager_reconcile_cgroup(m, l.items[i]);
-        free(l.items);
+        for (size_t i = 0; i < n; i++)
+                manager_reconcile_cgroup(m, l[i]);
 }
 
 /* ---- sampling ---- */
@@ -1040,7 +1030,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_close(m);
         manager_kube_free(m);
         cgroup_watch_free(m->cgroup_watch);
-        tdestroy(m->cgroups, cgroup_state_free);
+        cgroup_tables_free(m);
         report_retry_done(&m->report_retry);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);

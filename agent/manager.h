@@ -8,6 +8,7 @@
 #include "config.h"
 #include "counters.h"
 #include "debuginfod-fetcher.h"
+#include "hashmap.h"
 #include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
@@ -84,6 +85,20 @@ typedef struct CgroupState {
         bool fd_starved; /* its session could not start for lack of fds: tried again (manager_launch_session) */
 } CgroupState;
 
+DEFINE_STRING_HASHMAP(CgroupStateMap, cgroup_state_map, CgroupState);
+
+/* Sorts cgroups by path (the order every walk over them keeps). */
+void cgroup_states_sort(CgroupState **l, size_t n);
+
+/* The Kubernetes objects (manager-kube.c, manager-profileconfig.c). */
+typedef struct PodState PodState;
+typedef struct NsState NsState;
+typedef struct ProfileConfigState ProfileConfigState;
+DEFINE_STRING_HASHMAP(PodStateMap, pod_state_map, PodState);
+DEFINE_STRING_HASHMAP(NsStateMap, ns_state_map, NsState);
+DEFINE_STRING_HASHMAP(ProfileConfigStateMap, profile_config_state_map, ProfileConfigState);
+DEFINE_STRING_HASHMAP(KubeRuleSetMap, kube_rule_set_map, KubeRuleSet);
+
 #define LOOP_RECENT_SEC 10U
 
 /* How long a kind of work took, over its runs (cgprofctl status), and
@@ -145,7 +160,7 @@ typedef struct Manager {
         char *cgroup_root;
         int cgroup_root_fd;
         CgroupWatch *cgroup_watch;
-        void *cgroups; /* tsearch: CgroupState by path */
+        CgroupStateMap cgroups; /* by path */
 
         Sampler *sampler;
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
@@ -206,14 +221,14 @@ typedef struct Manager {
         KubeClient *kube;
         char *kube_server;
         KubeWatch *kube_pod_watch, *kube_ns_watch;
-        void *kube_pods; /* tsearch: pods of this node by UID */
-        void *kube_namespaces; /* tsearch: namespaces by name */
+        PodStateMap kube_pods; /* pods of this node by UID */
+        NsStateMap kube_namespaces; /* namespaces by name */
         uint64_t kube_sync_generation, kube_ns_generation;
         bool kube_pods_synced, kube_ns_synced;
         /* ProfileConfig objects (manager-profileconfig.c) */
         KubeWatch *kube_pc_watch;
-        void *kube_pcs; /* tsearch: ProfileConfigState by "namespace/name" */
-        void *kube_rule_sets; /* tsearch: KubeRuleSet by namespace, for namespaces with ProfileConfigs */
+        ProfileConfigStateMap kube_pcs; /* by "namespace/name" */
+        KubeRuleSetMap kube_rule_sets; /* by namespace, for namespaces with ProfileConfigs */
         KubeRuleSet *kube_cluster_rules; /* every other namespace */
         uint64_t kube_pc_generation;
         bool kube_pcs_synced;
