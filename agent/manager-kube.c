@@ -12,16 +12,16 @@
 #include "manager-profileconfig.h"
 #include "session.h"
 
+/* The objects the pod and namespace watches keep (the watches remember
+ * which, and say when a relist did not report one again: vanished()). */
 struct PodState {
         char *uid;
         KubePod *pod;
-        uint64_t seen; /* the list generation that last reported it */
 };
 
 struct NsState {
         char *name;
         KubeNamespace *ns;
-        uint64_t seen;
 };
 
 static void pod_state_free(PodState *s) {
@@ -221,13 +221,7 @@ static void pod_gone(Manager *m, PodState *p) {
                 reconcile_matching(m, uid, NULL);
 }
 
-/* A (re)list begins: objects it does not report again are gone (see on_pods_synced). */
-static void on_pods_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_sync_generation++;
-}
-
-static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata) {
+static bool on_pod_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(kube_pod_freep) KubePod *pod = NULL;
         _cleanup_free_ char *error = NULL;
@@ -237,14 +231,14 @@ static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata
         r = kube_pod_from_json(object, &pod, &error);
         if (r < 0) {
                 log_warning("Skipping a pod the API sent that cannot be parsed: %s", strna(error));
-                return;
+                return false;
         }
         p = pod_find(m, pod->uid);
 
         if (type == KUBE_EVENT_DELETED) {
                 if (p)
                         pod_gone(m, p);
-                return;
+                return false;
         }
 
         if (!p) {
@@ -253,43 +247,27 @@ static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata
                         if (p)
                                 free(p->uid);
                         free(p);
-                        return (void) log_oom();
+                        log_oom();
+                        return false;
                 }
         }
         kube_pod_free(p->pod);
         p->pod = TAKE_PTR(pod);
-        p->seen = m->kube_sync_generation;
         reconcile_matching(m, p->uid, NULL);
+        return true;
 }
 
-static int pod_state_uid_cmp(const void *a, const void *b) {
-        return strcmp((*(PodState *const *) a)->uid, (*(PodState *const *) b)->uid);
+/* Deleted while the watch was down: the relist did not report it. */
+static void on_pod_vanished(const char *uid, void *userdata) {
+        Manager *m = userdata;
+        PodState *p = pod_find(m, uid);
+
+        if (p)
+                pod_gone(m, p);
 }
 
 static void on_pods_synced(void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ PodState **stale = NULL;
-        size_t n = 0, allocated = 0;
-        PodState *p;
-
-        /* Pods not listed are gone (in UID order). */
-        HASHMAP_FOREACH (p, pod_state_map, &m->kube_pods) {
-                if (p->seen == m->kube_sync_generation)
-                        continue;
-                if (n == allocated) {
-                        size_t a = MAX(allocated * 2, (size_t) 16);
-                        PodState **l = reallocarray(stale, a, sizeof(PodState *));
-                        if (!l)
-                                break;
-                        stale = l;
-                        allocated = a;
-                }
-                stale[n++] = p;
-        }
-        if (n > 1)
-                qsort(stale, n, sizeof(PodState *), pod_state_uid_cmp);
-        for (size_t i = 0; i < n; i++)
-                pod_gone(m, stale[i]);
 
         if (!m->kube_pods_synced)
                 log_info("Listed the pods of node %s: watching them.", m->node_name);
@@ -305,26 +283,24 @@ static void ns_gone(Manager *m, NsState *n) {
         ns_state_free(n);
 }
 
-static void on_ns_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_ns_generation++;
-}
-
-static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata) {
+static bool on_ns_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(kube_namespace_freep) KubeNamespace *ns = NULL;
         _cleanup_free_ char *error = NULL, *name = NULL;
         NsState *n;
+        bool kept = false;
         int r;
 
         r = kube_namespace_from_json(object, &ns, &error);
         if (r < 0) {
                 log_warning("Skipping a namespace the API sent that cannot be parsed: %s", strna(error));
-                return;
+                return false;
         }
         name = strdup(ns->name);
-        if (!name)
-                return (void) log_oom();
+        if (!name) {
+                log_oom();
+                return false;
+        }
         n = ns_find(m, ns->name);
 
         if (type == KUBE_EVENT_DELETED) {
@@ -338,25 +314,30 @@ static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata)
                                 if (n)
                                         free(n->name);
                                 free(n);
-                                return (void) log_oom();
+                                log_oom();
+                                return false;
                         }
                 }
                 kube_namespace_free(n->ns);
                 n->ns = TAKE_PTR(ns);
-                n->seen = m->kube_ns_generation;
+                kept = true;
         }
         /* Relabelling a namespace starts or ends its pods' sessions. */
         reconcile_matching(m, NULL, name);
+        return kept;
+}
+
+/* Deleted while the watch was down (its pods follow when the namespace watch is synced). */
+static void on_ns_vanished(const char *name, void *userdata) {
+        Manager *m = userdata;
+        NsState *n = ns_find(m, name);
+
+        if (n)
+                ns_gone(m, n);
 }
 
 static void on_ns_synced(void *userdata) {
         Manager *m = userdata;
-        NsState *n;
-
-        /* Namespaces not listed are gone. */
-        HASHMAP_FOREACH (n, ns_state_map, &m->kube_namespaces)
-                if (n->seen != m->kube_ns_generation)
-                        ns_gone(m, n);
 
         m->kube_ns_synced = true;
         reconcile_matching(m, NULL, NULL);
@@ -372,13 +353,15 @@ int manager_kube_start(Manager *m) {
                 .backoff_max_msec = m->opts.kube_backoff_max_msec,
         };
         static const KubeWatchCallbacks pod_cb = {
-                .sync_begin = on_pods_sync_begin,
                 .event = on_pod_event,
+                .vanished = on_pod_vanished,
+                .key = KUBE_WATCH_KEY_UID,
                 .synced = on_pods_synced,
         };
         static const KubeWatchCallbacks ns_cb = {
-                .sync_begin = on_ns_sync_begin,
                 .event = on_ns_event,
+                .vanished = on_ns_vanished,
+                .key = KUBE_WATCH_KEY_NAME,
                 .synced = on_ns_synced,
         };
         int r;

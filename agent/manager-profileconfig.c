@@ -28,7 +28,6 @@ struct ProfileConfigState {
         cJSON *spec; /* the last spec seen, parsed again when the cluster config changes */
         ConfigRef *config; /* the last good version, NULL when none */
         char *error; /* why the last version seen was refused, NULL when it applies */
-        uint64_t seen;
 };
 
 static void pc_free(ProfileConfigState *s) {
@@ -335,12 +334,8 @@ static void pc_gone(Manager *m, ProfileConfigState *s) {
         reconcile(m, ns);
 }
 
-static void on_pc_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_pc_generation++;
-}
-
-static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata) {
+/* Returns whether the object is kept (the watch then says when a relist no longer reports it). */
+static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_free_ char *key = NULL, *error = NULL, *msg = NULL;
@@ -354,16 +349,18 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
         if (!namespace || !name) {
                 log_warning("Skipping a ProfileConfig the API sent without metadata.namespace or "
                             "metadata.name.");
-                return;
+                return false;
         }
-        if (asprintf(&key, "%s/%s", namespace, name) < 0)
-                return (void) log_oom();
+        if (asprintf(&key, "%s/%s", namespace, name) < 0) {
+                log_oom();
+                return false;
+        }
         s = pc_find(m, key);
 
         if (type == KUBE_EVENT_DELETED) {
                 if (s)
                         pc_gone(m, s);
-                return;
+                return false;
         }
 
         if (!s) {
@@ -371,29 +368,33 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                 if (!s || !(s->key = strdup(key)) || !(s->namespace = strdup(namespace)) ||
                     !(s->name = strdup(name)) || profile_config_state_map_put(&m->kube_pcs, s->key, s) < 0) {
                         pc_free(s);
-                        return (void) log_oom();
+                        log_oom();
+                        return false;
                 }
                 added = true;
         }
-        s->seen = m->kube_pc_generation;
         if (json_string(meta, "resourceVersion") && s->resource_version &&
             streq(json_string(meta, "resourceVersion"), s->resource_version))
-                return; /* the same version again (a relist) */
+                return true; /* the same version again (a relist) */
         free(s->resource_version);
         s->resource_version = strdup(strempty(json_string(meta, "resourceVersion")));
         free(s->created);
         s->created = strdup(strempty(json_string(meta, "creationTimestamp")));
         cJSON_Delete(s->spec);
         s->spec = spec ? cJSON_Duplicate(spec, true) : NULL;
-        if (!s->resource_version || !s->created || (spec && !s->spec))
-                return (void) log_oom();
+        if (!s->resource_version || !s->created || (spec && !s->spec)) {
+                log_oom();
+                return true;
+        }
 
         if (!spec)
                 r = -EINVAL, error = strdup("spec: required key is missing");
         else
                 r = config_parse_namespaced(spec, "spec", m->config->config, &c, &error);
-        if (r == -ENOMEM)
-                return (void) log_oom();
+        if (r == -ENOMEM) {
+                log_oom();
+                return true;
+        }
         free(s->error);
         s->error = NULL;
         if (r < 0) {
@@ -403,13 +404,15 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                              s->config ? "its last good version still applies" : "it does not apply") >= 0)
                         journal_profile_config(JOURNAL_PROFILE_CONFIG_REJECTED, &f, msg);
                 s->error = TAKE_PTR(error);
-                return; /* nothing changed */
+                return true; /* nothing changed */
         }
 
         ConfigRef *ref;
         r = config_ref_new(TAKE_PTR(c), &ref);
-        if (r < 0)
-                return (void) log_oom();
+        if (r < 0) {
+                log_oom();
+                return true;
+        }
         config_unref(s->config);
         s->config = ref;
 
@@ -423,22 +426,26 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
 
         /* The first list is merged once, when complete (on_pc_synced()). */
         if (!m->kube_pcs_synced)
-                return;
-        if (rebuild_namespace(m, namespace) < 0)
-                return (void) log_oom();
+                return true;
+        if (rebuild_namespace(m, namespace) < 0) {
+                log_oom();
+                return true;
+        }
         reconcile(m, namespace);
+        return true;
+}
+
+/* Deleted while the watch was down: the relist did not report it. */
+static void on_pc_vanished(const char *key, void *userdata) {
+        Manager *m = userdata;
+        ProfileConfigState *s = pc_find(m, key);
+
+        if (s)
+                pc_gone(m, s);
 }
 
 static void on_pc_synced(void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ ProfileConfigState **all = NULL;
-        size_t n;
-
-        if (collect(m, NULL, &all, &n) < 0)
-                return (void) log_oom();
-        for (size_t i = 0; i < n; i++)
-                if (all[i]->seen != m->kube_pc_generation)
-                        pc_gone(m, all[i]);
 
         if (!m->kube_pcs_synced || m->kube_pcs_unavailable)
                 log_info("Listed the ProfileConfig objects: watching them.");
@@ -474,8 +481,9 @@ static bool on_pc_list_failed(long status, const char *message, void *userdata) 
 
 int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts) {
         static const KubeWatchCallbacks cb = {
-                .sync_begin = on_pc_sync_begin,
                 .event = on_pc_event,
+                .vanished = on_pc_vanished,
+                .key = KUBE_WATCH_KEY_NAME,
                 .synced = on_pc_synced,
                 .list_failed = on_pc_list_failed,
         };

@@ -223,14 +223,12 @@ typedef struct Manager {
         KubeWatch *kube_pod_watch, *kube_ns_watch;
         PodStateMap kube_pods; /* pods of this node by UID */
         NsStateMap kube_namespaces; /* namespaces by name */
-        uint64_t kube_sync_generation, kube_ns_generation;
         bool kube_pods_synced, kube_ns_synced;
         /* ProfileConfig objects (manager-profileconfig.c) */
         KubeWatch *kube_pc_watch;
         ProfileConfigStateMap kube_pcs; /* by "namespace/name" */
         KubeRuleSetMap kube_rule_sets; /* by namespace, for namespaces with ProfileConfigs */
         KubeRuleSet *kube_cluster_rules; /* every other namespace */
-        uint64_t kube_pc_generation;
         bool kube_pcs_synced;
         long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
