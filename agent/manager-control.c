@@ -206,10 +206,7 @@ int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
 }
 
 static Session *session_find(Manager *m, const char *id) {
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (streq(m->sessions[i]->id_string, id))
-                        return m->sessions[i];
-        return NULL;
+        return manager_session_find(m, id);
 }
 
 int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,

@@ -174,34 +174,51 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         }
 }
 
-/* Reconciles every known container cgroup of a pod (uid), or of every pod
- * in a namespace, or all of them (both NULL), in path order. */
+/* Whether the cgroups of a pod (by UID) are those of a pod in namespace (NULL: any pod, known or not). */
+static bool pod_in_namespace(Manager *m, const char *uid, const char *namespace) {
+        PodState *p;
+
+        if (!namespace)
+                return true;
+        p = pod_find(m, uid);
+        return p && streq(p->pod->namespace, namespace);
+}
+
+/* Reconciles every known container cgroup of a pod (pod_uid), or of every
+ * pod in a namespace, or all of them (both NULL), in path order. A pod's
+ * event touches its own cgroups only (m->pod_cgroups). */
 static void reconcile_matching(Manager *m, const char *pod_uid, const char *namespace) {
         _cleanup_free_ CgroupState **list = NULL;
-        size_t n = 0, allocated = 0;
-        CgroupState *c;
+        PodCgroups *p;
+        size_t n = 0;
 
-        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups) {
-                if (!c->container)
-                        continue;
-                if (pod_uid && !streq(c->pod_uid, pod_uid))
-                        continue;
-                if (namespace) {
-                        PodState *p = pod_find(m, c->pod_uid);
-                        if (!p || !streq(p->pod->namespace, namespace))
-                                continue;
-                }
-                if (n == allocated) {
-                        size_t a = MAX(allocated * 2, (size_t) 16);
-                        CgroupState **l = reallocarray(list, a, sizeof(CgroupState *));
-                        if (!l)
-                                return (void) log_oom();
-                        list = l;
-                        allocated = a;
-                }
-                list[n++] = c;
+        if (pod_uid) {
+                p = pod_cgroups_map_get(&m->pod_cgroups, pod_uid);
+                if (!p || p->n_cgroups == 0 || !pod_in_namespace(m, pod_uid, namespace))
+                        return;
+                /* Walked over a copy: reconciling must not change the list under the walk. */
+                list = reallocarray(NULL, p->n_cgroups, sizeof(CgroupState *));
+                if (!list)
+                        return (void) log_oom();
+                memcpy(list, p->cgroups, p->n_cgroups * sizeof(CgroupState *));
+                n = p->n_cgroups;
+        } else {
+                size_t max = 0;
+                HASHMAP_FOREACH (p, pod_cgroups_map, &m->pod_cgroups)
+                        if (pod_in_namespace(m, p->pod_uid, namespace))
+                                max += p->n_cgroups;
+                if (max == 0)
+                        return;
+                list = reallocarray(NULL, max, sizeof(CgroupState *));
+                if (!list)
+                        return (void) log_oom();
+                HASHMAP_FOREACH (p, pod_cgroups_map, &m->pod_cgroups)
+                        if (pod_in_namespace(m, p->pod_uid, namespace)) {
+                                memcpy(list + n, p->cgroups, p->n_cgroups * sizeof(CgroupState *));
+                                n += p->n_cgroups;
+                        }
+                cgroup_states_sort(list, n);
         }
-        cgroup_states_sort(list, n);
         for (size_t i = 0; i < n; i++)
                 manager_reconcile_cgroup(m, list[i]);
 }

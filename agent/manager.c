@@ -60,16 +60,9 @@ CgroupState *manager_cgroup_find(Manager *m, const char *path) {
 }
 
 CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id) {
-        CgroupState *c, *found = NULL;
-
         if (!container_id || !container_id[0])
                 return NULL;
-        /* The first in path order, should two claim one ID. */
-        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups)
-                if (c->container && streq(c->container_id, container_id) &&
-                    (!found || strcmp(c->path, found->path) < 0))
-                        found = c;
-        return found;
+        return cgroup_state_map_get(&m->cgroups_by_container, container_id);
 }
 
 static int cgroup_state_path_cmp(const void *a, const void *b) {
@@ -86,8 +79,98 @@ static void cgroup_state_free(CgroupState *c) {
         free(c);
 }
 
+/* Indexes a container cgroup by its container ID and its pod's UID. */
+static int cgroup_index_container(Manager *m, CgroupState *c) {
+        PodCgroups *p;
+        size_t i;
+        int r;
+
+        /* Cgroups with one container ID (never seen, but nothing prevents it) are
+         * chained in path order: the first is the one found. */
+        CgroupState **prev = NULL, *head = cgroup_state_map_get(&m->cgroups_by_container, c->container_id);
+        if (!head || strcmp(c->path, head->path) < 0) {
+                r = cgroup_state_map_replace(&m->cgroups_by_container, c->container_id, c, NULL);
+                if (r < 0)
+                        return r;
+                c->same_container_next = head;
+        } else {
+                for (prev = &head->same_container_next; *prev && strcmp((*prev)->path, c->path) < 0;
+                     prev = &(*prev)->same_container_next)
+                        ;
+                c->same_container_next = *prev;
+                *prev = c;
+        }
+
+        p = pod_cgroups_map_get(&m->pod_cgroups, c->pod_uid);
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                memcpy(p->pod_uid, c->pod_uid, sizeof(p->pod_uid));
+                r = pod_cgroups_map_put(&m->pod_cgroups, p->pod_uid, p);
+                if (r < 0) {
+                        free(p);
+                        return r;
+                }
+        }
+        if (p->n_cgroups == p->n_allocated) {
+                size_t n = MAX(p->n_allocated * 2, (size_t) 4);
+                CgroupState **l = reallocarray(p->cgroups, n, sizeof(CgroupState *));
+                if (!l)
+                        return -ENOMEM;
+                p->cgroups = l;
+                p->n_allocated = n;
+        }
+        /* In path order. */
+        for (i = p->n_cgroups; i > 0 && strcmp(p->cgroups[i - 1]->path, c->path) > 0; i--)
+                p->cgroups[i] = p->cgroups[i - 1];
+        p->cgroups[i] = c;
+        p->n_cgroups++;
+        return 0;
+}
+
+static void pod_cgroups_free(PodCgroups *p) {
+        free(p->cgroups);
+        free(p);
+}
+
+static void cgroup_unindex_container(Manager *m, CgroupState *c) {
+        PodCgroups *p = pod_cgroups_map_get(&m->pod_cgroups, c->pod_uid);
+        CgroupState *head = cgroup_state_map_get(&m->cgroups_by_container, c->container_id);
+
+        if (head == c) {
+                if (c->same_container_next)
+                        (void) cgroup_state_map_replace(&m->cgroups_by_container, c->container_id,
+                                                        c->same_container_next, NULL);
+                else
+                        (void) cgroup_state_map_remove(&m->cgroups_by_container, c->container_id);
+        } else if (head)
+                for (CgroupState **prev = &head->same_container_next; *prev;
+                     prev = &(*prev)->same_container_next)
+                        if (*prev == c) {
+                                *prev = c->same_container_next;
+                                break;
+                        }
+        c->same_container_next = NULL;
+
+        for (size_t i = 0; p && i < p->n_cgroups; i++)
+                if (p->cgroups[i] == c) {
+                        memmove(p->cgroups + i, p->cgroups + i + 1,
+                                (p->n_cgroups - i - 1) * sizeof(CgroupState *));
+                        p->n_cgroups--;
+                        break;
+                }
+        if (p && p->n_cgroups == 0) {
+                (void) pod_cgroups_map_remove(&m->pod_cgroups, p->pod_uid);
+                pod_cgroups_free(p);
+        }
+}
+
 /* The cgroup tables, emptied (manager_free()). */
 static void cgroup_tables_free(Manager *m) {
+        session_map_clear(&m->sessions_by_id, NULL);
+        pod_cgroups_map_clear(&m->pod_cgroups, pod_cgroups_free);
+        cgroup_state_map_clear(&m->cgroups_by_container, NULL);
         cgroup_state_map_clear(&m->cgroups, cgroup_state_free);
 }
 
@@ -144,11 +227,18 @@ void manager_assign_cgroups_below(Manager *m, const char *path) {
 
 /* ---- sessions ---- */
 
+Session *manager_session_find(Manager *m, const char *id) {
+        return id ? session_map_get(&m->sessions_by_id, id) : NULL;
+}
+
 int manager_add_session(Manager *m, Session *s) {
         Session **n = reallocarray(m->sessions, m->n_sessions + 1, sizeof(Session *));
         if (!n)
                 return -ENOMEM;
         m->sessions = n;
+        int r = session_map_put(&m->sessions_by_id, s->id_string, s);
+        if (r < 0)
+                return r;
         m->sessions[m->n_sessions++] = s;
         CgroupState *c = cgroup_state_find(m, s->cgroup);
         if (c)
@@ -173,6 +263,7 @@ void manager_remove_session(Manager *m, Session *s, const char *reason) {
                         m->n_sessions--;
                         break;
                 }
+        (void) session_map_remove_value(&m->sessions_by_id, s->id_string, s);
         CgroupState *c = cgroup_state_find(m, s->cgroup);
         if (c && c->session == s) {
                 c->session = NULL;
@@ -360,10 +451,12 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
                 }
                 log_debug("cgroup appeared: %s", path[0] ? path : "/");
                 KubeCgroupInfo info;
-                if (kube_cgroup_parse(path, &info) > 0) {
+                if (!c->container && kube_cgroup_parse(path, &info) > 0) {
                         c->container = true;
                         memcpy(c->pod_uid, info.pod_uid, sizeof(c->pod_uid));
                         memcpy(c->container_id, info.container_id, sizeof(c->container_id));
+                        if (cgroup_index_container(m, c) < 0)
+                                log_oom();
                 }
                 /* A new child of a profiled cgroup is profiled too. */
                 if (m->sampler && session_for_path(m, path))
@@ -381,6 +474,8 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
          * owned it (this session or an enclosing one). */
         cgroup_state_unmap(m, c);
         fd_starved_set(m, c, false);
+        if (c->container)
+                cgroup_unindex_container(m, c);
         (void) cgroup_state_map_remove_value(&m->cgroups, c->path, c);
         cgroup_state_free(c);
 }

@@ -83,9 +83,21 @@ typedef struct CgroupState {
         bool done; /* a session for it ended: do not start another automatically */
         uint64_t bpf_cgroup_id; /* its ID in the BPF cgroups map (0: not there) */
         bool fd_starved; /* its session could not start for lack of fds: tried again (manager_launch_session) */
+        struct CgroupState *same_container_next; /* another with this container_id, later in path order */
 } CgroupState;
 
 DEFINE_STRING_HASHMAP(CgroupStateMap, cgroup_state_map, CgroupState);
+
+/* The container cgroups of one pod, in path order: what its pod's events
+ * concern (manager-kube.c). */
+typedef struct PodCgroups {
+        char pod_uid[37];
+        CgroupState **cgroups;
+        size_t n_cgroups, n_allocated;
+} PodCgroups;
+
+DEFINE_STRING_HASHMAP(PodCgroupsMap, pod_cgroups_map, PodCgroups);
+DEFINE_STRING_HASHMAP(SessionMap, session_map, Session);
 
 /* Sorts cgroups by path (the order every walk over them keeps). */
 void cgroup_states_sort(CgroupState **l, size_t n);
@@ -161,6 +173,8 @@ typedef struct Manager {
         int cgroup_root_fd;
         CgroupWatch *cgroup_watch;
         CgroupStateMap cgroups; /* by path */
+        CgroupStateMap cgroups_by_container; /* the container cgroups by container ID */
+        PodCgroupsMap pod_cgroups; /* the container cgroups by pod UID */
 
         Sampler *sampler;
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
@@ -200,6 +214,7 @@ typedef struct Manager {
         Session *sessions_by_slot[CGPROF_MAX_SESSIONS];
         Session **sessions; /* running and armed sessions */
         size_t n_sessions;
+        SessionMap sessions_by_id; /* the same, by id_string */
         /* Every session that started sampling ends counted once: ended (a
          * report written), failed (its report could not be written) or
          * discarded (a provisional one that was a pod's sandbox). Failed also
@@ -325,6 +340,8 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c);
  * cgroup with that container ID. NULL when not known. */
 CgroupState *manager_cgroup_find(Manager *m, const char *path);
 CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id);
+/* A running or armed session by ID, or NULL. */
+Session *manager_session_find(Manager *m, const char *id);
 /* The host rule (a target with cgroupPatterns and no Kubernetes condition)
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
