@@ -95,28 +95,6 @@ static KubeMatch enable_default_matches(const KubeNamespace *ns, const KubePod *
                                                                                      : KUBE_MATCH_NO;
 }
 
-KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
-                           const char *container, const char *cgroup, const Target **ret_target) {
-        for (size_t i = 0; i < c->n_targets; i++) {
-                const Target *t = &c->targets[i];
-                if (!kube_target_is_pod_rule(t))
-                        continue;
-                KubeMatch m = kube_target_matches(t, ns, pod, container, cgroup, NULL);
-                if (m == KUBE_MATCH_NO)
-                        continue;
-                if (m == KUBE_MATCH_YES)
-                        *ret_target = t;
-                return m;
-        }
-
-        if (!c->enable_default)
-                return KUBE_MATCH_NO;
-        KubeMatch m = enable_default_matches(ns, pod);
-        if (m == KUBE_MATCH_YES)
-                *ret_target = &kube_default_target;
-        return m;
-}
-
 /* ---- merged rules ---- */
 
 static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope,
