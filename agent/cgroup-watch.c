@@ -13,6 +13,9 @@ typedef struct Node {
         char *path;
         int wd;
         bool seen; /* rescan mark */
+        /* The tree: a node's parent is known as long as it is (parents are
+         * added before their children and removed after them). */
+        struct Node *parent, *first_child, *prev_sibling, *next_sibling;
 } Node;
 
 DEFINE_STRING_HASHMAP(NodeByPath, node_by_path, Node);
@@ -61,14 +64,37 @@ static int node_watch(CgroupWatch *w, const char *path) {
         return wd;
 }
 
+static void node_link(Node *n, Node *parent) {
+        n->parent = parent;
+        if (!parent)
+                return;
+        n->next_sibling = parent->first_child;
+        if (n->next_sibling)
+                n->next_sibling->prev_sibling = n;
+        parent->first_child = n;
+}
+
+static void node_unlink(Node *n) {
+        if (n->prev_sibling)
+                n->prev_sibling->next_sibling = n->next_sibling;
+        else if (n->parent)
+                n->parent->first_child = n->next_sibling;
+        if (n->next_sibling)
+                n->next_sibling->prev_sibling = n->prev_sibling;
+        /* Children outliving their parent would break the rule above: never seen, but no pointer dangles. */
+        for (Node *c = n->first_child; c; c = c->next_sibling)
+                c->parent = NULL;
+        n->parent = n->prev_sibling = n->next_sibling = n->first_child = NULL;
+}
+
 static int node_index_wd(CgroupWatch *w, Node *n) {
         /* Replaces a stale entry for a recycled wd. */
         return node_by_wd_replace(&w->by_wd, (uint64_t) n->wd, n, NULL);
 }
 
-/* Adds a watch on path (if new, or if its watch was lost), reports it, and
- * recurses into its children. */
-static int add_tree(CgroupWatch *w, const char *path) {
+/* Adds a watch on path (if new, or if its watch was lost; a new one goes
+ * below parent), reports it, and recurses into its children. */
+static int add_tree(CgroupWatch *w, const char *path, Node *parent) {
         _cleanup_close_ int fd = -EBADF;
         Node *n = find_path(w, path);
         int r;
@@ -105,6 +131,7 @@ static int add_tree(CgroupWatch *w, const char *path) {
                         free(n);
                         return -ENOMEM;
                 }
+                node_link(n, parent);
                 if (node_index_wd(w, n) < 0)
                         return -ENOMEM;
                 w->cb(n->path, true, w->userdata);
@@ -128,7 +155,7 @@ static int add_tree(CgroupWatch *w, const char *path) {
                         r = -ENOMEM;
                         break;
                 }
-                int k = add_tree(w, child);
+                int k = add_tree(w, child, n);
                 if (k < 0 && r == 0)
                         r = k;
         }
@@ -144,56 +171,58 @@ static void node_forget(CgroupWatch *w, Node *n, bool report) {
                 (void) node_by_wd_remove_value(&w->by_wd, (uint64_t) n->wd, n);
         }
         (void) node_by_path_remove_value(&w->by_path, n->path, n);
+        node_unlink(n);
         free(n->path);
         free(n);
 }
 
-/* Collects nodes for removal: path itself and everything below it. */
+/* Nodes collected for removal or a walk, deepest first (children are
+ * reported before parents), then by path. */
 typedef struct Collect {
-        const char *prefix;
-        size_t len;
         Node **nodes;
         size_t n, allocated;
-        bool unseen_only;
 } Collect;
 
-static bool collect_wants(const Collect *c, const Node *n) {
-        if (c->unseen_only)
-                return !n->seen;
-        return streq(n->path, c->prefix) ||
-               (c->len == 0 || (strncmp(n->path, c->prefix, c->len) == 0 && n->path[c->len] == '/'));
+static void collect_add(Collect *c, Node *n) {
+        if (c->n == c->allocated) {
+                size_t na = MAX(c->allocated * 2, (size_t) 16);
+                Node **nn = reallocarray(c->nodes, na, sizeof(Node *));
+                if (!nn)
+                        return (void) log_oom();
+                c->nodes = nn;
+                c->allocated = na;
+        }
+        c->nodes[c->n++] = n;
 }
 
 static int cmp_depth_desc(const void *a, const void *b) {
-        /* Longer paths (deeper) first, so children are reported before parents; then by path. */
         const char *pa = (*(Node *const *) a)->path, *pb = (*(Node *const *) b)->path;
         size_t la = strlen(pa), lb = strlen(pb);
         return la != lb ? CMP(lb, la) : strcmp(pa, pb);
 }
 
-static void collect(const CgroupWatch *w, Collect *c) {
-        Node *n;
-
-        HASHMAP_FOREACH (n, node_by_path, &w->by_path) {
-                if (!collect_wants(c, n))
-                        continue;
-                if (c->n == c->allocated) {
-                        size_t na = MAX(c->allocated * 2, (size_t) 16);
-                        Node **nn = reallocarray(c->nodes, na, sizeof(Node *));
-                        if (!nn)
-                                break;
-                        c->nodes = nn;
-                        c->allocated = na;
-                }
-                c->nodes[c->n++] = n;
-        }
-        if (c->n > 0)
+static void collect_sort(Collect *c) {
+        if (c->n > 1)
                 qsort(c->nodes, c->n, sizeof(Node *), cmp_depth_desc);
 }
 
+static void collect_subtree(Collect *c, Node *n) {
+        collect_add(c, n);
+        for (Node *child = n->first_child; child; child = child->next_sibling)
+                collect_subtree(c, child);
+}
+
+/* path and everything below it (nothing when path is not known: neither is anything below). */
+static void collect_below(const CgroupWatch *w, const char *path, Collect *c) {
+        Node *n = find_path(w, path);
+        if (n)
+                collect_subtree(c, n);
+        collect_sort(c);
+}
+
 static void remove_tree(CgroupWatch *w, const char *path) {
-        Collect c = { .prefix = path, .len = strlen(path) };
-        collect(w, &c);
+        Collect c = {};
+        collect_below(w, path, &c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
         free(c.nodes);
@@ -205,9 +234,12 @@ static int rescan(CgroupWatch *w) {
 
         HASHMAP_FOREACH (n, node_by_path, &w->by_path)
                 n->seen = false;
-        r = add_tree(w, "");
-        Collect c = { .unseen_only = true };
-        collect(w, &c);
+        r = add_tree(w, "", NULL);
+        Collect c = {};
+        HASHMAP_FOREACH (n, node_by_path, &w->by_path)
+                if (!n->seen)
+                        collect_add(&c, n);
+        collect_sort(&c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
         free(c.nodes);
@@ -323,7 +355,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 continue;
                         }
                         if (e->mask & (IN_CREATE | IN_MOVED_TO))
-                                (void) add_tree(w, child);
+                                (void) add_tree(w, child, parent);
                         else if (e->mask & (IN_DELETE | IN_MOVED_FROM))
                                 remove_tree(w, child);
                 }
@@ -358,7 +390,7 @@ int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void
         if (w->inotify_fd < 0)
                 return negative_errno();
 
-        r = add_tree(w, "");
+        r = add_tree(w, "", NULL);
         if (r < 0)
                 return r;
 
@@ -400,8 +432,8 @@ bool cgroup_watch_has(const CgroupWatch *w, const char *path) {
 
 void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path,
                                 void (*f)(const char *path, void *ud), void *ud) {
-        Collect c = { .prefix = path, .len = strlen(path) };
-        collect(w, &c);
+        Collect c = {};
+        collect_below(w, path, &c);
         /* Parents first. */
         for (size_t i = c.n; i > 0; i--)
                 f(c.nodes[i - 1]->path, ud);
