@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
-#include <search.h>
 #include <sys/inotify.h>
 
 #include "cgroup-watch.h"
+#include "hashmap.h"
 #include "log.h"
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -13,7 +13,13 @@ typedef struct Node {
         char *path;
         int wd;
         bool seen; /* rescan mark */
+        /* The tree: a node's parent is known as long as it is (parents are
+         * added before their children and removed after them). */
+        struct Node *parent, *first_child, *prev_sibling, *next_sibling;
 } Node;
+
+DEFINE_STRING_HASHMAP(NodeByPath, node_by_path, Node);
+DEFINE_UINT64_HASHMAP(NodeByWd, node_by_wd, Node);
 
 struct CgroupWatch {
         sd_event_source *io;
@@ -22,29 +28,18 @@ struct CgroupWatch {
         int inotify_fd;
         int root_fd;
         char *root;
-        void *by_path; /* tsearch: Node by path */
-        void *by_wd; /* tsearch: Node by wd */
-        size_t n;
+        NodeByPath by_path;
+        NodeByWd by_wd; /* the nodes with a watch */
         CgroupWatchCallback cb;
         void *userdata;
 };
 
-static int node_path_cmp(const void *a, const void *b) {
-        return strcmp(((const Node *) a)->path, ((const Node *) b)->path);
-}
-
-static int node_wd_cmp(const void *a, const void *b) {
-        return CMP(((const Node *) a)->wd, ((const Node *) b)->wd);
-}
-
 static Node *find_path(const CgroupWatch *w, const char *path) {
-        Node key = { .path = (char *) path }, **n = tfind(&key, &w->by_path, node_path_cmp);
-        return n ? *n : NULL;
+        return node_by_path_get(&w->by_path, path);
 }
 
 static Node *find_wd(const CgroupWatch *w, int wd) {
-        Node key = { .wd = wd }, **n = tfind(&key, &w->by_wd, node_wd_cmp);
-        return n ? *n : NULL;
+        return wd >= 0 ? node_by_wd_get(&w->by_wd, (uint64_t) wd) : NULL;
 }
 
 static char *path_join(const char *a, const char *b) {
@@ -69,18 +64,37 @@ static int node_watch(CgroupWatch *w, const char *path) {
         return wd;
 }
 
-static int node_index_wd(CgroupWatch *w, Node *n) {
-        Node *old = find_wd(w, n->wd);
-        if (old) /* a stale entry for a recycled wd */
-                tdelete(old, &w->by_wd, node_wd_cmp);
-        if (!tsearch(n, &w->by_wd, node_wd_cmp))
-                return -ENOMEM;
-        return 0;
+static void node_link(Node *n, Node *parent) {
+        n->parent = parent;
+        if (!parent)
+                return;
+        n->next_sibling = parent->first_child;
+        if (n->next_sibling)
+                n->next_sibling->prev_sibling = n;
+        parent->first_child = n;
 }
 
-/* Adds a watch on path (if new, or if its watch was lost), reports it, and
- * recurses into its children. */
-static int add_tree(CgroupWatch *w, const char *path) {
+static void node_unlink(Node *n) {
+        if (n->prev_sibling)
+                n->prev_sibling->next_sibling = n->next_sibling;
+        else if (n->parent)
+                n->parent->first_child = n->next_sibling;
+        if (n->next_sibling)
+                n->next_sibling->prev_sibling = n->prev_sibling;
+        /* Children outliving their parent would break the rule above: never seen, but no pointer dangles. */
+        for (Node *c = n->first_child; c; c = c->next_sibling)
+                c->parent = NULL;
+        n->parent = n->prev_sibling = n->next_sibling = n->first_child = NULL;
+}
+
+static int node_index_wd(CgroupWatch *w, Node *n) {
+        /* Replaces a stale entry for a recycled wd. */
+        return node_by_wd_replace(&w->by_wd, (uint64_t) n->wd, n, NULL);
+}
+
+/* Adds a watch on path (if new, or if its watch was lost; a new one goes
+ * below parent), reports it, and recurses into its children. */
+static int add_tree(CgroupWatch *w, const char *path, Node *parent) {
         _cleanup_close_ int fd = -EBADF;
         Node *n = find_path(w, path);
         int r;
@@ -112,14 +126,14 @@ static int add_tree(CgroupWatch *w, const char *path) {
                 n->path = strdup(path);
                 n->wd = wd;
                 n->seen = true;
-                if (!n->path || !tsearch(n, &w->by_path, node_path_cmp)) {
+                if (!n->path || node_by_path_put(&w->by_path, n->path, n) < 0) {
                         free(n->path);
                         free(n);
                         return -ENOMEM;
                 }
+                node_link(n, parent);
                 if (node_index_wd(w, n) < 0)
                         return -ENOMEM;
-                w->n++;
                 w->cb(n->path, true, w->userdata);
         }
 
@@ -141,7 +155,7 @@ static int add_tree(CgroupWatch *w, const char *path) {
                         r = -ENOMEM;
                         break;
                 }
-                int k = add_tree(w, child);
+                int k = add_tree(w, child, n);
                 if (k < 0 && r == 0)
                         r = k;
         }
@@ -154,41 +168,27 @@ static void node_forget(CgroupWatch *w, Node *n, bool report) {
                 w->cb(n->path, false, w->userdata);
         if (n->wd >= 0) {
                 (void) inotify_rm_watch(w->inotify_fd, n->wd);
-                if (find_wd(w, n->wd) == n)
-                        tdelete(n, &w->by_wd, node_wd_cmp);
+                (void) node_by_wd_remove_value(&w->by_wd, (uint64_t) n->wd, n);
         }
-        tdelete(n, &w->by_path, node_path_cmp);
-        w->n--;
+        (void) node_by_path_remove_value(&w->by_path, n->path, n);
+        node_unlink(n);
         free(n->path);
         free(n);
 }
 
-/* Collects nodes for removal: path itself and everything below it. */
+/* Nodes collected for removal or a walk, deepest first (children are
+ * reported before parents), then by path. */
 typedef struct Collect {
-        const char *prefix;
-        size_t len;
         Node **nodes;
         size_t n, allocated;
-        bool unseen_only;
 } Collect;
 
-static Collect *collect_ctx;
-static void collect_action(const void *nodep, VISIT which, int depth) {
-        if (which != postorder && which != leaf)
-                return;
-        Node *n = *(Node *const *) nodep;
-        Collect *c = collect_ctx;
-        if (c->unseen_only) {
-                if (n->seen)
-                        return;
-        } else if (!(streq(n->path, c->prefix) ||
-                     (c->len == 0 || (strncmp(n->path, c->prefix, c->len) == 0 && n->path[c->len] == '/'))))
-                return;
+static void collect_add(Collect *c, Node *n) {
         if (c->n == c->allocated) {
                 size_t na = MAX(c->allocated * 2, (size_t) 16);
                 Node **nn = reallocarray(c->nodes, na, sizeof(Node *));
                 if (!nn)
-                        return;
+                        return (void) log_oom();
                 c->nodes = nn;
                 c->allocated = na;
         }
@@ -196,39 +196,50 @@ static void collect_action(const void *nodep, VISIT which, int depth) {
 }
 
 static int cmp_depth_desc(const void *a, const void *b) {
-        /* Longer paths (deeper) first, so children are reported before parents. */
-        size_t la = strlen((*(Node *const *) a)->path), lb = strlen((*(Node *const *) b)->path);
-        return CMP(lb, la);
+        const char *pa = (*(Node *const *) a)->path, *pb = (*(Node *const *) b)->path;
+        size_t la = strlen(pa), lb = strlen(pb);
+        return la != lb ? CMP(lb, la) : strcmp(pa, pb);
 }
 
-static void collect(CgroupWatch *w, Collect *c) {
-        collect_ctx = c;
-        twalk(w->by_path, collect_action);
-        collect_ctx = NULL;
-        if (c->n > 0)
+static void collect_sort(Collect *c) {
+        if (c->n > 1)
                 qsort(c->nodes, c->n, sizeof(Node *), cmp_depth_desc);
 }
 
+static void collect_subtree(Collect *c, Node *n) {
+        collect_add(c, n);
+        for (Node *child = n->first_child; child; child = child->next_sibling)
+                collect_subtree(c, child);
+}
+
+/* path and everything below it (nothing when path is not known: neither is anything below). */
+static void collect_below(const CgroupWatch *w, const char *path, Collect *c) {
+        Node *n = find_path(w, path);
+        if (n)
+                collect_subtree(c, n);
+        collect_sort(c);
+}
+
 static void remove_tree(CgroupWatch *w, const char *path) {
-        Collect c = { .prefix = path, .len = strlen(path) };
-        collect(w, &c);
+        Collect c = {};
+        collect_below(w, path, &c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
         free(c.nodes);
 }
 
-static void seen_clear(const void *nodep, VISIT which, int depth) {
-        if (which == postorder || which == leaf)
-                (*(Node *const *) nodep)->seen = false;
-}
-
 static int rescan(CgroupWatch *w) {
+        Node *n;
         int r;
 
-        twalk(w->by_path, seen_clear);
-        r = add_tree(w, "");
-        Collect c = { .unseen_only = true };
-        collect(w, &c);
+        HASHMAP_FOREACH (n, node_by_path, &w->by_path)
+                n->seen = false;
+        r = add_tree(w, "", NULL);
+        Collect c = {};
+        HASHMAP_FOREACH (n, node_by_path, &w->by_path)
+                if (!n->seen)
+                        collect_add(&c, n);
+        collect_sort(&c);
         for (size_t i = 0; i < c.n; i++)
                 node_forget(w, c.nodes[i], true);
         free(c.nodes);
@@ -237,19 +248,12 @@ static int rescan(CgroupWatch *w) {
 
 static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-static void wd_clear(const void *nodep, VISIT which, int depth) {
-        if (which == postorder || which == leaf)
-                (*(Node *const *) nodep)->wd = -1;
-}
-
-static void noop_free(void *p) {
-}
-
 /* A new inotify instance, every cgroup watched again, and a rescan for what
  * changed meanwhile (reported as usual). */
 static int watch_restart(CgroupWatch *w, sd_event *e) {
         _cleanup_(sd_event_source_unrefp) sd_event_source *io = NULL;
         _cleanup_close_ int fd = -EBADF;
+        Node *n;
         int r;
 
         fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -265,9 +269,9 @@ static int watch_restart(CgroupWatch *w, sd_event *e) {
         w->io = TAKE_PTR(io);
         safe_close(w->inotify_fd);
         w->inotify_fd = TAKE_FD(fd);
-        tdestroy(w->by_wd, noop_free);
-        w->by_wd = NULL;
-        twalk(w->by_path, wd_clear);
+        node_by_wd_clear(&w->by_wd, NULL);
+        HASHMAP_FOREACH (n, node_by_path, &w->by_path)
+                n->wd = -1;
         return rescan(w);
 }
 
@@ -334,11 +338,9 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 continue;
                         }
                         if (e->mask & IN_IGNORED) {
-                                Node *n = find_wd(w, e->wd);
-                                if (n) {
-                                        tdelete(n, &w->by_wd, node_wd_cmp);
+                                Node *n = node_by_wd_remove(&w->by_wd, (uint64_t) e->wd);
+                                if (n)
                                         n->wd = -1;
-                                }
                                 continue;
                         }
                         if (!(e->mask & IN_ISDIR) || e->len == 0)
@@ -353,7 +355,7 @@ static int on_inotify(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 continue;
                         }
                         if (e->mask & (IN_CREATE | IN_MOVED_TO))
-                                (void) add_tree(w, child);
+                                (void) add_tree(w, child, parent);
                         else if (e->mask & (IN_DELETE | IN_MOVED_FROM))
                                 remove_tree(w, child);
                 }
@@ -388,7 +390,7 @@ int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void
         if (w->inotify_fd < 0)
                 return negative_errno();
 
-        r = add_tree(w, "");
+        r = add_tree(w, "", NULL);
         if (r < 0)
                 return r;
 
@@ -401,8 +403,7 @@ int cgroup_watch_new(sd_event *e, const char *root, CgroupWatchCallback cb, void
         return 0;
 }
 
-static void node_free(void *p) {
-        Node *n = p;
+static void node_free(Node *n) {
         free(n->path);
         free(n);
 }
@@ -412,8 +413,8 @@ CgroupWatch *cgroup_watch_free(CgroupWatch *w) {
                 return NULL;
         sd_event_source_disable_unref(w->io);
         sd_event_source_disable_unref(w->retry);
-        tdestroy(w->by_wd, noop_free);
-        tdestroy(w->by_path, node_free);
+        node_by_wd_clear(&w->by_wd, NULL);
+        node_by_path_clear(&w->by_path, node_free);
         safe_close(w->inotify_fd);
         safe_close(w->root_fd);
         free(w->root);
@@ -422,7 +423,7 @@ CgroupWatch *cgroup_watch_free(CgroupWatch *w) {
 }
 
 size_t cgroup_watch_count(const CgroupWatch *w) {
-        return w->n;
+        return node_by_path_size(&w->by_path);
 }
 
 bool cgroup_watch_has(const CgroupWatch *w, const char *path) {
@@ -431,8 +432,8 @@ bool cgroup_watch_has(const CgroupWatch *w, const char *path) {
 
 void cgroup_watch_foreach_below(const CgroupWatch *w, const char *path,
                                 void (*f)(const char *path, void *ud), void *ud) {
-        Collect c = { .prefix = path, .len = strlen(path) };
-        collect((CgroupWatch *) w, &c);
+        Collect c = {};
+        collect_below(w, path, &c);
         /* Parents first. */
         for (size_t i = c.n; i > 0; i--)
                 f(c.nodes[i - 1]->path, ud);

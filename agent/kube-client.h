@@ -82,8 +82,11 @@ sd_event *kube_client_get_event(KubeClient *c);
  * and skipped.
  *
  * Reporting: each (re)list calls sync_begin, then event(KUBE_EVENT_ADDED)
- * for every listed object, then synced: objects the consumer knew that were
- * not reported since sync_begin are gone. Watch events follow. */
+ * for every listed object, then vanished() for every object the consumer knew
+ * that the list did not report (deleted while nobody watched), then synced.
+ * Watch events follow. The watch does that bookkeeping: it remembers the
+ * key of every object the consumer kept (event() returned true) until a
+ * DELETED event or vanished() says it is no more. */
 
 typedef enum KubeEventType {
         KUBE_EVENT_ADDED,
@@ -92,9 +95,24 @@ typedef enum KubeEventType {
         _KUBE_EVENT_TYPE_MAX,
 } KubeEventType;
 
+/* How vanished() names an object: the key the consumer keeps it by. */
+typedef enum KubeWatchKey {
+        KUBE_WATCH_KEY_NAME, /* "NAMESPACE/NAME", or "NAME" for an object without a namespace */
+        KUBE_WATCH_KEY_UID, /* metadata.uid */
+} KubeWatchKey;
+
 typedef struct KubeWatchCallbacks {
         void (*sync_begin)(void *userdata);
-        void (*event)(KubeEventType type, const cJSON *object, void *userdata);
+        /* Returns whether the consumer keeps the object (an ADDED or
+         * MODIFIED one: it is its latest version now). An object it keeps
+         * and the next (re)list does not report has vanished(). Ignored for
+         * DELETED. */
+        bool (*event)(KubeEventType type, const cJSON *object, void *userdata);
+        /* Optional: an object the consumer kept that the last (re)list did
+         * not report, by its key. Called after the list's events, in key
+         * order (strcmp()), before synced. */
+        void (*vanished)(const char *key, void *userdata);
+        KubeWatchKey key; /* what vanished() gets */
         void (*synced)(void *userdata);
         /* Optional: a LIST answered with an HTTP error (e.g. 404: the resource
          * is not installed, 403: not allowed). The watch retries with backoff

@@ -26,6 +26,7 @@
 
 #include <curl/curl.h>
 
+#include "hashmap.h"
 #include "kube-client.h"
 #include "log.h"
 
@@ -59,6 +60,14 @@ static const char *const watch_state_table[_WATCH_STATE_MAX] = {
         [WATCH_WATCHING] = "watching",
         [WATCH_WAITING] = "waiting",
 };
+
+/* An object the consumer keeps, and the list that last reported it. */
+typedef struct Known {
+        char *key;
+        uint64_t seen; /* a KubeWatch.generation */
+} Known;
+
+DEFINE_STRING_HASHMAP(KnownMap, known_map, Known);
 
 struct KubeWatch {
         KubeClient *client;
@@ -94,6 +103,10 @@ struct KubeWatch {
         uint64_t relists, reconnects, events, skipped;
         uint64_t gone, last_event_usec; /* 410s; the last list, event or bookmark (CLOCK_MONOTONIC) */
         int last_error;
+
+        /* The relist bookkeeping (cb.vanished): what the consumer keeps, by key. */
+        KnownMap known;
+        uint64_t generation; /* lists so far */
 };
 
 static void watch_set_state(KubeWatch *w, WatchState s) {
@@ -294,6 +307,99 @@ static void watch_relist(KubeWatch *w) {
                 watch_retry(w);
 }
 
+static void known_free(Known *k) {
+        if (k) {
+                free(k->key);
+                free(k);
+        }
+}
+
+/* The key vanished() would name the object by, or NULL (malloc()ed). */
+static char *object_key(const KubeWatch *w, const cJSON *object) {
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(object, "metadata");
+        const char *name = json_string(meta, "name"), *ns = json_string(meta, "namespace");
+        char *key;
+
+        if (w->cb.key == KUBE_WATCH_KEY_UID) {
+                const char *uid = json_string(meta, "uid");
+                return uid && uid[0] ? strdup(uid) : NULL;
+        }
+        if (!name)
+                return NULL;
+        if (!ns || !ns[0])
+                return strdup(name);
+        return asprintf(&key, "%s/%s", ns, name) < 0 ? NULL : key;
+}
+
+/* Hands an event to the consumer, and notes what it keeps. */
+static void watch_dispatch(KubeWatch *w, KubeEventType type, const cJSON *object) {
+        _cleanup_free_ char *key = NULL;
+        bool kept = false;
+        Known *k;
+
+        if (w->cb.event)
+                kept = w->cb.event(type, object, w->userdata);
+        if (!w->cb.vanished)
+                return;
+        key = object_key(w, object);
+        if (!key)
+                return;
+        if (type == KUBE_EVENT_DELETED) {
+                known_free(known_map_remove(&w->known, key));
+                return;
+        }
+        if (!kept)
+                return; /* not stamped: the next list forgets it unless it keeps it then */
+        k = known_map_get(&w->known, key);
+        if (!k) {
+                k = calloc(1, sizeof(*k));
+                if (!k || known_map_put(&w->known, key, k) < 0) {
+                        free(k);
+                        log_oom();
+                        return;
+                }
+                k->key = TAKE_PTR(key);
+        }
+        k->seen = w->generation;
+}
+
+static int known_cmp(const void *a, const void *b) {
+        return strcmp((*(Known *const *) a)->key, (*(Known *const *) b)->key);
+}
+
+/* After a list: what the consumer keeps that the list did not report has vanished. */
+static void watch_sweep(KubeWatch *w) {
+        _cleanup_free_ Known **stale = NULL;
+        size_t n = 0, allocated = 0;
+        Known *k;
+
+        if (!w->cb.vanished)
+                return;
+        HASHMAP_FOREACH (k, known_map, &w->known) {
+                if (k->seen == w->generation)
+                        continue;
+                if (n == allocated) {
+                        size_t a = MAX(allocated * 2, (size_t) 16);
+                        Known **l = reallocarray(stale, a, sizeof(Known *));
+                        if (!l) {
+                                log_oom();
+                                break;
+                        }
+                        stale = l;
+                        allocated = a;
+                }
+                stale[n++] = k;
+        }
+        if (n > 1)
+                qsort(stale, n, sizeof(Known *), known_cmp);
+        for (size_t i = 0; i < n; i++) {
+                (void) known_map_remove(&w->known, stale[i]->key);
+                log_debug("kube watch %s: %s was not listed again: it vanished.", w->path, stale[i]->key);
+                w->cb.vanished(stale[i]->key, w->userdata);
+                known_free(stale[i]);
+        }
+}
+
 static void list_reset(KubeWatch *w) {
         cJSON_Delete(w->items);
         w->items = NULL;
@@ -325,11 +431,12 @@ static void list_finish(KubeWatch *w) {
         log_debug("kube watch %s: listed %d objects at resourceVersion %s", w->path,
                   cJSON_GetArraySize(w->items), strna(w->rv));
 
+        w->generation++;
         if (w->cb.sync_begin)
                 w->cb.sync_begin(w->userdata);
         cJSON_ArrayForEach (item, w->items)
-                if (w->cb.event)
-                        w->cb.event(KUBE_EVENT_ADDED, item, w->userdata);
+                watch_dispatch(w, KUBE_EVENT_ADDED, item);
+        watch_sweep(w);
         w->synced = true;
         w->last_event_usec = now_usec(CLOCK_MONOTONIC);
         if (w->cb.synced)
@@ -583,8 +690,7 @@ static int watch_handle_line(KubeWatch *w, char *line, size_t size) {
         w->last_event_usec = now_usec(CLOCK_MONOTONIC);
         w->attempts = 0;
         w->last_error = 0;
-        if (w->cb.event)
-                w->cb.event(t, object, w->userdata);
+        watch_dispatch(w, t, object);
         return 0;
 }
 
@@ -801,6 +907,7 @@ KubeWatch *kube_watch_free(KubeWatch *w) {
         free(w->path);
         curl_free(w->field_selector);
         free(w->rv);
+        known_map_clear(&w->known, known_free);
         free(w);
         return NULL;
 }

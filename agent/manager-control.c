@@ -10,8 +10,6 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#include <search.h>
-
 #include "fileio.h"
 #include "kube-target.h"
 #include "log.h"
@@ -90,13 +88,8 @@ static int target_list_add(TargetList *l, ControlTarget t) {
         return 0;
 }
 
-static TargetList *targets_ctx;
-static void targets_action(const void *nodep, VISIT which, int depth) {
-        const KubeRuleSet *set = *(const KubeRuleSet *const *) nodep;
-        TargetList *l = targets_ctx;
-
-        if ((which != postorder && which != leaf) || l->error < 0)
-                return;
+/* A namespace's ProfileConfigs' targets. */
+static void add_rule_set_targets(TargetList *l, const KubeRuleSet *set) {
         for (size_t s = 0; s < set->n_scopes; s++) {
                 const Config *c = set->scopes[s].config;
                 for (size_t i = 0; i < c->n_targets; i++) {
@@ -126,6 +119,29 @@ static void targets_action(const void *nodep, VISIT which, int depth) {
         }
 }
 
+static int rule_set_namespace_cmp(const void *a, const void *b) {
+        return strcmp((*(KubeRuleSet *const *) a)->namespace, (*(KubeRuleSet *const *) b)->namespace);
+}
+
+/* The namespaces' targets, in namespace order. */
+static int add_rule_sets_targets(Manager *m, TargetList *l) {
+        _cleanup_free_ KubeRuleSet **sets = NULL;
+        KubeRuleSet *set;
+        size_t n = 0;
+
+        sets = reallocarray(NULL, MAX(kube_rule_set_map_size(&m->kube_rule_sets), (size_t) 1),
+                            sizeof(KubeRuleSet *));
+        if (!sets)
+                return -ENOMEM;
+        HASHMAP_FOREACH (set, kube_rule_set_map, &m->kube_rule_sets)
+                sets[n++] = set;
+        if (n > 1)
+                qsort(sets, n, sizeof(KubeRuleSet *), rule_set_namespace_cmp);
+        for (size_t i = 0; i < n && l->error >= 0; i++)
+                add_rule_set_targets(l, sets[i]);
+        return l->error;
+}
+
 int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
         const Config *c = m->config->config;
         TargetList l = {};
@@ -148,12 +164,8 @@ int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
                                             .kind = "default",
                                             .disabled = !c->enable_default,
                                     });
-        if (r >= 0) {
-                targets_ctx = &l;
-                twalk(m->kube_rule_sets, targets_action);
-                targets_ctx = NULL;
-                r = l.error;
-        }
+        if (r >= 0)
+                r = add_rule_sets_targets(m, &l);
         if (r < 0) {
                 control_targets_free(l.list, l.n);
                 return r;
@@ -194,10 +206,7 @@ int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
 }
 
 static Session *session_find(Manager *m, const char *id) {
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (streq(m->sessions[i]->id_string, id))
-                        return m->sessions[i];
-        return NULL;
+        return manager_session_find(m, id);
 }
 
 int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,

@@ -5,8 +5,6 @@
  * when the pod is known as a target before its status names the container,
  * sampling starts from the cgroup alone (a provisional session, confirmed or
  * discarded when the status arrives). */
-#include <search.h>
-
 #include "kube-target.h"
 #include "log.h"
 #include "manager.h"
@@ -14,48 +12,36 @@
 #include "manager-profileconfig.h"
 #include "session.h"
 
-typedef struct PodState {
+/* The objects the pod and namespace watches keep (the watches remember
+ * which, and say when a relist did not report one again: vanished()). */
+struct PodState {
         char *uid;
         KubePod *pod;
-        uint64_t seen; /* the list generation that last reported it */
-} PodState;
+};
 
-typedef struct NsState {
+struct NsState {
         char *name;
         KubeNamespace *ns;
-        uint64_t seen;
-} NsState;
+};
 
-static int pod_state_cmp(const void *a, const void *b) {
-        return strcmp(((const PodState *) a)->uid, ((const PodState *) b)->uid);
-}
-
-static int ns_state_cmp(const void *a, const void *b) {
-        return strcmp(((const NsState *) a)->name, ((const NsState *) b)->name);
-}
-
-static void pod_state_free(void *p) {
-        PodState *s = p;
+static void pod_state_free(PodState *s) {
         kube_pod_free(s->pod);
         free(s->uid);
         free(s);
 }
 
-static void ns_state_free(void *p) {
-        NsState *s = p;
+static void ns_state_free(NsState *s) {
         kube_namespace_free(s->ns);
         free(s->name);
         free(s);
 }
 
 static PodState *pod_find(Manager *m, const char *uid) {
-        PodState key = { .uid = (char *) uid }, **p = tfind(&key, &m->kube_pods, pod_state_cmp);
-        return p ? *p : NULL;
+        return pod_state_map_get(&m->kube_pods, uid);
 }
 
 static NsState *ns_find(Manager *m, const char *name) {
-        NsState key = { .name = (char *) name }, **n = tfind(&key, &m->kube_namespaces, ns_state_cmp);
-        return n ? *n : NULL;
+        return ns_state_map_get(&m->kube_namespaces, name);
 }
 
 const KubePod *manager_kube_pod(Manager *m, const char *uid) {
@@ -63,28 +49,26 @@ const KubePod *manager_kube_pod(Manager *m, const char *uid) {
         return p ? p->pod : NULL;
 }
 
-typedef struct PodLookup {
-        const char *namespace, *name;
-        const KubePod *found;
-} PodLookup;
-
-static void pod_lookup_action(const void *nodep, VISIT which, void *userdata) {
-        const PodState *p = *(const PodState *const *) nodep;
-        PodLookup *l = userdata;
-
-        if (which != postorder && which != leaf)
-                return;
-        /* A pod recreated under the same name: prefer the one not being deleted. */
-        if (streq(p->pod->namespace, l->namespace) && streq(p->pod->name, l->name) &&
-            (!l->found || l->found->deleting))
-                l->found = p->pod;
+/* Of two pods with one name (one recreated), the one to go by: one not
+ * being deleted; between two that are not, the lower UID; between two that
+ * are, the higher. */
+static bool pod_preferred(const KubePod *a, const KubePod *than) {
+        if (!than)
+                return true;
+        if (a->deleting != than->deleting)
+                return !a->deleting;
+        return a->deleting ? strcmp(a->uid, than->uid) > 0 : strcmp(a->uid, than->uid) < 0;
 }
 
 const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name) {
-        PodLookup l = { .namespace = namespace, .name = name };
+        const KubePod *found = NULL;
+        PodState *p;
 
-        twalk_r(m->kube_pods, pod_lookup_action, &l);
-        return l.found;
+        HASHMAP_FOREACH (p, pod_state_map, &m->kube_pods)
+                if (streq(p->pod->namespace, namespace) && streq(p->pod->name, name) &&
+                    pod_preferred(p->pod, found))
+                        found = p->pod;
+        return found;
 }
 
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name) {
@@ -164,7 +148,8 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
                 return true;
         }
 
-        ns = ns_find(m, ps->pod->namespace) ? ns_find(m, ps->pod->namespace)->ns : NULL;
+        NsState *nss = ns_find(m, ps->pod->namespace);
+        ns = nss ? nss->ns : NULL;
         /* Undecided until the ProfileConfigs are listed, which may switch targets off. */
         match = manager_kube_match(m, ns, ps->pod, kc ? kc->name : NULL, c->path, &rule);
 
@@ -189,45 +174,53 @@ bool manager_kube_reconcile_container(Manager *m, CgroupState *c) {
         }
 }
 
-/* Every known container cgroup of a pod (uid), or of every pod in a namespace. */
-typedef struct Match {
-        Manager *m;
-        const char *pod_uid;
-        const char *namespace;
-        CgroupState **list;
-        size_t n;
-} Match;
+/* Whether the cgroups of a pod (by UID) are those of a pod in namespace (NULL: any pod, known or not). */
+static bool pod_in_namespace(Manager *m, const char *uid, const char *namespace) {
+        PodState *p;
 
-static Match *match_ctx;
-static void match_action(const void *nodep, VISIT which, int depth) {
-        CgroupState *c = *(CgroupState *const *) nodep;
-        Match *x = match_ctx;
-
-        if ((which != postorder && which != leaf) || !c->container)
-                return;
-        if (x->pod_uid && !streq(c->pod_uid, x->pod_uid))
-                return;
-        if (x->namespace) {
-                PodState *p = pod_find(x->m, c->pod_uid);
-                if (!p || !streq(p->pod->namespace, x->namespace))
-                        return;
-        }
-        CgroupState **l = reallocarray(x->list, x->n + 1, sizeof(CgroupState *));
-        if (!l)
-                return;
-        x->list = l;
-        x->list[x->n++] = c;
+        if (!namespace)
+                return true;
+        p = pod_find(m, uid);
+        return p && streq(p->pod->namespace, namespace);
 }
 
+/* Reconciles every known container cgroup of a pod (pod_uid), or of every
+ * pod in a namespace, or all of them (both NULL), in path order. A pod's
+ * event touches its own cgroups only (m->pod_cgroups). */
 static void reconcile_matching(Manager *m, const char *pod_uid, const char *namespace) {
-        Match x = { .m = m, .pod_uid = pod_uid, .namespace = namespace };
+        _cleanup_free_ CgroupState **list = NULL;
+        PodCgroups *p;
+        size_t n = 0;
 
-        match_ctx = &x;
-        twalk(m->cgroups, match_action);
-        match_ctx = NULL;
-        for (size_t i = 0; i < x.n; i++)
-                manager_reconcile_cgroup(m, x.list[i]);
-        free(x.list);
+        if (pod_uid) {
+                p = pod_cgroups_map_get(&m->pod_cgroups, pod_uid);
+                if (!p || p->n_cgroups == 0 || !pod_in_namespace(m, pod_uid, namespace))
+                        return;
+                /* Walked over a copy: reconciling must not change the list under the walk. */
+                list = reallocarray(NULL, p->n_cgroups, sizeof(CgroupState *));
+                if (!list)
+                        return (void) log_oom();
+                memcpy(list, p->cgroups, p->n_cgroups * sizeof(CgroupState *));
+                n = p->n_cgroups;
+        } else {
+                size_t max = 0;
+                HASHMAP_FOREACH (p, pod_cgroups_map, &m->pod_cgroups)
+                        if (pod_in_namespace(m, p->pod_uid, namespace))
+                                max += p->n_cgroups;
+                if (max == 0)
+                        return;
+                list = reallocarray(NULL, max, sizeof(CgroupState *));
+                if (!list)
+                        return (void) log_oom();
+                HASHMAP_FOREACH (p, pod_cgroups_map, &m->pod_cgroups)
+                        if (pod_in_namespace(m, p->pod_uid, namespace)) {
+                                memcpy(list + n, p->cgroups, p->n_cgroups * sizeof(CgroupState *));
+                                n += p->n_cgroups;
+                        }
+                cgroup_states_sort(list, n);
+        }
+        for (size_t i = 0; i < n; i++)
+                manager_reconcile_cgroup(m, list[i]);
 }
 
 void manager_kube_reconcile_namespace(Manager *m, const char *namespace) {
@@ -239,19 +232,13 @@ void manager_kube_reconcile_namespace(Manager *m, const char *namespace) {
 static void pod_gone(Manager *m, PodState *p) {
         _cleanup_free_ char *uid = strdup(p->uid);
 
-        tdelete(p, &m->kube_pods, pod_state_cmp);
+        (void) pod_state_map_remove_value(&m->kube_pods, p->uid, p);
         pod_state_free(p);
         if (uid)
                 reconcile_matching(m, uid, NULL);
 }
 
-/* A (re)list begins: objects it does not report again are gone (see on_pods_synced). */
-static void on_pods_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_sync_generation++;
-}
-
-static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata) {
+static bool on_pod_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(kube_pod_freep) KubePod *pod = NULL;
         _cleanup_free_ char *error = NULL;
@@ -261,59 +248,43 @@ static void on_pod_event(KubeEventType type, const cJSON *object, void *userdata
         r = kube_pod_from_json(object, &pod, &error);
         if (r < 0) {
                 log_warning("Skipping a pod the API sent that cannot be parsed: %s", strna(error));
-                return;
+                return false;
         }
         p = pod_find(m, pod->uid);
 
         if (type == KUBE_EVENT_DELETED) {
                 if (p)
                         pod_gone(m, p);
-                return;
+                return false;
         }
 
         if (!p) {
                 p = calloc(1, sizeof(*p));
-                if (!p || !(p->uid = strdup(pod->uid)) || !tsearch(p, &m->kube_pods, pod_state_cmp)) {
+                if (!p || !(p->uid = strdup(pod->uid)) || pod_state_map_put(&m->kube_pods, p->uid, p) < 0) {
                         if (p)
                                 free(p->uid);
                         free(p);
-                        return (void) log_oom();
+                        log_oom();
+                        return false;
                 }
         }
         kube_pod_free(p->pod);
         p->pod = TAKE_PTR(pod);
-        p->seen = m->kube_sync_generation;
         reconcile_matching(m, p->uid, NULL);
+        return true;
 }
 
-static PodState **stale;
-static size_t n_stale;
-static uint64_t stale_generation;
-static void stale_pod_action(const void *nodep, VISIT which, int depth) {
-        PodState *p = *(PodState *const *) nodep;
-        if ((which != postorder && which != leaf) || p->seen == stale_generation)
-                return;
-        PodState **l = reallocarray(stale, n_stale + 1, sizeof(PodState *));
-        if (l) {
-                stale = l;
-                stale[n_stale++] = p;
-        }
+/* Deleted while the watch was down: the relist did not report it. */
+static void on_pod_vanished(const char *uid, void *userdata) {
+        Manager *m = userdata;
+        PodState *p = pod_find(m, uid);
+
+        if (p)
+                pod_gone(m, p);
 }
 
 static void on_pods_synced(void *userdata) {
         Manager *m = userdata;
-
-        /* Pods not listed are gone. */
-        stale = NULL;
-        n_stale = 0;
-        stale_generation = m->kube_sync_generation;
-        twalk(m->kube_pods, stale_pod_action);
-        PodState **list = stale;
-        size_t n = n_stale;
-        stale = NULL;
-        for (size_t i = 0; i < n; i++)
-                pod_gone(m, list[i]);
-        free(list);
 
         if (!m->kube_pods_synced)
                 log_info("Listed the pods of node %s: watching them.", m->node_name);
@@ -324,80 +295,67 @@ static void on_pods_synced(void *userdata) {
 
 /* ---- namespaces ---- */
 
-static void on_ns_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_ns_generation++;
+static void ns_gone(Manager *m, NsState *n) {
+        (void) ns_state_map_remove_value(&m->kube_namespaces, n->name, n);
+        ns_state_free(n);
 }
 
-static void on_ns_event(KubeEventType type, const cJSON *object, void *userdata) {
+static bool on_ns_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(kube_namespace_freep) KubeNamespace *ns = NULL;
         _cleanup_free_ char *error = NULL, *name = NULL;
         NsState *n;
+        bool kept = false;
         int r;
 
         r = kube_namespace_from_json(object, &ns, &error);
         if (r < 0) {
                 log_warning("Skipping a namespace the API sent that cannot be parsed: %s", strna(error));
-                return;
+                return false;
         }
         name = strdup(ns->name);
-        if (!name)
-                return (void) log_oom();
+        if (!name) {
+                log_oom();
+                return false;
+        }
         n = ns_find(m, ns->name);
 
         if (type == KUBE_EVENT_DELETED) {
-                if (n) {
-                        tdelete(n, &m->kube_namespaces, ns_state_cmp);
-                        ns_state_free(n);
-                }
+                if (n)
+                        ns_gone(m, n);
         } else {
                 if (!n) {
                         n = calloc(1, sizeof(*n));
                         if (!n || !(n->name = strdup(ns->name)) ||
-                            !tsearch(n, &m->kube_namespaces, ns_state_cmp)) {
+                            ns_state_map_put(&m->kube_namespaces, n->name, n) < 0) {
                                 if (n)
                                         free(n->name);
                                 free(n);
-                                return (void) log_oom();
+                                log_oom();
+                                return false;
                         }
                 }
                 kube_namespace_free(n->ns);
                 n->ns = TAKE_PTR(ns);
-                n->seen = m->kube_ns_generation;
+                kept = true;
         }
         /* Relabelling a namespace starts or ends its pods' sessions. */
         reconcile_matching(m, NULL, name);
+        return kept;
 }
 
-static NsState **stale_ns;
-static size_t n_stale_ns;
-static void stale_ns_action(const void *nodep, VISIT which, int depth) {
-        NsState *n = *(NsState *const *) nodep;
-        if ((which != postorder && which != leaf) || n->seen == stale_generation)
-                return;
-        NsState **l = reallocarray(stale_ns, n_stale_ns + 1, sizeof(NsState *));
-        if (l) {
-                stale_ns = l;
-                stale_ns[n_stale_ns++] = n;
-        }
+/* Deleted while the watch was down (its pods follow when the namespace watch is synced). */
+static void on_ns_vanished(const char *name, void *userdata) {
+        Manager *m = userdata;
+        NsState *n = ns_find(m, name);
+
+        if (n)
+                ns_gone(m, n);
 }
 
 static void on_ns_synced(void *userdata) {
         Manager *m = userdata;
 
-        stale_ns = NULL;
-        n_stale_ns = 0;
-        stale_generation = m->kube_ns_generation;
-        twalk(m->kube_namespaces, stale_ns_action);
-        NsState **list = stale_ns;
-        size_t n = n_stale_ns;
-        stale_ns = NULL;
-        for (size_t i = 0; i < n; i++) {
-                tdelete(list[i], &m->kube_namespaces, ns_state_cmp);
-                ns_state_free(list[i]);
-        }
-        free(list);
         m->kube_ns_synced = true;
         reconcile_matching(m, NULL, NULL);
 }
@@ -412,13 +370,15 @@ int manager_kube_start(Manager *m) {
                 .backoff_max_msec = m->opts.kube_backoff_max_msec,
         };
         static const KubeWatchCallbacks pod_cb = {
-                .sync_begin = on_pods_sync_begin,
                 .event = on_pod_event,
+                .vanished = on_pod_vanished,
+                .key = KUBE_WATCH_KEY_UID,
                 .synced = on_pods_synced,
         };
         static const KubeWatchCallbacks ns_cb = {
-                .sync_begin = on_ns_sync_begin,
                 .event = on_ns_event,
+                .vanished = on_ns_vanished,
+                .key = KUBE_WATCH_KEY_NAME,
                 .synced = on_ns_synced,
         };
         int r;
@@ -476,24 +436,10 @@ void manager_kube_free(Manager *m) {
         m->kube_pod_watch = kube_watch_free(m->kube_pod_watch);
         m->kube_ns_watch = kube_watch_free(m->kube_ns_watch);
         m->kube = kube_client_free(m->kube);
-        tdestroy(m->kube_pods, pod_state_free);
-        m->kube_pods = NULL;
-        tdestroy(m->kube_namespaces, ns_state_free);
-        m->kube_namespaces = NULL;
+        pod_state_map_clear(&m->kube_pods, pod_state_free);
+        ns_state_map_clear(&m->kube_namespaces, ns_state_free);
         free(m->kube_server);
         m->kube_server = NULL;
-}
-
-static size_t node_count;
-static void count_action(const void *nodep, VISIT which, int depth) {
-        if (which == postorder || which == leaf)
-                node_count++;
-}
-
-static size_t count_nodes(void *root) {
-        node_count = 0;
-        twalk(root, count_action);
-        return node_count;
 }
 
 int manager_kube_status(Manager *m, cJSON *j) {
@@ -504,8 +450,8 @@ int manager_kube_status(Manager *m, cJSON *j) {
         if (!m->kube)
                 return 0;
         cJSON_AddStringToObject(k, "server", m->kube_server);
-        cJSON_AddNumberToObject(k, "pods", (double) count_nodes(m->kube_pods));
-        cJSON_AddNumberToObject(k, "namespaces", (double) count_nodes(m->kube_namespaces));
+        cJSON_AddNumberToObject(k, "pods", (double) pod_state_map_size(&m->kube_pods));
+        cJSON_AddNumberToObject(k, "namespaces", (double) ns_state_map_size(&m->kube_namespaces));
         struct {
                 const char *name;
                 KubeWatch *w;

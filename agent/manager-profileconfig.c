@@ -11,8 +11,6 @@
  * journal entry; so is every target left out of a merge (two enabled
  * targets with one name in one namespace), naming both objects. The agent
  * has no write access to the API, so it reports there, not as Events. */
-#include <search.h>
-
 #include "journal.h"
 #include "kube-target.h"
 #include "log.h"
@@ -22,7 +20,7 @@
 
 #define PROFILE_CONFIG_PATH "/apis/cgprof.io/v1/profileconfigs"
 
-typedef struct ProfileConfigState {
+struct ProfileConfigState {
         char *key; /* "namespace/name" */
         char *namespace, *name;
         char *created; /* metadata.creationTimestamp: RFC 3339 in UTC, sorts as text */
@@ -30,15 +28,9 @@ typedef struct ProfileConfigState {
         cJSON *spec; /* the last spec seen, parsed again when the cluster config changes */
         ConfigRef *config; /* the last good version, NULL when none */
         char *error; /* why the last version seen was refused, NULL when it applies */
-        uint64_t seen;
-} ProfileConfigState;
+};
 
-static int pc_cmp(const void *a, const void *b) {
-        return strcmp(((const ProfileConfigState *) a)->key, ((const ProfileConfigState *) b)->key);
-}
-
-static void pc_free(void *p) {
-        ProfileConfigState *s = p;
+static void pc_free(ProfileConfigState *s) {
         if (!s)
                 return;
         free(s->key);
@@ -50,10 +42,6 @@ static void pc_free(void *p) {
         config_unref(s->config);
         free(s->error);
         free(s);
-}
-
-static int rule_set_cmp(const void *a, const void *b) {
-        return strcmp(((const KubeRuleSet *) a)->namespace, ((const KubeRuleSet *) b)->namespace);
 }
 
 KubeRuleSet *kube_rule_set_ref(KubeRuleSet *s) {
@@ -79,8 +67,8 @@ KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s) {
         return NULL;
 }
 
-static void rule_set_unref_void(void *p) {
-        kube_rule_set_unref(p);
+static void rule_set_unref_void(KubeRuleSet *s) {
+        kube_rule_set_unref(s);
 }
 
 char *kube_rule_display_name(const KubeRuleSet *set, const KubeRule *rule) {
@@ -96,44 +84,26 @@ char *kube_rule_display_name(const KubeRuleSet *set, const KubeRule *rule) {
 
 /* ---- the objects of a namespace ---- */
 
-typedef struct Collect {
-        const char *namespace;
-        ProfileConfigState **list;
-        size_t n;
-        bool oom;
-} Collect;
-
-static Collect *collect_ctx;
-static void collect_action(const void *nodep, VISIT which, int depth) {
-        ProfileConfigState *s = *(ProfileConfigState *const *) nodep;
-        Collect *c = collect_ctx;
-
-        if (which != postorder && which != leaf)
-                return;
-        if (c->namespace && !streq(s->namespace, c->namespace))
-                return;
-        ProfileConfigState **l = reallocarray(c->list, c->n + 1, sizeof(ProfileConfigState *));
-        if (!l) {
-                c->oom = true;
-                return;
-        }
-        c->list = l;
-        c->list[c->n++] = s;
+static int by_key(const void *a, const void *b) {
+        return strcmp((*(ProfileConfigState *const *) a)->key, (*(ProfileConfigState *const *) b)->key);
 }
 
-/* The objects of a namespace (NULL: all), in tree order. */
+/* The objects of a namespace (NULL: all), in key order ("namespace/name"). */
 static int collect(Manager *m, const char *namespace, ProfileConfigState ***ret, size_t *ret_n) {
-        Collect c = { .namespace = namespace };
+        ProfileConfigState **list, *s;
+        size_t n = 0;
 
-        collect_ctx = &c;
-        twalk(m->kube_pcs, collect_action);
-        collect_ctx = NULL;
-        if (c.oom) {
-                free(c.list);
+        list = reallocarray(NULL, MAX(profile_config_state_map_size(&m->kube_pcs), (size_t) 1),
+                            sizeof(ProfileConfigState *));
+        if (!list)
                 return -ENOMEM;
-        }
-        *ret = c.list;
-        *ret_n = c.n;
+        HASHMAP_FOREACH (s, profile_config_state_map, &m->kube_pcs)
+                if (!namespace || streq(s->namespace, namespace))
+                        list[n++] = s;
+        if (n > 1)
+                qsort(list, n, sizeof(ProfileConfigState *), by_key);
+        *ret = list;
+        *ret_n = n;
         return 0;
 }
 
@@ -181,9 +151,7 @@ static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **
 }
 
 static KubeRuleSet *rule_set_find(Manager *m, const char *namespace) {
-        KubeRuleSet key = { .namespace = (char *) namespace },
-                    **p = tfind(&key, &m->kube_rule_sets, rule_set_cmp);
-        return p ? *p : NULL;
+        return kube_rule_set_map_get(&m->kube_rule_sets, namespace);
 }
 
 static void log_rule_errors(const KubeRuleSet *s) {
@@ -219,20 +187,18 @@ static int rebuild_namespace(Manager *m, const char *namespace) {
         if (n > 1) /* all is NULL when the namespace has no object left */
                 qsort(all, n, sizeof(*all), by_age);
 
-        old = rule_set_find(m, ns);
-        if (old) {
-                tdelete(old, &m->kube_rule_sets, rule_set_cmp);
-                kube_rule_set_unref(old);
-        }
+        old = kube_rule_set_map_remove(&m->kube_rule_sets, ns);
+        kube_rule_set_unref(old);
         if (n == 0)
                 return 0;
 
         r = rule_set_new(m, ns, all, n, &s);
         if (r < 0)
                 return r;
-        if (!tsearch(s, &m->kube_rule_sets, rule_set_cmp)) {
+        r = kube_rule_set_map_put(&m->kube_rule_sets, s->namespace, s);
+        if (r < 0) {
                 kube_rule_set_unref(s);
-                return -ENOMEM;
+                return r;
         }
         log_rule_errors(s);
         return 0;
@@ -344,8 +310,7 @@ int manager_kube_rules_reload(Manager *m) {
 /* ---- the watch ---- */
 
 static ProfileConfigState *pc_find(Manager *m, const char *key) {
-        ProfileConfigState k = { .key = (char *) key }, **p = tfind(&k, &m->kube_pcs, pc_cmp);
-        return p ? *p : NULL;
+        return profile_config_state_map_get(&m->kube_pcs, key);
 }
 
 static const char *json_string(const cJSON *o, const char *key) {
@@ -360,7 +325,7 @@ static void pc_gone(Manager *m, ProfileConfigState *s) {
         if (asprintf(&msg, "ProfileConfig %s removed: its targets and profiles no longer apply.", s->key) >=
             0)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
-        tdelete(s, &m->kube_pcs, pc_cmp);
+        (void) profile_config_state_map_remove_value(&m->kube_pcs, s->key, s);
         pc_free(s);
         if (!ns)
                 return (void) log_oom();
@@ -369,12 +334,8 @@ static void pc_gone(Manager *m, ProfileConfigState *s) {
         reconcile(m, ns);
 }
 
-static void on_pc_sync_begin(void *userdata) {
-        Manager *m = userdata;
-        m->kube_pc_generation++;
-}
-
-static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata) {
+/* Returns whether the object is kept (the watch then says when a relist no longer reports it). */
+static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata) {
         Manager *m = userdata;
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_free_ char *key = NULL, *error = NULL, *msg = NULL;
@@ -388,46 +349,52 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
         if (!namespace || !name) {
                 log_warning("Skipping a ProfileConfig the API sent without metadata.namespace or "
                             "metadata.name.");
-                return;
+                return false;
         }
-        if (asprintf(&key, "%s/%s", namespace, name) < 0)
-                return (void) log_oom();
+        if (asprintf(&key, "%s/%s", namespace, name) < 0) {
+                log_oom();
+                return false;
+        }
         s = pc_find(m, key);
 
         if (type == KUBE_EVENT_DELETED) {
                 if (s)
                         pc_gone(m, s);
-                return;
+                return false;
         }
 
         if (!s) {
                 s = calloc(1, sizeof(*s));
                 if (!s || !(s->key = strdup(key)) || !(s->namespace = strdup(namespace)) ||
-                    !(s->name = strdup(name)) || !tsearch(s, &m->kube_pcs, pc_cmp)) {
+                    !(s->name = strdup(name)) || profile_config_state_map_put(&m->kube_pcs, s->key, s) < 0) {
                         pc_free(s);
-                        return (void) log_oom();
+                        log_oom();
+                        return false;
                 }
                 added = true;
         }
-        s->seen = m->kube_pc_generation;
         if (json_string(meta, "resourceVersion") && s->resource_version &&
             streq(json_string(meta, "resourceVersion"), s->resource_version))
-                return; /* the same version again (a relist) */
+                return true; /* the same version again (a relist) */
         free(s->resource_version);
         s->resource_version = strdup(strempty(json_string(meta, "resourceVersion")));
         free(s->created);
         s->created = strdup(strempty(json_string(meta, "creationTimestamp")));
         cJSON_Delete(s->spec);
         s->spec = spec ? cJSON_Duplicate(spec, true) : NULL;
-        if (!s->resource_version || !s->created || (spec && !s->spec))
-                return (void) log_oom();
+        if (!s->resource_version || !s->created || (spec && !s->spec)) {
+                log_oom();
+                return true;
+        }
 
         if (!spec)
                 r = -EINVAL, error = strdup("spec: required key is missing");
         else
                 r = config_parse_namespaced(spec, "spec", m->config->config, &c, &error);
-        if (r == -ENOMEM)
-                return (void) log_oom();
+        if (r == -ENOMEM) {
+                log_oom();
+                return true;
+        }
         free(s->error);
         s->error = NULL;
         if (r < 0) {
@@ -437,13 +404,15 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                              s->config ? "its last good version still applies" : "it does not apply") >= 0)
                         journal_profile_config(JOURNAL_PROFILE_CONFIG_REJECTED, &f, msg);
                 s->error = TAKE_PTR(error);
-                return; /* nothing changed */
+                return true; /* nothing changed */
         }
 
         ConfigRef *ref;
         r = config_ref_new(TAKE_PTR(c), &ref);
-        if (r < 0)
-                return (void) log_oom();
+        if (r < 0) {
+                log_oom();
+                return true;
+        }
         config_unref(s->config);
         s->config = ref;
 
@@ -457,22 +426,26 @@ static void on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
 
         /* The first list is merged once, when complete (on_pc_synced()). */
         if (!m->kube_pcs_synced)
-                return;
-        if (rebuild_namespace(m, namespace) < 0)
-                return (void) log_oom();
+                return true;
+        if (rebuild_namespace(m, namespace) < 0) {
+                log_oom();
+                return true;
+        }
         reconcile(m, namespace);
+        return true;
+}
+
+/* Deleted while the watch was down: the relist did not report it. */
+static void on_pc_vanished(const char *key, void *userdata) {
+        Manager *m = userdata;
+        ProfileConfigState *s = pc_find(m, key);
+
+        if (s)
+                pc_gone(m, s);
 }
 
 static void on_pc_synced(void *userdata) {
         Manager *m = userdata;
-        _cleanup_free_ ProfileConfigState **all = NULL;
-        size_t n;
-
-        if (collect(m, NULL, &all, &n) < 0)
-                return (void) log_oom();
-        for (size_t i = 0; i < n; i++)
-                if (all[i]->seen != m->kube_pc_generation)
-                        pc_gone(m, all[i]);
 
         if (!m->kube_pcs_synced || m->kube_pcs_unavailable)
                 log_info("Listed the ProfileConfig objects: watching them.");
@@ -508,8 +481,9 @@ static bool on_pc_list_failed(long status, const char *message, void *userdata) 
 
 int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts) {
         static const KubeWatchCallbacks cb = {
-                .sync_begin = on_pc_sync_begin,
                 .event = on_pc_event,
+                .vanished = on_pc_vanished,
+                .key = KUBE_WATCH_KEY_NAME,
                 .synced = on_pc_synced,
                 .list_failed = on_pc_list_failed,
         };
@@ -523,10 +497,8 @@ int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions
 
 void manager_kube_pc_free(Manager *m) {
         m->kube_pc_watch = kube_watch_free(m->kube_pc_watch);
-        tdestroy(m->kube_pcs, pc_free);
-        m->kube_pcs = NULL;
-        tdestroy(m->kube_rule_sets, rule_set_unref_void);
-        m->kube_rule_sets = NULL;
+        profile_config_state_map_clear(&m->kube_pcs, pc_free);
+        kube_rule_set_map_clear(&m->kube_rule_sets, rule_set_unref_void);
         m->kube_cluster_rules = kube_rule_set_unref(m->kube_cluster_rules);
 }
 

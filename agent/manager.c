@@ -2,7 +2,6 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <search.h>
 #include <signal.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -52,46 +51,127 @@ int config_ref_new(Config *config, ConfigRef **ret) {
 
 /* ---- cgroup table ---- */
 
-static int cgroup_state_cmp(const void *a, const void *b) {
-        return strcmp(((const CgroupState *) a)->path, ((const CgroupState *) b)->path);
-}
-
 static CgroupState *cgroup_state_find(Manager *m, const char *path) {
-        CgroupState key = { .path = (char *) path }, **c = tfind(&key, &m->cgroups, cgroup_state_cmp);
-        return c ? *c : NULL;
+        return cgroup_state_map_get(&m->cgroups, path);
 }
 
 CgroupState *manager_cgroup_find(Manager *m, const char *path) {
         return cgroup_state_find(m, path);
 }
 
-typedef struct ContainerLookup {
-        const char *id;
-        CgroupState *found;
-} ContainerLookup;
-
-static void container_lookup_action(const void *nodep, VISIT which, void *userdata) {
-        CgroupState *c = *(CgroupState *const *) nodep;
-        ContainerLookup *l = userdata;
-
-        if ((which == postorder || which == leaf) && !l->found && c->container &&
-            streq(c->container_id, l->id))
-                l->found = c;
-}
-
 CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id) {
-        ContainerLookup l = { .id = container_id };
-
         if (!container_id || !container_id[0])
                 return NULL;
-        twalk_r(m->cgroups, container_lookup_action, &l);
-        return l.found;
+        return cgroup_state_map_get(&m->cgroups_by_container, container_id);
 }
 
-static void cgroup_state_free(void *p) {
-        CgroupState *c = p;
+static int cgroup_state_path_cmp(const void *a, const void *b) {
+        return strcmp((*(CgroupState *const *) a)->path, (*(CgroupState *const *) b)->path);
+}
+
+void cgroup_states_sort(CgroupState **l, size_t n) {
+        if (n > 1)
+                qsort(l, n, sizeof(CgroupState *), cgroup_state_path_cmp);
+}
+
+static void cgroup_state_free(CgroupState *c) {
         free(c->path);
         free(c);
+}
+
+/* Indexes a container cgroup by its container ID and its pod's UID. */
+static int cgroup_index_container(Manager *m, CgroupState *c) {
+        PodCgroups *p;
+        size_t i;
+        int r;
+
+        /* Cgroups with one container ID (never seen, but nothing prevents it) are
+         * chained in path order: the first is the one found. */
+        CgroupState **prev = NULL, *head = cgroup_state_map_get(&m->cgroups_by_container, c->container_id);
+        if (!head || strcmp(c->path, head->path) < 0) {
+                r = cgroup_state_map_replace(&m->cgroups_by_container, c->container_id, c, NULL);
+                if (r < 0)
+                        return r;
+                c->same_container_next = head;
+        } else {
+                for (prev = &head->same_container_next; *prev && strcmp((*prev)->path, c->path) < 0;
+                     prev = &(*prev)->same_container_next)
+                        ;
+                c->same_container_next = *prev;
+                *prev = c;
+        }
+
+        p = pod_cgroups_map_get(&m->pod_cgroups, c->pod_uid);
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                memcpy(p->pod_uid, c->pod_uid, sizeof(p->pod_uid));
+                r = pod_cgroups_map_put(&m->pod_cgroups, p->pod_uid, p);
+                if (r < 0) {
+                        free(p);
+                        return r;
+                }
+        }
+        if (p->n_cgroups == p->n_allocated) {
+                size_t n = MAX(p->n_allocated * 2, (size_t) 4);
+                CgroupState **l = reallocarray(p->cgroups, n, sizeof(CgroupState *));
+                if (!l)
+                        return -ENOMEM;
+                p->cgroups = l;
+                p->n_allocated = n;
+        }
+        /* In path order. */
+        for (i = p->n_cgroups; i > 0 && strcmp(p->cgroups[i - 1]->path, c->path) > 0; i--)
+                p->cgroups[i] = p->cgroups[i - 1];
+        p->cgroups[i] = c;
+        p->n_cgroups++;
+        return 0;
+}
+
+static void pod_cgroups_free(PodCgroups *p) {
+        free(p->cgroups);
+        free(p);
+}
+
+static void cgroup_unindex_container(Manager *m, CgroupState *c) {
+        PodCgroups *p = pod_cgroups_map_get(&m->pod_cgroups, c->pod_uid);
+        CgroupState *head = cgroup_state_map_get(&m->cgroups_by_container, c->container_id);
+
+        if (head == c) {
+                if (c->same_container_next)
+                        (void) cgroup_state_map_replace(&m->cgroups_by_container, c->container_id,
+                                                        c->same_container_next, NULL);
+                else
+                        (void) cgroup_state_map_remove(&m->cgroups_by_container, c->container_id);
+        } else if (head)
+                for (CgroupState **prev = &head->same_container_next; *prev;
+                     prev = &(*prev)->same_container_next)
+                        if (*prev == c) {
+                                *prev = c->same_container_next;
+                                break;
+                        }
+        c->same_container_next = NULL;
+
+        for (size_t i = 0; p && i < p->n_cgroups; i++)
+                if (p->cgroups[i] == c) {
+                        memmove(p->cgroups + i, p->cgroups + i + 1,
+                                (p->n_cgroups - i - 1) * sizeof(CgroupState *));
+                        p->n_cgroups--;
+                        break;
+                }
+        if (p && p->n_cgroups == 0) {
+                (void) pod_cgroups_map_remove(&m->pod_cgroups, p->pod_uid);
+                pod_cgroups_free(p);
+        }
+}
+
+/* The cgroup tables, emptied (manager_free()). */
+static void cgroup_tables_free(Manager *m) {
+        session_map_clear(&m->sessions_by_id, NULL);
+        pod_cgroups_map_clear(&m->pod_cgroups, pod_cgroups_free);
+        cgroup_state_map_clear(&m->cgroups_by_container, NULL);
+        cgroup_state_map_clear(&m->cgroups, cgroup_state_free);
 }
 
 /* The running session owning path: its own, or the nearest ancestor's. */
@@ -147,11 +227,18 @@ void manager_assign_cgroups_below(Manager *m, const char *path) {
 
 /* ---- sessions ---- */
 
+Session *manager_session_find(Manager *m, const char *id) {
+        return id ? session_map_get(&m->sessions_by_id, id) : NULL;
+}
+
 int manager_add_session(Manager *m, Session *s) {
         Session **n = reallocarray(m->sessions, m->n_sessions + 1, sizeof(Session *));
         if (!n)
                 return -ENOMEM;
         m->sessions = n;
+        int r = session_map_put(&m->sessions_by_id, s->id_string, s);
+        if (r < 0)
+                return r;
         m->sessions[m->n_sessions++] = s;
         CgroupState *c = cgroup_state_find(m, s->cgroup);
         if (c)
@@ -176,6 +263,7 @@ void manager_remove_session(Manager *m, Session *s, const char *reason) {
                         m->n_sessions--;
                         break;
                 }
+        (void) session_map_remove_value(&m->sessions_by_id, s->id_string, s);
         CgroupState *c = cgroup_state_find(m, s->cgroup);
         if (c && c->session == s) {
                 c->session = NULL;
@@ -219,42 +307,35 @@ static void fd_starved_set(Manager *m, CgroupState *c, bool starved) {
                 m->sessions_fd_starved--;
 }
 
-typedef struct CgroupList {
-        CgroupState **items;
-        size_t n, allocated;
-        bool starved_only;
-} CgroupList;
+/* The known cgroups (those waiting for fds: starved_only), in path order. */
+static size_t cgroup_list(Manager *m, bool starved_only, CgroupState ***ret) {
+        CgroupState **l =
+                malloc(MAX(cgroup_state_map_size(&m->cgroups), (size_t) 1) * sizeof(CgroupState *));
+        CgroupState *c;
+        size_t n = 0;
 
-static void cgroup_list_action(const void *nodep, VISIT which, void *userdata) {
-        CgroupList *l = userdata;
-        CgroupState *c = *(CgroupState *const *) nodep;
-
-        if (which != postorder && which != leaf)
-                return;
-        if (l->starved_only && !c->fd_starved)
-                return;
-        if (l->n == l->allocated) {
-                size_t na = MAX(l->allocated * 2, (size_t) 16);
-                CgroupState **n = reallocarray(l->items, na, sizeof(CgroupState *));
-                if (!n)
-                        return;
-                l->items = n;
-                l->allocated = na;
+        if (!l) {
+                *ret = NULL;
+                return 0;
         }
-        l->items[l->n++] = c;
+        HASHMAP_FOREACH (c, cgroup_state_map, &m->cgroups)
+                if (!starved_only || c->fd_starved)
+                        l[n++] = c;
+        cgroup_states_sort(l, n);
+        *ret = l;
+        return n;
 }
 
 static int on_fd_retry(sd_event_source *source, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        CgroupList l = { .starved_only = true };
+        _cleanup_free_ CgroupState **l = NULL;
+        size_t n = cgroup_list(m, true, &l);
 
-        twalk_r(m->cgroups, cgroup_list_action, &l);
-        log_debug("Trying %zu cgroup(s) again whose sessions lacked file descriptors.", l.n);
-        for (size_t i = 0; i < l.n; i++) {
-                fd_starved_set(m, l.items[i], false);
-                manager_reconcile_cgroup(m, l.items[i]);
+        log_debug("Trying %zu cgroup(s) again whose sessions lacked file descriptors.", n);
+        for (size_t i = 0; i < n; i++) {
+                fd_starved_set(m, l[i], false);
+                manager_reconcile_cgroup(m, l[i]);
         }
-        free(l.items);
         return 0;
 }
 
@@ -360,7 +441,8 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
         if (added) {
                 if (!c) {
                         c = calloc(1, sizeof(*c));
-                        if (!c || !(c->path = strdup(path)) || !tsearch(c, &m->cgroups, cgroup_state_cmp)) {
+                        if (!c || !(c->path = strdup(path)) ||
+                            cgroup_state_map_put(&m->cgroups, c->path, c) < 0) {
                                 if (c)
                                         free(c->path);
                                 free(c);
@@ -369,10 +451,12 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
                 }
                 log_debug("cgroup appeared: %s", path[0] ? path : "/");
                 KubeCgroupInfo info;
-                if (kube_cgroup_parse(path, &info) > 0) {
+                if (!c->container && kube_cgroup_parse(path, &info) > 0) {
                         c->container = true;
                         memcpy(c->pod_uid, info.pod_uid, sizeof(c->pod_uid));
                         memcpy(c->container_id, info.container_id, sizeof(c->container_id));
+                        if (cgroup_index_container(m, c) < 0)
+                                log_oom();
                 }
                 /* A new child of a profiled cgroup is profiled too. */
                 if (m->sampler && session_for_path(m, path))
@@ -390,18 +474,19 @@ static void on_cgroup(const char *path, bool added, void *userdata) {
          * owned it (this session or an enclosing one). */
         cgroup_state_unmap(m, c);
         fd_starved_set(m, c, false);
-        tdelete(c, &m->cgroups, cgroup_state_cmp);
+        if (c->container)
+                cgroup_unindex_container(m, c);
+        (void) cgroup_state_map_remove_value(&m->cgroups, c->path, c);
         cgroup_state_free(c);
 }
 
 /* Re-evaluates every known cgroup against the targets (after a reload). */
 static void manager_retarget(Manager *m) {
-        CgroupList l = {};
+        _cleanup_free_ CgroupState **l = NULL;
+        size_t n = cgroup_list(m, false, &l);
 
-        twalk_r(m->cgroups, cgroup_list_action, &l);
-        for (size_t i = 0; i < l.n; i++)
-                manager_reconcile_cgroup(m, l.items[i]);
-        free(l.items);
+        for (size_t i = 0; i < n; i++)
+                manager_reconcile_cgroup(m, l[i]);
 }
 
 /* ---- sampling ---- */
@@ -1040,7 +1125,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_close(m);
         manager_kube_free(m);
         cgroup_watch_free(m->cgroup_watch);
-        tdestroy(m->cgroups, cgroup_state_free);
+        cgroup_tables_free(m);
         report_retry_done(&m->report_retry);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "counters.h"
 #include "debuginfod-fetcher.h"
+#include "hashmap.h"
 #include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
@@ -82,7 +83,33 @@ typedef struct CgroupState {
         bool done; /* a session for it ended: do not start another automatically */
         uint64_t bpf_cgroup_id; /* its ID in the BPF cgroups map (0: not there) */
         bool fd_starved; /* its session could not start for lack of fds: tried again (manager_launch_session) */
+        struct CgroupState *same_container_next; /* another with this container_id, later in path order */
 } CgroupState;
+
+DEFINE_STRING_HASHMAP(CgroupStateMap, cgroup_state_map, CgroupState);
+
+/* The container cgroups of one pod, in path order: what its pod's events
+ * concern (manager-kube.c). */
+typedef struct PodCgroups {
+        char pod_uid[37];
+        CgroupState **cgroups;
+        size_t n_cgroups, n_allocated;
+} PodCgroups;
+
+DEFINE_STRING_HASHMAP(PodCgroupsMap, pod_cgroups_map, PodCgroups);
+DEFINE_STRING_HASHMAP(SessionMap, session_map, Session);
+
+/* Sorts cgroups by path (the order every walk over them keeps). */
+void cgroup_states_sort(CgroupState **l, size_t n);
+
+/* The Kubernetes objects (manager-kube.c, manager-profileconfig.c). */
+typedef struct PodState PodState;
+typedef struct NsState NsState;
+typedef struct ProfileConfigState ProfileConfigState;
+DEFINE_STRING_HASHMAP(PodStateMap, pod_state_map, PodState);
+DEFINE_STRING_HASHMAP(NsStateMap, ns_state_map, NsState);
+DEFINE_STRING_HASHMAP(ProfileConfigStateMap, profile_config_state_map, ProfileConfigState);
+DEFINE_STRING_HASHMAP(KubeRuleSetMap, kube_rule_set_map, KubeRuleSet);
 
 #define LOOP_RECENT_SEC 10U
 
@@ -145,7 +172,9 @@ typedef struct Manager {
         char *cgroup_root;
         int cgroup_root_fd;
         CgroupWatch *cgroup_watch;
-        void *cgroups; /* tsearch: CgroupState by path */
+        CgroupStateMap cgroups; /* by path */
+        CgroupStateMap cgroups_by_container; /* the container cgroups by container ID */
+        PodCgroupsMap pod_cgroups; /* the container cgroups by pod UID */
 
         Sampler *sampler;
         Unwinder *unwinder; /* the unwind tables in the sampler's maps */
@@ -185,6 +214,7 @@ typedef struct Manager {
         Session *sessions_by_slot[CGPROF_MAX_SESSIONS];
         Session **sessions; /* running and armed sessions */
         size_t n_sessions;
+        SessionMap sessions_by_id; /* the same, by id_string */
         /* Every session that started sampling ends counted once: ended (a
          * report written), failed (its report could not be written) or
          * discarded (a provisional one that was a pod's sandbox). Failed also
@@ -206,16 +236,14 @@ typedef struct Manager {
         KubeClient *kube;
         char *kube_server;
         KubeWatch *kube_pod_watch, *kube_ns_watch;
-        void *kube_pods; /* tsearch: pods of this node by UID */
-        void *kube_namespaces; /* tsearch: namespaces by name */
-        uint64_t kube_sync_generation, kube_ns_generation;
+        PodStateMap kube_pods; /* pods of this node by UID */
+        NsStateMap kube_namespaces; /* namespaces by name */
         bool kube_pods_synced, kube_ns_synced;
         /* ProfileConfig objects (manager-profileconfig.c) */
         KubeWatch *kube_pc_watch;
-        void *kube_pcs; /* tsearch: ProfileConfigState by "namespace/name" */
-        void *kube_rule_sets; /* tsearch: KubeRuleSet by namespace, for namespaces with ProfileConfigs */
+        ProfileConfigStateMap kube_pcs; /* by "namespace/name" */
+        KubeRuleSetMap kube_rule_sets; /* by namespace, for namespaces with ProfileConfigs */
         KubeRuleSet *kube_cluster_rules; /* every other namespace */
-        uint64_t kube_pc_generation;
         bool kube_pcs_synced;
         long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
@@ -312,6 +340,8 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c);
  * cgroup with that container ID. NULL when not known. */
 CgroupState *manager_cgroup_find(Manager *m, const char *path);
 CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id);
+/* A running or armed session by ID, or NULL. */
+Session *manager_session_find(Manager *m, const char *id);
 /* The host rule (a target with cgroupPatterns and no Kubernetes condition)
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);

@@ -2,7 +2,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
-#include <search.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 

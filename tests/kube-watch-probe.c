@@ -4,6 +4,7 @@
  *
  *   {"sync":"begin"}
  *   {"event":"ADDED"|"MODIFIED"|"DELETED","name":N,"namespace":NS|null,"rv":RV,"uid":UID}
+ *   {"vanished":"NS/NAME"|"NAME"}  (an object the list did not report again, before "done")
  *   {"sync":"done","rv":RV}
  *   {"stats":{"rv":RV,"synced":B,"relists":N,"reconnects":N,"events":N,"skipped":N,"lastError":N}}
  *     (every second, and once more at the end)
@@ -93,7 +94,7 @@ static const char *meta_string(const cJSON *object, const char *key) {
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static void on_event(KubeEventType type, const cJSON *object, void *userdata) {
+static bool on_event(KubeEventType type, const cJSON *object, void *userdata) {
         static const char *const names[_KUBE_EVENT_TYPE_MAX] = {
                 [KUBE_EVENT_ADDED] = "ADDED",
                 [KUBE_EVENT_MODIFIED] = "MODIFIED",
@@ -103,7 +104,7 @@ static void on_event(KubeEventType type, const cJSON *object, void *userdata) {
         cJSON *j;
 
         if (arg_exit_after_events > 0 && p->printed_events >= arg_exit_after_events)
-                return; /* exiting: the rest of this read is not reported */
+                return false; /* exiting: the rest of this read is not reported */
 
         j = cJSON_CreateObject();
         if (j) {
@@ -118,6 +119,15 @@ static void on_event(KubeEventType type, const cJSON *object, void *userdata) {
         p->printed_events++;
         if (arg_exit_after_events > 0 && p->printed_events >= arg_exit_after_events)
                 (void) sd_event_exit(p->event, 0);
+        return true; /* kept: the watch says it vanished when a relist does not list it */
+}
+
+static void on_vanished(const char *key, void *userdata) {
+        cJSON *j = cJSON_CreateObject();
+
+        if (j)
+                cJSON_AddStringToObject(j, "vanished", key);
+        print_json(j);
 }
 
 static void on_synced(void *userdata) {
@@ -326,6 +336,8 @@ static int run(int argc, char *argv[]) {
         const KubeWatchCallbacks cb = {
                 .sync_begin = on_sync_begin,
                 .event = on_event,
+                .vanished = on_vanished,
+                .key = KUBE_WATCH_KEY_NAME,
                 .synced = on_synced,
         };
         r = kube_watch_new(client, arg_path, arg_field_selector, &arg_opts, &cb, &p, &p.watch);

@@ -37,6 +37,23 @@ static KubeNamespace *ns(const char *labels) {
         return n;
 }
 
+/* The rule that selects the container under the cluster config alone (a
+ * namespace without ProfileConfigs): the merge with no scope, as the agent
+ * builds it, and its lookup. */
+static KubeMatch target_find(const Config *c, const KubeNamespace *n, const KubePod *p,
+                             const char *container, const char *cgroup, const Target **ret_target) {
+        _cleanup_(kube_rules_done) KubeRules r = {};
+        const KubeRule *rule = NULL;
+        KubeMatch m;
+
+        ASSERT_OK(kube_rules_build(c, "ns", NULL, 0, &r));
+        ASSERT_EQ(r.n_errors, 0);
+        m = kube_rules_find(&r, n, p, container, cgroup, &rule);
+        if (m == KUBE_MATCH_YES)
+                *ret_target = rule->target;
+        return m;
+}
+
 TEST(enable_default) {
         _cleanup_(config_freep) Config *c = config("{\"enableDefault\":true,\"targets\":[]}");
         _cleanup_(kube_pod_freep)
@@ -47,17 +64,17 @@ TEST(enable_default) {
                                                       *ns_off = ns("{}");
         const Target *t = NULL;
 
-        ASSERT_EQ(kube_target_find(c, ns_off, plain, "c", NULL, &t), KUBE_MATCH_NO);
-        ASSERT_EQ(kube_target_find(c, ns_on, plain, "c", NULL, &t), KUBE_MATCH_YES);
+        ASSERT_EQ(target_find(c, ns_off, plain, "c", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ns_on, plain, "c", NULL, &t), KUBE_MATCH_YES);
         ASSERT_TRUE(t == &kube_default_target);
-        ASSERT_EQ(kube_target_find(c, ns_off, on, "c", NULL, &t), KUBE_MATCH_YES);
+        ASSERT_EQ(target_find(c, ns_off, on, "c", NULL, &t), KUBE_MATCH_YES);
         /* The pod opts out, even in an enabled namespace. */
-        ASSERT_EQ(kube_target_find(c, ns_on, off, "c", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ns_on, off, "c", NULL, &t), KUBE_MATCH_NO);
         /* Namespace not known yet: undecided. */
-        ASSERT_EQ(kube_target_find(c, NULL, plain, "c", NULL, &t), KUBE_MATCH_UNDECIDED);
+        ASSERT_EQ(target_find(c, NULL, plain, "c", NULL, &t), KUBE_MATCH_UNDECIDED);
 
         _cleanup_(config_freep) Config *c2 = config("{\"enableDefault\":false,\"targets\":[]}");
-        ASSERT_EQ(kube_target_find(c2, ns_on, on, "c", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c2, ns_on, on, "c", NULL, &t), KUBE_MATCH_NO);
 }
 
 TEST(conditions_and) {
@@ -77,15 +94,15 @@ TEST(conditions_and) {
         const Target *t = NULL;
         const char *why = NULL;
 
-        ASSERT_EQ(kube_target_find(c, ml, good, "main", NULL, &t), KUBE_MATCH_YES);
+        ASSERT_EQ(target_find(c, ml, good, "main", NULL, &t), KUBE_MATCH_YES);
         ASSERT_STREQ(t->name, "t");
-        ASSERT_EQ(kube_target_find(c, ml, good, "sidecar", NULL, &t), KUBE_MATCH_NO);
-        ASSERT_EQ(kube_target_find(c, ml, good, NULL, NULL, &t), KUBE_MATCH_UNDECIDED);
-        ASSERT_EQ(kube_target_find(c, web, good, "main", NULL, &t), KUBE_MATCH_NO);
-        ASSERT_EQ(kube_target_find(c, ml, bad_label, "main", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ml, good, "sidecar", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ml, good, NULL, NULL, &t), KUBE_MATCH_UNDECIDED);
+        ASSERT_EQ(target_find(c, web, good, "main", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ml, bad_label, "main", NULL, &t), KUBE_MATCH_NO);
         /* generateName "gen-" does not match ^trainer- either. */
-        ASSERT_EQ(kube_target_find(c, ml, bad_name, "main", NULL, &t), KUBE_MATCH_NO);
-        ASSERT_EQ(kube_target_find(c, ml, bad_owner, "main", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ml, bad_name, "main", NULL, &t), KUBE_MATCH_NO);
+        ASSERT_EQ(target_find(c, ml, bad_owner, "main", NULL, &t), KUBE_MATCH_NO);
 
         ASSERT_EQ(kube_target_matches(&c->targets[0], web, good, "main", NULL, &why), KUBE_MATCH_NO);
         ASSERT_STREQ(why, "namespaceSelector does not match the namespace's labels");
@@ -105,7 +122,7 @@ TEST(generate_name_and_order) {
         const Target *t = NULL;
 
         /* Host-only targets are skipped; the first pod rule wins. */
-        ASSERT_EQ(kube_target_find(c, n, p, "c", NULL, &t), KUBE_MATCH_YES);
+        ASSERT_EQ(target_find(c, n, p, "c", NULL, &t), KUBE_MATCH_YES);
         ASSERT_STREQ(t->name, "by-gen");
         ASSERT_STREQ(config_target_profile(c, t)->name, "p1");
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <search.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashmap.h"
 #include "kube-target.h"
 
 const Target kube_default_target = {
@@ -95,28 +95,6 @@ static KubeMatch enable_default_matches(const KubeNamespace *ns, const KubePod *
                                                                                      : KUBE_MATCH_NO;
 }
 
-KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
-                           const char *container, const char *cgroup, const Target **ret_target) {
-        for (size_t i = 0; i < c->n_targets; i++) {
-                const Target *t = &c->targets[i];
-                if (!kube_target_is_pod_rule(t))
-                        continue;
-                KubeMatch m = kube_target_matches(t, ns, pod, container, cgroup, NULL);
-                if (m == KUBE_MATCH_NO)
-                        continue;
-                if (m == KUBE_MATCH_YES)
-                        *ret_target = t;
-                return m;
-        }
-
-        if (!c->enable_default)
-                return KUBE_MATCH_NO;
-        KubeMatch m = enable_default_matches(ns, pod);
-        if (m == KUBE_MATCH_YES)
-                *ret_target = &kube_default_target;
-        return m;
-}
-
 /* ---- merged rules ---- */
 
 static const Profile *scope_profile(const Config *cluster, const KubeScope *scopes, int scope,
@@ -162,35 +140,32 @@ static int add_error(KubeRules *r, int scope, const char *target, const char *wi
         return 0;
 }
 
-/* Enabled target names accepted so far, with their scope: a tsearch tree,
- * so a merge is O(n log n) in the number of targets. */
+/* Enabled target names accepted so far, with their scope: a hash map, so
+ * a merge is O(n) in the number of targets. */
 typedef struct NameScope {
         const char *name;
         int scope;
 } NameScope;
 
-static int name_scope_cmp(const void *a, const void *b) {
-        return strcmp(((const NameScope *) a)->name, ((const NameScope *) b)->name);
-}
+DEFINE_STRING_HASHMAP(NameScopeMap, name_scope_map, NameScope);
 
 /* The scope of the accepted enabled target of that name, or -2. */
-static int find_enabled(void *names, const char *name) {
-        NameScope key = { .name = name }, **n = tfind(&key, &names, name_scope_cmp);
-        return n ? (*n)->scope : -2;
+static int find_enabled(const NameScopeMap *names, const char *name) {
+        NameScope *n = name_scope_map_get(names, name);
+        return n ? n->scope : -2;
 }
 
-static int add_enabled(void **names, NameScope *slot, const char *name, int scope) {
+/* Adds a name (the first one added stays). */
+static int add_enabled(NameScopeMap *names, NameScope *slot, const char *name, int scope) {
         *slot = (NameScope){ .name = name, .scope = scope };
-        return tsearch(slot, names, name_scope_cmp) ? 0 : -ENOMEM;
-}
-
-static void noop_free(void *p) {
+        int r = name_scope_map_put(names, name, slot);
+        return r == -EEXIST ? 0 : r;
 }
 
 typedef struct Merge {
         NameScope *slots;
         size_t n_slots;
-        void *enabled, *disabled;
+        NameScopeMap enabled, disabled;
 } Merge;
 
 static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes,
@@ -210,7 +185,7 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
         for (size_t s = 0; s < n_scopes; s++)
                 for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
                         const Target *d = &scopes[s].config->targets[j];
-                        if (d->disabled && find_enabled(mg->disabled, d->name) == -2 &&
+                        if (d->disabled && find_enabled(&mg->disabled, d->name) == -2 &&
                             add_enabled(&mg->disabled, &mg->slots[mg->n_slots++], d->name, (int) s) < 0)
                                 return -ENOMEM;
                 }
@@ -232,7 +207,7 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                         .disabled_by = KUBE_SCOPE_CLUSTER,
                 };
                 /* Switched off here by a ProfileConfig? */
-                int d = find_enabled(mg->disabled, t->name);
+                int d = find_enabled(&mg->disabled, t->name);
                 if (d >= 0)
                         x->disabled_by = d;
                 else if (!t->disabled && add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name,
@@ -289,7 +264,7 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
 
                         if (t->disabled)
                                 continue;
-                        other = find_enabled(mg->enabled, t->name);
+                        other = find_enabled(&mg->enabled, t->name);
                         if (other == KUBE_SCOPE_CLUSTER) {
                                 k = add_error(
                                         &r, (int) s, t->name, "the cluster config",
@@ -357,8 +332,8 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
         int r;
 
         r = rules_build(cluster, namespace, scopes, n_scopes, &mg, ret);
-        tdestroy(mg.enabled, noop_free);
-        tdestroy(mg.disabled, noop_free);
+        name_scope_map_clear(&mg.enabled, NULL);
+        name_scope_map_clear(&mg.disabled, NULL);
         free(mg.slots);
         return r;
 }

@@ -34,12 +34,6 @@ bool kube_target_is_pod_rule(const Target *t);
 KubeMatch kube_target_matches(const Target *t, const KubeNamespace *ns, const KubePod *pod,
                               const char *container, const char *cgroup, const char **ret_reason);
 
-/* The first target (config order, then enableDefault) that selects the
- * container: KUBE_MATCH_YES with *ret_target; UNDECIDED when an earlier
- * target cannot be decided yet (so nothing later may be picked either). */
-KubeMatch kube_target_find(const Config *c, const KubeNamespace *ns, const KubePod *pod,
-                           const char *container, const char *cgroup, const Target **ret_target);
-
 /* ---- a namespace's rules: the cluster config merged with the namespace's
  * ProfileConfig objects (docs/configuration.md "Per-namespace configuration").
  * ---- */
@@ -89,7 +83,12 @@ int kube_rules_build(const Config *cluster, const char *namespace, const KubeSco
                      KubeRules *ret);
 void kube_rules_done(KubeRules *r);
 
-/* As kube_target_find(), over merged rules. *ret_rule points into r. */
+/* The first rule (the merged order: cluster targets, then the scopes'
+ * targets, then enableDefault) that selects the container: KUBE_MATCH_YES
+ * with *ret_rule (pointing into r); UNDECIDED when an earlier rule cannot be
+ * decided yet (so nothing later may be picked either). Rules whose profile
+ * cannot be resolved, or switched off by a scope, are skipped. The cluster
+ * config alone is the merge with no scope. */
 KubeMatch kube_rules_find(const KubeRules *r, const KubeNamespace *ns, const KubePod *pod,
                           const char *container, const char *cgroup, const KubeRule **ret_rule);
 /* Why a rule does not select the container (or NULL when it does, or it

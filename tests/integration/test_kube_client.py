@@ -57,6 +57,7 @@ class Replay:
     def __init__(self):
         self.state = {}
         self.pending = None
+        self.vanished = []
         self.syncs = 0
         self.violations = []
         self.last_rv = None
@@ -67,13 +68,28 @@ class Replay:
                 # A list that failed half way may be started over.
                 pass
             self.pending = {}
+            self.vanished = []
+            return
+        if "vanished" in m:
+            # The watch's relist bookkeeping: what the list did not report again.
+            if self.pending is None:
+                self.violations.append(f"vanished outside a sync: {m}")
+            ns, _, name = m["vanished"].rpartition("/")
+            self.vanished.append((ns or None, name))
             return
         if m.get("sync") == "done":
             if self.pending is None:
                 self.violations.append(f"sync done without begin: {m}")
                 self.pending = {}
+            want = set(self.state) - set(self.pending)
+            if set(self.vanished) != want or len(self.vanished) != len(want):
+                self.violations.append(f"vanished {self.vanished}, expected {sorted(want, key=str)}")
+            keys = ["/".join(k for k in key if k) for key in self.vanished]
+            if keys != sorted(keys):
+                self.violations.append(f"vanished not in key order: {keys}")
             self.state = self.pending
             self.pending = None
+            self.vanished = []
             self.syncs += 1
             self.last_rv = None
             return
@@ -202,6 +218,11 @@ class Probe:
         with self.cv:
             return [m for _, m in self.lines if "event" in m and (name is None or m.get("name") == name)
                     and (namespace is None or m.get("namespace") == namespace)]
+
+    def vanished(self):
+        """The keys the watch reported vanished after a relist, in order."""
+        with self.cv:
+            return [m["vanished"] for _, m in self.lines if "vanished" in m]
 
     def all_stats(self):
         with self.cv:
@@ -572,6 +593,8 @@ def test_real_410_relist():
         p.wait_keys(real_keys("pods", NODE_A))
         check_uids(p, "pods", NODE_A)
         ok(not any(e["event"] == "DELETED" for e in p.events("del-1")), "a DELETED it cannot have seen")
+        # ... but the relist says they vanished (and only they).
+        ok(p.vanished() == [f"{ns}/del-1", f"{ns}/del-2"], f"vanished: {p.vanished()}")
         # Watching goes on from the new list.
         KC.create_pod(ns, "new-4", "node-a")
         p.wait(lambda p: "ADDED" in types_of(p, "new-4"), what="ADDED after the relist")
@@ -885,6 +908,7 @@ def test_fault_http_410_watch():
             codes = [r.get("status") for r in fs.requests("watch")]
             log("watch statuses:", codes, "stats:", p.stats())
             ok(codes.count(410) >= 2, f"watch statuses {codes}")
+            ok(p.vanished() == ["default/p0"], f"vanished: {p.vanished()}")
             p.stop()
             p.check()
 
