@@ -37,6 +37,18 @@ static void fields_add(Fields *f, const char *name, const char *value) {
         f->n++;
 }
 
+/* Several named values at once (NULL values are left out). */
+typedef struct Field {
+        const char *name, *value;
+} Field;
+static void fields_add_all(Fields *f, const Field *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                fields_add(f, l[i].name, l[i].value);
+}
+#define FIELDS_ADD(f, ...)                                \
+        fields_add_all(f, (const Field[]){ __VA_ARGS__ }, \
+                       sizeof((const Field[]){ __VA_ARGS__ }) / sizeof(Field))
+
 static void fields_add_u64(Fields *f, const char *name, uint64_t v) {
         char buf[32];
         snprintf(buf, sizeof(buf), "%" PRIu64, v);
@@ -94,16 +106,11 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
         message = format_message(format, ap);
         va_end(ap);
 
-        fields_add(&f, "MESSAGE_ID", ids[ev]);
-        fields_add(&f, "CGPROF_EVENT", kinds[ev]);
-        fields_add(&f, "CGPROF_SESSION", sf->session);
-        fields_add(&f, "CGPROF_PROFILE", sf->profile);
-        fields_add(&f, "CGPROF_TARGET", sf->target);
-        fields_add(&f, "CGPROF_NAMESPACE", sf->namespace);
-        fields_add(&f, "CGPROF_POD", sf->pod);
-        fields_add(&f, "CGPROF_CONTAINER", sf->container);
-        fields_add(&f, "CGPROF_CGROUP", sf->cgroup);
-        fields_add(&f, "CGPROF_PROFILE_CONFIG", sf->profile_config);
+        FIELDS_ADD(&f, { "MESSAGE_ID", ids[ev] }, { "CGPROF_EVENT", kinds[ev] },
+                   { "CGPROF_SESSION", sf->session }, { "CGPROF_PROFILE", sf->profile },
+                   { "CGPROF_TARGET", sf->target }, { "CGPROF_NAMESPACE", sf->namespace },
+                   { "CGPROF_POD", sf->pod }, { "CGPROF_CONTAINER", sf->container },
+                   { "CGPROF_CGROUP", sf->cgroup }, { "CGPROF_PROFILE_CONFIG", sf->profile_config });
         if (ev == JOURNAL_SESSION_END) {
                 fields_add(&f, "CGPROF_REPORT", sf->report);
                 fields_add_u64(&f, "CGPROF_SAMPLES", sf->samples);
@@ -144,11 +151,9 @@ void journal_machine_change(const char *name, const char *old_value, const char 
                 break;
         }
 
-        fields_add(&f, "MESSAGE_ID", ids[change]);
-        fields_add(&f, "CGPROF_EVENT", machine_change_to_string(change));
-        fields_add(&f, "CGPROF_SYSCTL", name);
-        fields_add(&f, "CGPROF_OLD_VALUE", old_value);
-        fields_add(&f, "CGPROF_NEW_VALUE", new_value);
+        FIELDS_ADD(&f, { "MESSAGE_ID", ids[change] }, { "CGPROF_EVENT", machine_change_to_string(change) },
+                   { "CGPROF_SYSCTL", name }, { "CGPROF_OLD_VALUE", old_value },
+                   { "CGPROF_NEW_VALUE", new_value });
         fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
                     message ?: "machineConfig change");
         fields_done(&f);
@@ -170,14 +175,10 @@ void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileCo
 
         if (ev < 0 || ev >= _JOURNAL_PROFILE_CONFIG_EVENT_MAX)
                 return;
-        fields_add(&f, "MESSAGE_ID", ids[ev]);
-        fields_add(&f, "CGPROF_EVENT", kinds[ev]);
-        fields_add(&f, "CGPROF_NAMESPACE", pf->namespace);
-        fields_add(&f, "CGPROF_PROFILE_CONFIG", pf->name);
-        fields_add(&f, "CGPROF_ERROR", pf->error);
-        fields_add(&f, "CGPROF_TARGET", pf->target);
-        fields_add(&f, "CGPROF_CONFLICT_WITH", pf->conflict_with);
-        fields_add(&f, "CGPROF_CHANGE", pf->change);
+        FIELDS_ADD(&f, { "MESSAGE_ID", ids[ev] }, { "CGPROF_EVENT", kinds[ev] },
+                   { "CGPROF_NAMESPACE", pf->namespace }, { "CGPROF_PROFILE_CONFIG", pf->name },
+                   { "CGPROF_ERROR", pf->error }, { "CGPROF_TARGET", pf->target },
+                   { "CGPROF_CONFLICT_WITH", pf->conflict_with }, { "CGPROF_CHANGE", pf->change });
         fields_send(&f, ev == JOURNAL_PROFILE_CONFIG_APPLIED ? LOG_NOTICE : LOG_WARNING,
                     message ?: "ProfileConfig event");
         fields_done(&f);

@@ -493,6 +493,10 @@ static void manager_retarget(Manager *m) {
 
 static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
         Manager *m = userdata;
+
+        /* An event says the process changed (it ran exec(), or its
+         * mappings): what was read of it before is not what it maps now. */
+        proc_maps_cache_clear(m->maps_cache);
         log_debug("Process event %u for PID %u (exec %u, %s), %.1f ms after it started.", e->kind, e->pid,
                   e->exec_id, comm, (double) (now_usec(CLOCK_MONOTONIC) * 1000 - e->start_time) / 1e6);
         if (e->kind == CGPROF_PROC_EVENT_MAPPINGS) {
@@ -513,17 +517,25 @@ static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, v
  * A drain takes them all (budget 0): its samples need their mappings. */
 #define PROC_EVENTS_BUDGET_USEC (10 * USEC_PER_MSEC)
 
-static void manager_proc_events(Manager *m, uint64_t budget_usec) {
+/* Returns 1 when events are left for the next iteration. */
+static int manager_proc_events(Manager *m, uint64_t budget_usec) {
         int r = sampler_proc_events_consume(m->sampler,
                                             budget_usec > 0 ? now_usec(CLOCK_MONOTONIC) + budget_usec : 0);
         if (r < 0)
                 log_warning_errno(r, "Failed to read process events, ignoring: %m");
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_capture_pending(m->sessions[i]);
+        return r > 0;
 }
 
 static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        manager_proc_events(userdata, PROC_EVENTS_BUDGET_USEC);
+        /* Events go first, while a short-lived process can still be
+         * captured; but a burst of expensive ones (each a process with
+         * tens of thousands of mappings) takes turns with the other
+         * handlers (the bus, the API watches), instead of starving them. */
+        int more = manager_proc_events(userdata, PROC_EVENTS_BUDGET_USEC);
+        (void) sd_event_source_set_priority(s,
+                                            more ? SD_EVENT_PRIORITY_NORMAL : SD_EVENT_PRIORITY_IMPORTANT);
         return 0;
 }
 
@@ -541,7 +553,7 @@ int manager_drain(Manager *m, bool full) {
         int r = 0;
 
         /* New processes first, so their mappings are captured before their samples are resolved. */
-        manager_proc_events(m, 0);
+        (void) manager_proc_events(m, 0);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
                 symbolizer_begin_pass(m->symbolizer);
@@ -569,9 +581,21 @@ static int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const ch
         return 0;
 }
 
+/* A drain waits while process events are left from a burst (their
+ * samples need their mappings; the samples wait in the BPF maps), in steps
+ * of DRAIN_POSTPONE_USEC, at most DRAIN_POSTPONE_MAX times in a row: the
+ * loop stays responsive, and the drain still comes. */
+#define DRAIN_POSTPONE_USEC (100 * USEC_PER_MSEC)
+#define DRAIN_POSTPONE_MAX 50U
+
 static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
+        if (m->drains_postponed < DRAIN_POSTPONE_MAX && manager_proc_events(m, PROC_EVENTS_BUDGET_USEC)) {
+                m->drains_postponed++;
+                return manager_rearm(m, s, DRAIN_POSTPONE_USEC, "drain");
+        }
+        m->drains_postponed = 0;
         (void) manager_drain(m, false);
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_tick(m->sessions[i]);

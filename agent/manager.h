@@ -269,6 +269,7 @@ typedef struct Manager {
         bool system_bus_named; /* the name is ours: signals go there too */
 
         uint64_t drain_seq; /* incremented on every drain */
+        unsigned drains_postponed; /* in a row, for process events left (on_drain_timer()) */
         struct UserFrameCache *user_frame_cache; /* session.c: user addresses interned in this drain */
         uint64_t start_usec; /* CLOCK_REALTIME */
         uint64_t start_monotonic;

@@ -40,7 +40,9 @@ int proc_maps_parse_line(char *line, ProcMapsEntry *ret);
  * each read costs tens of ms. Between two proc_maps_cache_clear() calls,
  * the first proc_maps_fopen() of a process reads the file into memory and
  * the next ones read that copy. One process at a time (the last one read);
- * a file larger than PROC_MAPS_CACHE_MAX is read directly each time. */
+ * a file larger than PROC_MAPS_CACHE_MAX is read directly each time. The
+ * owner clears it whenever a process may have changed (a process event: an
+ * exec() between two reads of the same PID). */
 #define PROC_MAPS_CACHE_MAX (64U * 1024U * 1024U)
 typedef struct ProcMapsCache ProcMapsCache;
 ProcMapsCache *proc_maps_cache_new(void);
