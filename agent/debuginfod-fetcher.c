@@ -416,7 +416,7 @@ int debuginfod_fetcher_new(sd_event *event, const DebuginfodFetcherOptions *opts
         debuginfod_set_user_data(f->client, f);
         debuginfod_set_progressfn(f->client, on_progress);
 
-        r = worker_new(event, "cgprofd-debuginfod", &f->worker);
+        r = worker_new(event, "cgprofd-debuginfod", WORKER_NICE_BACKGROUND, &f->worker);
         if (r < 0)
                 return r;
 

@@ -169,10 +169,18 @@ char *manager_status_json(Manager *m) {
                 { "sessionsDiscarded", (double) m->sessions_discarded },
                 { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
         manager_report_retry_status(m, j);
-        uint64_t maps_reads, maps_hits;
-        proc_maps_cache_stats(m->maps_cache, &maps_reads, &maps_hits);
-        JSON_ADD_NUMBERS(j, "procMaps", { "reads", (double) maps_reads },
-                         { "cacheHits", (double) maps_hits });
+        uint64_t maps_reads, maps_hits, maps_put;
+        ProcEventQueueStats pq;
+        proc_maps_cache_stats(m->maps_cache, &maps_reads, &maps_hits, &maps_put);
+        proc_event_queue_stats(m->proc_event_queue, &pq);
+        JSON_ADD_NUMBERS(
+                j, "procMaps", { "reads", (double) maps_reads }, { "readOffLoop", (double) maps_put },
+                { "cacheHits", (double) maps_hits }, { "eventsPending", (double) pq.pending },
+                { "eventsPendingMax", (double) pq.pending_max },
+                { "eventWaitMaxMsec", msec(pq.wait_usec_max) }, { "readMaxMsec", msec(pq.read_usec_max) },
+                { "samplesWaiting", (double) m->sample_park.n },
+                { "samplesWaited", (double) m->sample_park.parked_total },
+                { "samplesNotWaited", (double) m->sample_park.full_total });
         workers_json(m, j);
         loop_json(m, j);
         unwinder_json(m, j);

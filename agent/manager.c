@@ -23,6 +23,7 @@
 #include "manager-control.h"
 #include "manager-http.h"
 #include "metrics.h"
+#include "proc-event-queue.h"
 #include "session.h"
 
 ConfigRef *config_ref(ConfigRef *c) {
@@ -491,12 +492,11 @@ static void manager_retarget(Manager *m) {
 
 /* ---- sampling ---- */
 
-static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
+/* An event, its process's mappings read (in the maps cache): unwind
+ * tables first, then the symbols of the process. */
+static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
         Manager *m = userdata;
 
-        /* An event says the process changed (it ran exec(), or its
-         * mappings): what was read of it before is not what it maps now. */
-        proc_maps_cache_clear(m->maps_cache);
         log_debug("Process event %u for PID %u (exec %u, %s), %.1f ms after it started.", e->kind, e->pid,
                   e->exec_id, comm, (double) (now_usec(CLOCK_MONOTONIC) * 1000 - e->start_time) / 1e6);
         if (e->kind == CGPROF_PROC_EVENT_MAPPINGS) {
@@ -506,15 +506,46 @@ static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, v
         }
         if (e->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[e->session])
                 return;
-        session_on_process(m->sessions_by_slot[e->session], e->pid, e->start_time, e->exec_id, comm);
+        Session *s = m->sessions_by_slot[e->session];
+        if (e->kind == PROC_EVENT_REFRESH) {
+                session_refresh_process(s, e->pid, e->start_time, e->exec_id);
+                return;
+        }
+        session_on_process(s, e->pid, e->start_time, e->exec_id, comm);
+        session_capture_pending(s);
 }
 
-/* Process events first load unwind tables (the samples of a new process
- * wait for them), then the symbols of all of them. From the ring buffer's
- * io source, as many as PROC_EVENTS_BUDGET_USEC allow (a process with tens
- * of thousands of mappings costs tens of ms): the rest in the next loop
- * iterations (the fd stays readable), the drain and the bus in between.
- * A drain takes them all (budget 0): its samples need their mappings. */
+/* From the ring buffer: the process's mappings are read off the loop, then
+ * on_proc_event_ready() runs (in the order of the events). */
+static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->proc_event_queue)
+                proc_event_queue_add(m->proc_event_queue, e, comm);
+        else {
+                proc_maps_cache_clear(m->maps_cache);
+                on_proc_event_ready(e, comm, m);
+        }
+}
+
+void manager_refresh_process_soon(Manager *m, uint32_t session_slot, uint32_t pid, uint64_t start_time,
+                                  uint32_t exec_id) {
+        struct cgprof_proc_event e = {
+                .start_time = start_time,
+                .pid = pid,
+                .session = session_slot,
+                .kind = PROC_EVENT_REFRESH,
+                .exec_id = exec_id,
+        };
+        on_proc_event(&e, "", m);
+}
+
+/* Process events are taken from the ring buffer and queued (their
+ * mappings are read off the loop, proc-event-queue.h). From the ring
+ * buffer's io source, as many as PROC_EVENTS_BUDGET_USEC allow: the rest
+ * in the next loop iterations (the fd stays readable), the drain and the
+ * bus in between. A drain takes them all (budget 0) and waits for their
+ * mappings: its samples need them. */
 #define PROC_EVENTS_BUDGET_USEC (10 * USEC_PER_MSEC)
 
 /* Returns 1 when events are left for the next iteration. */
@@ -523,40 +554,62 @@ static int manager_proc_events(Manager *m, uint64_t budget_usec) {
                                             budget_usec > 0 ? now_usec(CLOCK_MONOTONIC) + budget_usec : 0);
         if (r < 0)
                 log_warning_errno(r, "Failed to read process events, ignoring: %m");
-        for (size_t i = 0; i < m->n_sessions; i++)
-                session_capture_pending(m->sessions[i]);
         return r > 0;
 }
 
 static int on_proc_events_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         /* Events go first, while a short-lived process can still be
-         * captured; but a burst of expensive ones (each a process with
-         * tens of thousands of mappings) takes turns with the other
-         * handlers (the bus, the API watches), instead of starving them. */
+         * captured; but a burst takes turns with the other handlers (the
+         * bus, the API watches), instead of starving them. */
         int more = manager_proc_events(userdata, PROC_EVENTS_BUDGET_USEC);
         (void) sd_event_source_set_priority(s,
                                             more ? SD_EVENT_PRIORITY_NORMAL : SD_EVENT_PRIORITY_IMPORTANT);
         return 0;
 }
 
-static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
-                      const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
-                      void *userdata) {
+static void on_sample_resolve(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
+                              const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
+                              void *userdata) {
         Manager *m = userdata;
         if (key->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[key->session])
                 return;
         session_on_sample(m->sessions_by_slot[key->session], key, count, user, kernel, python, stack_lost);
 }
 
+/* A sample waits while its process's event is queued (its mappings are
+ * being read), unless its session is ending: the report takes it now. */
+static bool sample_waits(const struct cgprof_sample_key *key, void *userdata) {
+        Manager *m = userdata;
+        Session *s = key->session < CGPROF_MAX_SESSIONS ? m->sessions_by_slot[key->session] : NULL;
+        return s && s->state != SESSION_ENDED && proc_event_queue_pid_pending(m->proc_event_queue, key->pid);
+}
+
+static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
+                      const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
+                      void *userdata) {
+        Manager *m = userdata;
+        if (sample_waits(key, m) &&
+            sample_park_add(&m->sample_park, key, count, user, kernel, python, stack_lost) >= 0)
+                return;
+        on_sample_resolve(key, count, user, kernel, python, stack_lost, m);
+}
+
 int manager_drain(Manager *m, bool full) {
         uint64_t start = timing_now();
         int r = 0;
 
-        /* New processes first, so their mappings are captured before their samples are resolved. */
+        /* New processes first: their events are queued, and their samples
+         * wait (parked) until their mappings are read. */
         (void) manager_proc_events(m, 0);
+        for (size_t i = 0; i < m->n_sessions; i++)
+                session_capture_pending(m->sessions[i]);
         for (int i = 0; i < (full ? 2 : 1); i++) {
                 m->drain_seq++;
                 symbolizer_begin_pass(m->symbolizer);
+                if (i == 0)
+                        /* Samples parked before, whose process is ready now
+                         * (or whose session is ending). */
+                        sample_park_replay(&m->sample_park, sample_waits, on_sample_resolve, m);
                 r = sampler_drain(m->sampler, on_sample, m);
                 if (r < 0) {
                         log_error_errno(r, "Failed to drain the sample maps: %m");
@@ -581,8 +634,9 @@ static int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const ch
         return 0;
 }
 
-/* A drain waits while process events are left from a burst (their
- * samples need their mappings; the samples wait in the BPF maps), in steps
+/* A drain waits while process events are left from a burst in the ring
+ * buffer (their samples need their mappings; the samples wait in the BPF
+ * maps), in steps
  * of DRAIN_POSTPONE_USEC, at most DRAIN_POSTPONE_MAX times in a row: the
  * loop stays responsive, and the drain still comes. */
 #define DRAIN_POSTPONE_USEC (100 * USEC_PER_MSEC)
@@ -936,7 +990,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handlers: %m");
 
-        r = worker_new(m->event, "cgprofd-reports", &m->report_worker);
+        r = worker_new(m->event, "cgprofd-reports", WORKER_NICE_BACKGROUND, &m->report_worker);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the thread that writes reports: %m");
 
@@ -985,6 +1039,10 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the Python frame walk: %m");
         python_set_maps_cache(m->python, m->maps_cache);
+        r = proc_event_queue_new(m->event, m->maps_cache, "/proc", on_proc_event_ready, m,
+                                 &m->proc_event_queue);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the thread that reads process mappings: %m");
         r = sd_event_add_io(m->event, &m->proc_events, sampler_proc_events_fd(m->sampler), EPOLLIN,
                             on_proc_events_io, m);
         if (r < 0)
@@ -1156,6 +1214,8 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->fd_retry_timer);
         sd_event_source_disable_unref(m->machine_timer);
         sd_event_source_disable_unref(m->proc_events);
+        proc_event_queue_free(m->proc_event_queue);
+        sample_park_done(&m->sample_park);
         sd_event_source_disable_unref(m->sigterm);
         sd_event_source_disable_unref(m->sigint);
         sd_event_source_disable_unref(m->sighup);

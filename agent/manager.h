@@ -13,9 +13,11 @@
 #include "kube-object.h"
 #include "kube-target.h"
 #include "log.h"
+#include "proc-event-queue.h"
 #include "process.h"
 #include "python.h"
 #include "report-retry.h"
+#include "sample-park.h"
 #include "sampler.h"
 #include "symbolizer.h"
 #include "unwinder.h"
@@ -208,6 +210,8 @@ typedef struct Manager {
         Symbolizer *symbolizer;
         ProcessReader *process_reader;
         ProcMapsCache *maps_cache; /* /proc/PID/maps read once per loop iteration (proc-maps.h) */
+        ProcEventQueue *proc_event_queue; /* process events, their mappings read off the loop */
+        SamplePark sample_park; /* samples whose process's event is still queued */
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
         char **debuginfod_urls; /* the servers it uses (debuginfodUrls at start) */
 
@@ -300,6 +304,10 @@ int manager_reload(Manager *m, char **ret_error);
 
 /* Drains the sampler maps into the sessions (twice: everything recorded so far). */
 int manager_drain(Manager *m, bool full);
+/* Reads the process's mappings again, off the loop; then
+ * session_refresh_process() (with them in the maps cache). */
+void manager_refresh_process_soon(Manager *m, uint32_t session_slot, uint32_t pid, uint64_t start_time,
+                                  uint32_t exec_id);
 
 /* The one way a session is added to the Manager and started, for the
  * cgroup watch, the Kubernetes watch and the control API alike. Takes

@@ -659,15 +659,8 @@ typedef struct DrainedStacks {
 } DrainedStacks;
 
 static const SamplerStack *stack_find(const DrainedStacks *d, uint64_t id, SamplerStack *ret) {
-        size_t lo = 0, hi = d->n;
+        size_t lo = SORTED_LOWER_BOUND(d->ids, d->n, *_e, id);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (d->ids[mid] < id)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == d->n || d->ids[lo] != id || d->stacks[lo].n > CGPROF_MAX_STACK_DEPTH)
                 return NULL;
         *ret = (SamplerStack){

@@ -561,6 +561,12 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
         return sp;
 }
 
+void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
+        SessionProcess *sp = process_find(s, pid, start_time, exec_id);
+        if (sp && sp->maps)
+                (void) symbolizer_refresh(s->manager->symbolizer, sp->maps);
+}
+
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
         bool is_new;
         SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
@@ -678,9 +684,11 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                 return e->n;
         }
         if (sp->maps && !process_maps_covers(sp->maps, addr) && !sp->refreshed) {
-                /* A mapping we have not seen (dlopen(), JIT): look again once. */
+                /* A mapping we have not seen (dlopen(), JIT): look again
+                 * once, off the loop. This frame stays unresolved for now;
+                 * the report resolves it again (session_resolve_late()). */
                 sp->refreshed = true;
-                (void) symbolizer_refresh(m->symbolizer, sp->maps);
+                manager_refresh_process_soon(m, s->slot, sp->pid, sp->start_time, sp->exec_id);
         }
         if (sp->maps && symbolizer_resolve_user_inline(m->symbolizer, sp->maps, addr, chain,
                                                        MIN(room, (size_t) SYMBOLIZER_INLINE_MAX), &n) < 0)

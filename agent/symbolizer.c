@@ -702,17 +702,9 @@ static int mapping_compare(const void *a, const void *b) {
 }
 
 static const Mapping *mappings_find(const Mapping *mappings, size_t n, uint64_t addr) {
-        size_t lo = 0, hi = n;
-
         /* First mapping starting above addr; the one before may hold it. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
+        size_t lo = SORTED_UPPER_BOUND(mappings, n, _e->start, addr);
 
-                if (mappings[mid].start <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == 0 || addr >= mappings[lo - 1].end)
                 return NULL;
         return &mappings[lo - 1];
@@ -840,11 +832,11 @@ static int read_start_time(const Symbolizer *s, pid_t pid, uint64_t *ret) {
         return 0;
 }
 
-/* A process's executable mappings kept, at most (see the unwinder's
- * PROCESS_MAPPINGS_MAX): a process that maps a file 65,000 times would
- * otherwise cost 5 MB and a file open per mapping, in each forked child. */
-#define PROCESS_MAPPINGS_MAX 2048
-#define PROCESS_SAME_FILE_RUN_MAX 32 /* ... and of one file in a row */
+/* A process's executable mappings kept, at most (see proc-maps.h): a
+ * process that maps a file 65,000 times would otherwise cost 5 MB and a
+ * file open per mapping, in each forked child. */
+#define PROCESS_MAPPINGS_MAX PROC_MAPS_EXECUTABLE_MAX
+#define PROCESS_SAME_FILE_RUN_MAX PROC_MAPS_SAME_FILE_RUN_MAX /* ... and of one file in a row */
 
 /* Reads the executable mappings of pid. Mappings found unchanged in 'old'
  * (a refresh) share its file references instead of reopening the files,
@@ -922,6 +914,7 @@ static int read_mappings(Symbolizer *s, pid_t pid, const Mapping *old, size_t n_
                 goto fail;
         }
 
+        left_out += proc_maps_cache_dropped(s->maps_cache, s->proc_root, pid);
         if (left_out > 0)
                 log_debug(
                         "PID %d: %zu executable mappings left out (beyond %d, or beyond %d of one file in a "

@@ -74,11 +74,11 @@ typedef struct ProcMapping {
  * bound the rest are left out (their frames end the walk, or are walked by
  * frame pointer) and the process is not reloaded when the walker meets
  * them (that would read them all again). */
-#define PROCESS_MAPPINGS_MAX 2048
+#define PROCESS_MAPPINGS_MAX PROC_MAPS_EXECUTABLE_MAX
 #define PROCESS_KEYS_MAX 8192
 /* ... and of one file in a row (a library has one or two): the others'
  * mappings, further on, still fit. */
-#define PROCESS_SAME_FILE_RUN_MAX 32
+#define PROCESS_SAME_FILE_RUN_MAX PROC_MAPS_SAME_FILE_RUN_MAX
 
 typedef struct UnwindProcess {
         Unwinder *unwinder;
@@ -741,6 +741,8 @@ static int process_load(UnwindProcess *p) {
         }
         if (r >= 0 && ferror(f))
                 r = errno == ESRCH ? -ESRCH : -EIO;
+        /* What the read itself left out (the same bounds). */
+        left_out += proc_maps_cache_dropped(u->maps_cache, "/proc", p->pid);
         if (r >= 0 && n_maps == 0)
                 /* A zombie, or in the middle of exec(): the exec() or its
                  * first sample will tell us again. */
@@ -891,24 +893,18 @@ const char *unwinder_describe(Unwinder *u, pid_t pid, uint64_t addr) {
 int unwinder_frame_rule(Unwinder *u, pid_t pid, uint64_t addr, uint8_t *ret_rule) {
         const ProcMapping *pm = mapping_find(u, pid, addr);
         const struct cgprof_unwind_row *rows;
-        size_t lo = 0, hi;
+        size_t n;
         uint64_t rel;
 
         if (!pm || !pm->file || pm->file->table == 0)
                 return -ENOENT;
         rows = u->rows + pm->file->first_row;
-        hi = pm->file->n_rows;
+        n = pm->file->n_rows;
         rel = addr - pm->bias;
-        if (rel > UINT32_MAX || hi == 0 || rows[0].pc > rel)
+        if (rel > UINT32_MAX || n == 0 || rows[0].pc > rel)
                 return -ENOENT;
-        while (hi - lo > 1) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (rows[mid].pc <= rel)
-                        lo = mid;
-                else
-                        hi = mid;
-        }
-        *ret_rule = rows[lo].rule;
+        /* The last row whose pc <= rel. */
+        *ret_rule = rows[SORTED_UPPER_BOUND(rows, n, _e->pc, rel) - 1].rule;
         return 0;
 }
 

@@ -15,6 +15,9 @@ struct Worker {
         sd_event_source *ran_source;
         int event_fd;
         char *name;
+        int nice;
+        uint64_t budget_usec; /* of done() calls per dispatch; 0: no limit */
+        int64_t priority; /* of ran_source, when nothing is left over */
 
         /* The loop's. */
         WorkerStats stats;
@@ -41,14 +44,10 @@ static void list_append(WorkerJob **head, WorkerJob **tail, WorkerJob *job) {
         *tail = job;
 }
 
-/* Background work: the event loop's thread goes first when both want a
- * CPU (a report being written must not delay the drain or the bus). */
-#define WORKER_NICE 10
-
 static void *worker_main(void *userdata) {
         Worker *w = userdata;
 
-        if (setpriority(PRIO_PROCESS, (id_t) gettid(), WORKER_NICE) < 0)
+        if (w->nice != 0 && setpriority(PRIO_PROCESS, (id_t) gettid(), w->nice) < 0)
                 log_debug_errno(errno, "Failed to lower the priority of the %s thread, ignoring: %m",
                                 w->name);
 
@@ -95,7 +94,10 @@ static void job_done(Worker *w, WorkerJob *job) {
         job->done(job, true);
 }
 
-void worker_dispatch(Worker *w) {
+/* Calls done() for the jobs that ran, until the budget (0: none) is spent;
+ * returns true when some are left. */
+static bool dispatch(Worker *w, uint64_t budget_usec) {
+        uint64_t deadline = budget_usec > 0 ? now_usec(CLOCK_MONOTONIC) + budget_usec : 0;
         WorkerJob *list;
 
         pthread_mutex_lock(&w->lock);
@@ -107,16 +109,47 @@ void worker_dispatch(Worker *w) {
                 WorkerJob *job = list;
                 list = job->next;
                 job_done(w, job);
+                if (list && deadline > 0 && now_usec(CLOCK_MONOTONIC) >= deadline) {
+                        /* The rest go back in front of what ran since. */
+                        WorkerJob *tail = list;
+                        while (tail->next)
+                                tail = tail->next;
+                        pthread_mutex_lock(&w->lock);
+                        tail->next = w->ran_head;
+                        if (!w->ran_head)
+                                w->ran_tail = tail;
+                        w->ran_head = list;
+                        pthread_mutex_unlock(&w->lock);
+                        return true;
+                }
         }
+        return false;
+}
+
+void worker_dispatch(Worker *w) {
+        (void) dispatch(w, 0);
 }
 
 static int on_ran(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Worker *w = userdata;
         eventfd_t v;
+        bool more;
 
         (void) eventfd_read(w->event_fd, &v);
-        worker_dispatch(w);
+        more = dispatch(w, w->budget_usec);
+        if (w->budget_usec > 0) {
+                if (more)
+                        (void) eventfd_write(w->event_fd, 1); /* the next iteration goes on */
+                (void) sd_event_source_set_priority(
+                        s, more ? MAX(w->priority, (int64_t) SD_EVENT_PRIORITY_NORMAL) : w->priority);
+        }
         return 0;
+}
+
+int worker_set_dispatch(Worker *w, uint64_t budget_usec, int64_t priority) {
+        w->budget_usec = budget_usec;
+        w->priority = priority;
+        return sd_event_source_set_priority(w->ran_source, priority);
 }
 
 void worker_submit(Worker *w, WorkerJob *job, WorkerRunFunc run, WorkerDoneFunc done) {
@@ -160,7 +193,7 @@ void worker_stats(const Worker *w, WorkerStats *ret) {
         *ret = w ? w->stats : (WorkerStats){};
 }
 
-int worker_new(sd_event *event, const char *name, Worker **ret) {
+int worker_new(sd_event *event, const char *name, int nice, Worker **ret) {
         Worker *w;
         sigset_t all, old;
         int r;
@@ -169,6 +202,7 @@ int worker_new(sd_event *event, const char *name, Worker **ret) {
         if (!w)
                 return -ENOMEM;
         w->event_fd = -EBADF;
+        w->nice = nice;
         pthread_mutex_init(&w->lock, NULL);
         pthread_cond_init(&w->cond, NULL);
         pthread_cond_init(&w->ran_cond, NULL);

@@ -13,7 +13,7 @@
  *
  * While a job is queued or running, the loop must not touch what run()
  * reads or writes; done() may. The thread runs at nice 10: when both want
- * a CPU, the loop's thread goes first. */
+ * a CPU, the loop's thread goes first (or as given to worker_new()). */
 
 typedef struct Worker Worker;
 typedef struct WorkerJob WorkerJob;
@@ -38,7 +38,15 @@ typedef struct WorkerStats {
         uint64_t run_usec_max, run_usec_total;
 } WorkerStats;
 
-int worker_new(sd_event *event, const char *name, Worker **ret);
+/* nice: the thread's nice value (WORKER_NICE_BACKGROUND for work that
+ * may wait; 0 for work the loop waits for). */
+#define WORKER_NICE_BACKGROUND 10
+int worker_new(sd_event *event, const char *name, int nice, Worker **ret);
+/* At most budget_usec of done() calls per loop iteration (0: all that
+ * ran, the default); the rest in the next iterations, the source's priority
+ * lowered to SD_EVENT_PRIORITY_NORMAL meanwhile (others take turns), and
+ * back to priority once none are left. */
+int worker_set_dispatch(Worker *w, uint64_t budget_usec, int64_t priority);
 /* Stops the thread after the job it runs now; the jobs not run yet get
  * done(job, false). */
 Worker *worker_free(Worker *w);
@@ -48,7 +56,8 @@ void worker_submit(Worker *w, WorkerJob *job, WorkerRunFunc run, WorkerDoneFunc 
  * (on the calling thread, the loop's). For the agent's exit, when nothing
  * else is left to do. */
 void worker_flush(Worker *w);
-/* Calls done() for the jobs that have run (what the loop's handler does). */
+/* Calls done() for the jobs that have run (what the loop's handler does,
+ * but without its budget). */
 void worker_dispatch(Worker *w);
 
 unsigned worker_pending(const Worker *w);

@@ -2,7 +2,10 @@
 /* agent/worker.c: jobs run off the loop's thread, in submission order, and
  * come back to the loop (through its eventfd) once run; flush waits for
  * all; freeing hands back the ones that never ran. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdatomic.h>
 
 #include "tests.h"
@@ -72,7 +75,7 @@ TEST(jobs_come_back_to_the_loop_in_order) {
         reset();
         ASSERT_NOT_NULL(jobs);
         ASSERT_EQ(sd_event_new(&e), 0);
-        ASSERT_EQ(worker_new(e, "test-worker", &w), 0);
+        ASSERT_EQ(worker_new(e, "test-worker", WORKER_NICE_BACKGROUND, &w), 0);
         for (unsigned i = 0; i < N_JOBS; i++) {
                 jobs[i].index = i;
                 worker_submit(w, &jobs[i].job, job_run, job_done);
@@ -113,7 +116,7 @@ TEST(flush_waits_for_every_job) {
 
         reset();
         ASSERT_EQ(sd_event_new(&e), 0);
-        ASSERT_EQ(worker_new(e, "test-worker", &w), 0);
+        ASSERT_EQ(worker_new(e, "test-worker", WORKER_NICE_BACKGROUND, &w), 0);
         for (unsigned i = 0; i < ELEMENTSOF(jobs); i++) {
                 jobs[i].index = i;
                 worker_submit(w, &jobs[i].job, job_run, job_done);
@@ -140,7 +143,7 @@ TEST(free_hands_back_what_never_ran) {
 
         reset();
         ASSERT_EQ(sd_event_new(&e), 0);
-        ASSERT_EQ(worker_new(e, "test-worker", &w), 0);
+        ASSERT_EQ(worker_new(e, "test-worker", WORKER_NICE_BACKGROUND, &w), 0);
         /* The first job waits; the others stay queued. */
         atomic_store(&hold, true);
         atomic_store(&started, false);
@@ -163,6 +166,67 @@ TEST(free_hands_back_what_never_ran) {
                 ASSERT_TRUE(jobs[i].done);
         for (unsigned i = 0; i < n_done; i++)
                 ASSERT_EQ(done_order[i], i);
+}
+
+/* A done() that takes 2 ms, and a bus-like handler of normal priority that
+ * counts how often it got a turn. */
+static unsigned turns, turns_at_done[10];
+
+static void slow_done(WorkerJob *j, bool ran) {
+        job_done(j, ran);
+        if (ran)
+                turns_at_done[n_done - 1] = turns;
+        sleep_ms(2);
+}
+
+static int on_other(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Worker *w = userdata;
+        turns++;
+        if (worker_pending(w) == 0)
+                return sd_event_exit(sd_event_source_get_event(s), 0);
+        return 0;
+}
+
+TEST(dispatch_budget_lets_others_take_turns) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        Worker *w = NULL;
+        TestJob jobs[10] = {};
+        sd_event_source *timeout = NULL, *other = NULL;
+        int pipe_fds[2];
+
+        reset();
+        turns = 0;
+        /* Always readable: a handler that wants a turn at every iteration. */
+        ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+        ASSERT_EQ(write(pipe_fds[1], "x", 1), 1);
+        ASSERT_EQ(sd_event_new(&e), 0);
+        ASSERT_EQ(worker_new(e, "test-worker", 0, &w), 0);
+        ASSERT_EQ(worker_set_dispatch(w, USEC_PER_MSEC, SD_EVENT_PRIORITY_IMPORTANT), 0);
+        for (unsigned i = 0; i < ELEMENTSOF(jobs); i++) {
+                jobs[i].index = i;
+                worker_submit(w, &jobs[i].job, job_run, slow_done);
+        }
+        /* Every job has run before the loop looks: one dispatch could hand
+         * back all ten (20 ms); with a budget of 1 ms it hands back one. */
+        while (n_run < ELEMENTSOF(jobs))
+                sleep_ms(1);
+        ASSERT_TRUE(sd_event_add_time_relative(e, &timeout, CLOCK_MONOTONIC, 60 * USEC_PER_SEC, 0,
+                                               on_timeout, NULL) >= 0);
+        ASSERT_TRUE(sd_event_add_io(e, &other, pipe_fds[0], EPOLLIN, on_other, w) >= 0);
+        ASSERT_EQ(sd_event_loop(e), 0);
+
+        ASSERT_EQ(n_done, (unsigned) ELEMENTSOF(jobs));
+        for (unsigned i = 0; i < n_done; i++)
+                ASSERT_EQ(done_order[i], i);
+        /* The other handler had a turn between any two done() calls. */
+        for (unsigned i = 1; i < n_done; i++)
+                ASSERT_TRUE(turns_at_done[i] > turns_at_done[i - 1]);
+
+        sd_event_source_unref(timeout);
+        sd_event_source_unref(other);
+        worker_free(w);
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
 }
 
 DEFINE_TEST_MAIN

@@ -124,6 +124,37 @@ static inline uint64_t u64_from_double(double d) {
 /* Compare two integers without overflow (never "return a - b" on u64). */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 
+/* Binary searches in an array of n elements sorted by KEY, an
+ * expression of the element `_e` (e.g. `_e.start`, or `_e` itself):
+ * the index of the first element whose key is above key (n when none)... */
+#define SORTED_UPPER_BOUND(array, n, KEY, key)                             \
+        ({                                                                 \
+                size_t _lo = 0, _hi = (n);                                 \
+                while (_lo < _hi) {                                        \
+                        size_t _mid = _lo + (_hi - _lo) / 2;               \
+                        const __typeof__((array)[0]) *_e = &(array)[_mid]; \
+                        if ((KEY) <= (key))                                \
+                                _lo = _mid + 1;                            \
+                        else                                               \
+                                _hi = _mid;                                \
+                }                                                          \
+                _lo;                                                       \
+        })
+/* ... and of the first element whose key is not below key (n when none). */
+#define SORTED_LOWER_BOUND(array, n, KEY, key)                             \
+        ({                                                                 \
+                size_t _lo = 0, _hi = (n);                                 \
+                while (_lo < _hi) {                                        \
+                        size_t _mid = _lo + (_hi - _lo) / 2;               \
+                        const __typeof__((array)[0]) *_e = &(array)[_mid]; \
+                        if ((KEY) < (key))                                 \
+                                _lo = _mid + 1;                            \
+                        else                                               \
+                                _hi = _mid;                                \
+                }                                                          \
+                _lo;                                                       \
+        })
+
 /* errno-safe negative error from a libc call that set errno. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;

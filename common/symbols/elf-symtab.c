@@ -1003,7 +1003,7 @@ static const char *sym_shown(const ElfSym *e, const char **shown) {
 
 /* The PLT stub or ELF symbol holding vaddr. */
 static const char *symbols_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset) {
-        size_t lo = 0, hi, i;
+        size_t lo, i;
 
         /* PLT stubs first: nothing else can hold their addresses. */
         for (size_t l = 0, h = s->n_plt; l < h;) {
@@ -1025,15 +1025,7 @@ static const char *symbols_lookup(const ElfSymtab *s, uint64_t vaddr, uint64_t *
                 return NULL;
 
         /* First entry with addr > vaddr. */
-        hi = s->n_syms;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (s->syms[mid].addr <= vaddr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = SORTED_UPPER_BOUND(s->syms, s->n_syms, _e->addr, vaddr);
         if (lo == 0)
                 return NULL;
 

@@ -107,17 +107,9 @@ int jit_map_add(JitMap *m, uint64_t start, uint64_t size, const char *name, size
 }
 
 static const JitSegment *segment_find(const JitMap *m, uint64_t addr) {
-        size_t lo = 0, hi = m->n_segs;
-
         /* First segment starting above addr; the one before may hold it. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
+        size_t lo = SORTED_UPPER_BOUND(m->segs, m->n_segs, _e->start, addr);
 
-                if (m->segs[mid].start <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         if (lo == 0 || addr >= m->segs[lo - 1].end)
                 return NULL;
         return &m->segs[lo - 1];
@@ -247,20 +239,13 @@ static int commit_disjoint(JitMap *m, const JitSegment *pending) {
 
         for (b = 0; b < m->n_pending; b++) {
                 const JitSegment *seg;
-                size_t lo = 0, hi = m->n_segs;
+                size_t lo;
 
                 if (b > 0 && pending[b].start < pending[b - 1].end)
                         return -EAGAIN;
                 /* The first segment ending after the start must begin at
                  * or after the end. */
-                while (lo < hi) {
-                        size_t mid = lo + (hi - lo) / 2;
-
-                        if (m->segs[mid].end <= pending[b].start)
-                                lo = mid + 1;
-                        else
-                                hi = mid;
-                }
+                lo = SORTED_UPPER_BOUND(m->segs, m->n_segs, _e->end, pending[b].start);
                 seg = lo < m->n_segs ? &m->segs[lo] : NULL;
                 if (seg && seg->start < pending[b].end)
                         return -EAGAIN;

@@ -462,22 +462,14 @@ fail:
 
 const char *kallsyms_lookup(const Kallsyms *k, uint64_t addr, uint64_t *ret_offset,
                             const char **ret_module) {
-        size_t lo = 0, hi, i;
+        size_t lo, i;
         const KSym *s;
 
         if (!k || k->n_syms == 0)
                 return NULL;
 
         /* First index with syms[i].addr > addr. */
-        hi = k->n_syms;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (k->syms[mid].addr <= addr)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = SORTED_UPPER_BOUND(k->syms, k->n_syms, _e->addr, addr);
         if (lo == 0)
                 return NULL;
         i = lo - 1;

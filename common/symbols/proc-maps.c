@@ -166,15 +166,151 @@ int proc_self_vdso(const void **ret_image, size_t *ret_size) {
         return -ENOENT;
 }
 
+/* ---- the executable mappings of a process, bounded ---- */
+
+void proc_maps_text_done(ProcMapsText *t) {
+        free(t->buf);
+        *t = (ProcMapsText){};
+}
+
+static int text_append(ProcMapsText *t, const char *line, size_t len) {
+        if (t->allocated - t->size < len + 1) {
+                size_t want = MAX(t->allocated * 2, MAX(t->size + len + 1, (size_t) 16384));
+                char *b = realloc(t->buf, want);
+                if (!b)
+                        return -ENOMEM;
+                t->buf = b;
+                t->allocated = want;
+        }
+        memcpy(t->buf + t->size, line, len);
+        t->size += len;
+        t->buf[t->size] = '\0';
+        return 0;
+}
+
+typedef struct TextFilter {
+        ProcMapsText *text;
+        size_t kept, run;
+        bool last_file_backed;
+        ProcMapsEntry last; /* path points into last_path */
+        char last_path[PATH_MAX];
+} TextFilter;
+
+/* One line (with its '\n', if any) of the file: kept when executable and
+ * within the bounds. */
+static int filter_line(TextFilter *f, const char *line, size_t len) {
+        char copy[PATH_MAX + 256];
+        ProcMapsEntry e;
+        bool same_file;
+        const char *sp;
+
+        /* "start-end perms ...": the permissions first (most lines are not
+         * executable), the whole line only for the executable ones. */
+        sp = memchr(line, ' ', len);
+        if (!sp || (size_t) (sp - line) + 4 >= len || sp[3] != 'x')
+                return 0;
+        if (len >= sizeof(copy))
+                return 0; /* not a line the kernel writes */
+        memcpy(copy, line, len);
+        copy[len] = '\0';
+        if (proc_maps_parse_line(copy, &e) < 0)
+                return 0;
+
+        same_file = f->last_file_backed && proc_maps_entry_file_backed(&e) && e.major == f->last.major &&
+                    e.minor == f->last.minor && e.inode == f->last.inode && e.deleted == f->last.deleted &&
+                    streq(e.path, f->last.path);
+        f->run = same_file ? f->run + 1 : 0;
+        if (!same_file) {
+                f->last = e;
+                f->last_file_backed =
+                        proc_maps_entry_file_backed(&e) && strlen(e.path) < sizeof(f->last_path);
+                if (f->last_file_backed)
+                        strcpy(f->last_path, e.path);
+                f->last.path = f->last_path;
+        }
+        if (f->run >= PROC_MAPS_SAME_FILE_RUN_MAX || f->kept >= PROC_MAPS_EXECUTABLE_MAX) {
+                f->text->dropped++;
+                return 0;
+        }
+        f->kept++;
+        return text_append(f->text, line, len);
+}
+
+/* Reads fd (a maps file) through the filter, in blocks: the whole file is
+ * never held (65,000 mappings are 5 MB of text). */
+static int text_fill(ProcMapsText *t, int fd) {
+        _cleanup_free_ TextFilter *f = calloc(1, sizeof(TextFilter));
+        _cleanup_free_ char *block = NULL;
+        size_t block_size = 65536 + PATH_MAX + 256, have = 0;
+
+        if (!f)
+                return -ENOMEM;
+        block = malloc(block_size);
+        if (!block)
+                return -ENOMEM;
+        f->text = t;
+        t->size = t->dropped = 0;
+        for (;;) {
+                ssize_t k = read(fd, block + have, block_size - have);
+                size_t pos = 0;
+                int r;
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                have += (size_t) k;
+                for (;;) {
+                        char *nl = memchr(block + pos, '\n', have - pos);
+                        if (!nl)
+                                break;
+                        r = filter_line(f, block + pos, (size_t) (nl - (block + pos)) + 1);
+                        if (r < 0)
+                                return r;
+                        pos = (size_t) (nl - block) + 1;
+                }
+                if (k == 0 || (pos == 0 && have == block_size)) {
+                        /* The end (a last line without '\n'), or a line
+                         * longer than any the kernel writes: taken as is. */
+                        if (have > pos) {
+                                r = filter_line(f, block + pos, have - pos);
+                                if (r < 0)
+                                        return r;
+                        }
+                        if (k == 0)
+                                return 0;
+                        have = pos = 0;
+                        continue;
+                }
+                memmove(block, block + pos, have - pos);
+                have -= pos;
+        }
+}
+
+int proc_maps_text_read(const char *proc_root, pid_t pid, ProcMapsText *t) {
+        char path[PATH_MAX];
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if ((size_t) snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int) pid) >= sizeof(path))
+                return t->error = -ENAMETOOLONG;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return t->error = negative_errno();
+        r = text_fill(t, fd);
+        t->error = r < 0 ? r : 0;
+        return r;
+}
+
 /* ---- one read of /proc/PID/maps for the readers of one moment ---- */
 
 struct ProcMapsCache {
         char *proc_root;
         pid_t pid;
         bool valid;
-        char *buf;
-        size_t size, allocated;
-        uint64_t reads, hits;
+        ProcMapsText text;
+        uint64_t reads, hits, put;
 };
 
 ProcMapsCache *proc_maps_cache_new(void) {
@@ -185,7 +321,7 @@ ProcMapsCache *proc_maps_cache_free(ProcMapsCache *c) {
         if (!c)
                 return NULL;
         free(c->proc_root);
-        free(c->buf);
+        proc_maps_text_done(&c->text);
         free(c);
         return NULL;
 }
@@ -194,86 +330,85 @@ void proc_maps_cache_clear(ProcMapsCache *c) {
         if (!c || !c->valid)
                 return;
         c->valid = false;
-        /* A huge one is not kept around. */
-        if (c->allocated > 1024 * 1024) {
-                free(c->buf);
-                c->buf = NULL;
-                c->allocated = 0;
-        }
+        /* A large one is not kept around. */
+        if (c->text.allocated > 1024 * 1024)
+                proc_maps_text_done(&c->text);
 }
 
-void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits) {
+void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits,
+                           uint64_t *ret_put) {
         *ret_reads = c ? c->reads : 0;
         *ret_hits = c ? c->hits : 0;
+        *ret_put = c ? c->put : 0;
 }
 
-/* The whole file into c->buf; -EFBIG past PROC_MAPS_CACHE_MAX. */
-static int cache_fill(ProcMapsCache *c, int fd) {
-        c->size = 0;
-        for (;;) {
-                ssize_t k;
+static int cache_set_root(ProcMapsCache *c, const char *proc_root) {
+        if (c->proc_root && streq(c->proc_root, proc_root))
+                return 0;
+        free(c->proc_root);
+        c->proc_root = strdup(proc_root);
+        return c->proc_root ? 0 : -ENOMEM;
+}
 
-                if (c->allocated - c->size < 65536) {
-                        size_t want = MAX(c->allocated * 2, (size_t) 131072);
-                        char *b;
-                        if (want > PROC_MAPS_CACHE_MAX)
-                                return -EFBIG;
-                        b = realloc(c->buf, want);
-                        if (!b)
-                                return -ENOMEM;
-                        c->buf = b;
-                        c->allocated = want;
-                }
-                k = read(fd, c->buf + c->size, c->allocated - c->size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        return 0;
-                c->size += (size_t) k;
+static bool cache_holds(const ProcMapsCache *c, const char *proc_root, pid_t pid) {
+        return c->valid && c->pid == pid && c->proc_root && streq(c->proc_root, proc_root);
+}
+
+void proc_maps_cache_put(ProcMapsCache *c, const char *proc_root, pid_t pid, ProcMapsText *t) {
+        c->valid = false;
+        if (cache_set_root(c, proc_root) < 0) {
+                proc_maps_text_done(t);
+                return;
         }
+        proc_maps_text_done(&c->text);
+        c->text = *t;
+        *t = (ProcMapsText){};
+        c->pid = pid;
+        c->valid = true;
+        c->put++;
+}
+
+size_t proc_maps_cache_dropped(const ProcMapsCache *c, const char *proc_root, pid_t pid) {
+        return c && cache_holds(c, proc_root, pid) ? c->text.dropped : 0;
+}
+
+static FILE *cache_open(ProcMapsCache *c) {
+        if (c->text.error < 0) {
+                errno = -c->text.error;
+                return NULL;
+        }
+        /* An empty text: fmemopen() wants a size > 0 in older glibc. */
+        return c->text.size > 0 ? fmemopen(c->text.buf, c->text.size, "r") : fopen("/dev/null", "re");
 }
 
 FILE *proc_maps_fopen(ProcMapsCache *c, const char *proc_root, pid_t pid) {
         char path[PATH_MAX];
-        int fd, r;
 
-        if ((size_t) snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int) pid) >= sizeof(path)) {
-                errno = ENAMETOOLONG;
-                return NULL;
-        }
-        if (!c)
+        if (!c) {
+                if ((size_t) snprintf(path, sizeof(path), "%s/%d/maps", proc_root, (int) pid) >=
+                    sizeof(path)) {
+                        errno = ENAMETOOLONG;
+                        return NULL;
+                }
                 return fopen(path, "re");
-        if (c->valid && c->pid == pid && c->proc_root && strcmp(c->proc_root, proc_root) == 0) {
+        }
+        if (cache_holds(c, proc_root, pid)) {
                 c->hits++;
-                /* An empty file: fmemopen() wants a size > 0 in older glibc. */
-                return c->size > 0 ? fmemopen(c->buf, c->size, "r") : fopen("/dev/null", "re");
+                return cache_open(c);
         }
 
         c->valid = false;
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return NULL;
-        r = cache_fill(c, fd);
-        close(fd);
-        c->reads++;
-        if (r == -EFBIG)
-                return fopen(path, "re"); /* too large to keep: read directly */
-        if (r < 0) {
-                errno = -r;
+        if (cache_set_root(c, proc_root) < 0) {
+                errno = ENOMEM;
                 return NULL;
         }
-        if (!c->proc_root || strcmp(c->proc_root, proc_root) != 0) {
-                free(c->proc_root);
-                c->proc_root = strdup(proc_root);
-                if (!c->proc_root) {
-                        errno = ENOMEM;
-                        return NULL;
-                }
+        c->reads++;
+        (void) proc_maps_text_read(proc_root, pid, &c->text);
+        if (c->text.error == -ENOMEM) {
+                errno = ENOMEM;
+                return NULL; /* not kept: another try may fare better */
         }
         c->pid = pid;
         c->valid = true;
-        return c->size > 0 ? fmemopen(c->buf, c->size, "r") : fopen("/dev/null", "re");
+        return cache_open(c);
 }

@@ -34,26 +34,59 @@ static inline bool proc_maps_entry_file_backed(const ProcMapsEntry *e) {
  * path is cut at its end). -EBADMSG for a malformed line. */
 int proc_maps_parse_line(char *line, ProcMapsEntry *ret);
 
+/* What the readers of /proc/PID/maps keep of a process (the unwinder, the
+ * symbolizer, the CPython finder): its executable mappings, at most
+ * PROC_MAPS_EXECUTABLE_MAX, and at most PROC_MAPS_SAME_FILE_RUN_MAX of one
+ * file in a row. A process that maps one file 65,000 times (and forks
+ * children that inherit them) would otherwise cost a file open and 5 MB of
+ * memory per mapping, in every child. */
+#define PROC_MAPS_EXECUTABLE_MAX 2048
+#define PROC_MAPS_SAME_FILE_RUN_MAX 32
+
+/* The executable lines of PROC/PID/maps within those bounds, as text (the
+ * same lines, in the same order), and how many executable mappings the
+ * bounds left out. Read anywhere: a worker thread reads it for the loop. */
+typedef struct ProcMapsText {
+        char *buf;
+        size_t size, allocated;
+        size_t dropped;
+        int error; /* negative errno of the read (-ENOENT: no such process), 0 */
+} ProcMapsText;
+
+/* Reads the file; on failure t->error is set too. */
+int proc_maps_text_read(const char *proc_root, pid_t pid, ProcMapsText *t);
+void proc_maps_text_done(ProcMapsText *t);
+
 /* /proc/PID/maps read once for the readers of one moment: the unwinder,
  * the symbolizer and the CPython finder each read a new process's
  * mappings, in the same loop iteration; with tens of thousands of mappings
  * each read costs tens of ms. Between two proc_maps_cache_clear() calls,
- * the first proc_maps_fopen() of a process reads the file into memory and
- * the next ones read that copy. One process at a time (the last one read);
- * a file larger than PROC_MAPS_CACHE_MAX is read directly each time. The
- * owner clears it whenever a process may have changed (a process event: an
- * exec() between two reads of the same PID). */
-#define PROC_MAPS_CACHE_MAX (64U * 1024U * 1024U)
+ * the first proc_maps_fopen() of a process reads the file (its executable
+ * lines, as proc_maps_text_read()) into memory and the next ones read that
+ * copy; or a text read off the loop is handed to the cache
+ * (proc_maps_cache_put()), and no reader of that moment reads the file.
+ * One process at a time (the last one read). The owner clears it whenever
+ * a process may have changed (a process event: an exec() between two reads
+ * of the same PID). */
 typedef struct ProcMapsCache ProcMapsCache;
 ProcMapsCache *proc_maps_cache_new(void);
 ProcMapsCache *proc_maps_cache_free(ProcMapsCache *c);
 /* The mappings may have changed: read the file again next time. */
 void proc_maps_cache_clear(ProcMapsCache *c);
+/* The text of pid, read elsewhere (t->error set: what reading it said):
+ * the cache takes t's buffer (t is left empty), until the next clear. */
+void proc_maps_cache_put(ProcMapsCache *c, const char *proc_root, pid_t pid, ProcMapsText *t);
 /* PROC/PID/maps as a FILE to read lines from (fclose() it, before the next
- * clear); c NULL: the file itself. NULL with errno set on failure. */
+ * clear): with a cache, only its executable lines within the bounds; c
+ * NULL: the file itself. NULL with errno set on failure. */
 FILE *proc_maps_fopen(ProcMapsCache *c, const char *proc_root, pid_t pid);
-/* Reads (from the file) and hits (from memory), for tests and status. */
-void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits);
+/* The executable mappings the cached text of pid left out (0 when pid is
+ * not the process in the cache). */
+size_t proc_maps_cache_dropped(const ProcMapsCache *c, const char *proc_root, pid_t pid);
+/* Reads (from the file), hits (from memory) and texts put (read off the
+ * loop), for tests and status. */
+void proc_maps_cache_stats(const ProcMapsCache *c, uint64_t *ret_reads, uint64_t *ret_hits,
+                           uint64_t *ret_put);
 
 /* Opens the file of a file-backed mapping of pid: through
  * PROC/PID/map_files/START-END (needs CAP_SYS_ADMIN, works for deleted

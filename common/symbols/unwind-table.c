@@ -1072,7 +1072,6 @@ const char *unwind_source_to_string(UnwindSource s) {
 }
 
 const struct cgprof_unwind_row *unwind_table_lookup(const UnwindTable *t, uint64_t vaddr) {
-        size_t lo = 0, hi;
         uint64_t pc;
 
         if (!t || t->n_rows == 0 || vaddr < t->base || vaddr >= t->end)
@@ -1080,16 +1079,7 @@ const struct cgprof_unwind_row *unwind_table_lookup(const UnwindTable *t, uint64
         pc = vaddr - t->base;
 
         /* The last row whose pc <= pc; rows[0].pc is 0. */
-        hi = t->n_rows;
-        while (hi - lo > 1) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (t->rows[mid].pc <= pc)
-                        lo = mid;
-                else
-                        hi = mid;
-        }
-        return &t->rows[lo];
+        return &t->rows[SORTED_UPPER_BOUND(t->rows, t->n_rows, _e->pc, pc) - 1];
 }
 
 /* The bytes of a CFI section, decompressed if need be. */
