@@ -240,6 +240,8 @@ static const struct {
         { "split-reads", CGPROF_BENCH_SPLIT_READS },
         { "probe-reads", CGPROF_BENCH_PROBE_READS },
         { "no-stack-copy", CGPROF_BENCH_NO_STACK_COPY },
+        { "copy-256", CGPROF_BENCH_COPY_256 },
+        { "copy-512", CGPROF_BENCH_COPY_512 },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {

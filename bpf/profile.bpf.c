@@ -415,6 +415,16 @@ static __always_inline void stack_copy(struct walk_state *w) {
         w->copy_len = 0;
         if (BENCH(CGPROF_BENCH_NO_STACK_COPY) || w->sp == 0 || w->sp > USER_ADDR_MAX - STACK_COPY_SIZE)
                 return;
+        if (BENCH(CGPROF_BENCH_COPY_256)) {
+                if (bpf_probe_read_user(w->copy, 256, (void *) w->sp) == 0)
+                        w->copy_len = 256;
+                return;
+        }
+        if (BENCH(CGPROF_BENCH_COPY_512)) {
+                if (bpf_probe_read_user(w->copy, 512, (void *) w->sp) == 0)
+                        w->copy_len = 512;
+                return;
+        }
         if (bpf_probe_read_user(w->copy, STACK_COPY_SIZE, (void *) w->sp) == 0) {
                 w->copy_len = STACK_COPY_SIZE;
                 return;

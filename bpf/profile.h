@@ -47,6 +47,8 @@
 #define CGPROF_BENCH_SPLIT_READS (1u << 10) /* two 8-byte reads per frame (before) */
 #define CGPROF_BENCH_PROBE_READS (1u << 11) /* task fields by bpf_probe_read_kernel() (before) */
 #define CGPROF_BENCH_NO_STACK_COPY (1u << 12) /* every frame read from user memory (before) */
+#define CGPROF_BENCH_COPY_256 (1u << 13) /* 256 bytes of the stack copied, not 1 KiB */
+#define CGPROF_BENCH_COPY_512 (1u << 14) /* 512 bytes of the stack copied, not 1 KiB */
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */

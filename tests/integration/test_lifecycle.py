@@ -417,7 +417,10 @@ def test_many_mappings():
         assert st["unwindTables"]["processesCapped"] >= 1, st["unwindTables"]
         assert p.wait(60) == 0
         st = agent.status()
-        log("eventLoop:", st["eventLoop"], "unwindTables:", st["unwindTables"])
+        log("eventLoop:", st["eventLoop"], "unwindTables:", st["unwindTables"], "procMaps:", st["procMaps"])
+        # The mappings of the process and its children were read off the
+        # event loop (one read per process event, handed to the loop).
+        assert st["procMaps"]["readOffLoop"] >= 5, st["procMaps"]
         cg.remove()
         summary = wait_for(lambda: next(iter(agent.summaries()), None), what="the session's report")
         log("samples:", summary["samples"]["total"], "processes:", len(summary["processes"]))
