@@ -258,8 +258,12 @@ static __always_inline void note_process(struct task_struct *leader, __u32 pid, 
         bpf_map_update_elem(&procs_seen, &pid, &v, BPF_ANY);
 }
 
-/* ---- The stacks store: keyed by a 64-bit hash of the stack, every insert
- * compared frame by frame, so a hash collision never merges two stacks. ---- */
+/* ---- The stacks store: keyed by a 64-bit hash of the stack. A stack is
+ * stored (and compared frame by frame with one stored under the same hash:
+ * a different one takes the next key) at the first sample of its count's
+ * key in a drain period; later samples of that key only find their count.
+ * Two different stacks of one process with one 64-bit hash in the same
+ * drain period would share a count (one chance in 2^64 per pair). ---- */
 
 static __always_inline __u64 hash_mix(__u64 h, __u64 v) {
         h ^= v * 0x9e3779b97f4a7c15ULL;
@@ -309,18 +313,25 @@ static __always_inline int stack_equal(struct cgprof_stack *a, struct cgprof_sta
 
 #define STORE_PROBES 4
 
-/* Returns the stack's key in the map, 0 when it could not be stored. */
-static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st,
-                                         struct cgprof_session_stats *stats) {
+/* The stack's 64-bit hash (never 0: 0 means "no stack"). */
+static __always_inline __u64 stack_hash(struct cgprof_stack *st) {
         struct hash_ctx hc = { .st = st, .h = hash_mix(st->n, st->flags) };
-        struct cgprof_stack *v;
-        long r;
 
         hc.h = hash_mix(hc.h, st->fp_frames[0] ^ (st->fp_frames[1] << 1));
         bpf_loop(CGPROF_MAX_STACK_DEPTH, hash_frame, &hc, 0);
+        return hc.h ?: 1;
+}
+
+/* Stores the stack under its hash h, or one of the next keys when another
+ * stack has it. Returns the stack's key in the map, 0 when it could not be
+ * stored. */
+static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st, __u64 h,
+                                         struct cgprof_session_stats *stats) {
+        struct cgprof_stack *v;
+        long r;
 
         for (int i = 0; i < STORE_PROBES; i++) {
-                __u64 key = hc.h + i;
+                __u64 key = h + i;
                 if (key == 0)
                         continue; /* 0 means "no stack" */
                 v = bpf_map_lookup_elem(stacks, &key);
@@ -905,6 +916,35 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
         return 1;
 }
 
+/* Stores the sample's stacks (key's stack fields hold their hashes): each
+ * field becomes the stack's key in the map, or 0 with the lost flag.
+ * Returns nonzero when a field changed. */
+static __always_inline int store_stacks(void *stacks, struct scratch *s, struct cgprof_sample_key *key,
+                                        struct cgprof_session_stats *st) {
+        __u64 h;
+        int changed = 0;
+
+        if ((h = key->user_stack)) {
+                key->user_stack = stack_store(stacks, &s->user, h, st);
+                if (key->user_stack == 0)
+                        key->lost |= CGPROF_SAMPLE_USER_LOST;
+                changed |= key->user_stack != h;
+        }
+        if ((h = key->python_stack)) {
+                key->python_stack = stack_store(stacks, &s->python, h, st);
+                if (key->python_stack == 0)
+                        key->lost |= CGPROF_SAMPLE_PYTHON_LOST;
+                changed |= key->python_stack != h;
+        }
+        if ((h = key->kernel_stack)) {
+                key->kernel_stack = stack_store(stacks, &s->kernel, h, st);
+                if (key->kernel_stack == 0)
+                        key->lost |= CGPROF_SAMPLE_KERNEL_LOST;
+                changed |= key->kernel_stack != h;
+        }
+        return changed;
+}
+
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -969,22 +1009,20 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 stacks = &stacks1;
         }
 
+        /* Each stack is keyed by its hash. A sample whose key (process,
+         * stacks) was counted before in this drain period only adds one to
+         * its count: its stacks are stored already, no lookup and compare
+         * of each. Its first sample stores them (and compares them with a
+         * stack stored under the same hash: a different one takes the next
+         * key, which the count's key then names). */
         if (!BENCH(CGPROF_BENCH_NO_USER) && mm) { /* kernel threads have no user stack */
                 user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
-                if (s->user.n > 0) {
-                        key.user_stack =
-                                BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_store(stacks, &s->user, st);
-                        if (key.user_stack == 0)
-                                key.lost |= CGPROF_SAMPLE_USER_LOST;
-                }
+                if (s->user.n > 0)
+                        key.user_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_hash(&s->user);
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
-            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time)) {
-                key.python_stack =
-                        BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_store(stacks, &s->python, st);
-                if (key.python_stack == 0)
-                        key.lost |= CGPROF_SAMPLE_PYTHON_LOST;
-        }
+            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
+                key.python_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_hash(&s->python);
         /* A sample that interrupted user mode has no kernel stack: the
          * kernel's walker would find none (it walks kernel registers only). */
         if (!BENCH(CGPROF_BENCH_NO_KERNEL) && (sess->flags & CGPROF_SESSION_KERNEL_STACKS) &&
@@ -993,18 +1031,24 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 s->kernel.n = n > 0 ? (__u32) n / 8 : 0;
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
                 s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
-                if (s->kernel.n > 0) {
-                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE)
-                                                   ? s->kernel.n
-                                                   : stack_store(stacks, &s->kernel, st);
-                        if (key.kernel_stack == 0)
-                                key.lost |= CGPROF_SAMPLE_KERNEL_LOST;
-                }
+                if (s->kernel.n > 0)
+                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n : stack_hash(&s->kernel);
         }
 
-        if (BENCH(CGPROF_BENCH_NO_COUNT))
+        if (BENCH(CGPROF_BENCH_NO_COUNT)) {
+                if (!BENCH(CGPROF_BENCH_NO_STORE))
+                        store_stacks(stacks, s, &key, st);
                 goto counted;
+        }
         v = bpf_map_lookup_elem(counts, &key);
+        if (v) {
+                __sync_fetch_and_add(v, 1);
+                goto counted;
+        }
+        /* The first sample of this key: its stacks are stored now. */
+        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(stacks, s, &key, st))
+                /* A stack took another key: it may have been counted. */
+                v = bpf_map_lookup_elem(counts, &key);
         if (v)
                 __sync_fetch_and_add(v, 1);
         else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST) < 0) {
