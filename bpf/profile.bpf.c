@@ -170,6 +170,7 @@ struct {
 #define STACK_COPY_SIZE 1024 /* a power of two */
 struct walk_state {
         __u64 ip, sp, fp;
+        __u64 hash; /* of the frames pushed so far (stack_hash()'s, as they are pushed) */
         struct cgprof_mapping map; /* the last mapping found (map.end 0: none) */
         __u64 start_time;
         __u32 pid;
@@ -313,13 +314,26 @@ static __always_inline int stack_equal(struct cgprof_stack *a, struct cgprof_sta
 
 #define STORE_PROBES 4
 
-/* The stack's 64-bit hash (never 0: 0 means "no stack"). */
-static __always_inline __u64 stack_hash(struct cgprof_stack *st) {
-        struct hash_ctx hc = { .st = st, .h = hash_mix(st->n, st->flags) };
+/* The stack's 64-bit hash (never 0: 0 means "no stack"), from h, the hash
+ * of its frames (hash_mix() of each, in order, from 0). */
+static __always_inline __u64 stack_hash_finish(struct cgprof_stack *st, __u64 h) {
+        h = hash_mix(h, st->n);
+        h = hash_mix(h, st->flags);
+        h = hash_mix(h, st->fp_frames[0] ^ (st->fp_frames[1] << 1));
+        return h ?: 1;
+}
 
-        hc.h = hash_mix(hc.h, st->fp_frames[0] ^ (st->fp_frames[1] << 1));
+/* The hash of the frames of a stack walked by the kernel or the Python
+ * walk: a loop over them. (The user stack walks hash frames as they go.) */
+static __always_inline __u64 frames_hash(struct cgprof_stack *st) {
+        struct hash_ctx hc = { .st = st, .h = 0 };
+
         bpf_loop(CGPROF_MAX_STACK_DEPTH, hash_frame, &hc, 0);
-        return hc.h ?: 1;
+        return hc.h;
+}
+
+static __always_inline __u64 stack_hash(struct cgprof_stack *st) {
+        return stack_hash_finish(st, frames_hash(st));
 }
 
 /* Stores the stack under its hash h, or one of the next keys when another
@@ -622,6 +636,7 @@ static long walk_frame(__u32 i, void *data) {
         }
         st->pcs[frame_index(n)] = w->ip;
         st->n = n + 1;
+        w->hash = hash_mix(w->hash, w->ip);
 
         /* A return address is after the call: look up the call itself. */
         addr = n == 0 ? w->ip : w->ip - 1;
@@ -667,6 +682,7 @@ static long fp_walk_frame(__u32 i, void *data) {
         }
         st->pcs[frame_index(n)] = s->w.ip;
         st->n = n + 1;
+        s->w.hash = hash_mix(s->w.hash, s->w.ip);
         return fp_step(&s->w, st) ? 1 : 0;
 }
 
@@ -731,6 +747,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         st->n = 0;
         st->flags = 0;
         st->fp_frames[0] = st->fp_frames[1] = 0;
+        s->w.hash = 0;
 
         if (session_flags & CGPROF_SESSION_UNWIND_TABLES) {
                 proc = bpf_map_lookup_elem(&unwind_procs, &pid);
@@ -740,6 +757,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
                 r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
                 st->n = r > 0 ? (__u32) r / 8 : 0;
+                s->w.hash = frames_hash(st);
                 st->flags = CGPROF_STACK_KERNEL_WALK;
                 if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
                         st->flags |= CGPROF_STACK_PENDING;
@@ -1018,7 +1036,10 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         if (!BENCH(CGPROF_BENCH_NO_USER) && mm) { /* kernel threads have no user stack */
                 user_stack(ctx, s, task, key.pid, key.start_time, slot, sess->flags);
                 if (s->user.n > 0)
-                        key.user_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->user.n : stack_hash(&s->user);
+                        /* The walks hashed its frames as they went. */
+                        key.user_stack = BENCH(CGPROF_BENCH_NO_STORE)
+                                                 ? s->user.n
+                                                 : stack_hash_finish(&s->user, s->w.hash);
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
             python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
