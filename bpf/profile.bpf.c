@@ -1053,7 +1053,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
                 s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
                 if (s->kernel.n > 0)
-                        key.kernel_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n : stack_hash(&s->kernel);
+                        key.kernel_stack =
+                                BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n : stack_hash(&s->kernel);
         }
 
         if (BENCH(CGPROF_BENCH_NO_COUNT)) {
