@@ -104,6 +104,9 @@ typedef struct Target {
 typedef struct MachineSetting {
         char *name; /* sysctl name, e.g. "kernel.perf_event_paranoid" (allow-listed) */
         char *value;
+        /* The nodes it applies to, by their labels; NULL: every node. No
+         * two entries for one sysctl can match one node (refused at load). */
+        LabelSelector *node_selector;
 } MachineSetting;
 
 typedef struct Config {
@@ -112,6 +115,9 @@ typedef struct Config {
         size_t n_machine_config;
         bool restore_machine_config; /* default true */
         uint64_t machine_config_interval_usec; /* default 30s, > 0 */
+        /* "nodeLabels": the host's labels for machineConfig nodeSelectors
+         * without Kubernetes (strv key, value, ...); NULL: not set. */
+        char **node_labels;
         bool enable_default; /* default false */
         uint64_t unwind_table_rows; /* default CONFIG_DEFAULT_UNWIND_TABLE_ROWS; read at start only */
         /* debuginfod servers (http:// or https:// URLs) asked for the debug
