@@ -415,6 +415,20 @@ static void pending_free_many(PendingWrite *p, size_t n) {
 
 int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
                          size_t n_settings, bool initial, MachineChangeCallback cb, void *userdata) {
+        return machine_config_apply_keep(state_dir, sysctl_root, settings, n_settings, NULL, initial, cb,
+                                         userdata);
+}
+
+static bool strv_has(char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
+                              size_t n_settings, char *const *keep, bool initial, MachineChangeCallback cb,
+                              void *userdata) {
         _cleanup_(cJSON_Deletep) cJSON *originals = NULL;
         PendingWrite *pending = NULL;
         bool had_file, added = false, dropped = false;
@@ -516,7 +530,7 @@ int machine_config_apply(const char *state_dir, const char *sysctl_root, const M
          * leave the state file. One that cannot be restored stays in it. */
         for (item = originals->child; item; item = next) {
                 next = item->next;
-                if (settings_contain(settings, n_settings, item->string))
+                if (settings_contain(settings, n_settings, item->string) || strv_has(keep, item->string))
                         continue;
                 r = restore_one(sysctl_root, item->string, item->valuestring, cb, userdata);
                 if (r < 0) {

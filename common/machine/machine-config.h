@@ -43,6 +43,13 @@ int sysctl_path(const char *sysctl_root, const char *name, char **ret);
 int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
                          size_t n_settings, bool initial, MachineChangeCallback cb, void *userdata);
 
+/* The same, but the saved sysctls named in 'keep' (strv, may be NULL) are
+ * left alone even though 'settings' does not name them: neither written
+ * nor restored (machineConfig entries that wait for the node's labels). */
+int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
+                              size_t n_settings, char *const *keep, bool initial, MachineChangeCallback cb,
+                              void *userdata);
+
 /* Writes every saved original back and removes the state file. */
 int machine_config_restore(const char *state_dir, const char *sysctl_root, MachineChangeCallback cb,
                            void *userdata);
