@@ -94,7 +94,7 @@ static bool sysctl_value_valid(const char *value) {
 /* Equal with whitespace runs folded and leading/trailing whitespace ignored:
  * "4096\t8192" == "4096 8192", which is how the kernel prints multi-value
  * sysctls. */
-static bool sysctl_value_equal(const char *a, const char *b) {
+bool machine_value_equal(const char *a, const char *b) {
         for (;;) {
                 size_t la, lb;
 
@@ -372,7 +372,7 @@ static int restore_one(const char *sysctl_root, const char *name, const char *or
         r = read_first_line(path, &current);
         if (r < 0)
                 return r;
-        if (sysctl_value_equal(current, original))
+        if (machine_value_equal(current, original))
                 return 0;
 
         r = write_sysctl(path, original);
@@ -477,7 +477,7 @@ int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, co
                         RET_GATHER(ret, r);
                         continue;
                 }
-                if (sysctl_value_equal(current, s->value))
+                if (machine_value_equal(current, s->value))
                         continue;
 
                 if (!cJSON_GetObjectItemCaseSensitive(originals, s->name)) {
