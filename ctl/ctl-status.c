@@ -251,10 +251,7 @@ static int verb_check_machine(Ctl *c) {
         return EXIT_SUCCESS;
 }
 
-int verb_check(Ctl *c, char **args) {
-        if (!args[0])
-                return verb_check_machine(c);
-
+static int verb_check_pod(Ctl *c, char **args) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_done) Table t = { .n_columns = 2 };
