@@ -669,6 +669,35 @@ TEST(machine_config_node_selector) {
                            "{\"labels\": {}}}",
                            "machineConfig[0].nodeSelector.labels: ");
 
+        /* Bounds: entries, and a selector's size. */
+        {
+                _cleanup_free_ char *doc = NULL, *values = NULL;
+                size_t n = 0;
+                FILE *f = open_memstream(&doc, &n);
+
+                ASSERT_NOT_NULL(f);
+                fputs("{\"machineConfig\": [", f);
+                for (int i = 0; i < CONFIG_MACHINE_CONFIG_MAX + 1; i++)
+                        fprintf(f, "%s{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                   "{\"matchLabels\": {\"k\": \"v%d\"}}}",
+                                i ? "," : "", i);
+                fputs("]}", f);
+                fclose(f);
+                check_fail(doc, "machineConfig: at most 64 entries");
+
+                f = open_memstream(&values, &n);
+                ASSERT_NOT_NULL(f);
+                for (int i = 0; i < CONFIG_NODE_SELECTOR_VALUES_MAX; i++)
+                        fprintf(f, "%s\"v%d\"", i ? "," : "", i);
+                fclose(f);
+                free(doc);
+                ASSERT_TRUE(asprintf(&doc, "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                           "{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"In\", "
+                                           "\"values\": [%s]}]}}",
+                                values) >= 0);
+                check_machine_fail(doc, "machineConfig[0].nodeSelector: more than 64");
+        }
+
         /* nodeLabels: an object of label values. */
         check_fail("{\"nodeLabels\": []}", "nodeLabels: must be an object");
         check_fail("{\"nodeLabels\": {\"a\": 1}}", "nodeLabels: value of \"a\" must be a string");

@@ -1270,6 +1270,10 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         if (r < 0)
                 return r;
 
+        /* Entries are compared pairwise (machine_setting_check_overlap()),
+         * on the event loop at a reload: both bounds keep that short. */
+        if (cJSON_GetArraySize(j) > CONFIG_MACHINE_CONFIG_MAX)
+                return fail(error, path, "at most %d entries", CONFIG_MACHINE_CONFIG_MAX);
         c->machine_config = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(MachineSetting));
         if (!c->machine_config)
                 return -ENOMEM;
@@ -1284,6 +1288,20 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
                 if (r < 0)
                         return r;
 
+                if (m.node_selector) {
+                        size_t n_values = strv_length(m.node_selector->match_labels) / 2;
+
+                        for (size_t k = 0; k < m.node_selector->n_requirements; k++)
+                                n_values += 1 + strv_length(m.node_selector->requirements[k].values);
+                        if (n_values > CONFIG_NODE_SELECTOR_VALUES_MAX) {
+                                _cleanup_free_ char *sp = path_key(p, "nodeSelector");
+
+                                if (!sp)
+                                        return -ENOMEM;
+                                return fail(error, sp, "more than %d labels, conditions and values",
+                                            CONFIG_NODE_SELECTOR_VALUES_MAX);
+                        }
+                }
                 r = machine_setting_check_overlap(c->machine_config, n, &m, p, error);
                 if (r < 0)
                         return r;

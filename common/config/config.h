@@ -50,6 +50,10 @@ UnwindMode unwind_mode_from_string(const char *s);
 /* debuginfodUrls: at most this many servers, each URL at most this long. */
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
 #define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
+/* machineConfig: at most this many entries, and labels, conditions and
+ * values in one nodeSelector (two entries for one sysctl are compared). */
+#define CONFIG_MACHINE_CONFIG_MAX 64
+#define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
 #define CONFIG_HTTP_MAX_CONNECTIONS_MAX 1024U
