@@ -144,8 +144,8 @@ void journal_machine_change(const char *name, const char *old_value, const char 
 
         /* " on node N (machineConfig[0], nodeSelector a=b: the node's labels changed)" */
         if (mf->node || mf->entry || mf->reason)
-                (void) asprintf(&origin, "%s%s%s%s%s%s%s%s%s", mf->node ? " on node " : "", strempty(mf->node),
-                                mf->entry || mf->reason ? " (" : "", strempty(mf->entry),
+                (void) asprintf(&origin, "%s%s%s%s%s%s%s%s%s", mf->node ? " on node " : "",
+                                strempty(mf->node), mf->entry || mf->reason ? " (" : "", strempty(mf->entry),
                                 mf->selector ? ", nodeSelector " : "", strempty(mf->selector),
                                 mf->entry && mf->reason ? ": " : "", strempty(mf->reason),
                                 mf->entry || mf->reason ? ")" : "");

@@ -216,7 +216,8 @@ static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_b
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "sss", strempty(m->node_name), check.labels, check.labels_source);
+                r = sd_bus_message_append(reply, "sss", strempty(m->node_name), check.labels,
+                                          check.labels_source);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(ssssss)");
         for (size_t i = 0; r >= 0 && i < check.n_sysctls; i++) {
@@ -449,9 +450,10 @@ static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Check", SD_BUS_ARGS("s", namespace, "s", pod, "s", container),
                                 SD_BUS_RESULT("b", targeted, "s", target, "s", profile, "a(ss)", reasons),
                                 method_check, 0),
-        SD_BUS_METHOD_WITH_ARGS("CheckMachineConfig", SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", node, "s", labels, "s", labels_source, "a(ssssss)", sysctls),
-                                method_check_machine_config, 0),
+        SD_BUS_METHOD_WITH_ARGS(
+                "CheckMachineConfig", SD_BUS_NO_ARGS,
+                SD_BUS_RESULT("s", node, "s", labels, "s", labels_source, "a(ssssss)", sysctls),
+                method_check_machine_config, 0),
         SD_BUS_METHOD_WITH_ARGS("StartSession", SD_BUS_ARGS("s", target, "s", profile, "t", duration_usec),
                                 SD_BUS_RESULT("s", session_id), method_start_session, 0),
         SD_BUS_METHOD_WITH_ARGS("StopSession", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", report_dir),

@@ -127,8 +127,8 @@ void manager_machine_apply(Manager *m, MachineCause cause) {
 
         MachineApplyContext ctx = { .m = m, .previous = &previous, .cause = cause };
         r = machine_config_apply_keep(m->state_dir, m->opts.sysctl_root, settings, m->machine_wants.n,
-                                      m->machine_wants.pending, cause != MACHINE_CAUSE_TIMER, on_machine_change,
-                                      &ctx);
+                                      m->machine_wants.pending, cause != MACHINE_CAUSE_TIMER,
+                                      on_machine_change, &ctx);
         if (r < 0)
                 log_error_errno(r, "Failed to apply machineConfig: %m");
 }
@@ -380,8 +380,8 @@ int manager_machine_status(Manager *m, cJSON *j) {
         cJSON_AddBoolToObject(o, "nodeRead", m->machine_host || m->node_read);
         cJSON_AddBoolToObject(o, "nodeDeleted", m->node_deleted);
         if (!m->machine_host && !m->node_read)
-                cJSON_AddStringToObject(o, "note",
-                                        "the Node has not been read: only entries without nodeSelector apply");
+                cJSON_AddStringToObject(
+                        o, "note", "the Node has not been read: only entries without nodeSelector apply");
         a = cJSON_AddArrayToObject(o, "sysctls");
         if (!a)
                 return -ENOMEM;

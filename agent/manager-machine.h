@@ -45,7 +45,8 @@ typedef struct ControlMachineSysctl {
         char *entry; /* "machineConfig[N]", or "" */
         char *selector; /* its nodeSelector, "" when none */
         char *actual; /* "" when it cannot be read */
-        const char *state; /* "applied", "drifted", "refused", "restored", "not selected", "waiting for the node's labels" */
+        const char *
+                state; /* "applied", "drifted", "refused", "restored", "not selected", "waiting for the node's labels" */
 } ControlMachineSysctl;
 
 typedef struct ControlMachineCheck {

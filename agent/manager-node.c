@@ -65,7 +65,8 @@ int manager_node_start(Manager *m, KubeClient *client, const KubeWatchOptions *o
         int r;
 
         if (m->config->config->node_labels)
-                log_notice("nodeLabels in the config are not used: machineConfig goes by the labels of Node %s.",
+                log_notice("nodeLabels in the config are not used: machineConfig goes by the labels of Node "
+                           "%s.",
                            m->node_name);
         if (asprintf(&selector, "metadata.name=%s", m->node_name) < 0)
                 return -ENOMEM;

@@ -202,14 +202,15 @@ static int verb_check_machine(Ctl *c) {
         } else {
                 printf("Node %s, labels from %s: {%s}\n", node, source, labels);
                 if (strncmp(source, "none", 4) == 0)
-                        printf("Only the machineConfig entries without nodeSelector apply until the Node is read.\n");
+                        printf("Only the machineConfig entries without nodeSelector apply until the Node is "
+                               "read.\n");
                 if (table_add(&t, "SYSCTL", "DESIRED", "ENTRY (NODESELECTOR)", "ACTUAL", "STATE") < 0)
                         return log_oom(), EXIT_FAILURE;
         }
 
         r = sd_bus_message_enter_container(reply, 'a', "(ssssss)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(ssssss)", &name, &desired, &entry, &selector, &actual,
-                                                  &state)) > 0) {
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(ssssss)", &name, &desired, &entry, &selector,
+                                                  &actual, &state)) > 0) {
                 if (c->json) {
                         cJSON *o = cJSON_CreateObject();
                         if (!o) {

@@ -634,17 +634,18 @@ TEST(machine_config_structure) {
 }
 
 #define GPU "{\"matchLabels\": {\"nvidia.com/gpu.present\": \"true\"}}"
-#define NOT_GPU                                                                       \
+#define NOT_GPU                                                                        \
         "{\"matchExpressions\": [{\"key\": \"nvidia.com/gpu.present\", \"operator\": " \
         "\"NotIn\", \"values\": [\"true\"]}]}"
 
 TEST(machine_config_node_selector) {
-        Config *c = parse_ok("{\"machineConfig\": ["
-                             "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU "},"
-                             "{\"name\": \"kernel.perf_event_paranoid\", \"value\": 2, \"nodeSelector\": " NOT_GPU "},"
-                             "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
-                             "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": 1024}],"
-                             "\"nodeLabels\": {\"nvidia.com/gpu.present\": \"true\", \"zone\": \"\"}}");
+        Config *c = parse_ok(
+                "{\"machineConfig\": ["
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU "},"
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": 2, \"nodeSelector\": " NOT_GPU "},"
+                "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
+                "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": 1024}],"
+                "\"nodeLabels\": {\"nvidia.com/gpu.present\": \"true\", \"zone\": \"\"}}");
         static char *const gpu[] = { "nvidia.com/gpu.present", "true", NULL };
 
         ASSERT_EQ(c->n_machine_config, 4);
@@ -678,8 +679,9 @@ TEST(machine_config_node_selector) {
                 ASSERT_NOT_NULL(f);
                 fputs("{\"machineConfig\": [", f);
                 for (int i = 0; i < CONFIG_MACHINE_CONFIG_MAX + 1; i++)
-                        fprintf(f, "%s{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
-                                   "{\"matchLabels\": {\"k\": \"v%d\"}}}",
+                        fprintf(f,
+                                "%s{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                "{\"matchLabels\": {\"k\": \"v%d\"}}}",
                                 i ? "," : "", i);
                 fputs("]}", f);
                 fclose(f);
@@ -691,10 +693,11 @@ TEST(machine_config_node_selector) {
                         fprintf(f, "%s\"v%d\"", i ? "," : "", i);
                 fclose(f);
                 free(doc);
-                ASSERT_TRUE(asprintf(&doc, "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
-                                           "{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"In\", "
-                                           "\"values\": [%s]}]}}",
-                                values) >= 0);
+                ASSERT_TRUE(asprintf(&doc,
+                                     "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                     "{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"In\", "
+                                     "\"values\": [%s]}]}}",
+                                     values) >= 0);
                 check_machine_fail(doc, "machineConfig[0].nodeSelector: more than 64");
         }
 
@@ -712,7 +715,8 @@ TEST(machine_config_duplicates) {
          * every node, so both would on some. */
         err = parse_fail("{\"machineConfig\": ["
                          "{\"name\": \"kernel.perf_event_paranoid\", \"value\": 2},"
-                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU "}]}",
+                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU
+                         "}]}",
                          "machineConfig[1].name: ");
         ASSERT_TRUE(strstr(err, "(also set by machineConfig[0])"));
         ASSERT_TRUE(strstr(err, "without nodeSelector"));
@@ -721,14 +725,17 @@ TEST(machine_config_duplicates) {
         /* Two selectors a node can both match: the message gives such a node's labels. */
         err = parse_fail("{\"machineConfig\": ["
                          "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
-                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU "},"
+                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU
+                         "},"
                          "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
                          "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}}]}",
                          "machineConfig[2].name: ");
-        ASSERT_STREQ(err, "machineConfig[2].name: duplicate sysctl \"kernel.kptr_restrict\" (also set by "
-                          "machineConfig[0]): a node labelled {nvidia.com/gpu.present=true,cgprof.io/tuning=open} "
-                          "matches both entries' nodeSelectors; scope them so that no node matches both (e.g. In "
-                          "and NotIn on one label)");
+        ASSERT_STREQ(
+                err,
+                "machineConfig[2].name: duplicate sysctl \"kernel.kptr_restrict\" (also set by "
+                "machineConfig[0]): a node labelled {nvidia.com/gpu.present=true,cgprof.io/tuning=open} "
+                "matches both entries' nodeSelectors; scope them so that no node matches both (e.g. In "
+                "and NotIn on one label)");
         free(err);
 
         /* Disjoint: fine, and so is another sysctl under the same selector. */
@@ -750,7 +757,9 @@ TEST(machine_config_node_labels_not_in_profileconfig) {
 
         ASSERT_NOT_NULL(spec);
         ASSERT_ERROR(config_parse_namespaced(spec, "spec", cluster, &c, &err), EINVAL);
-        ASSERT_STREQ(err, "spec.nodeLabels: not allowed in a ProfileConfig: only the cluster config sets nodeLabels");
+        ASSERT_STREQ(
+                err,
+                "spec.nodeLabels: not allowed in a ProfileConfig: only the cluster config sets nodeLabels");
         free(err);
         cJSON_Delete(spec);
         config_free(cluster);

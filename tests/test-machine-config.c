@@ -686,8 +686,8 @@ static void apply_for(const Fixture *fx, const Config *c, Labels labels, bool kn
         machine_wants_done(ret);
         ASSERT_OK(machine_wants_select(c, labels, known, ret));
         ASSERT_OK(machine_wants_settings(ret, &settings));
-        ASSERT_OK(machine_config_apply_keep(fx->state_dir, fx->sysctl_root, settings, ret->n, ret->pending, true,
-                                            record, rec));
+        ASSERT_OK(machine_config_apply_keep(fx->state_dir, fx->sysctl_root, settings, ret->n, ret->pending,
+                                            true, record, rec));
         free(settings);
 }
 
@@ -702,11 +702,12 @@ TEST(node_selector_select_apply_restore) {
         char *err = NULL;
 
         fixture_setup(&fx);
-        ASSERT_OK(config_parse("{\"machineConfig\": ["
-                               "{\"name\": \"kernel.perf_event_paranoid\", \"value\": \"-1\", \"nodeSelector\": "
-                               "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}},"
-                               "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": \"1024\"}]}",
-                               &c, &err));
+        ASSERT_OK(config_parse(
+                "{\"machineConfig\": ["
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": \"-1\", \"nodeSelector\": "
+                "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}},"
+                "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": \"1024\"}]}",
+                &c, &err));
 
         /* The Node not read yet: the unscoped entry only; paranoid waits. */
         apply_for(&fx, c, NULL, false, &rec, &w);
@@ -723,7 +724,8 @@ TEST(node_selector_select_apply_restore) {
         ASSERT_EQ(w.n, 2);
         ASSERT_NULL(w.pending);
         ASSERT_EQ(machine_wants_find(&w, "kernel.perf_event_paranoid")->entry, 0);
-        ASSERT_STREQ(machine_wants_find(&w, "kernel.perf_event_paranoid")->selector, "cgprof.io/tuning=open");
+        ASSERT_STREQ(machine_wants_find(&w, "kernel.perf_event_paranoid")->selector,
+                     "cgprof.io/tuning=open");
         ASSERT_EQ(rec.n, 1);
         assert_change(&rec, "kernel.perf_event_paranoid", "2", "-1", MACHINE_CHANGE_APPLY);
         v = state_original(&fx, "kernel.perf_event_paranoid");

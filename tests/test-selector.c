@@ -417,19 +417,27 @@ TEST(overlap) {
         /* Different keys: a node may carry both. */
         ASSERT_EQ(overlap(gpu, "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}"), 1);
         /* In sets that share a value, or not. */
-        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"a\", \"b\"]}]}",
-                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"b\", \"c\"]}]}"),
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\", \"b\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"b\", \"c\"]}]}"),
                   1);
-        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"a\"]}]}",
-                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"b\", \"c\"]}]}"),
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"b\", \"c\"]}]}"),
                   0);
         /* In {a,b} against NotIn {a,b}: nothing left. */
-        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": [\"a\", \"b\"]}]}",
-                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": [\"b\", \"a\"]}]}"),
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\", \"b\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"b\", \"a\"]}]}"),
                   0);
         /* Two NotIn: an absent key, or any other value, passes both. */
-        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": [\"x\"]}]}",
-                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": [\"x0\"]},"
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"x\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"x0\"]},"
                           "{\"key\": \"zone\", \"operator\": \"Exists\"}]}"),
                   1);
         /* Exists against DoesNotExist. */
@@ -442,7 +450,9 @@ TEST(overlap) {
                           NULL),
                   0);
         /* One key disjoint is enough, whatever the others. */
-        ASSERT_EQ(overlap("{\"matchLabels\": {\"a\": \"1\", \"b\": \"1\"}}", "{\"matchLabels\": {\"a\": \"1\", \"b\": \"2\"}}"), 0);
+        ASSERT_EQ(overlap("{\"matchLabels\": {\"a\": \"1\", \"b\": \"1\"}}",
+                          "{\"matchLabels\": {\"a\": \"1\", \"b\": \"2\"}}"),
+                  0);
 }
 
 DEFINE_TEST_MAIN

@@ -481,7 +481,8 @@ static int values_named(const LabelSelector *s, const char *key, char ***values)
                 return 0;
         if (s->match_labels)
                 for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2)
-                        if (streq(s->match_labels[i], key) && strv_push_dup(values, s->match_labels[i + 1]) < 0)
+                        if (streq(s->match_labels[i], key) &&
+                            strv_push_dup(values, s->match_labels[i + 1]) < 0)
                                 return -ENOMEM;
         for (size_t i = 0; i < s->n_requirements; i++)
                 if (streq(s->requirements[i].key, key))
@@ -496,7 +497,8 @@ static int keys_named(const LabelSelector *s, char ***keys) {
                 return 0;
         if (s->match_labels)
                 for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2)
-                        if (!strv_contains(*keys, s->match_labels[i]) && strv_push_dup(keys, s->match_labels[i]) < 0)
+                        if (!strv_contains(*keys, s->match_labels[i]) &&
+                            strv_push_dup(keys, s->match_labels[i]) < 0)
                                 return -ENOMEM;
         for (size_t i = 0; i < s->n_requirements; i++)
                 if (!strv_contains(*keys, s->requirements[i].key) &&
