@@ -167,7 +167,7 @@ void journal_machine_change(const char *name, const char *old_value, const char 
 
         FIELDS_ADD(&f, { "MESSAGE_ID", ids[change] }, { "CGPROF_EVENT", machine_change_to_string(change) },
                    { "CGPROF_SYSCTL", name }, { "CGPROF_OLD_VALUE", old_value },
-                   { "CGPROF_NEW_VALUE", new_value }, { "CGPROF_NODE", mf->node },
+                   { "CGPROF_NEW_VALUE", new_value }, { "CGPROF_NODE", strempty(mf->node) },
                    { "CGPROF_MACHINE_ENTRY", mf->entry }, { "CGPROF_NODE_SELECTOR", mf->selector });
         fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
                     message ?: "machineConfig change");

@@ -60,14 +60,15 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, cons
  * does (RESTORE; NULL when the agent stops or a reload removed it), its
  * nodeSelector (kubectl text, NULL: none), and why, in words (NULL: none). */
 typedef struct JournalMachineFields {
-        const char *node;
+        const char *node; /* never NULL */
         const char *entry;
         const char *selector;
         const char *reason;
 } JournalMachineFields;
 
-/* Fields CGPROF_SYSCTL, CGPROF_OLD_VALUE, CGPROF_NEW_VALUE, CGPROF_NODE,
- * CGPROF_MACHINE_ENTRY, CGPROF_NODE_SELECTOR. */
+/* Fields CGPROF_SYSCTL, CGPROF_OLD_VALUE, CGPROF_NEW_VALUE and CGPROF_NODE
+ * always (the catalog may use them); CGPROF_MACHINE_ENTRY and
+ * CGPROF_NODE_SELECTOR when known. */
 void journal_machine_change(const char *name, const char *old_value, const char *new_value,
                             MachineChange change, const JournalMachineFields *mf);
 

@@ -140,7 +140,8 @@ static int on_machine_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return manager_rearm(m, s, m->config->config->machine_config_interval_usec, "machineConfig");
 }
 
-static size_t n_scoped(const Config *c) {
+size_t manager_machine_n_scoped(Manager *m) {
+        const Config *c = m->config->config;
         size_t n = 0;
 
         for (size_t i = 0; i < c->n_machine_config; i++)
@@ -154,10 +155,6 @@ int manager_machine_start(Manager *m) {
 
         if (m->opts.no_kubernetes)
                 m->machine_host = true;
-        else if (n_scoped(m->config->config) > 0)
-                log_notice("Node %s not read yet: only the machineConfig entries without nodeSelector apply "
-                           "until it is; %zu with nodeSelector wait.",
-                           m->node_name, n_scoped(m->config->config));
 
         /* First: perf_event_paranoid and friends may be what lets us sample. */
         manager_machine_apply(m, MACHINE_CAUSE_CONFIG);

@@ -23,6 +23,8 @@ typedef enum MachineCause {
         _MACHINE_CAUSE_MAX,
 } MachineCause;
 
+/* How many machineConfig entries have a nodeSelector. */
+size_t manager_machine_n_scoped(Manager *m);
 /* The first apply and the drift timer. */
 int manager_machine_start(Manager *m);
 /* Computes the wanted set and applies it. */

@@ -46,10 +46,11 @@ static bool on_node_list_failed(long http_status, const char *message, void *use
 
         if (http_status != 403)
                 return false;
-        if (!m->node_read)
+        if (!m->node_read && !m->node_forbidden_logged)
                 log_warning("Not allowed to read Node %s (RBAC: get, list, watch on nodes): only the "
                             "machineConfig entries without nodeSelector apply; trying again.",
                             m->node_name);
+        m->node_forbidden_logged = true;
         return true;
 }
 
@@ -64,6 +65,10 @@ int manager_node_start(Manager *m, KubeClient *client, const KubeWatchOptions *o
         _cleanup_free_ char *selector = NULL;
         int r;
 
+        if (manager_machine_n_scoped(m) > 0)
+                log_notice("Node %s not read yet: only the machineConfig entries without nodeSelector apply "
+                           "until it is; %zu with nodeSelector wait.",
+                           m->node_name, manager_machine_n_scoped(m));
         if (m->config->config->node_labels)
                 log_notice("nodeLabels in the config are not used: machineConfig goes by the labels of Node "
                            "%s.",

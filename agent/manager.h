@@ -259,6 +259,7 @@ typedef struct Manager {
         bool node_read; /* the Node has been read once */
         bool node_deleted; /* the Node was deleted (or does not exist): its last known labels stay */
         bool machine_host; /* no Kubernetes: the config's nodeLabels are the labels */
+        bool node_forbidden_logged; /* a 403 on the Node was logged (once) */
         MachineWants machine_wants; /* the entries that apply now */
         struct MachineLast *machine_last; /* per sysctl: its last change (check) */
         size_t n_machine_last;

@@ -84,6 +84,20 @@ static void print_status(const cJSON *j) {
                        "debuginfod", json_number(o, "fetched"), json_number(o, "fromCache"),
                        json_number(o, "notFound"), json_number(o, "failed"), json_number(o, "dropped"),
                        json_number(o, "pending"));
+        o = cJSON_GetObjectItemCaseSensitive(j, "machineConfig");
+        if (cJSON_IsObject(o)) {
+                const cJSON *x;
+                int applied = 0, n = 0;
+
+                cJSON_ArrayForEach (x, cJSON_GetObjectItemCaseSensitive(o, "sysctls")) {
+                        n++;
+                        if (streq_ptr(json_string(x, "state"), "applied"))
+                                applied++;
+                }
+                printf("%18s: %d of %d sysctls applied; labels from %s {%s}%s%s\n", "Machine config",
+                       applied, n, strna(json_string(o, "labelsSource")), strempty(json_string(o, "labels")),
+                       json_string(o, "note") ? ": " : "", strempty(json_string(o, "note")));
+        }
         o = cJSON_GetObjectItemCaseSensitive(j, "sessions");
         printf("%18s: %d\n", "Active sessions", cJSON_GetArraySize(o));
         cJSON_ArrayForEach (s, o)
