@@ -48,13 +48,6 @@ static const struct MachineLast *machine_last_get(Manager *m, const char *name) 
         return NULL;
 }
 
-static bool strv_contains_name(char *const *l, const char *s) {
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
 static const char *change_reason(const MachineApplyContext *ctx, MachineChange change, bool scoped) {
         if (ctx->stopping)
                 return "the agent stops";
@@ -316,19 +309,8 @@ static int check_add(Manager *m, ControlMachineCheck *c, const char *name) {
         if (!s->actual || !s->name || !s->desired || !s->entry || !s->selector)
                 return -ENOMEM;
 
-        if (w) {
-                if (last && last->change == MACHINE_CHANGE_REFUSED)
-                        s->state = "refused";
-                else if (machine_value_equal(s->actual, w->value))
-                        s->state = "applied";
-                else
-                        s->state = "drifted";
-        } else if (strv_contains_name(m->machine_wants.pending, name))
-                s->state = "waiting for the node's labels";
-        else if (last && last->change == MACHINE_CHANGE_RESTORE)
-                s->state = "restored";
-        else
-                s->state = "not selected";
+        s->state = machine_sysctl_state(&m->machine_wants, name, s->actual[0] ? s->actual : NULL,
+                                        last ? last->change : _MACHINE_CHANGE_MAX);
         return 0;
 }
 

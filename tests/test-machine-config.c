@@ -753,6 +753,28 @@ TEST(node_selector_select_apply_restore) {
         apply_for(&fx, c, open, true, &rec, &w);
         assert_change(&rec, "kernel.perf_event_paranoid", "2", "-1", MACHINE_CHANGE_APPLY);
 
+        /* What check shows. */
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "-1", MACHINE_CHANGE_APPLY),
+                     "applied");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", " -1\n", MACHINE_CHANGE_APPLY),
+                     "applied");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "3", MACHINE_CHANGE_APPLY),
+                     "drifted");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "3", MACHINE_CHANGE_REFUSED),
+                     "refused");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", NULL, _MACHINE_CHANGE_MAX),
+                     "drifted");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.kptr_restrict", "0", _MACHINE_CHANGE_MAX),
+                     "not selected");
+        apply_for(&fx, c, closed, true, &rec, &w);
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "2", MACHINE_CHANGE_RESTORE),
+                     "restored");
+        apply_for(&fx, c, NULL, false, &rec, &w);
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "2", MACHINE_CHANGE_RESTORE),
+                     "waiting for the node's labels");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_mlock_kb", "1024", MACHINE_CHANGE_APPLY),
+                     "applied");
+
         ASSERT_OK(machine_config_restore(fx.state_dir, fx.sysctl_root, NULL, NULL));
         free(v);
         v = sysctl_get(&fx, "kernel/perf_event_paranoid");

@@ -114,3 +114,17 @@ int machine_wants_settings(const MachineWants *w, MachineSetting **ret) {
         *ret = s;
         return 0;
 }
+
+const char *machine_sysctl_state(const MachineWants *w, const char *name, const char *actual,
+                                 MachineChange last) {
+        const MachineWant *want = machine_wants_find(w, name);
+
+        if (want) {
+                if (actual && machine_value_equal(actual, want->value))
+                        return "applied";
+                return last == MACHINE_CHANGE_REFUSED ? "refused" : "drifted";
+        }
+        if (w && strv_has(w->pending, name))
+                return "waiting for the node's labels";
+        return last == MACHINE_CHANGE_RESTORE ? "restored" : "not selected";
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "config.h"
+#include "machine-config.h"
 
 /* Which machineConfig entries apply to this node: those without
  * nodeSelector, and those whose nodeSelector matches the node's labels.
@@ -34,3 +35,14 @@ char *machine_entry_path(size_t entry);
 /* The wants as settings for machine_config_apply(): the array is malloc()ed
  * (free() it), its strings are the wants'. */
 int machine_wants_settings(const MachineWants *w, MachineSetting **ret);
+
+/* What check shows for a sysctl on this node: "applied" (wanted, and the
+ * actual value is the wanted one), "drifted" (wanted, someone changed it:
+ * set back at the next check), "refused" (wanted, and its last write was
+ * refused), "waiting for the node's labels" (only scoped entries set it and
+ * the labels are not known yet), "restored" (no entry wants it any more:
+ * its original was written back), "not selected" (no entry selects this
+ * node for it; untouched). last: its last change, or _MACHINE_CHANGE_MAX
+ * when none; actual NULL when it cannot be read. */
+const char *machine_sysctl_state(const MachineWants *w, const char *name, const char *actual,
+                                 MachineChange last);
