@@ -14,7 +14,8 @@
  * Properties (read-only):
  *   Version s, Node s, UptimeUSec t, ActiveSessions u (running sessions; armed ones not counted),
  *   ConfigPath s, LastConfigLoad s   ("ok", or the error of the last (re)load),
- *   MachineConfig a(sss)            (sysctl name, wanted value, current value)
+ *   MachineConfig a(sss)            (sysctl name, wanted value, current value): the machineConfig entries
+ *                                   that apply on this node (its labels select them)
  *   Targets a(sssb)                 (as ListTargets())
  *
  * Methods:
@@ -34,6 +35,15 @@
  *        order, then ("enableDefault", why not) unless it is the one that selects it; the decision is the
  *        agent's own: pod rules and enableDefault, else host rules (cgroupPatterns only) on the container's
  *        cgroup. NotFound when the pod is not on this node (or Kubernetes is off), or has no such container.
+ *   CheckMachineConfig() -> (s node, s labels, s labels_source, a(ssssss) sysctls)
+ *        labels: the labels machineConfig entries are selected by ("a=b,c=d"); labels_source: "node",
+ *        "node (deleted: its last known labels)", "nodeLabels" (a host), or "none (...)" (the Node not read
+ *        yet: only entries without nodeSelector apply). sysctls: (name, desired value, entry
+ *        "machineConfig[N]", its nodeSelector, actual value, state) for every sysctl an entry names, then
+ *        those changed earlier that none names any more; desired/entry/nodeSelector "" when no entry wants
+ *        it on this node; state "applied", "drifted" (repaired at the next check), "refused" (could not be
+ *        set), "restored" (no longer wanted: its original written back), "not selected" (untouched),
+ *        "waiting for the node's labels".
  *   StartSession(s target, s profile, t duration_usec) -> s session_id
  *        target: "pod:NAMESPACE/POD" or "pod:NAMESPACE/POD/CONTAINER" (the pod's first running container
  *        when none is given) or "cgroup:PATH" (PATH relative to the cgroup v2 root); any container or cgroup

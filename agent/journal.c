@@ -126,34 +126,49 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
 }
 
 void journal_machine_change(const char *name, const char *old_value, const char *new_value,
-                            MachineChange change) {
+                            MachineChange change, const JournalMachineFields *mf) {
         static const char *const ids[_MACHINE_CHANGE_MAX] = {
                 [MACHINE_CHANGE_APPLY] = CGPROF_MESSAGE_MACHINE_APPLY,
                 [MACHINE_CHANGE_DRIFT] = CGPROF_MESSAGE_MACHINE_DRIFT,
                 [MACHINE_CHANGE_RESTORE] = CGPROF_MESSAGE_MACHINE_RESTORE,
         };
-        _cleanup_free_ char *message = NULL;
+        static const JournalMachineFields none = {};
+        _cleanup_free_ char *message = NULL, *origin = NULL;
         Fields f = {};
 
         /* A refusal is logged where the apply fails (and counted in /metrics). */
         if (change < 0 || change >= _MACHINE_CHANGE_MAX || !ids[change])
                 return;
+        if (!mf)
+                mf = &none;
+
+        /* " on node N (machineConfig[0], nodeSelector a=b: the node's labels changed)" */
+        if (mf->node || mf->entry || mf->reason)
+                (void) asprintf(&origin, "%s%s%s%s%s%s%s%s%s", mf->node ? " on node " : "",
+                                strempty(mf->node), mf->entry || mf->reason ? " (" : "", strempty(mf->entry),
+                                mf->selector ? ", nodeSelector " : "", strempty(mf->selector),
+                                mf->entry && mf->reason ? ": " : "", strempty(mf->reason),
+                                mf->entry || mf->reason ? ")" : "");
 
         switch (change) {
         case MACHINE_CHANGE_APPLY:
-                (void) asprintf(&message, "Set %s to %s (was %s).", name, new_value, old_value);
+                (void) asprintf(&message, "Set %s to %s (was %s)%s.", name, new_value, old_value,
+                                strempty(origin));
                 break;
         case MACHINE_CHANGE_DRIFT:
-                (void) asprintf(&message, "%s drifted to %s, set back to %s.", name, old_value, new_value);
+                (void) asprintf(&message, "%s drifted to %s, set back to %s%s.", name, old_value, new_value,
+                                strempty(origin));
                 break;
         default:
-                (void) asprintf(&message, "Restored %s to %s (was %s).", name, new_value, old_value);
+                (void) asprintf(&message, "Restored %s to %s (was %s)%s.", name, new_value, old_value,
+                                strempty(origin));
                 break;
         }
 
         FIELDS_ADD(&f, { "MESSAGE_ID", ids[change] }, { "CGPROF_EVENT", machine_change_to_string(change) },
                    { "CGPROF_SYSCTL", name }, { "CGPROF_OLD_VALUE", old_value },
-                   { "CGPROF_NEW_VALUE", new_value });
+                   { "CGPROF_NEW_VALUE", new_value }, { "CGPROF_NODE", strempty(mf->node) },
+                   { "CGPROF_MACHINE_ENTRY", mf->entry }, { "CGPROF_NODE_SELECTOR", mf->selector });
         fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
                     message ?: "machineConfig change");
         fields_done(&f);

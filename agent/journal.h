@@ -55,8 +55,22 @@ bool journal_available(void);
 
 void journal_session(JournalSessionEvent ev, const JournalSessionFields *f, const char *format, ...)
         _printf_(3, 4);
+/* Where a machineConfig change comes from: the node, the entry
+ * ("machineConfig[2]") that wants the sysctl (APPLY, DRIFT) or no longer
+ * does (RESTORE; NULL when the agent stops or a reload removed it), its
+ * nodeSelector (kubectl text, NULL: none), and why, in words (NULL: none). */
+typedef struct JournalMachineFields {
+        const char *node; /* never NULL */
+        const char *entry;
+        const char *selector;
+        const char *reason;
+} JournalMachineFields;
+
+/* Fields CGPROF_SYSCTL, CGPROF_OLD_VALUE, CGPROF_NEW_VALUE and CGPROF_NODE
+ * always (the catalog may use them); CGPROF_MACHINE_ENTRY and
+ * CGPROF_NODE_SELECTOR when known. */
 void journal_machine_change(const char *name, const char *old_value, const char *new_value,
-                            MachineChange change);
+                            MachineChange change, const JournalMachineFields *mf);
 
 typedef enum JournalProfileConfigEvent {
         JOURNAL_PROFILE_CONFIG_REJECTED,

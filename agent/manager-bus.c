@@ -20,6 +20,7 @@
 #include "manager.h"
 #include "manager-bus.h"
 #include "manager-control.h"
+#include "manager-machine.h"
 #include "session.h"
 
 #define SYSTEM_BUS_SOCKET "/run/dbus/system_bus_socket"
@@ -197,6 +198,33 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
                 r = sd_bus_message_open_container(reply, 'a', "(ss)");
         for (size_t i = 0; r >= 0 && i < check.n_reasons; i++)
                 r = sd_bus_message_append(reply, "(ss)", check.reasons[i].target, check.reasons[i].reason);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_bus_message_ sd_bus_message *reply = NULL;
+        _cleanup_(control_machine_check_done) ControlMachineCheck check = {};
+        Manager *m = userdata;
+        int r;
+
+        r = manager_machine_check(m, &check);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "sss", strempty(m->node_name), check.labels,
+                                          check.labels_source);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssssss)");
+        for (size_t i = 0; r >= 0 && i < check.n_sysctls; i++) {
+                const ControlMachineSysctl *x = &check.sysctls[i];
+                r = sd_bus_message_append(reply, "(ssssss)", x->name, x->desired, x->entry, x->selector,
+                                          x->actual, x->state);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
@@ -422,6 +450,10 @@ static const sd_bus_vtable agent_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Check", SD_BUS_ARGS("s", namespace, "s", pod, "s", container),
                                 SD_BUS_RESULT("b", targeted, "s", target, "s", profile, "a(ss)", reasons),
                                 method_check, 0),
+        SD_BUS_METHOD_WITH_ARGS(
+                "CheckMachineConfig", SD_BUS_NO_ARGS,
+                SD_BUS_RESULT("s", node, "s", labels, "s", labels_source, "a(ssssss)", sysctls),
+                method_check_machine_config, 0),
         SD_BUS_METHOD_WITH_ARGS("StartSession", SD_BUS_ARGS("s", target, "s", profile, "t", duration_usec),
                                 SD_BUS_RESULT("s", session_id), method_start_session, 0),
         SD_BUS_METHOD_WITH_ARGS("StopSession", SD_BUS_ARGS("s", id), SD_BUS_RESULT("s", report_dir),

@@ -996,19 +996,19 @@ void control_sysctls_free(ControlSysctl *s, size_t n) {
 }
 
 int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
-        const Config *c = m->config->config;
+        const MachineWants *w = &m->machine_wants;
         ControlSysctl *list;
 
-        list = calloc(MAX(c->n_machine_config, 1U), sizeof(ControlSysctl));
+        /* What applies on this node (the entries its labels select). */
+        list = calloc(MAX(w->n, 1U), sizeof(ControlSysctl));
         if (!list)
                 return -ENOMEM;
-        for (size_t i = 0; i < c->n_machine_config; i++) {
+        for (size_t i = 0; i < w->n; i++) {
                 _cleanup_free_ char *path = NULL, *value = NULL;
-                const MachineSetting *ms = &c->machine_config[i];
 
-                list[i].name = ms->name;
-                list[i].wanted = ms->value;
-                if (sysctl_path(m->opts.sysctl_root, ms->name, &path) >= 0)
+                list[i].name = w->items[i].name;
+                list[i].wanted = w->items[i].value;
+                if (sysctl_path(m->opts.sysctl_root, w->items[i].name, &path) >= 0)
                         (void) read_one_line_file(path, &value);
                 list[i].current = value ? TAKE_PTR(value) : strdup("");
                 if (!list[i].current) {
@@ -1017,6 +1017,6 @@ int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
                 }
         }
         *ret = list;
-        *ret_n = c->n_machine_config;
+        *ret_n = w->n;
         return 0;
 }

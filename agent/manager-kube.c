@@ -9,6 +9,8 @@
 #include "log.h"
 #include "manager.h"
 #include "manager-kube.h"
+#include "manager-machine.h"
+#include "manager-node.h"
 #include "manager-profileconfig.h"
 #include "session.h"
 
@@ -383,8 +385,10 @@ int manager_kube_start(Manager *m) {
         };
         int r;
 
-        if (m->opts.no_kubernetes)
+        if (m->opts.no_kubernetes) {
+                manager_machine_host_mode(m);
                 return 0;
+        }
 
         if (m->opts.kubeconfig) {
                 r = kube_config_from_kubeconfig(m->opts.kubeconfig, NULL, &config, &error);
@@ -396,6 +400,7 @@ int manager_kube_start(Manager *m) {
                         log_notice("Not in a Kubernetes cluster (no KUBERNETES_SERVICE_HOST) and no "
                                    "--kubeconfig: "
                                    "profiling host cgroups only.");
+                        manager_machine_host_mode(m);
                         return 0;
                 }
                 if (r < 0)
@@ -421,18 +426,21 @@ int manager_kube_start(Manager *m) {
         if (r >= 0)
                 r = manager_kube_pc_start(m, m->kube, &opts);
         if (r >= 0)
+                r = manager_node_start(m, m->kube, &opts);
+        if (r >= 0)
                 r = kube_watch_start(m->kube_ns_watch);
         if (r >= 0)
                 r = kube_watch_start(m->kube_pod_watch);
         if (r < 0)
                 return log_error_errno(r, "Failed to start watching the Kubernetes API: %m");
-        log_info("Watching pods of node %s, namespaces and ProfileConfigs at %s.", m->node_name,
+        log_info("Watching node %s and its pods, namespaces and ProfileConfigs at %s.", m->node_name,
                  m->kube_server);
         return 0;
 }
 
 void manager_kube_free(Manager *m) {
         manager_kube_pc_free(m);
+        manager_node_free(m);
         m->kube_pod_watch = kube_watch_free(m->kube_pod_watch);
         m->kube_ns_watch = kube_watch_free(m->kube_ns_watch);
         m->kube = kube_client_free(m->kube);
@@ -443,6 +451,7 @@ void manager_kube_free(Manager *m) {
 }
 
 int manager_kube_status(Manager *m, cJSON *j) {
+        int r;
         cJSON *k = cJSON_AddObjectToObject(j, "kubernetes");
         if (!k)
                 return -ENOMEM;
@@ -470,5 +479,8 @@ int manager_kube_status(Manager *m, cJSON *j) {
                 cJSON_AddNumberToObject(o, "skipped", (double) st.skipped);
                 cJSON_AddNumberToObject(o, "lastError", (double) st.last_error);
         }
+        r = manager_node_status(m, k);
+        if (r < 0)
+                return r;
         return manager_kube_pc_status(m, k);
 }

@@ -18,6 +18,7 @@
 #include "machine-config.h"
 #include "manager.h"
 #include "manager-kube.h"
+#include "manager-machine.h"
 #include "manager-profileconfig.h"
 #include "manager-bus.h"
 #include "manager-control.h"
@@ -623,7 +624,7 @@ int manager_drain(Manager *m, bool full) {
 /* Handlers return 0: sd-event disables a source whose handler fails, for
  * good. A periodic timer that cannot be armed again would stop its work
  * silently, so that one is fatal. */
-static int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what) {
+int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what) {
         int r = sd_event_source_set_time_relative(s, usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ON);
@@ -664,31 +665,6 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 (void) malloc_trim(0);
         }
         return manager_rearm(m, s, DRAIN_INTERVAL_USEC, "drain");
-}
-
-/* ---- machine config ---- */
-
-static void on_machine_change(const char *name, const char *old_value, const char *new_value,
-                              MachineChange change, void *userdata) {
-        Manager *m = userdata;
-
-        journal_machine_change(name, old_value, new_value, change);
-        metrics_machine_change(m, name, change);
-}
-
-static void machine_apply(Manager *m, bool initial) {
-        const Config *c = m->config->config;
-        int r = machine_config_apply(m->state_dir, m->opts.sysctl_root, c->machine_config,
-                                     c->n_machine_config, initial, on_machine_change, m);
-        if (r < 0)
-                log_error_errno(r, "Failed to apply machineConfig: %m");
-}
-
-static int on_machine_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
-        machine_apply(m, false);
-        return manager_rearm(m, s, m->config->config->machine_config_interval_usec, "machineConfig");
 }
 
 /* ---- config ---- */
@@ -793,7 +769,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 log_notice("debuginfodUrls changed: the agent keeps the servers it started with until it "
                            "restarts.");
         if (r >= 0) {
-                machine_apply(m, true);
+                manager_machine_apply(m, MACHINE_CAUSE_CONFIG);
                 if (m->machine_timer)
                         (void) sd_event_source_set_time_relative(
                                 m->machine_timer, m->config->config->machine_config_interval_usec);
@@ -995,13 +971,9 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to start the thread that writes reports: %m");
 
         /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
-        machine_apply(m, true);
-        r = sd_event_add_time_relative(m->event, &m->machine_timer, CLOCK_MONOTONIC,
-                                       m->config->config->machine_config_interval_usec, USEC_PER_SEC,
-                                       on_machine_timer, m);
+        r = manager_machine_start(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up the machineConfig timer: %m");
-        (void) sd_event_source_set_description(m->machine_timer, "machine-config");
+                return r;
 
         r = process_reader_new(&m->process_reader);
         if (r < 0)
@@ -1180,11 +1152,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
 
-        if (m->config && m->config->config->restore_machine_config) {
-                r = machine_config_restore(m->state_dir, m->opts.sysctl_root, on_machine_change, m);
-                if (r < 0)
-                        log_error_errno(r, "Failed to restore machineConfig: %m");
-        }
+        manager_machine_restore(m);
         return 0;
 }
 
@@ -1212,7 +1180,7 @@ Manager *manager_free(Manager *m) {
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);
-        sd_event_source_disable_unref(m->machine_timer);
+        manager_machine_free(m);
         sd_event_source_disable_unref(m->proc_events);
         proc_event_queue_free(m->proc_event_queue);
         sample_park_done(&m->sample_park);

@@ -13,6 +13,7 @@
 #include "kube-object.h"
 #include "kube-target.h"
 #include "log.h"
+#include "machine-select.h"
 #include "proc-event-queue.h"
 #include "process.h"
 #include "python.h"
@@ -251,6 +252,18 @@ typedef struct Manager {
         bool kube_pcs_synced;
         long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
+        /* machineConfig on this node (manager-machine.c) and the agent's
+         * own Node, whose labels select its entries (manager-node.c). */
+        KubeWatch *kube_node_watch;
+        char **node_labels; /* the Node's last known labels (strv key, value, ...) */
+        bool node_read; /* the Node has been read once */
+        bool node_deleted; /* the Node was deleted (or does not exist): its last known labels stay */
+        bool machine_host; /* no Kubernetes: the config's nodeLabels are the labels */
+        bool node_forbidden_logged; /* a 403 on the Node was logged (once) */
+        MachineWants machine_wants; /* the entries that apply now */
+        struct MachineLast *machine_last; /* per sysctl: its last change (check) */
+        size_t n_machine_last;
+
         /* /metrics (manager-http.c, metrics.c): the HTTP listener, and
          * what the metrics count beyond the counters above. */
         struct HttpServer *http;
@@ -354,6 +367,10 @@ Session *manager_session_find(Manager *m, const char *id);
 /* The host rule (a target with cgroupPatterns and no Kubernetes condition)
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
+
+/* Re-arms a periodic timer; one that cannot be re-armed stops the agent
+ * (manager_fatal()). Returns 0, for the timer's handler to return. */
+int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what);
 
 /* Status as a JSON document (for the bus API). */
 char *manager_status_json(Manager *m);

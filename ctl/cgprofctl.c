@@ -33,7 +33,7 @@ static const Verb verbs[] = {
         { "status", 0, 0, 0, true, NULL, verb_status, "status" },
         { "targets", 0, 0, 0, true, NULL, verb_targets, "targets" },
         { "sessions", 0, 0, 0, true, NULL, verb_sessions, "sessions" },
-        { "check", 1, 1, 0, true, verify_check, verb_check, "check NAMESPACE/POD[/CONTAINER]" },
+        { "check", 0, 1, 0, true, verify_check, verb_check, "check [NAMESPACE/POD[/CONTAINER]]" },
         { "start", 0, 0, OPT_POD | OPT_CONTAINER | OPT_CGROUP | OPT_PROFILE | OPT_DURATION, true,
           verify_start, verb_start,
           "start (--pod NAMESPACE/POD [--container NAME] | --cgroup PATH) [--profile P] [--duration D]" },
@@ -63,6 +63,9 @@ static void help(void) {
                "  check NS/POD[/CONTAINER]   Say whether a pod is targeted and by which target\n"
                "                             and profile, or which condition of each target\n"
                "                             failed (exit 0 either way, 3 if no such pod)\n"
+               "  check                      Show machineConfig on this node: per sysctl the\n"
+               "                             desired value, the entry (and nodeSelector) that\n"
+               "                             wants it, the actual value and its state\n"
                "  start --pod NS/POD [--container C] | --cgroup PATH\n"
                "        [--profile P] [--duration D]\n"
                "                             Start a session of a container or cgroup, targeted\n"

@@ -84,6 +84,20 @@ static void print_status(const cJSON *j) {
                        "debuginfod", json_number(o, "fetched"), json_number(o, "fromCache"),
                        json_number(o, "notFound"), json_number(o, "failed"), json_number(o, "dropped"),
                        json_number(o, "pending"));
+        o = cJSON_GetObjectItemCaseSensitive(j, "machineConfig");
+        if (cJSON_IsObject(o)) {
+                const cJSON *x;
+                int applied = 0, n = 0;
+
+                cJSON_ArrayForEach (x, cJSON_GetObjectItemCaseSensitive(o, "sysctls")) {
+                        n++;
+                        if (streq_ptr(json_string(x, "state"), "applied"))
+                                applied++;
+                }
+                printf("%18s: %d of %d sysctls applied; labels from %s {%s}%s%s\n", "Machine config",
+                       applied, n, strna(json_string(o, "labelsSource")), strempty(json_string(o, "labels")),
+                       json_string(o, "note") ? ": " : "", strempty(json_string(o, "note")));
+        }
         o = cJSON_GetObjectItemCaseSensitive(j, "sessions");
         printf("%18s: %d\n", "Active sessions", cJSON_GetArraySize(o));
         cJSON_ArrayForEach (s, o)
@@ -164,6 +178,8 @@ int verb_targets(Ctl *c, char **args) {
 }
 
 int verify_check(Ctl *c, char **args) {
+        if (!args[0])
+                return 0; /* machineConfig */
         int r = parse_pod_ref(args[0], true, &c->namespace, &c->pod_name, &c->container_name);
         if (r == -ENOMEM)
                 return log_oom(), EXIT_FAILURE;
@@ -173,7 +189,84 @@ int verify_check(Ctl *c, char **args) {
         return 0;
 }
 
-int verb_check(Ctl *c, char **args) {
+/* cgprofctl check (no argument): machineConfig on this node. */
+static int verb_check_machine(Ctl *c) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_done) Table t = { .n_columns = 5 };
+        const char *node, *labels, *source, *name, *desired, *entry, *selector, *actual, *state;
+        cJSON *j = NULL, *a = NULL;
+        int r;
+
+        r = ctl_call(c, "CheckMachineConfig", &error, &reply, "");
+        if (r < 0)
+                return call_failed(&error, r, "Failed to check machineConfig");
+        r = sd_bus_message_read(reply, "sss", &node, &labels, &source);
+        if (r < 0)
+                return reply_parse_failed(r);
+
+        if (c->json) {
+                j = cJSON_CreateObject();
+                if (!j)
+                        return log_oom(), EXIT_FAILURE;
+                cJSON_AddStringToObject(j, "node", node);
+                cJSON_AddStringToObject(j, "labels", labels);
+                cJSON_AddStringToObject(j, "labelsSource", source);
+                a = cJSON_AddArrayToObject(j, "sysctls");
+        } else {
+                printf("Node %s, labels from %s: {%s}\n", node, source, labels);
+                if (strncmp(source, "none", 4) == 0)
+                        printf("Only the machineConfig entries without nodeSelector apply until the Node is "
+                               "read.\n");
+                if (table_add(&t, "SYSCTL", "DESIRED", "ENTRY (NODESELECTOR)", "ACTUAL", "STATE") < 0)
+                        return log_oom(), EXIT_FAILURE;
+        }
+
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssss)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(ssssss)", &name, &desired, &entry, &selector,
+                                                  &actual, &state)) > 0) {
+                if (c->json) {
+                        cJSON *o = cJSON_CreateObject();
+                        if (!o) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        cJSON_AddStringToObject(o, "name", name);
+                        cJSON_AddStringToObject(o, "desired", desired);
+                        cJSON_AddStringToObject(o, "entry", entry);
+                        cJSON_AddStringToObject(o, "nodeSelector", selector);
+                        cJSON_AddStringToObject(o, "actual", actual);
+                        cJSON_AddStringToObject(o, "state", state);
+                        cJSON_AddItemToArray(a, o);
+                } else {
+                        _cleanup_free_ char *who = NULL;
+
+                        if (asprintf(&who, "%s%s%s%s", isempty_str(entry) ? "-" : entry,
+                                     isempty_str(selector) ? "" : " (", selector,
+                                     isempty_str(selector) ? "" : ")") < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        r = table_add(&t, name, desired, who, isempty_str(actual) ? "?" : actual, state);
+                        if (r < 0)
+                                break;
+                }
+        }
+        if (r < 0) {
+                cJSON_Delete(j);
+                return reply_parse_failed(r);
+        }
+        if (c->json)
+                return print_json(j);
+        if (table_has_rows(&t)) {
+                printf("\n");
+                table_print(&t);
+        } else
+                printf("No machineConfig.\n");
+        return EXIT_SUCCESS;
+}
+
+static int verb_check_pod(Ctl *c, char **args) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_done) Table t = { .n_columns = 2 };
@@ -235,4 +328,10 @@ int verb_check(Ctl *c, char **args) {
         } else if (!targeted)
                 printf("No target is configured.\n");
         return EXIT_SUCCESS;
+}
+
+int verb_check(Ctl *c, char **args) {
+        if (!args[0])
+                return verb_check_machine(c);
+        return verb_check_pod(c, args);
 }

@@ -629,8 +629,140 @@ TEST(machine_config_structure) {
         err = parse_fail("{\"machineConfig\": [{\"name\": \"kernel.kptr_restrict\", \"value\": \"1\"},"
                          "{\"name\": \"kernel.kptr_restrict\", \"value\": \"2\"}]}",
                          "machineConfig[1].name: ");
-        ASSERT_STREQ(err, "machineConfig[1].name: duplicate sysctl \"kernel.kptr_restrict\"");
+        ASSERT_TRUE(strstr(err, "duplicate sysctl \"kernel.kptr_restrict\" (also set by machineConfig[0])"));
         free(err);
+}
+
+#define GPU "{\"matchLabels\": {\"nvidia.com/gpu.present\": \"true\"}}"
+#define NOT_GPU                                                                        \
+        "{\"matchExpressions\": [{\"key\": \"nvidia.com/gpu.present\", \"operator\": " \
+        "\"NotIn\", \"values\": [\"true\"]}]}"
+
+TEST(machine_config_node_selector) {
+        Config *c = parse_ok(
+                "{\"machineConfig\": ["
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU "},"
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": 2, \"nodeSelector\": " NOT_GPU "},"
+                "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
+                "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": 1024}],"
+                "\"nodeLabels\": {\"nvidia.com/gpu.present\": \"true\", \"zone\": \"\"}}");
+        static char *const gpu[] = { "nvidia.com/gpu.present", "true", NULL };
+
+        ASSERT_EQ(c->n_machine_config, 4);
+        ASSERT_TRUE(label_selector_matches(c->machine_config[0].node_selector, gpu));
+        ASSERT_FALSE(label_selector_matches(c->machine_config[1].node_selector, gpu));
+        ASSERT_NULL(c->machine_config[3].node_selector);
+        ASSERT_EQ(strv_length(c->node_labels), 4);
+        ASSERT_STREQ(c->node_labels[0], "nvidia.com/gpu.present");
+        ASSERT_STREQ(c->node_labels[3], "");
+        config_free(c);
+
+        /* nodeSelector errors name their key path. */
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": []}",
+                           "machineConfig[0].nodeSelector: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                           "{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Near\"}]}}",
+                           "machineConfig[0].nodeSelector.matchExpressions[0].operator: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                           "{\"matchLabels\": {\"-bad\": \"x\"}}}",
+                           "machineConfig[0].nodeSelector.matchLabels: ");
+        check_machine_fail("{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                           "{\"labels\": {}}}",
+                           "machineConfig[0].nodeSelector.labels: ");
+
+        /* Bounds: entries, and a selector's size. */
+        {
+                _cleanup_free_ char *doc = NULL, *values = NULL;
+                size_t n = 0;
+                FILE *f = open_memstream(&doc, &n);
+
+                ASSERT_NOT_NULL(f);
+                fputs("{\"machineConfig\": [", f);
+                for (int i = 0; i < CONFIG_MACHINE_CONFIG_MAX + 1; i++)
+                        fprintf(f,
+                                "%s{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                "{\"matchLabels\": {\"k\": \"v%d\"}}}",
+                                i ? "," : "", i);
+                fputs("]}", f);
+                fclose(f);
+                check_fail(doc, "machineConfig: at most 64 entries");
+
+                f = open_memstream(&values, &n);
+                ASSERT_NOT_NULL(f);
+                for (int i = 0; i < CONFIG_NODE_SELECTOR_VALUES_MAX; i++)
+                        fprintf(f, "%s\"v%d\"", i ? "," : "", i);
+                fclose(f);
+                free(doc);
+                ASSERT_TRUE(asprintf(&doc,
+                                     "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                                     "{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"In\", "
+                                     "\"values\": [%s]}]}}",
+                                     values) >= 0);
+                check_machine_fail(doc, "machineConfig[0].nodeSelector: more than 64");
+        }
+
+        /* nodeLabels: an object of label values. */
+        check_fail("{\"nodeLabels\": []}", "nodeLabels: must be an object");
+        check_fail("{\"nodeLabels\": {\"a\": 1}}", "nodeLabels: value of \"a\" must be a string");
+        check_fail("{\"nodeLabels\": {\"a b\": \"x\"}}", "nodeLabels: invalid label key");
+        check_fail("{\"nodeLabels\": {\"a\": \"-x\"}}", "nodeLabels: invalid value");
+}
+
+TEST(machine_config_duplicates) {
+        char *err;
+
+        /* Unscoped and scoped for one sysctl: the unscoped one applies on
+         * every node, so both would on some. */
+        err = parse_fail("{\"machineConfig\": ["
+                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": 2},"
+                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU
+                         "}]}",
+                         "machineConfig[1].name: ");
+        ASSERT_TRUE(strstr(err, "(also set by machineConfig[0])"));
+        ASSERT_TRUE(strstr(err, "without nodeSelector"));
+        free(err);
+
+        /* Two selectors a node can both match: the message gives such a node's labels. */
+        err = parse_fail("{\"machineConfig\": ["
+                         "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
+                         "{\"name\": \"kernel.perf_event_paranoid\", \"value\": -1, \"nodeSelector\": " GPU
+                         "},"
+                         "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                         "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}}]}",
+                         "machineConfig[2].name: ");
+        ASSERT_STREQ(
+                err,
+                "machineConfig[2].name: duplicate sysctl \"kernel.kptr_restrict\" (also set by "
+                "machineConfig[0]): a node labelled {nvidia.com/gpu.present=true,cgprof.io/tuning=open} "
+                "matches both entries' nodeSelectors; scope them so that no node matches both (e.g. In "
+                "and NotIn on one label)");
+        free(err);
+
+        /* Disjoint: fine, and so is another sysctl under the same selector. */
+        Config *c = parse_ok("{\"machineConfig\": ["
+                             "{\"name\": \"kernel.kptr_restrict\", \"value\": 0, \"nodeSelector\": " GPU "},"
+                             "{\"name\": \"kernel.kptr_restrict\", \"value\": 1, \"nodeSelector\": "
+                             "{\"matchExpressions\": [{\"key\": \"nvidia.com/gpu.present\", \"operator\": "
+                             "\"NotIn\", \"values\": [\"true\", \"false\"]}]}},"
+                             "{\"name\": \"kernel.kptr_restrict\", \"value\": 2, \"nodeSelector\": "
+                             "{\"matchLabels\": {\"nvidia.com/gpu.present\": \"false\"}}}]}");
+        ASSERT_EQ(c->n_machine_config, 3);
+        config_free(c);
+}
+
+TEST(machine_config_node_labels_not_in_profileconfig) {
+        cJSON *spec = cJSON_Parse("{\"nodeLabels\": {\"a\": \"b\"}}");
+        Config *cluster = parse_ok("{}"), *c = NULL;
+        char *err = NULL;
+
+        ASSERT_NOT_NULL(spec);
+        ASSERT_ERROR(config_parse_namespaced(spec, "spec", cluster, &c, &err), EINVAL);
+        ASSERT_STREQ(
+                err,
+                "spec.nodeLabels: not allowed in a ProfileConfig: only the cluster config sets nodeLabels");
+        free(err);
+        cJSON_Delete(spec);
+        config_free(cluster);
 }
 
 /* ---- profiles --------------------------------------------------------------------------------- */

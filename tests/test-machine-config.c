@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "machine-config.h"
+#include "machine-select.h"
 #include "tests.h"
 
 /* Every test runs against a fake sysctl tree in a temporary directory:
@@ -670,6 +671,117 @@ TEST(duplicate_names_last_wins) {
         assert_change(&rec, "kernel.perf_event_paranoid", "2", "0", MACHINE_CHANGE_APPLY);
         ASSERT_ORIGINAL(&fx, "kernel.perf_event_paranoid", "2");
 
+        recorder_reset(&rec);
+        fixture_teardown(&fx);
+}
+
+/* The node's labels change: entries selected and deselected, applied and
+ * restored, what only scoped entries set left alone while the labels are
+ * not known. */
+static void apply_for(const Fixture *fx, const Config *c, Labels labels, bool known, Recorder *rec,
+                      MachineWants *ret) {
+        MachineSetting *settings = NULL;
+
+        recorder_reset(rec);
+        machine_wants_done(ret);
+        ASSERT_OK(machine_wants_select(c, labels, known, ret));
+        ASSERT_OK(machine_wants_settings(ret, &settings));
+        ASSERT_OK(machine_config_apply_keep(fx->state_dir, fx->sysctl_root, settings, ret->n, ret->pending,
+                                            true, record, rec));
+        free(settings);
+}
+
+TEST(node_selector_select_apply_restore) {
+        static char *const open[] = { "cgprof.io/tuning", "open", "zone", "a", NULL };
+        static char *const closed[] = { "zone", "a", NULL };
+        _cleanup_free_ char *v = NULL;
+        Fixture fx;
+        Recorder rec = {};
+        MachineWants w = {};
+        Config *c = NULL;
+        char *err = NULL;
+
+        fixture_setup(&fx);
+        ASSERT_OK(config_parse(
+                "{\"machineConfig\": ["
+                "{\"name\": \"kernel.perf_event_paranoid\", \"value\": \"-1\", \"nodeSelector\": "
+                "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}},"
+                "{\"name\": \"kernel.perf_event_mlock_kb\", \"value\": \"1024\"}]}",
+                &c, &err));
+
+        /* The Node not read yet: the unscoped entry only; paranoid waits. */
+        apply_for(&fx, c, NULL, false, &rec, &w);
+        ASSERT_EQ(w.n, 1);
+        ASSERT_STREQ(w.items[0].name, "kernel.perf_event_mlock_kb");
+        ASSERT_NULL(w.items[0].selector);
+        ASSERT_EQ(strv_length(w.pending), 1);
+        ASSERT_STREQ(w.pending[0], "kernel.perf_event_paranoid");
+        ASSERT_EQ(rec.n, 1);
+        assert_change(&rec, "kernel.perf_event_mlock_kb", "516", "1024", MACHINE_CHANGE_APPLY);
+
+        /* Labelled: both. */
+        apply_for(&fx, c, open, true, &rec, &w);
+        ASSERT_EQ(w.n, 2);
+        ASSERT_NULL(w.pending);
+        ASSERT_EQ(machine_wants_find(&w, "kernel.perf_event_paranoid")->entry, 0);
+        ASSERT_STREQ(machine_wants_find(&w, "kernel.perf_event_paranoid")->selector,
+                     "cgprof.io/tuning=open");
+        ASSERT_EQ(rec.n, 1);
+        assert_change(&rec, "kernel.perf_event_paranoid", "2", "-1", MACHINE_CHANGE_APPLY);
+        v = state_original(&fx, "kernel.perf_event_paranoid");
+        ASSERT_STREQ(v, "2");
+
+        /* A restart before the Node is read again: paranoid stays as it is
+         * (neither restored nor written), its original stays saved. */
+        apply_for(&fx, c, NULL, false, &rec, &w);
+        ASSERT_EQ(rec.n, 0);
+        free(v);
+        v = sysctl_get(&fx, "kernel/perf_event_paranoid");
+        ASSERT_STREQ(v, "-1\n");
+
+        /* The label removed: paranoid back to its original, mlock stays. */
+        apply_for(&fx, c, closed, true, &rec, &w);
+        ASSERT_EQ(w.n, 1);
+        ASSERT_EQ(rec.n, 1);
+        assert_change(&rec, "kernel.perf_event_paranoid", "-1", "2", MACHINE_CHANGE_RESTORE);
+        free(v);
+        v = sysctl_get(&fx, "kernel/perf_event_mlock_kb");
+        ASSERT_STREQ(v, "1024\n");
+        ASSERT_EQ(state_count(&fx), 1);
+
+        /* Labelled again: applied again. */
+        apply_for(&fx, c, open, true, &rec, &w);
+        assert_change(&rec, "kernel.perf_event_paranoid", "2", "-1", MACHINE_CHANGE_APPLY);
+
+        /* What check shows. */
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "-1", MACHINE_CHANGE_APPLY),
+                     "applied");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", " -1\n", MACHINE_CHANGE_APPLY),
+                     "applied");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "3", MACHINE_CHANGE_APPLY),
+                     "drifted");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "3", MACHINE_CHANGE_REFUSED),
+                     "refused");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", NULL, _MACHINE_CHANGE_MAX),
+                     "drifted");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.kptr_restrict", "0", _MACHINE_CHANGE_MAX),
+                     "not selected");
+        apply_for(&fx, c, closed, true, &rec, &w);
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "2", MACHINE_CHANGE_RESTORE),
+                     "restored");
+        apply_for(&fx, c, NULL, false, &rec, &w);
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_paranoid", "2", MACHINE_CHANGE_RESTORE),
+                     "waiting for the node's labels");
+        ASSERT_STREQ(machine_sysctl_state(&w, "kernel.perf_event_mlock_kb", "1024", MACHINE_CHANGE_APPLY),
+                     "applied");
+
+        ASSERT_OK(machine_config_restore(fx.state_dir, fx.sysctl_root, NULL, NULL));
+        free(v);
+        v = sysctl_get(&fx, "kernel/perf_event_paranoid");
+        ASSERT_STREQ(v, "2\n");
+
+        machine_wants_done(&w);
+        config_free(c);
         recorder_reset(&rec);
         fixture_teardown(&fx);
 }

@@ -378,4 +378,81 @@ TEST(match_and) {
         ASSERT_FALSE(matches(sel, c));
 }
 
+/* 1 when the two overlap (the witness then matches both), 0 when not. */
+static int overlap(const char *ja, const char *jb) {
+        LabelSelector *a = ja ? parse_ok(ja) : NULL, *b = jb ? parse_ok(jb) : NULL;
+        char **w = NULL;
+        int r = label_selectors_overlap(a, b, &w);
+
+        ASSERT_OK(r);
+        if (r > 0) {
+                ASSERT_NOT_NULL(w);
+                ASSERT_TRUE(label_selector_matches(a, w));
+                ASSERT_TRUE(label_selector_matches(b, w));
+        } else
+                ASSERT_NULL(w);
+        /* Symmetric. */
+        ASSERT_EQ(label_selectors_overlap(b, a, NULL), r);
+        strv_free(w);
+        label_selector_free(a);
+        label_selector_free(b);
+        return r;
+}
+
+TEST(overlap) {
+        const char *gpu = "{\"matchLabels\": {\"nvidia.com/gpu.present\": \"true\"}}";
+        const char *not_gpu = "{\"matchExpressions\": [{\"key\": \"nvidia.com/gpu.present\", "
+                              "\"operator\": \"NotIn\", \"values\": [\"true\"]}]}";
+
+        /* Unscoped overlaps everything, also an empty selector. */
+        ASSERT_EQ(overlap(NULL, NULL), 1);
+        ASSERT_EQ(overlap(NULL, gpu), 1);
+        ASSERT_EQ(overlap("{}", not_gpu), 1);
+        /* The usual split: GPU nodes and the rest. */
+        ASSERT_EQ(overlap(gpu, not_gpu), 0);
+        ASSERT_EQ(overlap(gpu, "{\"matchLabels\": {\"nvidia.com/gpu.present\": \"false\"}}"), 0);
+        ASSERT_EQ(overlap(gpu, "{\"matchExpressions\": [{\"key\": \"nvidia.com/gpu.present\", "
+                               "\"operator\": \"DoesNotExist\"}]}"),
+                  0);
+        /* Different keys: a node may carry both. */
+        ASSERT_EQ(overlap(gpu, "{\"matchLabels\": {\"cgprof.io/tuning\": \"open\"}}"), 1);
+        /* In sets that share a value, or not. */
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\", \"b\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"b\", \"c\"]}]}"),
+                  1);
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"b\", \"c\"]}]}"),
+                  0);
+        /* In {a,b} against NotIn {a,b}: nothing left. */
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+                          "[\"a\", \"b\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"b\", \"a\"]}]}"),
+                  0);
+        /* Two NotIn: an absent key, or any other value, passes both. */
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"x\"]}]}",
+                          "{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+                          "[\"x0\"]},"
+                          "{\"key\": \"zone\", \"operator\": \"Exists\"}]}"),
+                  1);
+        /* Exists against DoesNotExist. */
+        ASSERT_EQ(overlap("{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"Exists\"}]}",
+                          "{\"matchExpressions\": [{\"key\": \"k\", \"operator\": \"DoesNotExist\"}]}"),
+                  0);
+        /* One selector that can match nothing overlaps nothing. */
+        ASSERT_EQ(overlap("{\"matchLabels\": {\"k\": \"a\"}, \"matchExpressions\": [{\"key\": \"k\", "
+                          "\"operator\": \"NotIn\", \"values\": [\"a\"]}]}",
+                          NULL),
+                  0);
+        /* One key disjoint is enough, whatever the others. */
+        ASSERT_EQ(overlap("{\"matchLabels\": {\"a\": \"1\", \"b\": \"1\"}}",
+                          "{\"matchLabels\": {\"a\": \"1\", \"b\": \"2\"}}"),
+                  0);
+}
+
 DEFINE_TEST_MAIN

@@ -122,6 +122,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(OwnerRef *, owner_ref_free);
 static void machine_setting_done(MachineSetting *m) {
         free(m->name);
         free(m->value);
+        label_selector_free(m->node_selector);
         *m = (MachineSetting){};
 }
 
@@ -147,6 +148,7 @@ Config *config_free(Config *c) {
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
         free(c->machine_config);
+        strv_free(c->node_labels);
         free(c->default_profile_ref);
         for (size_t i = 0; i < c->n_profiles; i++)
                 profile_done(&c->profiles[i]);
@@ -1214,11 +1216,49 @@ static int dispatch_sysctl_value(const cJSON *j, const char *path, void *base, c
         return string_dup(j, path, v, error);
 }
 
+/* Two entries may set one sysctl only if no node can match both of their
+ * nodeSelectors (decided exactly: label_selectors_overlap()), so that each
+ * node gets at most one value per sysctl, whatever its labels become. An
+ * entry without nodeSelector matches every node. */
+static int machine_setting_check_overlap(const MachineSetting *prev, size_t n, const MachineSetting *m,
+                                         const char *path, char **error) {
+        for (size_t k = 0; k < n; k++) {
+                _cleanup_strv_free_ char **witness = NULL;
+                _cleanup_free_ char *np = NULL, *labels = NULL;
+                int r;
+
+                if (!streq(prev[k].name, m->name))
+                        continue;
+                r = label_selectors_overlap(prev[k].node_selector, m->node_selector, &witness);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                np = path_key(path, "name");
+                if (!np || labels_to_string(witness, &labels) < 0)
+                        return -ENOMEM;
+                if (!prev[k].node_selector || !m->node_selector)
+                        return fail(error, np,
+                                    "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): an entry "
+                                    "without nodeSelector applies to every node, so another entry for the "
+                                    "same sysctl needs a nodeSelector, and so does this one, such that no "
+                                    "node matches both",
+                                    m->name, k);
+                return fail(error, np,
+                            "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): a node labelled "
+                            "{%s} matches both entries' nodeSelectors; scope them so that no node "
+                            "matches both (e.g. In and NotIn on one label)",
+                            m->name, k, labels);
+        }
+        return 0;
+}
+
 static int dispatch_machine_config(const cJSON *j, const char *path, void *base, const JsonField *f,
                                    char **error) {
         static const JsonField fields[] = {
                 { "name", dispatch_sysctl_name, offsetof(MachineSetting, name), 0, true },
                 { "value", dispatch_sysctl_value, offsetof(MachineSetting, value), 0, true },
+                { "nodeSelector", dispatch_selector, offsetof(MachineSetting, node_selector) },
                 {},
         };
         Config *c = base;
@@ -1230,6 +1270,10 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         if (r < 0)
                 return r;
 
+        /* Entries are compared pairwise (machine_setting_check_overlap()),
+         * on the event loop at a reload: both bounds keep that short. */
+        if (cJSON_GetArraySize(j) > CONFIG_MACHINE_CONFIG_MAX)
+                return fail(error, path, "at most %d entries", CONFIG_MACHINE_CONFIG_MAX);
         c->machine_config = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(MachineSetting));
         if (!c->machine_config)
                 return -ENOMEM;
@@ -1244,14 +1288,23 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
                 if (r < 0)
                         return r;
 
-                for (size_t k = 0; k < n; k++)
-                        if (streq(c->machine_config[k].name, m.name)) {
-                                _cleanup_free_ char *np = path_key(p, "name");
+                if (m.node_selector) {
+                        size_t n_values = strv_length(m.node_selector->match_labels) / 2;
 
-                                if (!np)
+                        for (size_t k = 0; k < m.node_selector->n_requirements; k++)
+                                n_values += 1 + strv_length(m.node_selector->requirements[k].values);
+                        if (n_values > CONFIG_NODE_SELECTOR_VALUES_MAX) {
+                                _cleanup_free_ char *sp = path_key(p, "nodeSelector");
+
+                                if (!sp)
                                         return -ENOMEM;
-                                return fail(error, np, "duplicate sysctl \"%s\"", m.name);
+                                return fail(error, sp, "more than %d labels, conditions and values",
+                                            CONFIG_NODE_SELECTOR_VALUES_MAX);
                         }
+                }
+                r = machine_setting_check_overlap(c->machine_config, n, &m, p, error);
+                if (r < 0)
+                        return r;
 
                 c->machine_config[n] = m;
                 m = (MachineSetting){};
@@ -1321,6 +1374,15 @@ static int dispatch_debuginfod_urls(const cJSON *j, const char *path, void *base
         if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_DEBUGINFOD_URLS_MAX)
                 return fail(error, path, "at most %d servers", CONFIG_DEBUGINFOD_URLS_MAX);
         return parse_strv(j, path, base, f, /* allow_empty= */ true, check_debuginfod_url, error);
+}
+
+static int dispatch_node_labels(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                char **error) {
+        char ***l = FIELD(base, f);
+
+        strv_free(*l);
+        *l = NULL;
+        return label_set_from_json(j, path, l, error);
 }
 
 /* ---- the HTTP listener ------------------------------------------------------------------------ */
@@ -1405,6 +1467,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 { "restoreMachineConfig", dispatch_bool, offsetof(Config, restore_machine_config) },
                 { "machineConfigInterval", dispatch_positive_duration,
                   offsetof(Config, machine_config_interval_usec) },
+                { "nodeLabels", dispatch_node_labels, offsetof(Config, node_labels) },
                 { "enableDefault", dispatch_bool, offsetof(Config, enable_default) },
                 { "unwindTableRows", dispatch_unwind_table_rows, offsetof(Config, unwind_table_rows) },
                 { "debuginfodUrls", dispatch_debuginfod_urls, offsetof(Config, debuginfod_urls) },
@@ -1475,6 +1538,7 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         static const char *const cluster_only[] = {
                 "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
                 "enableDefault", "unwindTableRows", "debuginfodUrls",       "http",
+                "nodeLabels",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },

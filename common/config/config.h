@@ -50,6 +50,10 @@ UnwindMode unwind_mode_from_string(const char *s);
 /* debuginfodUrls: at most this many servers, each URL at most this long. */
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
 #define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
+/* machineConfig: at most this many entries, and labels, conditions and
+ * values in one nodeSelector (two entries for one sysctl are compared). */
+#define CONFIG_MACHINE_CONFIG_MAX 64
+#define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
 #define CONFIG_HTTP_MAX_CONNECTIONS_MAX 1024U
@@ -104,6 +108,9 @@ typedef struct Target {
 typedef struct MachineSetting {
         char *name; /* sysctl name, e.g. "kernel.perf_event_paranoid" (allow-listed) */
         char *value;
+        /* The nodes it applies to, by their labels; NULL: every node. No
+         * two entries for one sysctl can match one node (refused at load). */
+        LabelSelector *node_selector;
 } MachineSetting;
 
 typedef struct Config {
@@ -112,6 +119,9 @@ typedef struct Config {
         size_t n_machine_config;
         bool restore_machine_config; /* default true */
         uint64_t machine_config_interval_usec; /* default 30s, > 0 */
+        /* "nodeLabels": the host's labels for machineConfig nodeSelectors
+         * without Kubernetes (strv key, value, ...); NULL: not set. */
+        char **node_labels;
         bool enable_default; /* default false */
         uint64_t unwind_table_rows; /* default CONFIG_DEFAULT_UNWIND_TABLE_ROWS; read at start only */
         /* debuginfod servers (http:// or https:// URLs) asked for the debug

@@ -181,7 +181,7 @@ static int check_keys(const cJSON *obj, const char *path, const char *const *all
         return 0;
 }
 
-static int parse_match_labels(const cJSON *j, const char *path, char ***ret, char **error) {
+int label_set_from_json(const cJSON *j, const char *path, char ***ret, char **error) {
         _cleanup_strv_free_ char **l = NULL;
         const cJSON *i;
         size_t n = 0;
@@ -336,7 +336,7 @@ int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **r
 
                 if (asprintf(&p, "%s.matchLabels", path) < 0)
                         return -ENOMEM;
-                r = parse_match_labels(ml, p, &s->match_labels, &error);
+                r = label_set_from_json(ml, p, &s->match_labels, &error);
                 if (r < 0)
                         goto finish;
         }
@@ -398,6 +398,25 @@ static bool strv_contains(char *const *l, const char *s) {
         return false;
 }
 
+/* Appends a copy of s to the strv *l. */
+static int strv_push_dup(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char **nl, *d;
+
+        d = strdup(s);
+        if (!d)
+                return -ENOMEM;
+        nl = realloc(*l, (n + 2) * sizeof(char *));
+        if (!nl) {
+                free(d);
+                return -ENOMEM;
+        }
+        nl[n] = d;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
 static bool label_requirement_matches(const LabelRequirement *req, Labels labels) {
         const char *v = labels_get(labels, req->key);
 
@@ -434,4 +453,195 @@ bool label_selector_matches(const LabelSelector *s, Labels labels) {
                         return false;
 
         return true;
+}
+
+/* ---- overlap -------------------------------------------------------------------------------- */
+
+/* Whether a key in a state (value NULL: absent) passes every condition 's'
+ * puts on that key. */
+static bool selector_key_matches(const LabelSelector *s, const char *key, const char *value) {
+        char *one[3] = { (char *) key, (char *) value, NULL };
+        Labels l = value ? one : NULL;
+
+        if (!s)
+                return true;
+        if (s->match_labels)
+                for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2)
+                        if (streq(s->match_labels[i], key) && !streq_ptr(value, s->match_labels[i + 1]))
+                                return false;
+        for (size_t i = 0; i < s->n_requirements; i++)
+                if (streq(s->requirements[i].key, key) && !label_requirement_matches(&s->requirements[i], l))
+                        return false;
+        return true;
+}
+
+/* Every value either selector names for key, as candidates. */
+static int values_named(const LabelSelector *s, const char *key, char ***values) {
+        if (!s)
+                return 0;
+        if (s->match_labels)
+                for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2)
+                        if (streq(s->match_labels[i], key) &&
+                            strv_push_dup(values, s->match_labels[i + 1]) < 0)
+                                return -ENOMEM;
+        for (size_t i = 0; i < s->n_requirements; i++)
+                if (streq(s->requirements[i].key, key))
+                        for (char **v = s->requirements[i].values; v && *v; v++)
+                                if (strv_push_dup(values, *v) < 0)
+                                        return -ENOMEM;
+        return 0;
+}
+
+static int keys_named(const LabelSelector *s, char ***keys) {
+        if (!s)
+                return 0;
+        if (s->match_labels)
+                for (size_t i = 0; s->match_labels[i] && s->match_labels[i + 1]; i += 2)
+                        if (!strv_contains(*keys, s->match_labels[i]) &&
+                            strv_push_dup(keys, s->match_labels[i]) < 0)
+                                return -ENOMEM;
+        for (size_t i = 0; i < s->n_requirements; i++)
+                if (!strv_contains(*keys, s->requirements[i].key) &&
+                    strv_push_dup(keys, s->requirements[i].key) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* The state of one key that both selectors accept: *ret_value NULL
+ * (absent) or a value. Returns 1 when there is one, 0 when none. A value no
+ * selector names ("x", "x0", ...) stands for all such values: they are
+ * accepted or refused alike. */
+static int key_witness(const LabelSelector *a, const LabelSelector *b, const char *key, char **ret_value) {
+        _cleanup_strv_free_ char **named = NULL;
+        char fresh[32] = "x";
+        int r;
+
+        if (selector_key_matches(a, key, NULL) && selector_key_matches(b, key, NULL)) {
+                *ret_value = NULL;
+                return 1;
+        }
+        r = values_named(a, key, &named);
+        if (r >= 0)
+                r = values_named(b, key, &named);
+        if (r < 0)
+                return r;
+        for (char **v = named; v && *v; v++)
+                if (selector_key_matches(a, key, *v) && selector_key_matches(b, key, *v)) {
+                        *ret_value = strdup(*v);
+                        return *ret_value ? 1 : -ENOMEM;
+                }
+        for (unsigned i = 0; strv_contains(named, fresh); i++)
+                snprintf(fresh, sizeof(fresh), "x%u", i);
+        if (selector_key_matches(a, key, fresh) && selector_key_matches(b, key, fresh)) {
+                *ret_value = strdup(fresh);
+                return *ret_value ? 1 : -ENOMEM;
+        }
+        return 0;
+}
+
+int label_selectors_overlap(const LabelSelector *a, const LabelSelector *b, char ***ret_witness) {
+        _cleanup_strv_free_ char **keys = NULL, **witness = NULL;
+        int r;
+
+        /* Each condition is on one key, and keys are independent: the two
+         * selectors can both match some label set if and only if, key by
+         * key, some state of that key (absent, or a value) passes the
+         * conditions both put on it. Those states are few: absent, each
+         * value named, and one value named nowhere. */
+        r = keys_named(a, &keys);
+        if (r >= 0)
+                r = keys_named(b, &keys);
+        if (r < 0)
+                return r;
+
+        for (char **k = keys; k && *k; k++) {
+                _cleanup_free_ char *value = NULL;
+
+                r = key_witness(a, b, *k, &value);
+                if (r <= 0)
+                        return r;
+                if (value && (strv_push_dup(&witness, *k) < 0 || strv_push_dup(&witness, value) < 0))
+                        return -ENOMEM;
+        }
+
+        if (ret_witness) {
+                if (!witness) {
+                        witness = calloc(1, sizeof(char *));
+                        if (!witness)
+                                return -ENOMEM;
+                }
+                *ret_witness = TAKE_PTR(witness);
+        }
+        return 1;
+}
+
+/* ---- as text -------------------------------------------------------------------------------- */
+
+static int append(char **s, size_t *n, const char *text) {
+        size_t l = strlen(text);
+        char *ns = realloc(*s, *n + l + 1);
+
+        if (!ns)
+                return -ENOMEM;
+        memcpy(ns + *n, text, l + 1);
+        *s = ns;
+        *n += l;
+        return 0;
+}
+
+int label_selector_to_string(const LabelSelector *s, char **ret) {
+        _cleanup_free_ char *t = strdup("");
+        size_t n = 0;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        /* kubectl's syntax: "a=b,zone in (x,y),zone notin (z),k,!k". */
+        for (size_t i = 0; s && s->match_labels && s->match_labels[i] && s->match_labels[i + 1]; i += 2) {
+                if (n > 0)
+                        r = append(&t, &n, ",");
+                if (r >= 0)
+                        r = append(&t, &n, s->match_labels[i]);
+                if (r >= 0)
+                        r = append(&t, &n, "=");
+                if (r >= 0)
+                        r = append(&t, &n, s->match_labels[i + 1]);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; s && i < s->n_requirements; i++) {
+                const LabelRequirement *q = &s->requirements[i];
+
+                if (n > 0 && append(&t, &n, ",") < 0)
+                        return -ENOMEM;
+                if (q->op == LABEL_OPERATOR_DOES_NOT_EXIST && append(&t, &n, "!") < 0)
+                        return -ENOMEM;
+                if (append(&t, &n, q->key) < 0)
+                        return -ENOMEM;
+                if (!label_operator_has_values(q->op))
+                        continue;
+                if (append(&t, &n, q->op == LABEL_OPERATOR_IN ? " in (" : " notin (") < 0)
+                        return -ENOMEM;
+                for (char **v = q->values; v && *v; v++)
+                        if ((v != q->values && append(&t, &n, ",") < 0) || append(&t, &n, *v) < 0)
+                                return -ENOMEM;
+                if (append(&t, &n, ")") < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+int labels_to_string(Labels labels, char **ret) {
+        _cleanup_free_ char *t = strdup("");
+        size_t n = 0;
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t i = 0; labels && labels[i] && labels[i + 1]; i += 2)
+                if ((n > 0 && append(&t, &n, ",") < 0) || append(&t, &n, labels[i]) < 0 ||
+                    append(&t, &n, "=") < 0 || append(&t, &n, labels[i + 1]) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(t);
+        return 0;
 }

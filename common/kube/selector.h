@@ -45,3 +45,20 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(LabelSelector *, label_selector_free);
 /* labels may be NULL (no labels). A NULL selector means "not set" and matches
  * everything, like an empty one (unlike a nil selector in the API). */
 bool label_selector_matches(const LabelSelector *s, Labels labels);
+
+/* Whether some set of labels matches both selectors (NULL: not set, matches
+ * everything). Decided exactly, without guessing at label sets: 1 when they
+ * overlap, with *ret_witness (if non-NULL) a label set both match (strv
+ * key, value, ...; keys neither selector names are left out), 0 when no
+ * node can match both, -ENOMEM. */
+int label_selectors_overlap(const LabelSelector *a, const LabelSelector *b, char ***ret_witness);
+
+/* A label set as a JSON object of strings ("nodeLabels", matchLabels):
+ * keys and values checked as the API server does, no duplicate key.
+ * Errors start with 'path'. *ret is a strv key, value, ... (never NULL). */
+int label_set_from_json(const cJSON *j, const char *path, char ***ret, char **ret_error);
+
+/* kubectl's text for a selector ("a=b,zone in (x,y),!k"; "" when it has no
+ * condition) and for labels ("a=b,c=d"). */
+int label_selector_to_string(const LabelSelector *s, char **ret);
+int labels_to_string(Labels labels, char **ret);

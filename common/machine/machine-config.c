@@ -94,7 +94,7 @@ static bool sysctl_value_valid(const char *value) {
 /* Equal with whitespace runs folded and leading/trailing whitespace ignored:
  * "4096\t8192" == "4096 8192", which is how the kernel prints multi-value
  * sysctls. */
-static bool sysctl_value_equal(const char *a, const char *b) {
+bool machine_value_equal(const char *a, const char *b) {
         for (;;) {
                 size_t la, lb;
 
@@ -372,7 +372,7 @@ static int restore_one(const char *sysctl_root, const char *name, const char *or
         r = read_first_line(path, &current);
         if (r < 0)
                 return r;
-        if (sysctl_value_equal(current, original))
+        if (machine_value_equal(current, original))
                 return 0;
 
         r = write_sysctl(path, original);
@@ -415,6 +415,20 @@ static void pending_free_many(PendingWrite *p, size_t n) {
 
 int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
                          size_t n_settings, bool initial, MachineChangeCallback cb, void *userdata) {
+        return machine_config_apply_keep(state_dir, sysctl_root, settings, n_settings, NULL, initial, cb,
+                                         userdata);
+}
+
+static bool strv_has(char *const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
+                              size_t n_settings, char *const *keep, bool initial, MachineChangeCallback cb,
+                              void *userdata) {
         _cleanup_(cJSON_Deletep) cJSON *originals = NULL;
         PendingWrite *pending = NULL;
         bool had_file, added = false, dropped = false;
@@ -463,7 +477,7 @@ int machine_config_apply(const char *state_dir, const char *sysctl_root, const M
                         RET_GATHER(ret, r);
                         continue;
                 }
-                if (sysctl_value_equal(current, s->value))
+                if (machine_value_equal(current, s->value))
                         continue;
 
                 if (!cJSON_GetObjectItemCaseSensitive(originals, s->name)) {
@@ -516,7 +530,7 @@ int machine_config_apply(const char *state_dir, const char *sysctl_root, const M
          * leave the state file. One that cannot be restored stays in it. */
         for (item = originals->child; item; item = next) {
                 next = item->next;
-                if (settings_contain(settings, n_settings, item->string))
+                if (settings_contain(settings, n_settings, item->string) || strv_has(keep, item->string))
                         continue;
                 r = restore_one(sysctl_root, item->string, item->valuestring, cb, userdata);
                 if (r < 0) {

@@ -31,6 +31,10 @@ typedef void (*MachineChangeCallback)(const char *name, const char *old_value, c
  * [a-z0-9_.] is allowed), -EPERM for one not in the allow-list. */
 int sysctl_path(const char *sysctl_root, const char *name, char **ret);
 
+/* Whether two sysctl values are the same, whitespace runs folded and
+ * leading/trailing whitespace ignored ("4096\t8192" == "4096 8192 "). */
+bool machine_value_equal(const char *a, const char *b);
+
 /* Brings the sysctls to the settings: saves originals first, writes values
  * that differ, reports each write through cb with MACHINE_CHANGE_APPLY when
  * 'initial' is true, MACHINE_CHANGE_DRIFT otherwise, and each setting it
@@ -42,6 +46,13 @@ int sysctl_path(const char *sysctl_root, const char *name, char **ret);
  * "/proc/sys" except in tests. */
 int machine_config_apply(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
                          size_t n_settings, bool initial, MachineChangeCallback cb, void *userdata);
+
+/* The same, but the saved sysctls named in 'keep' (strv, may be NULL) are
+ * left alone even though 'settings' does not name them: neither written
+ * nor restored (machineConfig entries that wait for the node's labels). */
+int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
+                              size_t n_settings, char *const *keep, bool initial, MachineChangeCallback cb,
+                              void *userdata);
 
 /* Writes every saved original back and removes the state file. */
 int machine_config_restore(const char *state_dir, const char *sysctl_root, MachineChangeCallback cb,

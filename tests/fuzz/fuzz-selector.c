@@ -6,6 +6,12 @@
  * with -EINVAL and a message starting with its path (or -ENOMEM). A parsed
  * one matches everything when empty; with matchLabels only, it matches its
  * own matchLabels. Matching never fails on any labels, or none.
+ *
+ * With "other": S2 as well, label_selectors_overlap() is checked against
+ * matching: when they overlap, the witness matches both; when they do not,
+ * no labels tried (the input's, the fixed ones, none) match both. A
+ * selector that matches some labels overlaps itself. Its text form never
+ * fails but for memory.
  * Built by tests/fuzz/meson.build with clang -fsanitize=fuzzer,address,undefined. */
 #include "fuzz.h"
 #include "selector.h"
@@ -59,6 +65,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         (void) label_selector_matches(s, labels ?: (char **) fixed_labels);
         (void) label_selector_matches(s, NULL);
+
+        {
+                _cleanup_(label_selector_freep) LabelSelector *o = NULL;
+                _cleanup_free_ char *e2 = NULL, *text = NULL;
+                const cJSON *other = cJSON_GetObjectItemCaseSensitive(j, "other");
+                char **w = NULL;
+
+                r = label_selector_to_string(s, &text);
+                CHECK(r == 0 || r == -ENOMEM);
+                if (label_selector_matches(s, labels ?: (char **) fixed_labels)) {
+                        r = label_selectors_overlap(s, s, NULL);
+                        CHECK(r == 1 || r == -ENOMEM);
+                }
+                if (other && label_selector_from_json(other, "other", &o, &e2) >= 0) {
+                        r = label_selectors_overlap(s, o, &w);
+                        CHECK(r >= 0 || r == -ENOMEM);
+                        if (r > 0) {
+                                CHECK(label_selector_matches(s, w) && label_selector_matches(o, w));
+                                strv_free(w);
+                        } else if (r == 0) {
+                                CHECK(!w);
+                                CHECK(!(label_selector_matches(s, labels ?: (char **) fixed_labels) &&
+                                        label_selector_matches(o, labels ?: (char **) fixed_labels)));
+                                CHECK(!(label_selector_matches(s, NULL) && label_selector_matches(o, NULL)));
+                        }
+                }
+        }
 
         if (s->n_requirements == 0)
                 CHECK(label_selector_matches(s, s->match_labels));

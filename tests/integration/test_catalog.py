@@ -27,7 +27,7 @@ from journallib import ensure_journald, journal, stop_journald
 # The fields each kind of entry always carries (agent/journal.c): a catalog
 # text may only substitute these (a missing field would show as its name).
 SESSION = {"CGPROF_EVENT", "CGPROF_SESSION", "CGPROF_PROFILE", "CGPROF_TARGET", "CGPROF_CGROUP"}
-MACHINE = {"CGPROF_EVENT", "CGPROF_SYSCTL", "CGPROF_OLD_VALUE", "CGPROF_NEW_VALUE"}
+MACHINE = {"CGPROF_EVENT", "CGPROF_SYSCTL", "CGPROF_OLD_VALUE", "CGPROF_NEW_VALUE", "CGPROF_NODE"}
 PROFILE_CONFIG = {"CGPROF_EVENT", "CGPROF_NAMESPACE", "CGPROF_PROFILE_CONFIG"}
 ALWAYS = {
     "SESSION_START": SESSION,

@@ -174,6 +174,10 @@ def test_check():
         expect(r, 0, [get_pod("team-a", "web-0"), get_agent("node-a"),
                       exec_("cgprof-aaaaa", "cgprofctl", "check", "team-a/web-0")],
                stdout="CGPROFCTL cgprof-aaaaa check team-a/web-0")
+        # check --node: the node's machineConfig.
+        r = s.run("check", "--node", "node-b")
+        expect(r, 0, [get_agent("node-b"), exec_("cgprof-bbbbb", "cgprofctl", "check")],
+               stdout="CGPROFCTL cgprof-bbbbb check")
         # A container, --json (before or after the command), the other node.
         r = s.run("check", "team-b/api-0/main", "--json")
         expect(r, 0, [get_pod("team-b", "api-0"), get_agent("node-b"),

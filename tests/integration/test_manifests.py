@@ -182,11 +182,12 @@ def test_base_builds_offline_with_least_privilege():
             assert o["metadata"]["namespace"] == "cgprof", o["metadata"]
         assert o["metadata"]["labels"].get("app.kubernetes.io/part-of") == "cgprof", o["metadata"]
 
-    # RBAC: exactly get/list/watch on pods, namespaces, profileconfigs.
+    # RBAC: exactly get/list/watch on pods, namespaces, nodes, profileconfigs.
     role = one(objs, "ClusterRole", "cgprof")
     triples = sorted((g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
                      for v in rule["verbs"])
-    want = sorted((g, r, v) for g, r in (("", "pods"), ("", "namespaces"), ("cgprof.io", "profileconfigs"))
+    want = sorted((g, r, v) for g, r in (("", "pods"), ("", "namespaces"), ("", "nodes"),
+                                         ("cgprof.io", "profileconfigs"))
                   for v in ("get", "list", "watch"))
     assert triples == want, triples
     assert not any("resourceNames" in r or "nonResourceURLs" in r for r in role["rules"]), role["rules"]
@@ -342,6 +343,39 @@ def test_overlays_and_privileged_patch_build_offline():
         pr = kustomize(tmp)
     sc = agent_container(one(pr, "DaemonSet", "cgprof"))["securityContext"]
     assert sc["privileged"] is True and sc["allowPrivilegeEscalation"] is True and "capabilities" not in sc, sc
+
+
+def test_gpu_overlay_and_gpu_config_example():
+    """The gpu-nodes overlay is the base with the DaemonSet on GPU nodes
+    only; the GPU tuning example passes --check-config, differs from the
+    ConfigMap's config in machineConfig only, and its entries for one sysctl
+    cannot both select a node (made to overlap, it is refused)."""
+    base = kustomize(MANIFESTS)
+    objs = kustomize(os.path.join(OVERLAYS, "gpu-nodes"))
+    ds = one(objs, "DaemonSet", "cgprof")
+    assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}, ds
+    ds = copy.deepcopy(ds)
+    del ds["spec"]["template"]["spec"]["nodeSelector"]
+    assert ds == one(base, "DaemonSet", "cgprof"), "the overlay changes more than the nodeSelector"
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in objs) == \
+        sorted((o["kind"], o["metadata"]["name"]) for o in base)
+
+    path = os.path.join(EXAMPLES, "config-gpu-tuning.json")
+    with open(path) as f:
+        text = f.read()
+    r = subprocess.run([CGPROFD, "--check-config", "--config", path], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    cfg, base_cfg = json.loads(text), json.loads(config_of(base))
+    assert {k: v for k, v in cfg.items() if k != "machineConfig"} == \
+        {k: v for k, v in base_cfg.items() if k != "machineConfig"}, "the example drifted from the ConfigMap"
+    gpu = [e for e in cfg["machineConfig"]
+           if e.get("nodeSelector", {}).get("matchLabels") == {"nvidia.com/gpu.present": "true"}]
+    assert {e["name"] for e in gpu} == {"kernel.perf_event_paranoid", "kernel.kptr_restrict"}, gpu
+    cfg["machineConfig"][2]["nodeSelector"] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        r, _ = check_config(json.dumps(cfg), tmp)
+    assert r.returncode == 1 and "machineConfig[2].name: duplicate sysctl" in r.stderr, r.stderr
+    assert "machineConfig[0]" in r.stderr, r.stderr
 
 
 def test_configmap_passes_check_config():
@@ -591,7 +625,8 @@ def test_rbac_of_the_service_account():
                     triples.add((g, res, v))
     # What every authenticated user may do (system:basic-user).
     basic = {("authorization.k8s.io", r, "create") for r in ("selfsubjectaccessreviews", "selfsubjectrulesreviews")}
-    want = {(g, r, v) for g, r in (("", "pods"), ("", "namespaces"), ("cgprof.io", "profileconfigs"))
+    want = {(g, r, v) for g, r in (("", "pods"), ("", "namespaces"), ("", "nodes"),
+                                   ("cgprof.io", "profileconfigs"))
             for v in ("get", "list", "watch")}
     assert triples - basic == want, f"rules beyond get/list/watch: {sorted(triples - basic - want)}; " \
                                     f"missing: {sorted(want - triples)}"
@@ -607,6 +642,9 @@ def test_rbac_of_the_service_account():
         ("GET", "/api/v1/pods?watch=1&timeoutSeconds=1&allowWatchBookmarks=true"),
         ("GET", "/api/v1/namespaces?watch=1&timeoutSeconds=1"),
         ("GET", "/apis/cgprof.io/v1/profileconfigs?watch=1&timeoutSeconds=1"),
+        ("GET", "/api/v1/nodes?fieldSelector=" + urllib.parse.quote(f"metadata.name={NODE}")),
+        ("GET", "/api/v1/nodes?fieldSelector=" + urllib.parse.quote(f"metadata.name={NODE}") +
+         "&watch=1&timeoutSeconds=1&allowWatchBookmarks=true"),
     ]
     for method, path in allowed:
         st, body = kc.api(method, path, token=token, raw=True)
@@ -639,7 +677,8 @@ def test_rbac_of_the_service_account():
           "involvedObject": {"kind": "Pod", "name": "rbac-probe", "namespace": "team-a"}}, None),
         ("POST", "/apis/events.k8s.io/v1/namespaces/team-a/events",
          {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"}}, None),
-        ("GET", "/api/v1/nodes", None, None),
+        ("PATCH", f"/api/v1/nodes/{NODE}", {"metadata": {"labels": {"x": "y"}}}, "application/merge-patch+json"),
+        ("DELETE", f"/api/v1/nodes/{NODE}", None, None),
         ("POST", "/api/v1/namespaces/cgprof/serviceaccounts/cgprof/token",
          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}, None),
         ("DELETE", "/apis/apps/v1/namespaces/cgprof/daemonsets/cgprof", None, None),
@@ -709,16 +748,23 @@ def test_agent_runs_with_the_service_account_token():
                 kc.set_pod_running(ns, name, {container: cid})
 
             run_pod("sa-labelled", "web-0")
+            kc.apply({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": NODE, "labels": {"cgprof.io/pool": "general"}}})
             agent.start()
             log("agent argv: " + " ".join(agent.argv()))
 
             def kube():
                 return agent.status()["kubernetes"]
 
-            wait_for(lambda: kube()["podWatch"]["synced"] and kube()["namespaceWatch"]["synced"], timeout=60,
-                     what="the pod and namespace watches to sync with the ServiceAccount's token")
+            wait_for(lambda: kube()["podWatch"]["synced"] and kube()["namespaceWatch"]["synced"] and
+                     kube()["nodeWatch"]["synced"], timeout=60,
+                     what="the pod, namespace and node watches to sync with the ServiceAccount's token")
+            # Its own Node's labels, read with the same token.
+            wait_for(lambda: agent.status()["machineConfig"]["labelsSource"] == "node", timeout=60,
+                     what="the agent to read its Node")
+            assert "cgprof.io/pool=general" in agent.status()["machineConfig"]["labels"]
             k = kube()
-            for w in ("podWatch", "namespaceWatch"):
+            for w in ("podWatch", "namespaceWatch", "nodeWatch"):
                 assert k[w]["lastError"] not in (401, 403), (w, k[w])
             assert k["pods"] >= 1 and k["namespaces"] >= 3, k
 
@@ -761,6 +807,7 @@ def test_agent_runs_with_the_service_account_token():
         shutil.rmtree(tmp, ignore_errors=True)
         for ns, name in (("sa-labelled", "web-0"), ("team-a", "shop-0")):
             kc.delete_pod(ns, name)
+        kc.kubectl("delete", "node", NODE, "--ignore-not-found", check=False)
 
 
 if __name__ == "__main__":
@@ -771,6 +818,7 @@ if __name__ == "__main__":
     with KubeCluster() as cluster:
         kc = cluster
         main([test_base_builds_offline_with_least_privilege, test_overlays_and_privileged_patch_build_offline,
+              test_gpu_overlay_and_gpu_config_example,
               test_configmap_passes_check_config, test_apply_creates_every_object,
               test_profileconfig_examples_accepted, test_bad_profileconfigs_refused_by_the_server,
               test_unknown_fields_kubectl_refuses_server_prunes, test_rbac_of_the_service_account,
