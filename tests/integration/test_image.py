@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The container image, as far as this machine can test it (no container
-engine, no registry): the Dockerfile's build stage is scripts/image-build,
-which this test runs into a temporary DESTDIR; then
+"""The container image's recipe, without a container engine (test_container.py
+builds the image with podman and runs it): the Dockerfile's build stage is
+scripts/image-build, which this test runs into a temporary DESTDIR; then
 
-- the Dockerfile's structure: a debian:12 build stage that RUNs
-  scripts/image-build /out, a debian:12-slim runtime stage that copies
+- the Dockerfile's structure: a debian:12 toolchain stage (the packages), a
+  build stage on it that RUNs scripts/image-build /out, a debian:12-slim
+  runtime stage that copies
   exactly /out/usr/sbin/cgprofd and /out/usr/bin/cgprofctl and installs
   libraries only (no compiler, no -dev package);
 - every shared library ldd resolves for the two binaries belongs (dpkg -S)
@@ -54,18 +55,23 @@ def run(argv, **kw):
 
 
 def dockerfile_stages():
-    """[(from_line_words, [instructions])] with continuation lines joined."""
+    """[(from_line_words, [instructions])] with continuation lines joined;
+    the ARGs before the first FROM (the bases: scripts/image bootstraps
+    their defaults) substituted in the FROM lines with their defaults."""
     with open(DOCKERFILE) as f:
         text = f.read()
     text = re.sub(r"\\\n", " ", text)
-    stages = []
+    stages, args = [], {}
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         word, _, rest = line.partition(" ")
         if word.upper() == "FROM":
-            stages.append((rest.split(), []))
+            stages.append(([re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], w) for w in rest.split()], []))
+        elif word.upper() == "ARG" and not stages:
+            name, _, default = rest.strip().partition("=")
+            args[name] = default
         else:
             assert stages, f"instruction before FROM: {line}"
             stages[-1][1].append((word.upper(), rest.strip()))
@@ -143,9 +149,11 @@ def meson_requirements():
 
 def test_image(failures):
     stages = dockerfile_stages()
-    assert len(stages) == 2, f"{len(stages)} stages"
-    (b_from, b_ins), (r_from, r_ins) = stages
-    assert b_from[0] == "debian:12" and [w.upper() for w in b_from[1:]] == ["AS", "BUILD"], b_from
+    assert len(stages) == 3, f"{len(stages)} stages"
+    (t_from, t_ins), (b_from, b_ins), (r_from, r_ins) = stages
+    assert t_from[0] == "debian:12" and [w.upper() for w in t_from[1:]] == ["AS", "TOOLCHAIN"], t_from
+    assert b_from[0] == "toolchain" and [w.upper() for w in b_from[1:]] == ["AS", "BUILD"], b_from
+    assert not [w for w, rest in b_ins if w == "RUN" and "apt-get" in rest], "packages go in the toolchain stage"
     assert r_from == ["debian:12-slim"], r_from
     runs = [rest for w, rest in b_ins if w == "RUN"]
     image_build = [r for r in runs if r.startswith("scripts/image-build ")]
@@ -156,7 +164,7 @@ def test_image(failures):
     assert copies == ["--from=build /out/usr/bin/cgprofctl /usr/bin/cgprofctl",
                       "--from=build /out/usr/sbin/cgprofd /usr/sbin/cgprofd"], copies
     assert ("ENTRYPOINT", '["/usr/sbin/cgprofd"]') in r_ins, r_ins
-    build_pkgs, runtime_pkgs = apt_packages(b_ins), apt_packages(r_ins)
+    build_pkgs, runtime_pkgs = apt_packages(t_ins), apt_packages(r_ins)
     assert build_pkgs and runtime_pkgs, (build_pkgs, runtime_pkgs)
     tools = ("gcc", "clang", "cc", "meson", "ninja-build", "make", "binutils", "pkg-config", "bpftool")
     bad = [p for p in runtime_pkgs if p.endswith("-dev") or p in tools or p.startswith(("gcc-", "clang-"))]

@@ -54,8 +54,12 @@ BASE = os.path.join(MANIFESTS, "base")
 OVERLAYS = os.path.join(MANIFESTS, "overlays")
 EXAMPLES = os.path.join(MANIFESTS, "examples")
 PRIVILEGED_PATCH = os.path.join(MANIFESTS, "patches", "privileged.yaml")
+SECCOMP_PATCH = os.path.join(MANIFESTS, "patches", "seccomp-unconfined.yaml")
+OLD_KERNEL_PATCH = os.path.join(MANIFESTS, "patches", "kernel-before-5.11.yaml")
 NODE = "node-a"
-CAPS = ["BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG", "SYS_RESOURCE"]
+# test_container.py shows what fails without each (SYS_RESOURCE: nothing
+# on kernels >= 5.11; patches/kernel-before-5.11.yaml adds it).
+CAPS = ["BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG"]
 SA_USER = "system:serviceaccount:cgprof:cgprof"
 
 kc = None
@@ -222,7 +226,7 @@ def test_base_builds_offline_with_least_privilege():
     assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False, sc
     assert sc["readOnlyRootFilesystem"] is True, sc
     assert sc["capabilities"] == {"drop": ["ALL"], "add": CAPS}, sc["capabilities"]
-    assert sc["seccompProfile"] == {"type": "Unconfined"}, sc
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, sc
     ann = ds["spec"]["template"]["metadata"]["annotations"]
     assert ann["container.apparmor.security.beta.kubernetes.io/cgprofd"] == "unconfined", ann
     # /metrics: the port the config listens on, declared and annotated.
@@ -289,7 +293,7 @@ def test_overlays_and_privileged_patch_build_offline():
     assert not scc["allowHostNetwork"] and not scc["allowHostIPC"] and not scc["allowHostPorts"]
     assert scc["readOnlyRootFilesystem"] is True and scc["runAsUser"]["type"] == "RunAsAny"
     assert scc["seLinuxContext"]["seLinuxOptions"]["type"] == sc["seLinuxOptions"]["type"]
-    assert scc["seccompProfiles"] == ["unconfined"] and sc["seccompProfile"]["type"] == "Unconfined"
+    assert scc["seccompProfiles"] == ["runtime/default"] and sc["seccompProfile"]["type"] == "RuntimeDefault"
     vol_kinds = {k for v in ds["spec"]["template"]["spec"]["volumes"] for k in v if k != "name"}
     assert vol_kinds <= set(scc["volumes"]), (vol_kinds, scc["volumes"])
     assert not scc.get("users") and not scc.get("groups"), "granted through RBAC only"
@@ -343,6 +347,23 @@ def test_overlays_and_privileged_patch_build_offline():
         pr = kustomize(tmp)
     sc = agent_container(one(pr, "DaemonSet", "cgprof"))["securityContext"]
     assert sc["privileged"] is True and sc["allowPrivilegeEscalation"] is True and "capabilities" not in sc, sc
+
+    # The seccomp and old-kernel fallbacks, the same way: each changes its
+    # one field.
+    for patch, entry in ((SECCOMP_PATCH, "  - path: p.yaml\n"),
+                         (OLD_KERNEL_PATCH, "  - path: p.yaml\n    target: {kind: DaemonSet, name: cgprof}\n")):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(patch, os.path.join(tmp, "p.yaml"))
+            with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+                f.write(f"resources:\n  - {os.path.relpath(BASE, tmp)}\npatches:\n{entry}")
+            pds = one(kustomize(tmp), "DaemonSet", "cgprof")
+        want = copy.deepcopy(base_ds)
+        wsc = agent_container(want)["securityContext"]
+        if patch == SECCOMP_PATCH:
+            wsc["seccompProfile"] = {"type": "Unconfined"}
+        else:
+            wsc["capabilities"]["add"].append("SYS_RESOURCE")
+        assert pds == want, (patch, agent_container(pds)["securityContext"])
 
 
 def test_gpu_overlay_and_gpu_config_example():
@@ -464,6 +485,15 @@ def test_apply_creates_every_object():
                    "--dry-run=server", "-o", "json")
     sc = agent_container(json.loads(r.stdout))["securityContext"]
     assert sc["privileged"] is True and "capabilities" not in sc, sc
+    # The other fallbacks, with the commands their comments give.
+    r = kc.kubectl("-n", "cgprof", "patch", "daemonset", "cgprof", "--patch-file", SECCOMP_PATCH,
+                   "--dry-run=server", "-o", "json")
+    sc = agent_container(json.loads(r.stdout))["securityContext"]
+    assert sc["seccompProfile"] == {"type": "Unconfined"} and sc["capabilities"]["add"] == CAPS, sc
+    r = kc.kubectl("-n", "cgprof", "patch", "daemonset", "cgprof", "--type", "json", "--patch-file",
+                   OLD_KERNEL_PATCH, "--dry-run=server", "-o", "json")
+    sc = agent_container(json.loads(r.stdout))["securityContext"]
+    assert sc["capabilities"]["add"] == CAPS + ["SYS_RESOURCE"], sc
 
 
 def test_profileconfig_examples_accepted():
