@@ -307,10 +307,15 @@ int http_request_reply(HttpRequest *req, unsigned status, const char *content_ty
         req->size = body ? size : 0;
         req->cancel = NULL;
         if (req->suspended) {
-                /* MHD's ITC wakes its epoll fd: the next run calls on_request() again, which queues it. */
+                /* The next MHD_run() calls on_request() again, which queues it:
+                 * run it now (MHD's ITC does not wake its epoll fd in the
+                 * external-epoll mode of 0.9.75). */
                 req->suspended = false;
                 req->server->stats.suspended--;
                 MHD_resume_connection(req->connection);
+                /* And run MHD soon, whatever its epoll fd says. */
+                (void) sd_event_source_set_time_relative(req->server->timer, 0);
+                (void) sd_event_source_set_enabled(req->server->timer, SD_EVENT_ONESHOT);
         }
         return 0;
 }
@@ -395,10 +400,10 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
          * handshake, so a reloaded pair needs no restart. */
         s->daemon = MHD_start_daemon(
                 MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | (s->tls ? MHD_USE_TLS : 0), 0,
-                NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HTTP_SERVER_MEMORY_LIMIT,
-                MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t) HTTP_SERVER_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, http_tls_retrieve, MHD_OPTION_END);
         if (!s->daemon)
                 return -EIO; /* MHD logged why */
