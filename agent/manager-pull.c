@@ -465,9 +465,10 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                                j->error, "http: failed to read the report file %s of session %s: %m",
                                p->file, p->session_id);
         }
+        /* at points into j->list: authorized (its strings copied) before j goes. */
+        request_authorize(p, &at, p->body ? download_authorized : not_found);
         pull_job_free(j);
         manager_reports_written(m);
-        request_authorize(p, &at, p->body ? download_authorized : not_found);
 }
 
 static void download_authorized(PullRequest *p) {
