@@ -22,6 +22,7 @@ struct HttpRequest {
         struct MHD_Connection *connection;
         HttpRequest *prev, *next; /* in server->requests */
         char *path;
+        bool head; /* HEAD, not GET */
         bool in_handler; /* the handler's call is running: a reply is queued on return */
         bool suspended;
         bool replied, queued;
@@ -167,7 +168,7 @@ static const HttpRoute *route_find(HttpServer *s, const char *url) {
 }
 
 static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c, const char *url,
-                                        const HttpRoute *route, void **con_cls) {
+                                        const char *method, const HttpRoute *route, void **con_cls) {
         HttpRequest *req;
         int r;
 
@@ -176,6 +177,7 @@ static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c,
                 return MHD_NO;
         req->server = s;
         req->connection = c;
+        req->head = streq(method, MHD_HTTP_METHOD_HEAD);
         req->path = strdup(url);
         if (!req->path) {
                 free(req);
@@ -232,7 +234,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!route)
                 return reply_text(s, c, MHD_HTTP_NOT_FOUND, "Not found.\n");
         if (route->async_handler)
-                return on_request_async(s, c, url, route, con_cls);
+                return on_request_async(s, c, url, method, route, con_cls);
         r = route->handler(url, &resp, route->userdata);
         if (r < 0) {
                 free(resp.body);
@@ -259,6 +261,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 const char *http_request_path(const HttpRequest *req) {
         return req->path;
+}
+
+bool http_request_is_head(const HttpRequest *req) {
+        return req->head;
 }
 
 const char *http_request_query(const HttpRequest *req, const char *key) {

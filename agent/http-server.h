@@ -56,6 +56,7 @@ typedef int (*HttpAsyncHandler)(HttpRequest *req, void *userdata);
 typedef void (*HttpRequestCancel)(void *userdata);
 
 const char *http_request_path(const HttpRequest *req);
+bool http_request_is_head(const HttpRequest *req);
 /* A decoded query argument, or NULL. */
 const char *http_request_query(const HttpRequest *req, const char *key);
 /* The name of a query argument not in 'allowed' (NULL-terminated), or NULL. */

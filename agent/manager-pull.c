@@ -43,6 +43,7 @@ struct ManagerPull {
 /* What the report worker reads for a listing or a download. */
 typedef struct PullJob {
         WorkerJob job;
+        Manager *manager;
         PullRequest *request;
         int dir_fd; /* a copy of reportDir's */
         char *dir_path, *filter, *session_id, *file;
@@ -162,7 +163,7 @@ static void request_reply(PullRequest *p, unsigned status, const char *content_t
         if (m) {
                 snprintf(code, sizeof(code), "%u", status);
                 metrics_pull_request(m, code);
-                log_debug("http: %s answered %u after %.1f ms.",
+                log_debug("http: %s answered %u after %.3f ms.",
                           p->kind == PULL_PROFILE   ? "a profile"
                           : p->kind == PULL_TARGETS ? "the targets"
                           : p->kind == PULL_REPORTS ? "the reports"
@@ -415,17 +416,17 @@ static void not_found(PullRequest *p) {
 static void pull_job_done(WorkerJob *job, bool ran) {
         PullJob *j = (PullJob *) job;
         PullRequest *p = j->request;
-        Manager *m;
+        Manager *m = j->manager;
 
         p->job = NULL;
+        m->list_reports_pending--;
         if (!p->pull || !p->req) {
                 /* The listener went away meanwhile. */
                 pull_job_free(j);
                 request_free(p);
+                manager_reports_written(m);
                 return;
         }
-        m = p->pull->manager;
-        m->list_reports_pending--;
         if (!ran)
                 j->error = -ECANCELED;
         if (p->kind == PULL_REPORTS) {
@@ -496,6 +497,7 @@ static void job_submit(PullRequest *p, const char *filter) {
         if (!j)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
         j->request = p;
+        j->manager = m;
         j->dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
         j->dir_path = strdup(strempty(m->report_dir));
         j->filter = strdup(strempty(filter));
@@ -624,8 +626,15 @@ static int on_pull(HttpRequest *req, void *userdata) {
         pull->n_requests++;
         http_request_set_cancel(req, on_http_cancel, p);
 
+        /* From here on every error is answered through p: never a
+         * negative return, which would leave p holding the request. */
         if (streq(path, "/debug/pprof/profile")) {
                 p->kind = PULL_PROFILE;
+                if (http_request_is_head(req)) {
+                        /* A HEAD would start a session for nothing. */
+                        request_reply_text(p, MHD_HTTP_METHOD_NOT_ALLOWED, "Use GET for a profile.\n");
+                        return 0;
+                }
                 unknown = http_request_unknown_query(req, profile_args);
         } else if (streq(path, "/targets") || streq(path, "/reports")) {
                 p->kind = streq(path, "/targets") ? PULL_TARGETS : PULL_REPORTS;
@@ -665,14 +674,18 @@ static int on_pull(HttpRequest *req, void *userdata) {
                         return 0;
                 }
                 p->namespace = strdup(ns);
-                if (!p->namespace)
-                        return -ENOMEM;
+                if (!p->namespace) {
+                        request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                        return 0;
+                }
         }
 
         if (pull->auth) {
                 r = bearer_token(req, &p->token);
-                if (r == -ENOMEM)
-                        return r;
+                if (r == -ENOMEM) {
+                        request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                        return 0;
+                }
                 if (r < 0) {
                         request_reply_text(
                                 p, MHD_HTTP_UNAUTHORIZED,

@@ -191,6 +191,10 @@ def test_host_loopback_and_tls_reload():
             assert st == 400 and what in body.decode(), (q, st, body)
         st, body = curl(f"{base}/debug/pprof/profile?seconds=1&cgroup=no/such/cgroup", cacert=cert)
         assert st == 404, (st, body)
+        r = subprocess.run(["curl", "-sS", "-I", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", cert,
+                            f"{base}/debug/pprof/profile?seconds=1&cgroup={cg.rel}"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.stdout == "405", ("HEAD starts no session", r.stdout, r.stderr)
         st, body = curl(f"{base}/targets", cacert=cert)
         assert st == 200 and json.loads(body)["kubernetes"] is False, body
 
@@ -353,8 +357,8 @@ def test_kubernetes_rbac():
             # The agent's side: from the request to its answer (its log).
             ms = [float(x) for x in re.findall(r"the targets answered 200 after ([\d.]+) ms", agent.log())]
             assert len(ms) == n + 1, ms
-            log(f"/targets?namespace=team-a in the agent: {ms[0]:.1f} ms with a TokenReview and a "
-                f"SubjectAccessReview, then {sorted(ms[1:])[n // 2]:.2f} ms (median) from the cache")
+            log(f"/targets?namespace=team-a in the agent: {ms[0]:.3f} ms with a TokenReview and a "
+                f"SubjectAccessReview, then {sorted(ms[1:])[n // 2]:.3f} ms (median) from the cache")
             st, body = curl(f"{base}/metrics", cacert=cert, timeout=30)
             text = body.decode()
             for code in ("200", "401", "403"):
