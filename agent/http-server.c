@@ -116,6 +116,8 @@ static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, unsigned s
         (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
                 (void) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        if (status == MHD_HTTP_UNAUTHORIZED)
+                (void) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         ret = MHD_queue_response(c, status, r);
         MHD_destroy_response(r);
         s->stats.requests++;

@@ -47,6 +47,8 @@ typedef struct PullJob {
         PullRequest *request;
         int dir_fd; /* a copy of reportDir's */
         char *dir_path, *filter, *session_id, *file;
+        char *path; /* a profile's: the file to read, in the report the session just wrote */
+        bool listing; /* counted in list_reports_pending */
         ControlReport *list;
         size_t n;
         char *message;
@@ -98,6 +100,7 @@ static void pull_job_free(PullJob *j) {
         free(j->filter);
         free(j->session_id);
         free(j->file);
+        free(j->path);
         free(j->message);
         free(j->body);
         free(j);
@@ -213,6 +216,9 @@ static unsigned status_of_errno(int r) {
         }
 }
 
+static void pull_job_run(WorkerJob *job);
+static void pull_job_done(WorkerJob *job, bool ran);
+
 /* ---- the answers, once authorized ---- */
 
 static void profile_start(PullRequest *p) {
@@ -237,11 +243,9 @@ static void profile_start(PullRequest *p) {
 }
 
 void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error) {
-        _cleanup_free_ char *path = NULL;
         PullRequest *p;
-        char *body = NULL;
-        size_t size = 0, n;
-        int r;
+        PullJob *j;
+        size_t n;
 
         if (!m->pull)
                 return;
@@ -257,16 +261,19 @@ void manager_pull_session_ended(Manager *m, const char *id, const char *report_d
         if (isempty(report_dirs))
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                           "Session %s ended without a report (it never started).\n", id);
-        /* The first directory (a per-process output writes several). A
-         * fresh file of the page cache, bounded: read on the loop. */
+        /* The first directory (a per-process output writes several),
+         * read on the report worker, right behind the write. */
         n = strcspn(report_dirs, " ");
-        if (asprintf(&path, "%.*s/profile.pb.gz", (int) n, report_dirs) < 0)
+        j = calloc(1, sizeof(*j));
+        if (!j || asprintf(&j->path, "%.*s/profile.pb.gz", (int) n, report_dirs) < 0) {
+                free(j);
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-        r = read_regular_file_max(AT_FDCWD, path, PULL_FILE_MAX, &body, &size);
-        if (r < 0)
-                return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Failed to read %s: %s\n", path,
-                                          strerror(-r));
-        request_reply(p, MHD_HTTP_OK, PPROF_TYPE, body, size);
+        }
+        j->dir_fd = -EBADF;
+        j->request = p;
+        j->manager = m;
+        p->job = j;
+        worker_submit(m->report_worker, &j->job, pull_job_run, pull_job_done);
 }
 
 static int add_pod(const KubePod *pod, void *userdata) {
@@ -360,8 +367,13 @@ static int open_below(int dir_fd, const char *rel) {
 
 static void pull_job_run(WorkerJob *job) {
         PullJob *j = (PullJob *) job;
-        size_t l = strlen(j->dir_path);
+        size_t l;
 
+        if (j->path) {
+                j->error = read_regular_file_max(AT_FDCWD, j->path, PULL_FILE_MAX, &j->body, &j->size);
+                return;
+        }
+        l = strlen(j->dir_path);
         j->error = control_list_reports(j->dir_fd, j->dir_path, j->filter, 0, &j->list, &j->n, &j->message);
         if (j->error < 0 || !j->session_id)
                 return;
@@ -419,7 +431,8 @@ static void pull_job_done(WorkerJob *job, bool ran) {
         Manager *m = j->manager;
 
         p->job = NULL;
-        m->list_reports_pending--;
+        if (j->listing)
+                m->list_reports_pending--;
         if (!p->pull || !p->req) {
                 /* The listener went away meanwhile. */
                 pull_job_free(j);
@@ -429,6 +442,15 @@ static void pull_job_done(WorkerJob *job, bool ran) {
         }
         if (!ran)
                 j->error = -ECANCELED;
+        if (p->kind == PULL_PROFILE) {
+                if (j->error < 0)
+                        request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Failed to read %s: %s\n",
+                                           j->path, strerror(-j->error));
+                else
+                        request_reply(p, MHD_HTTP_OK, PPROF_TYPE, TAKE_PTR(j->body), j->size);
+                pull_job_free(j);
+                return;
+        }
         if (p->kind == PULL_REPORTS) {
                 if (j->error < 0)
                         request_reply_text(p, status_of_errno(j->error), "%s\n",
@@ -511,6 +533,7 @@ static void job_submit(PullRequest *p, const char *filter) {
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of resources.\n");
         }
         p->job = j;
+        j->listing = true;
         m->list_reports_pending++;
         worker_submit(m->report_worker, &j->job, pull_job_run, pull_job_done);
 }

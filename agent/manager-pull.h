@@ -18,7 +18,8 @@
  * nothing is asked (config_check_http_mode()). Requests wait for their
  * answer suspended, never holding the loop. */
 
-#define PULL_FILE_MAX (256U * 1024U * 1024U)
+/* A file served is read whole (a report's pprof is a few MiB at most). */
+#define PULL_FILE_MAX (64U * 1024U * 1024U)
 #define PULL_PENDING_MAX 64U
 
 typedef struct ManagerPull ManagerPull;

@@ -11,7 +11,9 @@ nothing outside; bad arguments are 400; a non-loopback listener with
 the next connection without a restart.
 
 Kubernetes mode, against the real kube-apiserver of kubelib (RBAC, service
-account tokens): "pprof" without TLS is refused at load; over TLS, a
+account tokens), the agent running as its ServiceAccount with the
+manifests' RBAC (the base's and the pull overlay's two create rights):
+"pprof" without TLS is refused at load; over TLS, a
 ServiceAccount of namespace team-a bound to a Role with get on pods/profile
 (the manifests' example) gets its pod's profile with `curl` and its bearer
 token (`kubectl create token`), shares checked with `go tool pprof`; team-b's
@@ -262,9 +264,22 @@ def test_kubernetes_rbac():
         cert, key = make_cert(tmp, "agent")
         install(cert, key, cert, key)
 
+        # The agent runs as its own ServiceAccount with the manifests' RBAC:
+        # the base's read-only role and the pull overlay's two create rights.
+        import yaml
+        kc.create_namespace("cgprof")
+        for f in ("base/rbac.yaml", "overlays/pull/rbac.yaml"):
+            with open(os.path.join(SRC, "manifests", f)) as fh:
+                for obj in yaml.safe_load_all(fh):
+                    if obj:
+                        kc.apply(obj)
+        agent_token = kc.kubectl("create", "token", "cgprof", "-n", "cgprof", "--duration", "1h").stdout.strip()
+        agent_kubeconfig = os.path.join(tmp, "agent-kubeconfig")
+        kc.write_kubeconfig(agent_kubeconfig, token=agent_token)
+
         def agent_for(http):
             a = Agent({"profiles": [profile(name="k8s")], "defaultProfileRef": "k8s", "http": http},
-                      extra_args=["--kubeconfig", kc.kubeconfig, "--node-name", NODE])
+                      extra_args=["--kubeconfig", agent_kubeconfig, "--node-name", NODE])
             a.argv = (lambda orig: (lambda: [x for x in orig() if x != "--no-kubernetes"]))(a.argv)
             return a
 
@@ -312,6 +327,10 @@ def test_kubernetes_rbac():
             assert st == 403, (st, body)
             st, body = pull("team-a", None)
             assert st == 401, (st, body)
+            r = subprocess.run(["curl", "-sS", "-D", "-", "-o", "/dev/null", "--cacert", cert,
+                                f"{base}/debug/pprof/profile?namespace=team-a&pod=team-a-app"],
+                               capture_output=True, text=True, timeout=60)
+            assert "www-authenticate: bearer" in r.stdout.lower(), r.stdout
             st, body = pull("team-a", "not-a-token")
             assert st == 401, (st, body)
             # A host cgroup, or what spans namespaces, needs nodes/profile.
