@@ -4,6 +4,8 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "http-server.h"
 #include "http-tls.h"
@@ -43,6 +45,7 @@ struct HttpServer {
         size_t n_routes;
         HttpRequest *requests; /* asynchronous ones, until their connection completes */
         HttpTls *tls;
+        char *unix_path; /* the socket file, removed when the listener goes */
         HttpServerStats stats;
 };
 
@@ -344,17 +347,45 @@ void http_request_set_cancel(HttpRequest *req, HttpRequestCancel cancel, void *u
         req->cancel_userdata = userdata;
 }
 
+/* A Unix socket is made owner-only (0600: the agent runs as root): file
+ * permissions are its authentication. A socket file left by a previous
+ * run is replaced; anything else at that path is not. */
+static int bind_unix(int fd, const struct sockaddr_un *u, socklen_t len) {
+        struct stat st;
+        mode_t old;
+        int r;
+
+        if (lstat(u->sun_path, &st) >= 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                if (unlink(u->sun_path) < 0)
+                        return -errno;
+        }
+        old = umask(0177);
+        r = bind(fd, (const struct sockaddr *) u, len);
+        umask(old);
+        return r < 0 ? -errno : 0;
+}
+
 static int listen_socket(const char *address) {
         _cleanup_close_ int fd = -EBADF;
         struct sockaddr_storage sa;
         socklen_t len;
-        int one = 1;
+        int one = 1, r;
 
         if (socket_address_parse(address, &sa, &len, NULL) < 0)
                 return -EINVAL;
         fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
+        if (sa.ss_family == AF_UNIX) {
+                r = bind_unix(fd, (const struct sockaddr_un *) &sa, len);
+                if (r < 0)
+                        return r;
+                if (listen(fd, 64) < 0)
+                        return -errno;
+                return TAKE_FD(fd);
+        }
         (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (sa.ss_family == AF_INET6)
                 (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
@@ -397,6 +428,8 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
         fd = listen_socket(opts->listen);
         if (fd < 0)
                 return fd;
+        if (strncmp(opts->listen, "unix:", 5) == 0 && !(s->unix_path = strdup(opts->listen + 5)))
+                return -ENOMEM;
 
         /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs when we call it.
          * MHD_USE_EPOLL: it keeps its sockets in one epoll fd, ours to
@@ -454,6 +487,10 @@ HttpServer *http_server_free(HttpServer *s) {
         while (s->requests)
                 request_free(s->requests);
         s->tls = http_tls_free(s->tls);
+        if (s->unix_path) {
+                (void) unlink(s->unix_path);
+                free(s->unix_path);
+        }
         for (size_t i = 0; i < s->n_routes; i++)
                 free(s->routes[i].path);
         sd_event_unref(s->event);

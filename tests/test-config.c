@@ -500,6 +500,9 @@ TEST(http_pprof) {
         check_mode("{\"http\": {\"listen\": \"[::1]:1\", \"pprof\": true}}", false, NULL);
         check_mode("{\"http\": {\"listen\": \"[::]:1\", \"pprof\": true}}", false, "http.listen:");
         check_mode("{\"http\": {\"listen\": \"0.0.0.0:1\"}}", false, NULL);
+        check_mode("{\"http\": {\"listen\": \"unix:/run/x.sock\", \"pprof\": true}}", false, NULL);
+        check_fail("{\"http\": {\"listen\": \"unix:x.sock\"}}",
+                   "http.listen: \"unix:x.sock\": a Unix socket must be");
 }
 
 TEST(debuginfod_urls) {

@@ -1472,14 +1472,16 @@ int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error) {
         }
         if (socket_address_parse(c->http.listen, &sa, &len, NULL) < 0)
                 return fail(ret_error, "http.listen", "\"%s\": not an address", c->http.listen);
-        if ((sa.ss_family == AF_INET &&
+        if (sa.ss_family == AF_UNIX ||
+            (sa.ss_family == AF_INET &&
              (ntohl(((const struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127) ||
             (sa.ss_family == AF_INET6 &&
              IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) &sa)->sin6_addr)))
                 return 0;
         return fail(ret_error, "http.listen",
                     "\"%s\": with \"pprof\": true and no Kubernetes, only a loopback address (127.0.0.1, "
-                    "[::1]) is allowed: profiles are served without authentication there",
+                    "[::1]) or a Unix socket (unix:/PATH) is allowed: profiles are served without "
+                    "authentication there",
                     c->http.listen);
 }
 

@@ -7,7 +7,7 @@ a session of the test workload (5:3:2 in hot_alpha/hot_beta/hot_gamma) and
 answers with its profile.pb.gz, which `go tool pprof -top` reads with the
 right shares; /reports lists it and /reports/ID/FILE serves its files,
 nothing outside; bad arguments are 400; a non-loopback listener with
-"pprof" is refused; over TLS, a certificate rewritten on disk is served to
+"pprof" is refused, a Unix socket (0600) is served; over TLS, a certificate rewritten on disk is served to
 the next connection without a restart.
 
 Kubernetes mode, against the real kube-apiserver of kubelib (RBAC, service
@@ -136,6 +136,10 @@ def test_config_checks():
     assert rc != 0 and "http.listen" in err and "loopback" in err, err
     rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "pprof": True}}, "--no-kubernetes")
     assert rc == 0, err
+    rc, err = check_config({"http": {"listen": "unix:/run/cgprof/http.sock", "pprof": True}}, "--no-kubernetes")
+    assert rc == 0, err
+    rc, err = check_config({"http": {"listen": "unix:run/http.sock", "pprof": True}}, "--no-kubernetes")
+    assert rc != 0 and "http.listen" in err and "absolute" in err, err
     # One of the TLS pair without the other.
     rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "tlsCertFile": "/x.crt"}}, "--no-kubernetes")
     assert rc != 0 and "http.tlsKeyFile" in err, err
@@ -232,6 +236,35 @@ def test_host_loopback_and_tls_reload():
         proc.kill()
         proc.wait()
         assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_host_unix_socket():
+    """pprof on a Unix socket: owner-only (0600), served as on loopback, removed when the agent stops."""
+    tmp = tempfile.mkdtemp(prefix="cgprof-pull-unix-")
+    gp = GoPprof(tmp)
+    cg = Cgroup(f"cgprof-test-pull-unix-{os.getpid()}")
+    sock = os.path.join(tmp, "pull.sock")
+    agent = Agent({"profiles": [profile(name="pull", frequency=999)], "defaultProfileRef": "pull",
+                   "http": {"listen": f"unix:{sock}", "pprof": True}})
+    try:
+        agent.start()
+        st = os.stat(sock)
+        assert (st.st_mode & 0o777) == 0o600 and st.st_uid == 0, oct(st.st_mode)
+        proc = workload(cg, 60)
+        r = subprocess.run(["curl", "-sS", "-o", os.path.join(tmp, "p.pb.gz"), "-w", "%{http_code}",
+                            "--unix-socket", sock, f"http://localhost/debug/pprof/profile?seconds=4&cgroup={cg.rel}"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.stdout == "200", (r.stdout, r.stderr)
+        with open(os.path.join(tmp, "p.pb.gz"), "rb") as f:
+            assert_pprof_shares(gp, f.read())
+        proc.kill()
+        proc.wait()
+        assert agent.stop() == 0
+        assert not os.path.exists(sock), "the socket file stays after the agent stopped"
     finally:
         agent.cleanup()
         cg.remove()
@@ -392,4 +425,4 @@ def test_kubernetes_rbac():
 
 
 if __name__ == "__main__":
-    main([test_config_checks, test_host_loopback_and_tls_reload, test_kubernetes_rbac])
+    main([test_config_checks, test_host_loopback_and_tls_reload, test_host_unix_socket, test_kubernetes_rbac])
