@@ -449,6 +449,8 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                 else
                         request_reply(p, MHD_HTTP_OK, PPROF_TYPE, TAKE_PTR(j->body), j->size);
                 pull_job_free(j);
+                /* A stopping agent exits once the worker is idle: this job may have been its last. */
+                manager_reports_written(m);
                 return;
         }
         if (p->kind == PULL_REPORTS) {
