@@ -248,7 +248,7 @@ int session_checkpoint(Session *s) {
                         }
                 }
                 units[i].data = NULL;
-                r = report_write_new(units[i].dir, s->profile->formats, d, &info, &w);
+                r = report_write_new(units[i].dir, s->profile->formats | s->extra_formats, d, &info, &w);
                 if (r >= 0)
                         r = report_batch_add(b, w);
         }

@@ -4,16 +4,37 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "http-server.h"
+#include "http-tls.h"
 #include "log.h"
 #include "socket-address.h"
 
 typedef struct HttpRoute {
         char *path;
         HttpHandler handler;
+        HttpAsyncHandler async_handler;
         void *userdata;
 } HttpRoute;
+
+struct HttpRequest {
+        HttpServer *server;
+        struct MHD_Connection *connection;
+        HttpRequest *prev, *next; /* in server->requests */
+        char *path;
+        bool head; /* HEAD, not GET */
+        bool in_handler; /* the handler's call is running: a reply is queued on return */
+        bool suspended;
+        bool replied, queued;
+        unsigned status;
+        const char *content_type;
+        char *body;
+        size_t size;
+        HttpRequestCancel cancel;
+        void *cancel_userdata;
+};
 
 struct HttpServer {
         sd_event *event;
@@ -22,6 +43,9 @@ struct HttpServer {
         unsigned max_connections;
         HttpRoute routes[HTTP_SERVER_ROUTES_MAX];
         size_t n_routes;
+        HttpRequest *requests; /* asynchronous ones, until their connection completes */
+        HttpTls *tls;
+        char *unix_path; /* the socket file, removed when the listener goes */
         HttpServerStats stats;
 };
 
@@ -95,6 +119,8 @@ static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, unsigned s
         (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
                 (void) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        if (status == MHD_HTTP_UNAUTHORIZED)
+                (void) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         ret = MHD_queue_response(c, status, r);
         MHD_destroy_response(r);
         s->stats.requests++;
@@ -112,12 +138,93 @@ static enum MHD_Result reply_text(HttpServer *s, struct MHD_Connection *c, unsig
         return reply(s, c, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
+static void request_free(HttpRequest *req) {
+        HttpServer *s = req->server;
+
+        if (req->prev)
+                req->prev->next = req->next;
+        else
+                s->requests = req->next;
+        if (req->next)
+                req->next->prev = req->prev;
+        free(req->body);
+        free(req->path);
+        free(req);
+}
+
+static enum MHD_Result request_queue(HttpRequest *req) {
+        req->queued = true;
+        return reply(req->server, req->connection, req->status, req->content_type, TAKE_PTR(req->body),
+                     req->size);
+}
+
+static const HttpRoute *route_find(HttpServer *s, const char *url) {
+        for (size_t i = 0; i < s->n_routes; i++)
+                if (streq(url, s->routes[i].path))
+                        return &s->routes[i];
+        for (size_t i = 0; i < s->n_routes; i++) {
+                const char *p = s->routes[i].path;
+                size_t n = strlen(p);
+
+                if (s->routes[i].async_handler && n > 1 && p[n - 1] == '/' && strncmp(url, p, n) == 0)
+                        return &s->routes[i];
+        }
+        return NULL;
+}
+
+static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c, const char *url,
+                                        const char *method, const HttpRoute *route, void **con_cls) {
+        HttpRequest *req;
+        int r;
+
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return MHD_NO;
+        req->server = s;
+        req->connection = c;
+        req->head = streq(method, MHD_HTTP_METHOD_HEAD);
+        req->path = strdup(url);
+        if (!req->path) {
+                free(req);
+                return MHD_NO;
+        }
+        req->next = s->requests;
+        if (s->requests)
+                s->requests->prev = req;
+        s->requests = req;
+        *con_cls = req; /* freed when the connection completes the request */
+
+        req->in_handler = true;
+        r = route->async_handler(req, route->userdata);
+        req->in_handler = false;
+        if (r < 0 && !req->replied) {
+                log_warning_errno(r, "http: failed to answer %s: %m", url);
+                (void) http_request_reply_text(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal error.\n");
+        }
+        if (req->replied)
+                return request_queue(req);
+        MHD_suspend_connection(c);
+        req->suspended = true;
+        s->stats.suspended++;
+        return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
         HttpServer *s = cls;
         HttpResponse resp = {};
+        const HttpRoute *route;
         int r;
+
+        if (*con_cls) {
+                /* A suspended request, resumed by its reply. */
+                HttpRequest *req = *con_cls;
+
+                if (req->replied && !req->queued)
+                        return request_queue(req);
+                return MHD_YES;
+        }
 
         /* Answered on the first call, with the headers: a request with a
          * body is refused before its body is read. */
@@ -128,32 +235,157 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             (upload_data_size && *upload_data_size > 0))
                 return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "No request body is accepted.\n");
 
-        for (size_t i = 0; i < s->n_routes; i++) {
-                if (!streq(url, s->routes[i].path))
-                        continue;
-                r = s->routes[i].handler(url, &resp, s->routes[i].userdata);
-                if (r < 0) {
-                        free(resp.body);
-                        log_warning_errno(r, "http: failed to answer %s: %m", url);
-                        return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal error.\n");
-                }
-                return reply(s, c, resp.status ?: MHD_HTTP_OK,
-                             resp.content_type ?: "text/plain; charset=utf-8", resp.body, resp.size);
+        route = route_find(s, url);
+        if (!route)
+                return reply_text(s, c, MHD_HTTP_NOT_FOUND, "Not found.\n");
+        if (route->async_handler)
+                return on_request_async(s, c, url, method, route, con_cls);
+        r = route->handler(url, &resp, route->userdata);
+        if (r < 0) {
+                free(resp.body);
+                log_warning_errno(r, "http: failed to answer %s: %m", url);
+                return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal error.\n");
         }
-        return reply_text(s, c, MHD_HTTP_NOT_FOUND, "Not found.\n");
+        return reply(s, c, resp.status ?: MHD_HTTP_OK, resp.content_type ?: "text/plain; charset=utf-8",
+                     resp.body, resp.size);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+        HttpRequest *req = *con_cls;
+
+        if (!req)
+                return;
+        *con_cls = NULL;
+        if (!req->replied && req->cancel)
+                req->cancel(req->cancel_userdata);
+        if (req->suspended)
+                req->server->stats.suspended--;
+        request_free(req);
+}
+
+const char *http_request_path(const HttpRequest *req) {
+        return req->path;
+}
+
+bool http_request_is_head(const HttpRequest *req) {
+        return req->head;
+}
+
+const char *http_request_query(const HttpRequest *req, const char *key) {
+        return req->in_handler ? MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key)
+                               : NULL;
+}
+
+typedef struct UnknownQuery {
+        const char *const *allowed;
+        const char *unknown;
+} UnknownQuery;
+
+static enum MHD_Result on_query_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        UnknownQuery *u = cls;
+
+        for (const char *const *a = u->allowed; *a; a++)
+                if (streq(*a, key))
+                        return MHD_YES;
+        u->unknown = key;
+        return MHD_NO;
+}
+
+const char *http_request_unknown_query(const HttpRequest *req, const char *const *allowed) {
+        UnknownQuery u = { .allowed = allowed };
+
+        if (!req->in_handler)
+                return NULL;
+        (void) MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, on_query_arg, &u);
+        return u.unknown;
+}
+
+const char *http_request_header(const HttpRequest *req, const char *name) {
+        return req->in_handler ? MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name) : NULL;
+}
+
+int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body,
+                       size_t size) {
+        if (!req || req->replied) {
+                free(body);
+                return -EALREADY;
+        }
+        req->replied = true;
+        req->status = status;
+        req->content_type = content_type;
+        req->body = body;
+        req->size = body ? size : 0;
+        req->cancel = NULL;
+        if (req->suspended) {
+                /* The next MHD_run() calls on_request() again, which queues it:
+                 * run it now (MHD's ITC does not wake its epoll fd in the
+                 * external-epoll mode of 0.9.75). */
+                req->suspended = false;
+                req->server->stats.suspended--;
+                MHD_resume_connection(req->connection);
+                /* And run MHD soon, whatever its epoll fd says. */
+                (void) sd_event_source_set_time_relative(req->server->timer, 0);
+                (void) sd_event_source_set_enabled(req->server->timer, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+int http_request_reply_text(HttpRequest *req, unsigned status, const char *text) {
+        char *body = strdup(text);
+
+        if (!body) {
+                (void) http_request_reply(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+                                          NULL, 0);
+                return -ENOMEM;
+        }
+        return http_request_reply(req, status, "text/plain; charset=utf-8", body, strlen(body));
+}
+
+void http_request_set_cancel(HttpRequest *req, HttpRequestCancel cancel, void *userdata) {
+        req->cancel = cancel;
+        req->cancel_userdata = userdata;
+}
+
+/* A Unix socket is made owner-only (0600: the agent runs as root): file
+ * permissions are its authentication. A socket file left by a previous
+ * run is replaced; anything else at that path is not. */
+static int bind_unix(int fd, const struct sockaddr_un *u, socklen_t len) {
+        struct stat st;
+        mode_t old;
+        int r;
+
+        if (lstat(u->sun_path, &st) >= 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                if (unlink(u->sun_path) < 0)
+                        return -errno;
+        }
+        old = umask(0177);
+        r = bind(fd, (const struct sockaddr *) u, len);
+        umask(old);
+        return r < 0 ? -errno : 0;
 }
 
 static int listen_socket(const char *address) {
         _cleanup_close_ int fd = -EBADF;
         struct sockaddr_storage sa;
         socklen_t len;
-        int one = 1;
+        int one = 1, r;
 
         if (socket_address_parse(address, &sa, &len, NULL) < 0)
                 return -EINVAL;
         fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
+        if (sa.ss_family == AF_UNIX) {
+                r = bind_unix(fd, (const struct sockaddr_un *) &sa, len);
+                if (r < 0)
+                        return r;
+                if (listen(fd, 64) < 0)
+                        return -errno;
+                return TAKE_FD(fd);
+        }
         (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (sa.ss_family == AF_INET6)
                 (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
@@ -172,25 +404,48 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
 
         if (!event || !opts || !opts->listen || opts->max_connections == 0 || opts->timeout_sec == 0)
                 return -EINVAL;
+        if (!opts->tls_cert_file != !opts->tls_key_file)
+                return -EINVAL;
         s = calloc(1, sizeof(HttpServer));
         if (!s)
                 return -ENOMEM;
         s->event = sd_event_ref(event);
         s->max_connections = opts->max_connections;
 
+        if (opts->tls_cert_file) {
+                _cleanup_free_ char *error = NULL;
+
+                if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+                    MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES)
+                        return log_error_errno(-EOPNOTSUPP,
+                                               "http: libmicrohttpd was built without TLS (GnuTLS).");
+                r = http_tls_new(event, opts->tls_cert_file, opts->tls_key_file, &s->tls, &error);
+                if (r < 0)
+                        return log_error_errno(r, "http: failed to load the TLS certificate and key: %s",
+                                               error ?: strerror(-r));
+        }
+
         fd = listen_socket(opts->listen);
         if (fd < 0)
                 return fd;
+        if (strncmp(opts->listen, "unix:", 5) == 0 && !(s->unix_path = strdup(opts->listen + 5)))
+                return -ENOMEM;
 
         /* No MHD_USE_INTERNAL_POLLING_THREAD: MHD runs when we call it.
          * MHD_USE_EPOLL: it keeps its sockets in one epoll fd, ours to
          * watch. The listening socket is ours (bound above): MHD takes it
          * and closes it in MHD_stop_daemon(). */
-        s->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
-                                     MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                                     opts->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec,
-                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HTTP_SERVER_MEMORY_LIMIT,
-                                     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+        /* MHD_ALLOW_SUSPEND_RESUME: asynchronous answers (its ITC, an
+         * eventfd in the same epoll set, wakes us on a resume). TLS:
+         * GnuTLS asks http_tls_retrieve() for the credentials at each
+         * handshake, so a reloaded pair needs no restart. */
+        s->daemon = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | (s->tls ? MHD_USE_TLS : 0), 0,
+                NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t) HTTP_SERVER_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, http_tls_retrieve, MHD_OPTION_END);
         if (!s->daemon)
                 return -EIO; /* MHD logged why */
         TAKE_FD(fd);
@@ -217,8 +472,25 @@ HttpServer *http_server_free(HttpServer *s) {
                 return NULL;
         s->io = sd_event_source_disable_unref(s->io);
         s->timer = sd_event_source_disable_unref(s->timer);
-        if (s->daemon)
+        if (s->daemon) {
+                /* Suspended requests: their owners forget them, MHD closes them. */
+                for (HttpRequest *req = s->requests; req; req = req->next)
+                        if (!req->replied) {
+                                if (req->cancel)
+                                        req->cancel(req->cancel_userdata);
+                                req->cancel = NULL;
+                                (void) http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                                               "The agent is stopping.\n");
+                        }
                 MHD_stop_daemon(s->daemon);
+        }
+        while (s->requests)
+                request_free(s->requests);
+        s->tls = http_tls_free(s->tls);
+        if (s->unix_path) {
+                (void) unlink(s->unix_path);
+                free(s->unix_path);
+        }
         for (size_t i = 0; i < s->n_routes; i++)
                 free(s->routes[i].path);
         sd_event_unref(s->event);
@@ -226,22 +498,41 @@ HttpServer *http_server_free(HttpServer *s) {
         return NULL;
 }
 
-int http_server_add_route(HttpServer *s, const char *path, HttpHandler handler, void *userdata) {
-        if (!s || !path || path[0] != '/' || !handler)
+static int route_add(HttpServer *s, const char *path, HttpHandler handler, HttpAsyncHandler async_handler,
+                     void *userdata) {
+        if (!s || !path || path[0] != '/' || (!handler == !async_handler))
                 return -EINVAL;
         for (size_t i = 0; i < s->n_routes; i++)
                 if (streq(s->routes[i].path, path))
                         return -EEXIST;
         if (s->n_routes >= HTTP_SERVER_ROUTES_MAX)
                 return -E2BIG;
-        s->routes[s->n_routes] =
-                (HttpRoute){ .path = strdup(path), .handler = handler, .userdata = userdata };
+        s->routes[s->n_routes] = (HttpRoute){
+                .path = strdup(path),
+                .handler = handler,
+                .async_handler = async_handler,
+                .userdata = userdata,
+        };
         if (!s->routes[s->n_routes].path)
                 return -ENOMEM;
         s->n_routes++;
         return 0;
 }
 
+int http_server_add_route(HttpServer *s, const char *path, HttpHandler handler, void *userdata) {
+        return route_add(s, path, handler, NULL, userdata);
+}
+
+int http_server_add_async_route(HttpServer *s, const char *path, HttpAsyncHandler handler, void *userdata) {
+        return route_add(s, path, NULL, handler, userdata);
+}
+
+bool http_server_is_tls(const HttpServer *s) {
+        return s && s->tls;
+}
+
 void http_server_stats(const HttpServer *s, HttpServerStats *ret) {
         *ret = s ? s->stats : (HttpServerStats){};
+        if (s)
+                ret->tls_reloads = http_tls_reloads(s->tls);
 }

@@ -28,6 +28,9 @@ typedef struct HttpServerOptions {
         const char *listen; /* "ADDRESS:PORT" (socket-address.h) */
         unsigned max_connections;
         unsigned timeout_sec;
+        /* HTTPS (GnuTLS through libmicrohttpd): both or neither. Reloaded
+         * when the files change (http-tls.h), without a restart. */
+        const char *tls_cert_file, *tls_key_file;
 } HttpServerOptions;
 
 /* A handler's answer: status, content type (static) and body (malloc()ed,
@@ -41,9 +44,35 @@ typedef struct HttpResponse {
 
 typedef int (*HttpHandler)(const char *path, HttpResponse *ret, void *userdata);
 
+/* A request whose answer may come later: an asynchronous handler gets it,
+ * reads what it needs of it (path, query, headers: only during the
+ * handler's call) and either replies at once or keeps it and replies
+ * later, from any event of the loop. Until then the connection is
+ * suspended (MHD_suspend_connection(): no timeout, no event); the reply
+ * resumes it. If the listener goes away first, the cancel callback (if
+ * set) is called and the request must be forgotten. */
+typedef struct HttpRequest HttpRequest;
+typedef int (*HttpAsyncHandler)(HttpRequest *req, void *userdata);
+typedef void (*HttpRequestCancel)(void *userdata);
+
+const char *http_request_path(const HttpRequest *req);
+bool http_request_is_head(const HttpRequest *req);
+/* A decoded query argument, or NULL. */
+const char *http_request_query(const HttpRequest *req, const char *key);
+/* The name of a query argument not in 'allowed' (NULL-terminated), or NULL. */
+const char *http_request_unknown_query(const HttpRequest *req, const char *const *allowed);
+const char *http_request_header(const HttpRequest *req, const char *name);
+/* Takes 'body' (malloc()ed; freed on failure too). The request is done with
+ * for its caller after this. */
+int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body, size_t size);
+int http_request_reply_text(HttpRequest *req, unsigned status, const char *text);
+void http_request_set_cancel(HttpRequest *req, HttpRequestCancel cancel, void *userdata);
+
 typedef struct HttpServerStats {
         uint64_t requests; /* answered, any status */
         uint64_t errors; /* 4xx and 5xx among them */
+        uint64_t suspended; /* requests waiting for their answer now */
+        uint64_t tls_reloads; /* new certificate/key pairs loaded */
 } HttpServerStats;
 
 /* Binds and listens (-EADDRINUSE and friends), and serves from 'event'. */
@@ -53,5 +82,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(HttpServer *, http_server_free);
 
 /* path: exact, e.g. "/metrics". -EEXIST when taken, -E2BIG past HTTP_SERVER_ROUTES_MAX. */
 int http_server_add_route(HttpServer *s, const char *path, HttpHandler handler, void *userdata);
+/* An asynchronous route: path exact, or every path that starts with it
+ * when it ends with '/' ("/reports/"). Exact routes are matched first. */
+int http_server_add_async_route(HttpServer *s, const char *path, HttpAsyncHandler handler, void *userdata);
+bool http_server_is_tls(const HttpServer *s);
 
 void http_server_stats(const HttpServer *s, HttpServerStats *ret);

@@ -46,6 +46,7 @@ struct KubeRequest {
         CURL *easy;
         struct curl_slist *headers;
         char *url;
+        const char *method; /* "GET", "POST" */
 
         KubeDataCallback on_data;
         KubeDoneCallback on_done;
@@ -259,10 +260,10 @@ static void request_finish(KubeRequest *r, CURLcode code) {
                 error = curl_code_to_errno(code);
 
         if (code != CURLE_OK)
-                log_debug("GET %s: %s%s%s", r->url, curl_easy_strerror(code), r->errbuf[0] ? ": " : "",
-                          r->errbuf);
+                log_debug("%s %s: %s%s%s", r->method, r->url, curl_easy_strerror(code),
+                          r->errbuf[0] ? ": " : "", r->errbuf);
         else
-                log_debug("GET %s: HTTP %ld", r->url, status);
+                log_debug("%s %s: HTTP %ld", r->method, r->url, status);
 
         request_detach(r);
         r->finishing = true;
@@ -720,8 +721,9 @@ static int request_setup(KubeClient *c, KubeRequest *r, unsigned stall_sec) {
         return 0;
 }
 
-int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_sec, KubeDataCallback on_data,
-                    KubeDoneCallback on_done, void *userdata, KubeRequest **ret) {
+static int client_request(KubeClient *c, const char *path_and_query, const char *json_body,
+                          unsigned stall_sec, KubeDataCallback on_data, KubeDoneCallback on_done,
+                          void *userdata, KubeRequest **ret) {
         KubeRequest *r;
         const char *server;
         size_t n;
@@ -734,6 +736,7 @@ int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_se
         if (!r)
                 return -ENOMEM;
         r->client = c;
+        r->method = json_body ? "POST" : "GET";
         r->on_data = on_data;
         r->on_done = on_done;
         r->userdata = userdata;
@@ -755,6 +758,19 @@ int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_se
         }
 
         k = request_setup(c, r, stall_sec);
+        if (k >= 0 && json_body) {
+                struct curl_slist *l = curl_slist_append(r->headers, "Content-Type: application/json");
+                if (!l)
+                        k = -ENOMEM;
+                else {
+                        r->headers = l;
+                        if (curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK ||
+                            curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE, (long) strlen(json_body)) !=
+                                    CURLE_OK ||
+                            curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, json_body) != CURLE_OK)
+                                k = -EIO;
+                }
+        }
         if (k < 0) {
                 request_free(r);
                 return k;
@@ -774,10 +790,22 @@ int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_se
                 LIST_PREPEND(c->requests, r);
         }
 
-        log_debug("GET %s", r->url);
+        log_debug("%s %s", r->method, r->url);
         if (ret)
                 *ret = r;
         return 0;
+}
+
+int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_sec, KubeDataCallback on_data,
+                    KubeDoneCallback on_done, void *userdata, KubeRequest **ret) {
+        return client_request(c, path_and_query, NULL, stall_sec, on_data, on_done, userdata, ret);
+}
+
+int kube_client_post(KubeClient *c, const char *path, const char *json_body, unsigned stall_sec,
+                     KubeDataCallback on_data, KubeDoneCallback on_done, void *userdata, KubeRequest **ret) {
+        if (!json_body)
+                return -EINVAL;
+        return client_request(c, path, json_body, stall_sec, on_data, on_done, userdata, ret);
 }
 
 void kube_request_cancel(KubeRequest *r) {

@@ -53,6 +53,9 @@ typedef void (*KubeDoneCallback)(KubeRequest *r, long http_status, int error, vo
 
 int kube_client_get(KubeClient *c, const char *path_and_query, unsigned stall_sec, KubeDataCallback on_data,
                     KubeDoneCallback on_done, void *userdata, KubeRequest **ret);
+/* The same for a POST of a JSON body (copied), e.g. a TokenReview. */
+int kube_client_post(KubeClient *c, const char *path, const char *json_body, unsigned stall_sec,
+                     KubeDataCallback on_data, KubeDoneCallback on_done, void *userdata, KubeRequest **ret);
 /* Cancels a request: on_done is NOT called. */
 void kube_request_cancel(KubeRequest *r);
 

@@ -209,6 +209,14 @@ static int check_config(void) {
                         fprintf(stderr, "%s: %s\n", arg_config, error ?: strerror(-r));
                 return r;
         }
+        /* The mode as the agent would find it: Kubernetes unless
+         * --no-kubernetes, with --kubeconfig or in a cluster. */
+        r = config_check_http_mode(
+                c, !arg_no_kubernetes && (arg_kubeconfig || getenv("KUBERNETES_SERVICE_HOST")), &error);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", arg_config, error ?: strerror(-r));
+                return r;
+        }
         printf("%s: ok\n", arg_config);
         return 0;
 }

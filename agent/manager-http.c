@@ -4,6 +4,7 @@
 #include "exposition.h"
 #include "http-server.h"
 #include "manager-http.h"
+#include "manager-pull.h"
 #include "metrics.h"
 
 static int on_metrics(const char *path, HttpResponse *ret, void *userdata) {
@@ -29,6 +30,8 @@ int manager_http_start(Manager *m) {
                 .listen = c->http.listen,
                 .max_connections = c->http.max_connections,
                 .timeout_sec = (unsigned) (c->http.timeout_usec / USEC_PER_SEC),
+                .tls_cert_file = c->http.tls_cert_file,
+                .tls_key_file = c->http.tls_key_file,
         };
         r = http_server_new(m->event, &o, &m->http);
         if (r < 0)
@@ -39,9 +42,9 @@ int manager_http_start(Manager *m) {
                 m->http = http_server_free(m->http);
                 return log_error_errno(r, "Failed to serve /metrics: %m");
         }
-        log_info("Serving /metrics on %s (at most %u connections, %u s idle timeout).", c->http.listen,
-                 o.max_connections, o.timeout_sec);
-        return 0;
+        log_info("Serving /metrics on %s%s (at most %u connections, %u s idle timeout).", c->http.listen,
+                 o.tls_cert_file ? " over TLS" : "", o.max_connections, o.timeout_sec);
+        return manager_pull_start(m);
 }
 
 void manager_http_reload(Manager *m, const Config *new_config) {
@@ -49,10 +52,14 @@ void manager_http_reload(Manager *m, const Config *new_config) {
         const char *a = c ? c->http.listen : NULL, *b = new_config->http.listen;
 
         if (!streq_ptr(a, b) || (c && (c->http.max_connections != new_config->http.max_connections ||
-                                       c->http.timeout_usec != new_config->http.timeout_usec)))
+                                       c->http.timeout_usec != new_config->http.timeout_usec ||
+                                       c->http.pprof != new_config->http.pprof ||
+                                       !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
+                                       !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file))))
                 log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
 }
 
 void manager_http_stop(Manager *m) {
+        manager_pull_stop(m);
         m->http = http_server_free(m->http);
 }

@@ -364,6 +364,21 @@ static void on_ns_synced(void *userdata) {
 
 /* ---- setup ---- */
 
+int manager_kube_foreach_pod(Manager *m, const char *namespace, int (*fn)(const KubePod *p, void *userdata),
+                             void *userdata) {
+        PodState *p;
+        int r;
+
+        HASHMAP_FOREACH (p, pod_state_map, &m->kube_pods) {
+                if (namespace && !streq(p->pod->namespace, namespace))
+                        continue;
+                r = fn(p->pod, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int manager_kube_start(Manager *m) {
         _cleanup_(kube_config_freep) KubeConfig *config = NULL;
         _cleanup_free_ char *error = NULL, *selector = NULL;

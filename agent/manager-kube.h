@@ -14,5 +14,8 @@ const KubePod *manager_kube_pod(Manager *m, const char *uid);
 /* A pod of this node by namespace and name (NULL when not known). */
 const KubePod *manager_kube_pod_by_name(Manager *m, const char *namespace, const char *name);
 const KubeNamespace *manager_kube_namespace(Manager *m, const char *name);
+/* Calls fn for every pod of this node (of 'namespace' only, unless NULL), stops at its first error. */
+int manager_kube_foreach_pod(Manager *m, const char *namespace, int (*fn)(const KubePod *p, void *userdata),
+                             void *userdata);
 
 int manager_kube_status(Manager *m, cJSON *j);

@@ -1074,6 +1074,14 @@ int manager_startup(Manager *m) {
                 log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
                                   m->bus_socket);
         (void) manager_bus_connect_system(m);
+        {
+                _cleanup_free_ char *error = NULL;
+
+                /* What "http" may do depends on the mode, known only now. */
+                r = config_check_http_mode(m->config->config, m->kube != NULL, &error);
+                if (r < 0)
+                        return log_error_errno(r, "%s: %s", m->config_path, error ?: strerror(-r));
+        }
         (void) manager_http_start(m);
 
         r = sd_event_set_watchdog(m->event, true);

@@ -268,6 +268,7 @@ typedef struct Manager {
          * what the metrics count beyond the counters above. */
         struct HttpServer *http;
         struct ManagerMetrics *metrics;
+        struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
 
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;

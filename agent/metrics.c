@@ -26,6 +26,7 @@ int manager_metrics_init(Manager *m) {
         counter_table_init(&x->ended, METRICS_LABELS_MAX);
         counter_table_init(&x->failed, METRICS_LABELS_MAX);
         counter_table_init(&x->sysctls, METRICS_LABELS_MAX);
+        counter_table_init(&x->pull, METRICS_LABELS_MAX);
         m->metrics = x;
         r = histogram_init(&m->loop.dispatch_histogram, dispatch_bounds, ELEMENTSOF(dispatch_bounds));
         if (r >= 0)
@@ -42,6 +43,7 @@ void manager_metrics_free(Manager *m) {
         counter_table_done(&m->metrics->ended);
         counter_table_done(&m->metrics->failed);
         counter_table_done(&m->metrics->sysctls);
+        counter_table_done(&m->metrics->pull);
         free(m->metrics);
         m->metrics = NULL;
 }
@@ -60,6 +62,11 @@ void metrics_session_ended(Manager *m, const char *reason) {
 void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change) {
         if (m->metrics && change >= 0 && change < _MACHINE_CHANGE_MAX)
                 (void) counter_table_add(&m->metrics->sysctls, sysctl, (unsigned) change, 1);
+}
+
+void metrics_pull_request(Manager *m, const char *code) {
+        if (m->metrics)
+                (void) counter_table_add(&m->metrics->pull, code, 0, 1);
 }
 
 /* A session's counters now, never below what was shown before: a session's
@@ -290,6 +297,10 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         http_server_stats(m->http, &hs);
         metrics_counter_u64(w, "cgprof_http_requests_total", "HTTP requests answered (before this one).",
                             hs.requests);
+        if (m->pull)
+                metrics_counter_table(w, "cgprof_http_pprof_requests_total",
+                                      "Profile pulls and report requests answered, by HTTP status code.",
+                                      "code", &m->metrics->pull, 0);
         process_metrics_write(w, "/proc/self");
         return metrics_writer_finish(w, ret, ret_size);
 }

@@ -32,6 +32,7 @@ typedef struct ManagerMetrics {
         CounterTable ended; /* by end reason */
         CounterTable failed; /* by reason: create, start, report */
         CounterTable sysctls; /* by sysctl, columns MachineChange */
+        CounterTable pull; /* profile pulls (manager-pull.c) by HTTP status code */
 } ManagerMetrics;
 
 /* Allocates m->metrics and gives the Manager's timings their histogram buckets. */
@@ -44,6 +45,8 @@ void metrics_session_final(Session *s, const SamplerSessionStats *st);
 /* A session ended with its report written. */
 void metrics_session_ended(Manager *m, const char *reason);
 void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change);
+/* A pull request (/debug/pprof/profile, /targets, /reports...) answered with HTTP status 'code'. */
+void metrics_pull_request(Manager *m, const char *code);
 
 /* The exposition, malloc()ed. */
 int metrics_exposition(Manager *m, char **ret, size_t *ret_size);

@@ -20,6 +20,7 @@
 #include "report-writer.h"
 #include "session.h"
 #include "manager-bus.h"
+#include "manager-pull.h"
 
 typedef struct Ending {
         Session *s;
@@ -108,7 +109,7 @@ static int session_collect(Session *s, const SamplerSessionStats *st, const char
                 else
                         s->data = NULL; /* the unit held the session's own data */
                 units[i].data = NULL;
-                r = report_write_new(units[i].dir, s->profile->formats, d, &info, &w);
+                r = report_write_new(units[i].dir, s->profile->formats | s->extra_formats, d, &info, &w);
                 if (r >= 0)
                         r = report_batch_add(b, w);
         }
@@ -152,6 +153,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                                         s->cgroup, s->id_string, e->reason, f.samples, f.lost, strna(dirs));
         }
         manager_bus_session_ended(m, s->id_string, e->reason, r < 0 ? NULL : dirs, f.samples);
+        manager_pull_session_ended(m, s->id_string, r < 0 ? NULL : dirs, r);
         if (e->callback)
                 e->callback(e->userdata, s->id_string, r < 0 ? NULL : dirs, r);
         ending_free(e);

@@ -54,6 +54,8 @@ struct Session {
         char *namespace, *pod, *pod_uid, *container, *container_id;
         bool provisional; /* started from the cgroup before the pod's status named the container */
         bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
+        unsigned
+                extra_formats; /* ReportFormat bits written beyond the profile's (a pull over HTTP: pprof) */
         uint64_t duration_usec; /* 0: until stopped; the profile's unless overridden before the start */
         int cgroup_fd;
         uint64_t cgroup_id;

@@ -451,6 +451,60 @@ TEST(http) {
                    "http.timeout: must be a duration string");
 }
 
+static void check_mode(const char *json, bool kubernetes, const char *prefix) {
+        Config *c = parse_ok(json);
+        char *err = NULL;
+        int r = config_check_http_mode(c, kubernetes, &err);
+
+        if (!prefix)
+                ASSERT_EQ(r, 0);
+        else {
+                ASSERT_EQ(r, -EINVAL);
+                ASSERT_NOT_NULL(err);
+                ASSERT_TRUE(strncmp(err, prefix, strlen(prefix)) == 0);
+        }
+        free(err);
+        config_free(c);
+}
+
+TEST(http_pprof) {
+        Config *c = parse_ok("{\"http\": {\"listen\": \"127.0.0.1:1\"}}");
+        ASSERT_FALSE(c->http.pprof); /* off by default */
+        ASSERT_NULL(c->http.tls_cert_file);
+        config_free(c);
+        c = parse_ok("{\"http\": {\"listen\": \":1\", \"pprof\": true, \"tlsCertFile\": \"/c\", "
+                     "\"tlsKeyFile\": \"/k\"}}");
+        ASSERT_TRUE(c->http.pprof);
+        ASSERT_STREQ(c->http.tls_cert_file, "/c");
+        ASSERT_STREQ(c->http.tls_key_file, "/k");
+        config_free(c);
+
+        check_fail("{\"http\": {\"listen\": \":1\", \"pprof\": 1}}", "http.pprof: must be a boolean");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tlsCertFile\": \"/c\"}}",
+                   "http.tlsKeyFile: required with http.tlsCertFile");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tlsKeyFile\": \"/k\"}}",
+                   "http.tlsCertFile: required with http.tlsKeyFile");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tlsCertFile\": \"c\", \"tlsKeyFile\": \"/k\"}}",
+                   "http.tlsCertFile: must be an absolute path");
+
+        /* Kubernetes: pprof needs TLS. Host: pprof on loopback only. */
+        check_mode("{\"http\": {\"listen\": \":1\", \"pprof\": true}}", true, "http.tlsCertFile: required");
+        check_mode("{\"http\": {\"listen\": \":1\", \"pprof\": true, \"tlsCertFile\": \"/c\", "
+                   "\"tlsKeyFile\": \"/k\"}}",
+                   true, NULL);
+        check_mode("{\"http\": {\"listen\": \":1\"}}", true, NULL);
+        check_mode("{\"http\": {\"listen\": \":1\", \"pprof\": true}}", false, "http.listen: \":1\": with");
+        check_mode("{\"http\": {\"listen\": \"10.0.0.1:1\", \"pprof\": true}}", false, "http.listen:");
+        check_mode("{\"http\": {\"listen\": \"127.0.0.1:1\", \"pprof\": true}}", false, NULL);
+        check_mode("{\"http\": {\"listen\": \"127.1.2.3:1\", \"pprof\": true}}", false, NULL);
+        check_mode("{\"http\": {\"listen\": \"[::1]:1\", \"pprof\": true}}", false, NULL);
+        check_mode("{\"http\": {\"listen\": \"[::]:1\", \"pprof\": true}}", false, "http.listen:");
+        check_mode("{\"http\": {\"listen\": \"0.0.0.0:1\"}}", false, NULL);
+        check_mode("{\"http\": {\"listen\": \"unix:/run/x.sock\", \"pprof\": true}}", false, NULL);
+        check_fail("{\"http\": {\"listen\": \"unix:x.sock\"}}",
+                   "http.listen: \"unix:x.sock\": a Unix socket must be");
+}
+
 TEST(debuginfod_urls) {
         Config *c = parse_ok("{\"debuginfodUrls\": [\"https://debuginfod.debian.net\", "
                              "\"http://127.0.0.1:8002/\", \"http://[::1]:8002/prefix\"]}");

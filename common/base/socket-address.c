@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
+#include <sys/un.h>
 
 #include "macro.h"
 #include "socket-address.h"
@@ -21,6 +23,21 @@ int socket_address_parse(const char *s, struct sockaddr_storage *ret, socklen_t 
 
         if (!s || !s[0])
                 return why(ret_why, "must be ADDRESS:PORT");
+        if (strncmp(s, "unix:", 5) == 0) {
+                struct sockaddr_un *u = (struct sockaddr_un *) ret;
+                const char *path = s + 5;
+                size_t l = strlen(path);
+
+                if (path[0] != '/')
+                        return why(ret_why, "a Unix socket must be an absolute path: unix:/PATH");
+                if (l >= sizeof(u->sun_path))
+                        return why(ret_why, "a Unix socket's path must be shorter than 108 bytes");
+                *ret = (struct sockaddr_storage){};
+                u->sun_family = AF_UNIX;
+                memcpy(u->sun_path, path, l + 1);
+                *ret_len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l + 1);
+                return 0;
+        }
         colon = strrchr(s, ':');
         if (!colon)
                 return why(ret_why, "must be ADDRESS:PORT (no port)");

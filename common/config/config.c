@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <wctype.h>
@@ -145,6 +147,8 @@ Config *config_free(Config *c) {
         free(c->report_dir);
         strv_free(c->debuginfod_urls);
         free(c->http.listen);
+        free(c->http.tls_cert_file);
+        free(c->http.tls_key_file);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
         free(c->machine_config);
@@ -1421,15 +1425,64 @@ static int dispatch_http_timeout(const cJSON *j, const char *path, void *base, c
         return 0;
 }
 
+static int dispatch_tls_file(const cJSON *j, const char *path, void *base, const JsonField *f,
+                             char **error) {
+        if (!cJSON_IsString(j))
+                return fail(error, path, "must be a string (an absolute path to a PEM file)");
+        if (j->valuestring[0] != '/')
+                return fail(error, path, "must be an absolute path");
+        return string_dup(j, path, FIELD(base, f), error);
+}
+
 static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         static const JsonField fields[] = {
                 { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
                 { "maxConnections", dispatch_max_connections, offsetof(Config, http.max_connections) },
                 { "timeout", dispatch_http_timeout, offsetof(Config, http.timeout_usec) },
+                { "pprof", dispatch_bool, offsetof(Config, http.pprof) },
+                { "tlsCertFile", dispatch_tls_file, offsetof(Config, http.tls_cert_file) },
+                { "tlsKeyFile", dispatch_tls_file, offsetof(Config, http.tls_key_file) },
                 {},
         };
+        Config *c = base;
+        int r;
 
-        return json_dispatch(j, path, fields, base, error);
+        r = json_dispatch(j, path, fields, base, error);
+        if (r < 0)
+                return r;
+        if (!c->http.tls_cert_file != !c->http.tls_key_file)
+                return fail(error, c->http.tls_cert_file ? "http.tlsKeyFile" : "http.tlsCertFile",
+                            "required with %s",
+                            c->http.tls_cert_file ? "http.tlsCertFile" : "http.tlsKeyFile");
+        return 0;
+}
+
+int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+
+        if (!c || !c->http.listen || !c->http.pprof)
+                return 0;
+        if (kubernetes) {
+                if (!c->http.tls_cert_file)
+                        return fail(ret_error, "http.tlsCertFile",
+                                    "required with \"pprof\": true in Kubernetes mode (profiles are served "
+                                    "over TLS only, with bearer tokens)");
+                return 0;
+        }
+        if (socket_address_parse(c->http.listen, &sa, &len, NULL) < 0)
+                return fail(ret_error, "http.listen", "\"%s\": not an address", c->http.listen);
+        if (sa.ss_family == AF_UNIX ||
+            (sa.ss_family == AF_INET &&
+             (ntohl(((const struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127) ||
+            (sa.ss_family == AF_INET6 &&
+             IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) &sa)->sin6_addr)))
+                return 0;
+        return fail(ret_error, "http.listen",
+                    "\"%s\": with \"pprof\": true and no Kubernetes, only a loopback address (127.0.0.1, "
+                    "[::1]) or a Unix socket (unix:/PATH) is allowed: profiles are served without "
+                    "authentication there",
+                    c->http.listen);
 }
 
 /* ---- the document ----------------------------------------------------------------------------- */

@@ -134,6 +134,8 @@ typedef struct Config {
                 char *listen; /* "ADDRESS:PORT" (socket-address.h) */
                 unsigned max_connections; /* default CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS */
                 uint64_t timeout_usec; /* idle connections are closed after this; whole seconds, >= 1s */
+                bool pprof; /* profiles over HTTP (docs/pull.md); default false */
+                char *tls_cert_file, *tls_key_file; /* PEM files (absolute paths), both or neither */
         } http;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */
@@ -149,6 +151,10 @@ typedef struct Config {
 int config_parse(const char *json, Config **ret, char **ret_error);
 /* Same for a file; read errors are reported as "<path>: <strerror>". */
 int config_load_file(const char *path, Config **ret, char **ret_error);
+/* What "http" may do in the agent's mode: with Kubernetes, "pprof" needs
+ * TLS; without, "pprof" listens on a loopback address only. -EINVAL with
+ * a message naming the key path ("http.tlsCertFile: ...") otherwise. */
+int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error);
 /* The spec of a ProfileConfig object (cgprof.io/v1, docs/configuration.md
  * "Per-namespace configuration"): profiles, defaultProfileRef and targets
  * only. Keys only the cluster config may set (reportDir, machineConfig,

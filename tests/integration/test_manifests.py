@@ -119,12 +119,12 @@ def config_of(objs):
     return cm["data"]["config.json"]
 
 
-def check_config(text, tmp):
+def check_config(text, tmp, env=None):
     path = os.path.join(tmp, "config.json")
     with open(path, "w") as f:
         f.write(text)
     return subprocess.run([CGPROFD, "--check-config", "--config", path], capture_output=True, text=True,
-                          timeout=30), path
+                          timeout=30, env=env), path
 
 
 def example_files():
@@ -410,6 +410,51 @@ def test_configmap_passes_check_config():
         cfg["profiles"][0]["frequency"] = 0
         r, path = check_config(json.dumps(cfg), tmp)
         assert r.returncode == 1 and "profiles[0].frequency" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_pull_overlay_builds_offline():
+    """manifests/overlays/pull: pprof over TLS from the Secret cgprof-tls,
+    and exactly create on tokenreviews and subjectaccessreviews for the
+    agent's ServiceAccount, nothing else; the base keeps pprof off."""
+    base = kustomize(MANIFESTS)
+    assert not json.loads(config_of(base))["http"].get("pprof"), "the base must keep pprof off"
+    objs = kustomize(os.path.join(OVERLAYS, "pull"))
+    assert all(o["metadata"]["labels"].get("app.kubernetes.io/part-of") == "cgprof" for o in objs)
+    # The base's read-only role is untouched; the reviews come in a role of their own.
+    assert one(objs, "ClusterRole", "cgprof") == one(base, "ClusterRole", "cgprof")
+    role = one(objs, "ClusterRole", "cgprof-pull")
+    triples = sorted((g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+                     for v in rule["verbs"])
+    assert triples == [("authentication.k8s.io", "tokenreviews", "create"),
+                       ("authorization.k8s.io", "subjectaccessreviews", "create")], triples
+    assert not any("resourceNames" in r or "nonResourceURLs" in r for r in role["rules"]), role["rules"]
+    crb = one(objs, "ClusterRoleBinding", "cgprof-pull")
+    assert crb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cgprof-pull"}
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "cgprof", "namespace": "cgprof"}]
+    assert sorted(o["kind"] for o in objs) == sorted([o["kind"] for o in base] + ["ClusterRole",
+                                                                                 "ClusterRoleBinding"])
+    # The Secret, read-only, where the config looks for it.
+    ds = one(objs, "DaemonSet", "cgprof")
+    vol, ro = mounts(ds)["/etc/cgprof-tls"]
+    assert ro and vol["secret"]["secretName"] == "cgprof-tls", vol
+    assert ds["spec"]["template"]["metadata"]["annotations"]["prometheus.io/scheme"] == "https"
+    cfg, base_cfg = json.loads(config_of(objs)), json.loads(config_of(base))
+    assert cfg["http"] == dict(base_cfg["http"], pprof=True, tlsCertFile="/etc/cgprof-tls/tls.crt",
+                               tlsKeyFile="/etc/cgprof-tls/tls.key"), cfg["http"]
+    assert {k: v for k, v in cfg.items() if k != "http"} == {k: v for k, v in base_cfg.items() if k != "http"}, \
+        "the overlay's config drifted from the base's"
+    # As the agent checks it in a cluster: accepted with TLS, refused without.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, KUBERNETES_SERVICE_HOST="10.0.0.1")
+        r, path = check_config(json.dumps(cfg), tmp, env=env)
+        assert r.returncode == 0, (r.returncode, r.stderr)
+        no_tls = dict(cfg, http={k: v for k, v in cfg["http"].items() if not k.startswith("tls")})
+        r, path = check_config(json.dumps(no_tls), tmp, env=env)
+        assert r.returncode == 1 and "http.tlsCertFile" in r.stderr, (r.returncode, r.stderr)
+        # Outside a cluster, pprof on 0.0.0.0 is refused (loopback only).
+        r, path = check_config(json.dumps(cfg), tmp,
+                               env={k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"})
+        assert r.returncode == 1 and "http.listen" in r.stderr, (r.returncode, r.stderr)
 
 
 # --------------------------------------------------------------------------
@@ -849,7 +894,7 @@ if __name__ == "__main__":
         kc = cluster
         main([test_base_builds_offline_with_least_privilege, test_overlays_and_privileged_patch_build_offline,
               test_gpu_overlay_and_gpu_config_example,
-              test_configmap_passes_check_config, test_apply_creates_every_object,
+              test_configmap_passes_check_config, test_pull_overlay_builds_offline, test_apply_creates_every_object,
               test_profileconfig_examples_accepted, test_bad_profileconfigs_refused_by_the_server,
               test_unknown_fields_kubectl_refuses_server_prunes, test_rbac_of_the_service_account,
               test_agent_runs_with_the_service_account_token])

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "manager.h"
+
+/* Profiles pulled over HTTP (docs/pull.md), on the config's "http"
+ * listener when "pprof" is true:
+ *
+ *   GET /debug/pprof/profile?seconds=N&namespace=NS&pod=POD[&container=C]
+ *   GET /debug/pprof/profile?seconds=N&cgroup=PATH
+ *       an on-demand session of N seconds, answered with its profile.pb.gz;
+ *   GET /targets[?namespace=NS]   the pods of this node (JSON);
+ *   GET /reports[?namespace=NS]   the reports on disk (JSON);
+ *   GET /reports/ID/FILE          a file of the report of session ID.
+ *
+ * With Kubernetes every request needs a bearer token, reviewed by the API
+ * server (http-auth.h); without, the listener is on loopback only and
+ * nothing is asked (config_check_http_mode()). Requests wait for their
+ * answer suspended, never holding the loop. */
+
+/* A file served is read whole (a report's pprof is a few MiB at most). */
+#define PULL_FILE_MAX (64U * 1024U * 1024U)
+#define PULL_PENDING_MAX 64U
+
+typedef struct ManagerPull ManagerPull;
+
+/* Adds the routes to m->http (when the config asks for them). */
+int manager_pull_start(Manager *m);
+void manager_pull_stop(Manager *m);
+/* A session ended (session-end.c): answers the request that started it, if any. */
+void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error);

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* TokenReview and SubjectAccessReview bodies: see kube-review.h. */
+#include <stdarg.h>
+
+#include "kube-review.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete);
+
+static bool isempty(const char *s) {
+        return !s || s[0] == 0;
+}
+
+void kube_user_info_done(KubeUserInfo *u) {
+        if (!u)
+                return;
+        free(u->username);
+        free(u->uid);
+        cJSON_Delete(u->groups);
+        cJSON_Delete(u->extra);
+        *u = (KubeUserInfo){};
+}
+
+static _printf_(2, 3) int bad(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return -EBADMSG;
+}
+
+static int print_json(cJSON *root, char **ret_json) {
+        char *s;
+
+        if (!root)
+                return -ENOMEM;
+        s = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        if (!s)
+                return -ENOMEM;
+        *ret_json = s;
+        return 0;
+}
+
+static cJSON *review_new(const char *api_version, const char *kind, cJSON **ret_spec) {
+        cJSON *root = cJSON_CreateObject(), *spec;
+
+        if (!root || !cJSON_AddStringToObject(root, "apiVersion", api_version) ||
+            !cJSON_AddStringToObject(root, "kind", kind) ||
+            !(spec = cJSON_AddObjectToObject(root, "spec"))) {
+                cJSON_Delete(root);
+                return NULL;
+        }
+        *ret_spec = spec;
+        return root;
+}
+
+int kube_token_review_request(const char *token, char **ret_json) {
+        cJSON *spec, *root;
+
+        if (!token || !ret_json)
+                return -EINVAL;
+        root = review_new("authentication.k8s.io/v1", "TokenReview", &spec);
+        if (root && !cJSON_AddStringToObject(spec, "token", token)) {
+                cJSON_Delete(root);
+                root = NULL;
+        }
+        return print_json(root, ret_json);
+}
+
+/* The "status" object of a review of 'kind', or NULL with *ret_error. */
+static const cJSON *review_status(const cJSON *root, const char *kind, char **ret_error) {
+        const cJSON *k, *st;
+
+        if (!cJSON_IsObject(root)) {
+                bad(ret_error, "not a JSON object");
+                return NULL;
+        }
+        k = cJSON_GetObjectItemCaseSensitive(root, "kind");
+        if (k && (!cJSON_IsString(k) || !streq(k->valuestring, kind))) {
+                bad(ret_error, "not a %s", kind);
+                return NULL;
+        }
+        st = cJSON_GetObjectItemCaseSensitive(root, "status");
+        if (!cJSON_IsObject(st)) {
+                bad(ret_error, "%s without a status", kind);
+                return NULL;
+        }
+        return st;
+}
+
+static bool string_array(const cJSON *a, size_t max) {
+        const cJSON *i;
+        size_t n = 0;
+
+        if (!cJSON_IsArray(a))
+                return false;
+        cJSON_ArrayForEach (i, a) {
+                if (!cJSON_IsString(i) || ++n > max)
+                        return false;
+        }
+        return true;
+}
+
+static int parse_user(const cJSON *user, KubeUserInfo *ret, char **ret_error) {
+        _cleanup_(kube_user_info_done) KubeUserInfo u = {};
+        const cJSON *name, *uid, *groups, *extra, *i;
+
+        if (!cJSON_IsObject(user))
+                return bad(ret_error, "TokenReview: authenticated without a user");
+        name = cJSON_GetObjectItemCaseSensitive(user, "username");
+        if (!cJSON_IsString(name) || name->valuestring[0] == 0)
+                return bad(ret_error, "TokenReview: user without a username");
+        uid = cJSON_GetObjectItemCaseSensitive(user, "uid");
+        if (uid && !cJSON_IsString(uid))
+                return bad(ret_error, "TokenReview: user.uid is not a string");
+        groups = cJSON_GetObjectItemCaseSensitive(user, "groups");
+        if (groups && !string_array(groups, KUBE_REVIEW_GROUPS_MAX))
+                return bad(ret_error, "TokenReview: user.groups is not an array of at most %u strings",
+                           KUBE_REVIEW_GROUPS_MAX);
+        extra = cJSON_GetObjectItemCaseSensitive(user, "extra");
+        if (extra) {
+                if (!cJSON_IsObject(extra))
+                        return bad(ret_error, "TokenReview: user.extra is not an object");
+                cJSON_ArrayForEach (i, extra) {
+                        if (!string_array(i, KUBE_REVIEW_GROUPS_MAX))
+                                return bad(ret_error,
+                                           "TokenReview: user.extra.%s is not an array of strings",
+                                           i->string);
+                }
+        }
+        u.username = strdup(name->valuestring);
+        u.uid = strdup(uid ? uid->valuestring : "");
+        if (!u.username || !u.uid)
+                return -ENOMEM;
+        if (groups && !(u.groups = cJSON_Duplicate(groups, true)))
+                return -ENOMEM;
+        if (extra && !(u.extra = cJSON_Duplicate(extra, true)))
+                return -ENOMEM;
+        *ret = u;
+        u = (KubeUserInfo){};
+        return 0;
+}
+
+int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticated, KubeUserInfo *ret_user,
+                            char **ret_error) {
+        _cleanup_(cJSON_Deletep) cJSON *root = NULL;
+        const cJSON *st, *auth;
+        int r;
+
+        if (!body || size > KUBE_REVIEW_BODY_MAX)
+                return bad(ret_error, "TokenReview: no body, or larger than %u bytes", KUBE_REVIEW_BODY_MAX);
+        root = cJSON_ParseWithLength(body, size);
+        if (!root)
+                return bad(ret_error, "TokenReview: not valid JSON");
+        st = review_status(root, "TokenReview", ret_error);
+        if (!st)
+                return -EBADMSG;
+        auth = cJSON_GetObjectItemCaseSensitive(st, "authenticated");
+        if (auth && !cJSON_IsBool(auth))
+                return bad(ret_error, "TokenReview: status.authenticated is not a boolean");
+        if (!cJSON_IsTrue(auth)) {
+                *ret_authenticated = false;
+                return 0;
+        }
+        r = parse_user(cJSON_GetObjectItemCaseSensitive(st, "user"), ret_user, ret_error);
+        if (r < 0)
+                return r;
+        *ret_authenticated = true;
+        return 0;
+}
+
+int kube_access_review_request(const KubeUserInfo *user, const KubeResourceAttributes *a, char **ret_json) {
+        cJSON *spec, *root, *ra, *x;
+
+        if (!user || !user->username || !a || !a->verb || !a->resource || !ret_json)
+                return -EINVAL;
+        root = review_new("authorization.k8s.io/v1", "SubjectAccessReview", &spec);
+        if (!root)
+                return -ENOMEM;
+        if (!cJSON_AddStringToObject(spec, "user", user->username) ||
+            (!isempty(user->uid) && !cJSON_AddStringToObject(spec, "uid", user->uid)))
+                goto fail;
+        if (user->groups) {
+                if (!(x = cJSON_Duplicate(user->groups, true)) ||
+                    !cJSON_AddItemToObject(spec, "groups", x)) {
+                        cJSON_Delete(x);
+                        goto fail;
+                }
+        }
+        if (user->extra) {
+                if (!(x = cJSON_Duplicate(user->extra, true)) || !cJSON_AddItemToObject(spec, "extra", x)) {
+                        cJSON_Delete(x);
+                        goto fail;
+                }
+        }
+        ra = cJSON_AddObjectToObject(spec, "resourceAttributes");
+        if (!ra || !cJSON_AddStringToObject(ra, "verb", a->verb) ||
+            !cJSON_AddStringToObject(ra, "group", strempty(a->group)) ||
+            !cJSON_AddStringToObject(ra, "resource", a->resource) ||
+            (!isempty(a->subresource) && !cJSON_AddStringToObject(ra, "subresource", a->subresource)) ||
+            (!isempty(a->namespace) && !cJSON_AddStringToObject(ra, "namespace", a->namespace)) ||
+            (!isempty(a->name) && !cJSON_AddStringToObject(ra, "name", a->name)))
+                goto fail;
+        return print_json(root, ret_json);
+fail:
+        cJSON_Delete(root);
+        return -ENOMEM;
+}
+
+int kube_access_review_parse(const char *body, size_t size, bool *ret_allowed, char **ret_reason,
+                             char **ret_error) {
+        _cleanup_(cJSON_Deletep) cJSON *root = NULL;
+        const cJSON *st, *allowed, *denied, *reason;
+
+        if (!body || size > KUBE_REVIEW_BODY_MAX)
+                return bad(ret_error, "SubjectAccessReview: no body, or larger than %u bytes",
+                           KUBE_REVIEW_BODY_MAX);
+        root = cJSON_ParseWithLength(body, size);
+        if (!root)
+                return bad(ret_error, "SubjectAccessReview: not valid JSON");
+        st = review_status(root, "SubjectAccessReview", ret_error);
+        if (!st)
+                return -EBADMSG;
+        allowed = cJSON_GetObjectItemCaseSensitive(st, "allowed");
+        if (!cJSON_IsBool(allowed))
+                return bad(ret_error, "SubjectAccessReview: status.allowed is not a boolean");
+        denied = cJSON_GetObjectItemCaseSensitive(st, "denied");
+        if (denied && !cJSON_IsBool(denied))
+                return bad(ret_error, "SubjectAccessReview: status.denied is not a boolean");
+        reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
+        if (!cJSON_IsString(reason) || reason->valuestring[0] == 0)
+                reason = cJSON_GetObjectItemCaseSensitive(st, "evaluationError");
+        if (ret_reason) {
+                *ret_reason = NULL;
+                if (cJSON_IsString(reason) && reason->valuestring[0] != 0 &&
+                    !(*ret_reason = strndup(reason->valuestring, 1024)))
+                        return -ENOMEM;
+        }
+        /* "denied" wins: a server may say both. */
+        *ret_allowed = cJSON_IsTrue(allowed) && !cJSON_IsTrue(denied);
+        return 0;
+}

@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Profiles pulled over HTTP (docs/pull.md).
+
+Host mode: on loopback, without a token, /debug/pprof/profile?cgroup= runs
+a session of the test workload (5:3:2 in hot_alpha/hot_beta/hot_gamma) and
+answers with its profile.pb.gz, which `go tool pprof -top` reads with the
+right shares; /reports lists it and /reports/ID/FILE serves its files,
+nothing outside; bad arguments are 400; a non-loopback listener with
+"pprof" is refused, a Unix socket (0600) is served; over TLS, a certificate rewritten on disk is served to
+the next connection without a restart.
+
+Kubernetes mode, against the real kube-apiserver of kubelib (RBAC, service
+account tokens), the agent running as its ServiceAccount with the
+manifests' RBAC (the base's and the pull overlay's two create rights):
+"pprof" without TLS is refused at load; over TLS, a
+ServiceAccount of namespace team-a bound to a Role with get on pods/profile
+(the manifests' example) gets its pod's profile with `curl` and its bearer
+token (`kubectl create token`), shares checked with `go tool pprof`; team-b's
+pod is 403, no token is 401, a host cgroup is 403 (no nodes/profile),
+another namespace's report cannot be downloaded (403) and one of its own can;
+the pulls are counted in /metrics."""
+
+import gzip
+import json
+import os
+import re
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+
+import cgproflib
+from cgproflib import Agent, Cgroup, HOT, log, main, profile, skip, wait_for, workload
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODE = "node-a"
+TOP_LINE = re.compile(r"^\s*(\S+)\s+([\d.]+)%\s+([\d.]+)%\s+(\S+)\s+([\d.]+)%\s+(.+?)\s*$")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_cert(directory, name="server"):
+    """A self-signed certificate for 127.0.0.1 (its own CA for curl)."""
+    cert, key = os.path.join(directory, f"{name}.crt"), os.path.join(directory, f"{name}.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key + ".new",
+                    "-out", cert + ".new", "-days", "1", "-subj", f"/CN={name}",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def install(src_cert, src_key, cert, key):
+    """Moves a new pair in place, key first (the agent loads both or keeps the last)."""
+    os.rename(src_key + ".new", key)
+    os.rename(src_cert + ".new", cert)
+
+
+def curl(url, token=None, cacert=None, timeout=120):
+    """(status, body bytes) of a GET with curl."""
+    out = tempfile.mktemp(prefix="cgprof-pull-")
+    argv = ["curl", "-sS", "-o", out, "-w", "%{http_code}", "--max-time", str(timeout)]
+    if cacert:
+        argv += ["--cacert", cacert]
+    if token:
+        argv += ["-H", f"Authorization: Bearer {token}"]
+    r = subprocess.run(argv + [url], capture_output=True, text=True, timeout=timeout + 30)
+    assert r.returncode == 0, f"curl {url} failed ({r.returncode}): {r.stderr}"
+    try:
+        with open(out, "rb") as f:
+            body = f.read()
+    finally:
+        os.unlink(out)
+    return int(r.stdout), body
+
+
+class GoPprof:
+    def __init__(self, tmp):
+        self.go = shutil.which("go")
+        if not self.go:
+            skip("no go (golang-go) for go tool pprof")
+        home = os.path.join(tmp, "go-home")
+        for d in ("", "cache", "path", "binaries"):
+            os.makedirs(os.path.join(home, d), exist_ok=True)
+        self.env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"),
+                        GOPATH=os.path.join(home, "path"), PPROF_TMPDIR=home,
+                        PPROF_BINARY_PATH=os.path.join(home, "binaries"), GOFLAGS="", GO111MODULE="off")
+        self.tmp = tmp
+
+    def top(self, data):
+        path = os.path.join(self.tmp, "pulled.pb.gz")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run([self.go, "tool", "pprof", "-top", path], capture_output=True, text=True,
+                           timeout=300, env=self.env)
+        assert r.returncode == 0, f"go tool pprof -top failed ({r.returncode}):\n{r.stderr}"
+        out = {}
+        for line in r.stdout.splitlines():
+            m = TOP_LINE.match(line)
+            if m:
+                out[m.group(6)] = float(m.group(2))
+        return out
+
+
+def assert_pprof_shares(gp, data):
+    assert data[:2] == b"\x1f\x8b", f"not gzipped: {data[:300]!r}"
+    gzip.decompress(data)
+    flat = gp.top(data)
+    log("pprof -top: " + ", ".join(f"{n} {flat.get(n)}%" for n in HOT))
+    for name, want in zip(HOT, (50, 30, 20)):
+        assert name in flat, f"{name} not in pprof -top: {flat}"
+        assert abs(flat[name] - want) <= 5, f"{name}: flat {flat[name]}% is not {want}±5%"
+
+
+def check_config(config, *args):
+    tmp = tempfile.mkdtemp(prefix="cgprof-pull-check-")
+    try:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        r = subprocess.run([cgproflib.CGPROFD, "--check-config", "--config", path, *args], capture_output=True,
+                           text=True, timeout=30)
+        return r.returncode, r.stderr
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_config_checks():
+    # pprof on a non-loopback address without Kubernetes: refused, naming the key.
+    rc, err = check_config({"http": {"listen": "0.0.0.0:9469", "pprof": True}}, "--no-kubernetes")
+    assert rc != 0 and "http.listen" in err and "loopback" in err, err
+    rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "pprof": True}}, "--no-kubernetes")
+    assert rc == 0, err
+    rc, err = check_config({"http": {"listen": "unix:/run/cgprof/http.sock", "pprof": True}}, "--no-kubernetes")
+    assert rc == 0, err
+    rc, err = check_config({"http": {"listen": "unix:run/http.sock", "pprof": True}}, "--no-kubernetes")
+    assert rc != 0 and "http.listen" in err and "absolute" in err, err
+    # One of the TLS pair without the other.
+    rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "tlsCertFile": "/x.crt"}}, "--no-kubernetes")
+    assert rc != 0 and "http.tlsKeyFile" in err, err
+    rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "pprof": "yes"}}, "--no-kubernetes")
+    assert rc != 0 and "http.pprof" in err, err
+
+
+def test_host_loopback_and_tls_reload():
+    tmp = tempfile.mkdtemp(prefix="cgprof-pull-")
+    gp = GoPprof(tmp)
+    cg = Cgroup(f"cgprof-test-pull-{os.getpid()}")
+    port = free_port()
+    cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+    c1, k1 = make_cert(tmp, "first")
+    install(c1, k1, cert, key)
+    agent = Agent({
+        # A pull runs the default profile's event and frequency.
+        "profiles": [profile(name="pull", frequency=999)],
+        "defaultProfileRef": "pull",
+        "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key},
+    })
+    base = f"https://127.0.0.1:{port}"
+    try:
+        agent.start()
+        proc = workload(cg, 120)
+        # No token needed on loopback without Kubernetes.
+        st, body = curl(f"{base}/debug/pprof/profile?seconds=4&cgroup={cg.rel}", cacert=cert)
+        assert st == 200, (st, body[:300])
+        assert_pprof_shares(gp, body)
+
+        # The session's report, listed and downloaded.
+        st, body = curl(f"{base}/reports", cacert=cert)
+        assert st == 200, (st, body)
+        reports = [r for r in json.loads(body) if r["cgroup"] == cg.rel]
+        assert len(reports) == 1, reports
+        sid = reports[0]["session"]
+        summary = agent.wait_summary(lambda s: s.get("session") == sid)
+        st, body = curl(f"{base}/reports/{sid}/profile.pb.gz", cacert=cert)
+        assert st == 200
+        with open(os.path.join(summary["_dir"], "profile.pb.gz"), "rb") as f:
+            assert body == f.read(), "the download is not the report's file"
+        st, body = curl(f"{base}/reports/{sid}/summary.json", cacert=cert)
+        assert st == 200 and json.loads(body)["session"] == sid
+        # Nothing but a report's own files, by a well-formed ID.
+        for bad in (f"/reports/{sid}/config.json", f"/reports/{sid}/../summary.json", "/reports/..%2F..%2Fetc/passwd",
+                    f"/reports/{sid.upper()}/summary.json", f"/reports/{'0' * 32}/summary.json",
+                    f"/reports/{sid}x/summary.json", "/reports/%2e%2e/summary.json"):
+            st, body = curl(base + bad, cacert=cert)
+            assert st in (400, 404), (bad, st, body)
+        # Bad arguments: a message naming what is wrong.
+        for q, what in (("seconds=0&cgroup=x", "seconds"), ("seconds=301&cgroup=x", "seconds"),
+                        ("cgroup=../x", "cgroup"), ("namespace=a", "pod"), ("cgroup=x&pod=y", "cgroup"),
+                        ("cgroup=x&frobnicate=1", "frobnicate"), ("namespace=A_B&pod=p", "namespace")):
+            st, body = curl(f"{base}/debug/pprof/profile?{q}", cacert=cert)
+            assert st == 400 and what in body.decode(), (q, st, body)
+        st, body = curl(f"{base}/debug/pprof/profile?seconds=1&cgroup=no/such/cgroup", cacert=cert)
+        assert st == 404, (st, body)
+        r = subprocess.run(["curl", "-sS", "-I", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", cert,
+                            f"{base}/debug/pprof/profile?seconds=1&cgroup={cg.rel}"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.stdout == "405", ("HEAD starts no session", r.stdout, r.stderr)
+        st, body = curl(f"{base}/targets", cacert=cert)
+        assert st == 200 and json.loads(body)["kubernetes"] is False, body
+
+        # A new certificate on disk is what the next connection gets, with no restart.
+        def served_cn():
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                with ctx.wrap_socket(s) as t:
+                    der = t.getpeercert(binary_form=True)
+            pem = ssl.DER_cert_to_PEM_cert(der)
+            r = subprocess.run(["openssl", "x509", "-noout", "-subject"], input=pem, capture_output=True,
+                               text=True, check=True)
+            return r.stdout.strip()
+        assert "first" in served_cn()
+        c2, k2 = make_cert(tmp, "second")
+        install(c2, k2, cert, key)
+        wait_for(lambda: "second" in served_cn(), timeout=30, what="the new certificate served")
+        st, body = curl(f"{base}/targets", cacert=cert)
+        assert st == 200, st
+        # A broken certificate is refused; the last good one stays.
+        good = os.path.join(tmp, "good.crt")
+        shutil.copy(cert, good)
+        with open(cert + ".new", "w") as f:
+            f.write("not a certificate\n")
+        os.rename(cert + ".new", cert)
+        wait_for(lambda: "does not load" in agent.log(), timeout=30, what="the broken certificate refused")
+        assert "second" in served_cn()
+        st, body = curl(f"{base}/metrics", cacert=good, timeout=30)
+        text = body.decode()
+        assert 'cgprof_http_pprof_requests_total{code="200"}' in text, text[-2000:]
+        proc.kill()
+        proc.wait()
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_host_unix_socket():
+    """pprof on a Unix socket: owner-only (0600), served as on loopback, removed when the agent stops."""
+    tmp = tempfile.mkdtemp(prefix="cgprof-pull-unix-")
+    gp = GoPprof(tmp)
+    cg = Cgroup(f"cgprof-test-pull-unix-{os.getpid()}")
+    sock = os.path.join(tmp, "pull.sock")
+    agent = Agent({"profiles": [profile(name="pull", frequency=999)], "defaultProfileRef": "pull",
+                   "http": {"listen": f"unix:{sock}", "pprof": True}})
+    try:
+        agent.start()
+        st = os.stat(sock)
+        assert (st.st_mode & 0o777) == 0o600 and st.st_uid == 0, oct(st.st_mode)
+        proc = workload(cg, 60)
+        r = subprocess.run(["curl", "-sS", "-o", os.path.join(tmp, "p.pb.gz"), "-w", "%{http_code}",
+                            "--unix-socket", sock, f"http://localhost/debug/pprof/profile?seconds=4&cgroup={cg.rel}"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.stdout == "200", (r.stdout, r.stderr)
+        with open(os.path.join(tmp, "p.pb.gz"), "rb") as f:
+            assert_pprof_shares(gp, f.read())
+        proc.kill()
+        proc.wait()
+        assert agent.stop() == 0
+        assert not os.path.exists(sock), "the socket file stays after the agent stopped"
+    finally:
+        agent.cleanup()
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---- Kubernetes ----
+
+def role_objects(ns, sa):
+    """The example of manifests/examples/pull-rbac.yaml, for namespace ns."""
+    import yaml
+    with open(os.path.join(SRC, "manifests", "examples", "pull-rbac.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    out = []
+    for d in docs:
+        d = json.loads(json.dumps(d))
+        d["metadata"]["namespace"] = ns
+        if d["kind"] == "RoleBinding":
+            d["subjects"] = [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
+        out.append(d)
+    return out
+
+
+def test_kubernetes_rbac():
+    from kubelib import KubeCgroups, KubeCluster, new_container_id
+    tmp = tempfile.mkdtemp(prefix="cgprof-pull-kube-")
+    gp = GoPprof(tmp)
+    with KubeCluster() as kc, KubeCgroups(driver="systemd") as cgs:
+        port = free_port()
+        cert, key = make_cert(tmp, "agent")
+        install(cert, key, cert, key)
+
+        # The agent runs as its own ServiceAccount with the manifests' RBAC:
+        # the base's read-only role and the pull overlay's two create rights.
+        import yaml
+        kc.create_namespace("cgprof")
+        for f in ("base/rbac.yaml", "overlays/pull/rbac.yaml"):
+            with open(os.path.join(SRC, "manifests", f)) as fh:
+                for obj in yaml.safe_load_all(fh):
+                    if obj:
+                        kc.apply(obj)
+        agent_token = kc.kubectl("create", "token", "cgprof", "-n", "cgprof", "--duration", "1h").stdout.strip()
+        agent_kubeconfig = os.path.join(tmp, "agent-kubeconfig")
+        kc.write_kubeconfig(agent_kubeconfig, token=agent_token)
+
+        def agent_for(http):
+            a = Agent({"profiles": [profile(name="k8s")], "defaultProfileRef": "k8s", "http": http},
+                      extra_args=["--kubeconfig", agent_kubeconfig, "--node-name", NODE])
+            a.argv = (lambda orig: (lambda: [x for x in orig() if x != "--no-kubernetes"]))(a.argv)
+            return a
+
+        # pprof without TLS in Kubernetes mode: refused at load, naming the key.
+        bad = agent_for({"listen": f"127.0.0.1:{port}", "pprof": True})
+        try:
+            bad.start(wait_ready=False)
+            rc = bad.proc.wait(timeout=60)
+            assert rc != 0 and "http.tlsCertFile" in bad.log(), bad.log()[-2000:]
+        finally:
+            bad.cleanup()
+
+        pods = {}
+        for ns in ("team-a", "team-b"):
+            kc.create_namespace(ns)
+            pod = kc.create_pod(ns, f"{ns}-app", NODE)
+            cid = new_container_id()
+            cg = cgs.container_for(pod, cid)
+            proc = workload(cg, 300, name=ns[:15])
+            kc.set_pod_running(ns, f"{ns}-app", {"main": cid})
+            pods[ns] = (pod, cg, proc)
+        # A ServiceAccount of team-a, bound to the example Role.
+        kc.kubectl("create", "serviceaccount", "puller", "-n", "team-a")
+        for obj in role_objects("team-a", "puller"):
+            kc.apply(obj)
+        token = kc.kubectl("create", "token", "puller", "-n", "team-a").stdout.strip()
+        assert token.count(".") == 2, "not a JWT"
+
+        agent = agent_for({"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key})
+        base = f"https://127.0.0.1:{port}"
+        try:
+            agent.start()
+
+            def pull(ns, tok, seconds=4):
+                return curl(f"{base}/debug/pprof/profile?seconds={seconds}&namespace={ns}&pod={ns}-app",
+                            token=tok, cacert=cert)
+
+            # Its own namespace's pod: the profile, with the right shares.
+            st, body = wait_for(lambda: (lambda r: r if r[0] != 404 else None)(pull("team-a", token)),
+                                timeout=60, what="team-a's pod known to the agent")
+            assert st == 200, (st, body[:500])
+            assert_pprof_shares(gp, body)
+            # Another namespace's pod: 403; no token, or a bad one: 401.
+            st, body = pull("team-b", token)
+            assert st == 403, (st, body)
+            st, body = pull("team-a", None)
+            assert st == 401, (st, body)
+            r = subprocess.run(["curl", "-sS", "-D", "-", "-o", "/dev/null", "--cacert", cert,
+                                f"{base}/debug/pprof/profile?namespace=team-a&pod=team-a-app"],
+                               capture_output=True, text=True, timeout=60)
+            assert "www-authenticate: bearer" in r.stdout.lower(), r.stdout
+            st, body = pull("team-a", "not-a-token")
+            assert st == 401, (st, body)
+            # A host cgroup, or what spans namespaces, needs nodes/profile.
+            st, body = curl(f"{base}/debug/pprof/profile?seconds=1&cgroup={pods['team-a'][1].rel}", token=token,
+                            cacert=cert)
+            assert st == 403, (st, body)
+            st, body = curl(f"{base}/targets", token=token, cacert=cert)
+            assert st == 403, (st, body)
+            st, body = curl(f"{base}/targets?namespace=team-b", token=token, cacert=cert)
+            assert st == 403, (st, body)
+            st, body = curl(f"{base}/targets?namespace=team-a", token=token, cacert=cert)
+            assert st == 200, (st, body)
+            assert [p["pod"] for p in json.loads(body)["pods"]] == ["team-a-app"], body
+            # The cluster admin may do all of it: a team-b profile.
+            st, body = pull("team-b", kc.token, seconds=2)
+            assert st == 200, (st, body[:300])
+            st, body = curl(f"{base}/reports", token=kc.token, cacert=cert)
+            assert st == 200, (st, body)
+            by_ns = {r["namespace"]: r["session"] for r in json.loads(body)}
+            assert set(by_ns) >= {"team-a", "team-b"}, by_ns
+            # Reports: its own namespace's, not another's.
+            st, body = curl(f"{base}/reports?namespace=team-a", token=token, cacert=cert)
+            assert st == 200 and {r["namespace"] for r in json.loads(body)} == {"team-a"}, (st, body)
+            st, body = curl(f"{base}/reports/{by_ns['team-a']}/profile.pb.gz", token=token, cacert=cert)
+            assert st == 200 and body[:2] == b"\x1f\x8b", (st, body[:300])
+            st, body = curl(f"{base}/reports/{by_ns['team-b']}/profile.pb.gz", token=token, cacert=cert)
+            assert st == 403, (st, body)
+            # An unknown session: 404 only to who may see the node's reports.
+            st, body = curl(f"{base}/reports/{'a' * 32}/profile.pb.gz", token=token, cacert=cert)
+            assert st == 403, (st, body)
+            st, body = curl(f"{base}/reports/{'a' * 32}/profile.pb.gz", token=kc.token, cacert=cert)
+            assert st == 404, (st, body)
+
+            # What an authorized request costs, its reviews cached (10 s):
+            # the same request again within the cache's life does not ask
+            # the API server.
+            t0 = time.monotonic()
+            n = 20
+            for _ in range(n):
+                st, _ = curl(f"{base}/targets?namespace=team-a", token=token, cacert=cert)
+                assert st == 200
+            log(f"/targets?namespace=team-a: {(time.monotonic() - t0) / n * 1000:.1f} ms per curl (cached)")
+            # The agent's side: from the request to its answer (its log).
+            ms = [float(x) for x in re.findall(r"the targets answered 200 after ([\d.]+) ms", agent.log())]
+            assert len(ms) == n + 1, ms
+            log(f"/targets?namespace=team-a in the agent: {ms[0]:.3f} ms with a TokenReview and a "
+                f"SubjectAccessReview, then {sorted(ms[1:])[n // 2]:.3f} ms (median) from the cache")
+            st, body = curl(f"{base}/metrics", cacert=cert, timeout=30)
+            text = body.decode()
+            for code in ("200", "401", "403"):
+                assert f'cgprof_http_pprof_requests_total{{code="{code}"}}' in text, code
+            for ns, (pod, cg, proc) in pods.items():
+                proc.kill()
+                proc.wait()
+            assert agent.stop() == 0
+        finally:
+            agent.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main([test_config_checks, test_host_loopback_and_tls_reload, test_host_unix_socket, test_kubernetes_rbac])
