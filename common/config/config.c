@@ -447,11 +447,22 @@ static int dispatch_strv(const cJSON *j, const char *path, void *base, const Jso
  * 8 GB). A pattern is measured as it expands: its node copies (at most
  * 10,000), and its '*' and '?' copies, each weighted by the number of them
  * it is inside of (at most 500: "(.*){500}", "((a*)*){166}" compile in
- * milliseconds). */
+ * milliseconds).
+ *
+ * After an anchor ('^' or '$', wherever it stands, the usual '^' first
+ * included) the closures grow much faster: "^((a*)*){20}" took 1.1 s,
+ * "$((a*)*){40}" more than a minute, "$;*******x***************+**" 4 s
+ * (55 s under the fuzzer's instrumentation), while the same without the
+ * anchor, or with it at the end, compile in milliseconds. So the part of
+ * a pattern from its first anchor on is measured again, with at most
+ * PATTERN_EPSILON_ANCHORED_MAX weighted '*' and '?' copies (36:
+ * "^((a*)*){12}" 9 ms, "$x****+**" 1 ms; real patterns, such as
+ * "^.*python3?( .*)? .*train\.py( |$)", weigh under 10). */
 #define PATTERN_LENGTH_MAX 1024
 #define PATTERN_NESTING_MAX 32
 #define PATTERN_SIZE_MAX 10000
 #define PATTERN_EPSILON_MAX 500
+#define PATTERN_EPSILON_ANCHORED_MAX 36
 
 /* What a piece of a pattern expands to: nodes, '*' and '?' (or interval)
  * nodes, and those weighted by how many of them enclose each. All
@@ -473,8 +484,8 @@ static void cost_add(PatternCost *a, const PatternCost *b) {
         a->anchor = a->anchor || b->anchor;
 }
 
-static bool cost_too_big(const PatternCost *c) {
-        return c->size > PATTERN_SIZE_MAX || c->weight > PATTERN_EPSILON_MAX;
+static bool cost_too_big(const PatternCost *c, uint64_t epsilon_max) {
+        return c->size > PATTERN_SIZE_MAX || c->weight > epsilon_max;
 }
 
 /* The piece x repeated by the operator at p ('*', '+', '?', "{n}",
@@ -533,16 +544,17 @@ static bool cost_repeat(const char *p, PatternCost *x, const char **ret_end) {
         return true;
 }
 
-/* Why a pattern is refused before compiling it, or NULL. */
-static const char *pattern_too_complex(const char *s) {
+/* Why a pattern (or the part of one from an anchor on) is refused, with
+ * at most epsilon_max weighted '*' and '?' copies, or NULL; *ret_anchor:
+ * the first anchor, if any. */
+static const char *pattern_check(const char *s, uint64_t epsilon_max, const char **ret_anchor) {
         /* group[d]: what the open group at depth d expands to so far; last:
          * the atom or group just read, which a repetition after it repeats. */
         PatternCost group[PATTERN_NESTING_MAX + 1] = {}, last = {};
         unsigned depth = 0;
         bool is_anchor;
 
-        if (strlen(s) > PATTERN_LENGTH_MAX)
-                return "longer than 1024 characters";
+        *ret_anchor = NULL;
         for (const char *p = s; *p; p++) {
                 bool anchor = last.anchor;
                 const char *end;
@@ -561,10 +573,12 @@ static const char *pattern_too_complex(const char *s) {
                 }
                 cost_add(&group[depth], &last);
                 last = (PatternCost){};
-                if (cost_too_big(&group[depth]))
-                        goto too_big;
+                if (cost_too_big(&group[depth], epsilon_max))
+                        return "";
 
                 is_anchor = *p == '^' || *p == '$';
+                if (is_anchor && !*ret_anchor)
+                        *ret_anchor = p;
                 switch (*p) {
                 case '\\':
                         if (p[1] >= '1' && p[1] <= '9')
@@ -617,13 +631,28 @@ static const char *pattern_too_complex(const char *s) {
 done:
         cost_add(&group[depth], &last);
         for (unsigned d = 0; d <= depth; d++)
-                if (cost_too_big(&group[d]))
-                        goto too_big;
+                if (cost_too_big(&group[d], epsilon_max))
+                        return "";
         return NULL;
+}
 
-too_big:
-        return "repeats too much (stacked or nested repetitions: more than 10000 copies, or 500 of '*' and "
-               "'?')";
+/* Why a pattern is refused before compiling it, or NULL. */
+static const char *pattern_too_complex(const char *s) {
+        const char *why, *anchor, *unused;
+
+        if (strlen(s) > PATTERN_LENGTH_MAX)
+                return "longer than 1024 characters";
+        why = pattern_check(s, PATTERN_EPSILON_MAX, &anchor);
+        if (why && !*why)
+                return "repeats too much (stacked or nested repetitions: more than 10000 copies, or 500 of '*' "
+                       "and '?')";
+        if (why || !anchor)
+                return why;
+        why = pattern_check(anchor, PATTERN_EPSILON_ANCHORED_MAX, &unused);
+        if (why && !*why)
+                return "repeats too much after an anchor ('^' or '$'): more than 36 of '*' and '?' (stacked "
+                       "or nested) after one take glibc seconds to compile";
+        return why;
 }
 
 /* An array of POSIX extended regexes, compiled. */
