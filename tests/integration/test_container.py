@@ -26,9 +26,17 @@ One run with the DaemonSet as it is:
 The same with the other seccomp profile (the fallback patch's, or the
 manifest's). Then, least privilege: a run without each capability the
 DaemonSet adds, each showing the failure its comment in the manifest
-predicts (BPF and PERFMON: nothing fails while SYS_ADMIN grants them too,
-so also a run without either and SYS_ADMIN). Each run logs what the kernel
-says to a command run in the agent's container with those privileges.
+predicts. SYS_ADMIN, under both seccomp profiles: it is what lets the agent
+call bpf() (it implies CAP_BPF and CAP_PERFMON, and podman's default
+profile allows bpf() and perf_event_open() only with it), so without it the
+BPF load fails with EPERM. Then BPF and PERFMON (which the DaemonSet does
+not add: nothing fails without them while SYS_ADMIN is held) in its place:
+under the default profile the BPF load still fails (unless the profile
+allows bpf() for CAP_BPF); unconfined the agent runs, but writing
+kernel.kptr_restrict and /proc/PID/map_files fail with EPERM; with
+CHECKPOINT_RESTORE too (kernels >= 5.9) only kptr_restrict does. Each run
+logs what the kernel says to a command run in the agent's container with
+those privileges.
 
 Skips (77) only where podman cannot run containers here (and without
 kubectl, which builds the kustomizations). Removes its containers, images
@@ -546,29 +554,43 @@ EVIDENCE = {
 }
 
 
+# The default seccomp profile of podman (containers.conf's seccomp_profile,
+# default: containers-common's).
+SECCOMP_PROFILES = ("/etc/containers/seccomp.json", "/usr/share/containers/seccomp.json")
+
+
+def default_profile_allows(syscall, cap):
+    """Whether podman's default seccomp profile lets syscall through for a
+    process holding cap but not CAP_SYS_ADMIN."""
+    path = next((p for p in SECCOMP_PROFILES if os.path.exists(p)), None)
+    assert path, f"podman's default seccomp profile: none of {SECCOMP_PROFILES}"
+    with open(path) as f:
+        profile = json.load(f)
+    for rule in profile.get("syscalls") or ():
+        if syscall not in rule.get("names", ()) or rule.get("action") != "SCMP_ACT_ALLOW" or rule.get("args"):
+            continue
+        need = (rule.get("includes") or {}).get("caps") or []
+        unless = (rule.get("excludes") or {}).get("caps") or []
+        if (not need or cap in need) and cap not in unless and "CAP_SYS_ADMIN" not in need:
+            return True
+    return False
+
+
+def check_bpf_eperm(r, what):
+    """The agent exits: its BPF load fails with EPERM."""
+    assert not r.ready and r.exit_code != 0, f"the agent ran {what}"
+    assert "Failed to load the BPF sampler: Operation not permitted" in r.logs, r.logs[-3000:]
+
+
 def check_without(cap, r):
     """What the manifest's comment says fails without cap."""
-    log(f"without {cap}: ready {r.ready}, sysctls {r.applied}, exit {r.exit_code}")
-    if cap in ("BPF+SYS_ADMIN", "PERFMON+SYS_ADMIN"):
-        # Unconfined: no seccomp profile in the way, only capabilities.
-        assert not r.ready and r.exit_code != 0, f"the agent ran without {cap}"
-        assert "Failed to load the BPF sampler: Operation not permitted" in r.logs, r.logs[-3000:]
-    elif cap in ("BPF", "PERFMON", "SYS_RESOURCE"):
-        # Nothing fails: SYS_ADMIN grants BPF and PERFMON; kernels >= 5.11
-        # charge BPF maps to the memory cgroup, not RLIMIT_MEMLOCK.
-        check_full(r)
-    elif cap == "SYS_ADMIN" and r.seccomp == "RuntimeDefault":
-        # podman's default profile lets bpf() and perf_event_open() through
-        # for CAP_SYS_ADMIN only.
-        assert not r.ready and r.exit_code != 0, "the agent ran without SYS_ADMIN under RuntimeDefault"
-        assert "Failed to load the BPF sampler: Operation not permitted" in r.logs, r.logs[-3000:]
-    elif cap == "SYS_ADMIN":
-        assert r.ready, r.logs[-3000:]
-        assert r.applied["kernel.kptr_restrict"] == r.orig["kernel.kptr_restrict"], r.applied
-        assert r.applied["kernel.perf_event_mlock_kb"] == r.want["kernel.perf_event_mlock_kb"], r.applied
-        assert "Failed to apply machineConfig: Operation not permitted" in r.logs, r.logs[-3000:]
-        assert unnamed(r.host_report()), "a deleted binary was symbolized without map_files"
-        assert hot_named(r.target_report())
+    log(f"without {cap} ({r.seccomp}): ready {r.ready}, sysctls {r.applied}, exit {r.exit_code}")
+    if cap == "SYS_ADMIN":
+        # Whatever the seccomp profile: without SYS_ADMIN (and without BPF
+        # and PERFMON, which the DaemonSet does not add) bpf() is refused,
+        # by podman's default profile (CAP_SYS_ADMIN only) and by the
+        # kernel (bpf_capable()).
+        check_bpf_eperm(r, f"without SYS_ADMIN under {r.seccomp}")
     elif cap == "SYS_PTRACE":
         assert r.ready, r.logs[-3000:]
         assert unnamed(r.host_report()) and unnamed(r.target_report()), \
@@ -589,6 +611,41 @@ def check_without(cap, r):
         raise AssertionError(f"no expectation for {cap}")
 
 
+def check_instead(extra, r):
+    """BPF and PERFMON (extra: CHECKPOINT_RESTORE too) in SYS_ADMIN's
+    place: the path the manifest documents for a seccomp profile that
+    allows bpf() for CAP_BPF."""
+    log(f"BPF+PERFMON{''.join('+' + x for x in extra)} instead of SYS_ADMIN ({r.seccomp}): ready {r.ready}, "
+        f"sysctls {r.applied}, exit {r.exit_code}")
+    if r.seccomp == "RuntimeDefault" and not (default_profile_allows("bpf", "CAP_BPF")
+                                              and default_profile_allows("perf_event_open", "CAP_PERFMON")):
+        # podman's profile: bpf() and perf_event_open() for CAP_SYS_ADMIN
+        # only, whatever else the container holds.
+        check_bpf_eperm(r, "with BPF and PERFMON but not SYS_ADMIN under RuntimeDefault")
+        return
+    assert r.ready and r.exit_code == 0, r.logs[-3000:]
+    # kptr_restrict: the kernel takes CAP_SYS_ADMIN to write it; the rest of
+    # machineConfig applies.
+    assert r.applied["kernel.kptr_restrict"] == r.orig["kernel.kptr_restrict"], r.applied
+    assert r.applied["kernel.perf_event_mlock_kb"] == r.want["kernel.perf_event_mlock_kb"], r.applied
+    assert "Failed to apply machineConfig: Operation not permitted" in r.logs, r.logs[-3000:]
+    assert hot_named(r.target_report())
+    kernel, named = kernel_frames(r.kernel_report())
+    assert named, f"no kernel frame named: {kernel[:5]}"
+    if "CHECKPOINT_RESTORE" in extra:
+        # map_files takes CAP_SYS_ADMIN or, on kernels >= 5.9,
+        # CAP_CHECKPOINT_RESTORE.
+        cgproflib.assert_shares(r.host_report())
+        assert hot_named(r.host_report()), "a deleted binary was not symbolized with CHECKPOINT_RESTORE"
+    else:
+        assert unnamed(r.host_report()), "a deleted binary was symbolized without map_files"
+
+
+def kernel_at_least(major, minor):
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return (int(m.group(1)), int(m.group(2))) >= (major, minor)
+
+
 def main():
     cgproflib.require_root()
     if not shutil.which("podman"):
@@ -603,6 +660,10 @@ def main():
     ds, config = kustomized()
     c = ds["spec"]["template"]["spec"]["containers"][0]
     caps = c["securityContext"]["capabilities"]["add"]
+    # The DaemonSet leaves out BPF and PERFMON: SYS_ADMIN implies them (the
+    # runs below show it, and what they would and would not replace).
+    assert not {"BPF", "PERFMON", "CAP_BPF", "CAP_PERFMON"} & set(caps), \
+        f"the DaemonSet adds BPF or PERFMON, which SYS_ADMIN implies: {caps}"
     failures = []
     target = None
     tmp = tempfile.mkdtemp(prefix="cgprof-images-")
@@ -640,19 +701,22 @@ def main():
             test(f"without {cap}",
                  lambda cap=cap, without=without: run(cap.lower(), caps=without, evidence=EVIDENCE.get(cap, ()),
                                                       check=lambda r: check_without(cap, r)))
-            if cap == "SYS_ADMIN" and seccomp_of(c) != "Unconfined":
-                test("without SYS_ADMIN, Unconfined",
-                     lambda without=without: run("sys_admin-unconfined", caps=without, seccomp="Unconfined",
-                                                 evidence=EVIDENCE["SYS_ADMIN"],
-                                                 check=lambda r: check_without("SYS_ADMIN", r)))
-            if cap in ("BPF", "PERFMON"):
-                # SYS_ADMIN grants what they grant (bpf_capable(),
-                # perfmon_capable()): without it too, the failure shows.
-                without = [x for x in without if x != "SYS_ADMIN"]
-                test(f"without {cap} and SYS_ADMIN",
-                     lambda cap=cap, without=without: run(cap.lower() + "-sys_admin", caps=without,
-                                                          seccomp="Unconfined",
-                                                          check=lambda r: check_without(cap + "+SYS_ADMIN", r)))
+            if cap != "SYS_ADMIN":
+                continue
+            test(f"without SYS_ADMIN, {other}",
+                 lambda without=without: run("sys_admin-" + other.lower(), caps=without, seccomp=other,
+                                             check=lambda r: check_without("SYS_ADMIN", r)))
+            # BPF and PERFMON in its place (the manifest's note): under
+            # both profiles, then with CHECKPOINT_RESTORE for map_files.
+            instead = [(seccomp, []) for seccomp in ("RuntimeDefault", "Unconfined")]
+            if kernel_at_least(5, 9):
+                instead.append(("Unconfined", ["CHECKPOINT_RESTORE"]))
+            for seccomp, extra in instead:
+                name = "bpf-perfmon" + "".join("-" + x.lower() for x in extra) + "-" + seccomp.lower()
+                test(f"BPF+PERFMON{''.join('+' + x for x in extra)} instead of SYS_ADMIN, {seccomp}",
+                     lambda extra=extra, seccomp=seccomp, name=name, without=without: run(
+                         name, caps=without + ["BPF", "PERFMON"] + extra, seccomp=seccomp,
+                         evidence=EVIDENCE["SYS_ADMIN"], check=lambda r: check_instead(extra, r)))
     finally:
         if target:
             target.remove()
