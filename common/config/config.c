@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "key-path.h"
 #include "fileio.h"
 #include "socket-address.h"
 #include "duration.h"
@@ -164,48 +165,6 @@ Config *config_free(Config *c) {
         return NULL;
 }
 
-/* ---- error messages and key paths ------------------------------------------------------------- */
-
-/* Stores "<path>: <message>" in *error and returns -EINVAL (-ENOMEM if the
- * message cannot be allocated). The root is written "$". */
-static _printf_(3, 4) int fail(char **error, const char *path, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-
-        free(*error);
-        *error = NULL;
-        if (asprintf(error, "%s: %s", path && *path ? path : "$", msg) < 0) {
-                *error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
-}
-
-/* "parent.key", or "key" at the root (parent ""). */
-static char *path_key(const char *parent, const char *key) {
-        char *p;
-
-        if (asprintf(&p, "%s%s%s", parent, *parent ? "." : "", key) < 0)
-                return NULL;
-        return p;
-}
-
-/* "parent[i]". */
-static char *path_index(const char *parent, size_t i) {
-        char *p;
-
-        if (asprintf(&p, "%s[%zu]", parent, i) < 0)
-                return NULL;
-        return p;
-}
-
 /* ---- a small JSON dispatcher ------------------------------------------------------------------- */
 
 /* An object's schema is a table of fields: each known key, the function that
@@ -235,7 +194,7 @@ static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fi
         int r;
 
         if (!cJSON_IsObject(obj))
-                return fail(error, path, "must be an object");
+                return key_path_error(error, path, "must be an object");
 
         cJSON_ArrayForEach (i, obj) {
                 _cleanup_free_ char *p = NULL;
@@ -245,28 +204,28 @@ static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fi
                         if (streq(i->string, f->key))
                                 break;
 
-                p = path_key(path, i->string);
+                p = key_path_child(path, i->string);
                 if (!p)
                         return -ENOMEM;
                 if (!f->key)
-                        return fail(error, p, "unknown key");
+                        return key_path_error(error, p, "unknown key");
 
                 for (const cJSON *k = obj->child; k != i; k = k->next)
                         if (streq(k->string, i->string))
-                                return fail(error, p, "duplicate key");
+                                return key_path_error(error, p, "duplicate key");
         }
 
         for (const JsonField *f = fields; f->key; f++) {
                 _cleanup_free_ char *p = NULL;
 
-                p = path_key(path, f->key);
+                p = key_path_child(path, f->key);
                 if (!p)
                         return -ENOMEM;
 
                 i = cJSON_GetObjectItemCaseSensitive(obj, f->key);
                 if (!i) {
                         if (f->required)
-                                return fail(error, p, "required key is missing");
+                                return key_path_error(error, p, "required key is missing");
                         continue;
                 }
                 if (!f->func)
@@ -282,7 +241,7 @@ static int json_dispatch(const cJSON *obj, const char *path, const JsonField *fi
 
 static int dispatch_bool(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         if (!cJSON_IsBool(j))
-                return fail(error, path, "must be a boolean");
+                return key_path_error(error, path, "must be a boolean");
         *(bool *) FIELD(base, f) = cJSON_IsTrue(j);
         return 0;
 }
@@ -291,7 +250,7 @@ static int string_dup(const cJSON *j, const char *path, char **ret, char **error
         char *s;
 
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
         s = strdup(j->valuestring);
         if (!s)
                 return -ENOMEM;
@@ -302,7 +261,7 @@ static int string_dup(const cJSON *j, const char *path, char **ret, char **error
 
 static int dispatch_string(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         if (cJSON_IsString(j) && j->valuestring[0] == '\0')
-                return fail(error, path, "must not be empty");
+                return key_path_error(error, path, "must not be empty");
         return string_dup(j, path, FIELD(base, f), error);
 }
 
@@ -314,16 +273,16 @@ static bool name_char_valid(char c) {
 /* Profile and target names: non-empty, [A-Za-z0-9._-], not "." or "..". */
 static int dispatch_name(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
         if (j->valuestring[0] == '\0')
-                return fail(error, path, "must not be empty");
+                return key_path_error(error, path, "must not be empty");
         for (const char *c = j->valuestring; *c; c++)
                 if (!name_char_valid(*c))
-                        return fail(error, path,
-                                    "\"%s\" must consist of letters, digits, '.', '_' and '-' only",
-                                    j->valuestring);
+                        return key_path_error(
+                                error, path, "\"%s\" must consist of letters, digits, '.', '_' and '-' only",
+                                j->valuestring);
         if (streq(j->valuestring, ".") || streq(j->valuestring, ".."))
-                return fail(error, path, "must not be \".\" or \"..\"");
+                return key_path_error(error, path, "must not be \".\" or \"..\"");
         return string_dup(j, path, FIELD(base, f), error);
 }
 
@@ -333,13 +292,13 @@ static int dispatch_duration(const cJSON *j, const char *path, void *base, const
         int r;
 
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a duration string (e.g. \"20s\", \"1m30s\")");
+                return key_path_error(error, path, "must be a duration string (e.g. \"20s\", \"1m30s\")");
 
         r = parse_duration(j->valuestring, &usec);
         if (r == -ERANGE)
-                return fail(error, path, "duration \"%s\" is out of range", j->valuestring);
+                return key_path_error(error, path, "duration \"%s\" is out of range", j->valuestring);
         if (r < 0)
-                return fail(
+                return key_path_error(
                         error, path,
                         "invalid duration \"%s\" (a number with a unit us, ms, s, m, h or d, e.g. \"20s\", "
                         "\"1m30s\"; or \"0\")",
@@ -356,7 +315,7 @@ static int dispatch_positive_duration(const cJSON *j, const char *path, void *ba
         if (r < 0)
                 return r;
         if (*(uint64_t *) FIELD(base, f) == 0)
-                return fail(error, path, "must be greater than 0");
+                return key_path_error(error, path, "must be greater than 0");
         return 0;
 }
 
@@ -372,16 +331,17 @@ static int dispatch_checkpoint_interval(const cJSON *j, const char *path, void *
                 return r;
         v = *(uint64_t *) FIELD(base, f);
         if (v > 0 && v < CONFIG_MIN_CHECKPOINT_INTERVAL_USEC)
-                return fail(error, path, "must be \"0\" (no checkpoints) or at least 1s, not \"%s\"",
-                            j->valuestring);
+                return key_path_error(error, path,
+                                      "must be \"0\" (no checkpoints) or at least 1s, not \"%s\"",
+                                      j->valuestring);
         return 0;
 }
 
 static int array_check(const cJSON *j, const char *path, bool allow_empty, char **error) {
         if (!cJSON_IsArray(j))
-                return fail(error, path, "must be an array");
+                return key_path_error(error, path, "must be an array");
         if (!allow_empty && cJSON_GetArraySize(j) == 0)
-                return fail(error, path, "must not be empty");
+                return key_path_error(error, path, "must not be empty");
         return 0;
 }
 
@@ -406,13 +366,13 @@ static int parse_strv(const cJSON *j, const char *path, void *base, const JsonFi
                 return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_free_ char *p = key_path_index(path, n);
                 const char *why;
 
                 if (!p)
                         return -ENOMEM;
                 if (cJSON_IsString(i) && (why = check(i->valuestring, l, n)))
-                        return fail(error, p, why, i->valuestring);
+                        return key_path_error(error, p, why, i->valuestring);
                 r = string_dup(i, p, &l[n], error);
                 if (r < 0)
                         return r;
@@ -644,7 +604,8 @@ static const char *pattern_too_complex(const char *s) {
                 return "longer than 1024 characters";
         why = pattern_check(s, PATTERN_EPSILON_MAX, &anchor);
         if (why && !*why)
-                return "repeats too much (stacked or nested repetitions: more than 10000 copies, or 500 of '*' "
+                return "repeats too much (stacked or nested repetitions: more than 10000 copies, or 500 of "
+                       "'*' "
                        "and '?')";
         if (why || !anchor)
                 return why;
@@ -672,7 +633,7 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
                 return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_free_ char *p = key_path_index(path, n);
                 char *source;
                 int k;
 
@@ -681,13 +642,13 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
                         goto fail;
                 }
                 if (!cJSON_IsString(i)) {
-                        r = fail(error, p, "must be a string");
+                        r = key_path_error(error, p, "must be a string");
                         goto fail;
                 }
 
                 const char *why = pattern_too_complex(i->valuestring);
                 if (why) {
-                        r = fail(error, p, "regular expression %s", why);
+                        r = key_path_error(error, p, "regular expression %s", why);
                         goto fail;
                 }
 
@@ -705,7 +666,8 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
                                 r = -ENOMEM;
                         else {
                                 regerror(k, &patterns[n].regex, buf, sizeof(buf));
-                                r = fail(error, p, "invalid regular expression \"%s\": %s", source, buf);
+                                r = key_path_error(error, p, "invalid regular expression \"%s\": %s", source,
+                                                   buf);
                         }
                         free(source);
                         goto fail;
@@ -774,14 +736,15 @@ static int default_include_patterns(Pattern **ret, size_t *ret_n) {
 
 static int dispatch_event(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
         for (size_t i = 0; i < ELEMENTSOF(profile_events); i++)
                 if (streq(j->valuestring, profile_events[i]))
                         return string_dup(j, path, FIELD(base, f), error);
-        return fail(error, path,
-                    "unknown event \"%s\" (known: cpu-clock, task-clock, cycles, cpu-cycles, instructions, "
-                    "ref-cycles, cache-misses, branch-misses)",
-                    j->valuestring);
+        return key_path_error(
+                error, path,
+                "unknown event \"%s\" (known: cpu-clock, task-clock, cycles, cpu-cycles, instructions, "
+                "ref-cycles, cache-misses, branch-misses)",
+                j->valuestring);
 }
 
 static int dispatch_frequency(const cJSON *j, const char *path, void *base, const JsonField *f,
@@ -789,12 +752,12 @@ static int dispatch_frequency(const cJSON *j, const char *path, void *base, cons
         double d;
 
         if (!cJSON_IsNumber(j))
-                return fail(error, path, "must be an integer");
+                return key_path_error(error, path, "must be an integer");
         d = j->valuedouble;
         if (!(d >= 1 && d <= CONFIG_FREQUENCY_MAX))
-                return fail(error, path, "must be 1..%d", CONFIG_FREQUENCY_MAX);
+                return key_path_error(error, path, "must be 1..%d", CONFIG_FREQUENCY_MAX);
         if ((double) (uint64_t) d != d)
-                return fail(error, path, "must be an integer");
+                return key_path_error(error, path, "must be an integer");
         *(uint64_t *) FIELD(base, f) = (uint64_t) d;
         return 0;
 }
@@ -804,7 +767,7 @@ static int dispatch_start(const cJSON *j, const char *path, void *base, const Js
 
         s = cJSON_IsString(j) ? profile_start_from_string(j->valuestring) : _PROFILE_START_INVALID;
         if (s < 0)
-                return fail(error, path, "must be \"auto\" or \"manual\"");
+                return key_path_error(error, path, "must be \"auto\" or \"manual\"");
         *(ProfileStart *) FIELD(base, f) = s;
         return 0;
 }
@@ -814,7 +777,7 @@ static int dispatch_unwind(const cJSON *j, const char *path, void *base, const J
 
         m = cJSON_IsString(j) ? unwind_mode_from_string(j->valuestring) : _UNWIND_MODE_INVALID;
         if (m < 0)
-                return fail(error, path, "must be \"auto\", \"frame-pointer\" or \"dwarf\"");
+                return key_path_error(error, path, "must be \"auto\", \"frame-pointer\" or \"dwarf\"");
         *(UnwindMode *) FIELD(base, f) = m;
         return 0;
 }
@@ -824,12 +787,12 @@ static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *ba
         double d;
 
         if (!cJSON_IsNumber(j))
-                return fail(error, path, "must be an integer");
+                return key_path_error(error, path, "must be an integer");
         d = j->valuedouble;
         if (!(d >= CONFIG_UNWIND_TABLE_ROWS_MIN && d <= (double) CONFIG_UNWIND_TABLE_ROWS_MAX) ||
             (double) (uint64_t) d != d)
-                return fail(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
-                            CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
+                return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
+                                      CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
         *(uint64_t *) FIELD(base, f) = (uint64_t) d;
         return 0;
 }
@@ -845,20 +808,21 @@ static int dispatch_formats(const cJSON *j, const char *path, void *base, const 
                 return r;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n++);
+                _cleanup_free_ char *p = key_path_index(path, n++);
                 ReportFormat fmt;
 
                 if (!p)
                         return -ENOMEM;
                 if (!cJSON_IsString(i))
-                        return fail(error, p, "must be a string");
+                        return key_path_error(error, p, "must be a string");
                 fmt = report_format_from_string(i->valuestring);
                 if (fmt < 0)
-                        return fail(error, p,
-                                    "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
-                                    i->valuestring);
+                        return key_path_error(
+                                error, p,
+                                "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
+                                i->valuestring);
                 if (mask & (1u << fmt))
-                        return fail(error, p, "duplicate format \"%s\"", i->valuestring);
+                        return key_path_error(error, p, "duplicate format \"%s\"", i->valuestring);
                 mask |= 1u << fmt;
         }
 
@@ -871,13 +835,13 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
         int r;
 
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
 
         r = template_validate(j->valuestring, &reason);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return fail(error, path, "%s", reason ?: "invalid template");
+                return key_path_error(error, path, "%s", reason ?: "invalid template");
 
         return string_dup(j, path, FIELD(base, f), error);
 }
@@ -968,7 +932,7 @@ static int dispatch_profiles(const cJSON *j, const char *path, void *base, const
                 return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_free_ char *p = key_path_index(path, n);
                 const Profile *new;
 
                 if (!p)
@@ -980,11 +944,11 @@ static int dispatch_profiles(const cJSON *j, const char *path, void *base, const
 
                 new = &c->profiles[n - 1];
                 if (config_find_profile(c, new->name) != new) {
-                        _cleanup_free_ char *np = path_key(p, "name");
+                        _cleanup_free_ char *np = key_path_child(p, "name");
 
                         if (!np)
                                 return -ENOMEM;
-                        return fail(error, np, "duplicate profile name \"%s\"", new->name);
+                        return key_path_error(error, np, "duplicate profile name \"%s\"", new->name);
                 }
         }
         return 0;
@@ -1081,11 +1045,11 @@ static int dispatch_cgroup_patterns(const cJSON *j, const char *path, void *base
                 const char *reason = cgroup_pattern_invalid_reason(l[i]);
 
                 if (reason) {
-                        _cleanup_free_ char *p = path_index(path, i);
+                        _cleanup_free_ char *p = key_path_index(path, i);
 
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p, "invalid cgroup pattern \"%s\": %s", l[i], reason);
+                        return key_path_error(error, p, "invalid cgroup pattern \"%s\": %s", l[i], reason);
                 }
         }
         return 0;
@@ -1100,7 +1064,7 @@ static int dispatch_selector(const cJSON *j, const char *path, void *base, const
         *s = NULL;
         r = label_selector_from_json(j, path, s, error);
         if (r == -EINVAL && !*error)
-                return fail(error, path, "invalid label selector");
+                return key_path_error(error, path, "invalid label selector");
         return r;
 }
 
@@ -1121,7 +1085,7 @@ static int dispatch_owner(const cJSON *j, const char *path, void *base, const Js
         if (r < 0)
                 return r;
         if (!o->kind && !o->name)
-                return fail(error, path, "needs \"kind\" or \"name\" (or both)");
+                return key_path_error(error, path, "needs \"kind\" or \"name\" (or both)");
 
         owner_ref_free(*(OwnerRef **) FIELD(base, f));
         *(OwnerRef **) FIELD(base, f) = TAKE_PTR(o);
@@ -1153,18 +1117,18 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, const
 
         if (t.profile_ref && !config_find_profile(c, t.profile_ref) &&
             !(fallback && config_find_profile(fallback, t.profile_ref))) {
-                _cleanup_free_ char *p = path_key(path, "profileRef");
+                _cleanup_free_ char *p = key_path_child(path, "profileRef");
 
                 if (!p)
                         return -ENOMEM;
-                return fail(error, p, "no profile named \"%s\"", t.profile_ref);
+                return key_path_error(error, p, "no profile named \"%s\"", t.profile_ref);
         }
 
         /* A disabled target needs none: in a ProfileConfig it only switches
          * off the cluster target of its name. */
         if (!t.disabled && !t.namespace_selector && !t.pod_selector && !t.pod_name_patterns && !t.owner &&
             !t.containers && !t.cgroup_patterns)
-                return fail(error, path, "needs at least one condition (" TARGET_CONDITIONS ")");
+                return key_path_error(error, path, "needs at least one condition (" TARGET_CONDITIONS ")");
 
         *ret = t;
         t = (Target){};
@@ -1185,7 +1149,7 @@ static int parse_targets(const cJSON *j, const char *path, Config *c, const Conf
                 return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_free_ char *p = key_path_index(path, n);
                 const Target *new;
 
                 if (!p)
@@ -1198,11 +1162,11 @@ static int parse_targets(const cJSON *j, const char *path, Config *c, const Conf
                 new = &c->targets[n - 1];
                 for (size_t k = 0; k + 1 < n; k++)
                         if (streq(c->targets[k].name, new->name)) {
-                                _cleanup_free_ char *np = path_key(p, "name");
+                                _cleanup_free_ char *np = key_path_child(p, "name");
 
                                 if (!np)
                                         return -ENOMEM;
-                                return fail(error, np, "duplicate target name \"%s\"", new->name);
+                                return key_path_error(error, np, "duplicate target name \"%s\"", new->name);
                         }
         }
         return 0;
@@ -1213,11 +1177,12 @@ static int parse_targets(const cJSON *j, const char *path, Config *c, const Conf
 static int dispatch_sysctl_name(const cJSON *j, const char *path, void *base, const JsonField *f,
                                 char **error) {
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
         if (!machine_setting_allowed(j->valuestring))
-                return fail(error, path,
-                            "\"%s\" is not an allowed sysctl (allowed: " MACHINE_SETTINGS_ALLOWED ")",
-                            j->valuestring);
+                return key_path_error(error, path,
+                                      "\"%s\" is not an allowed sysctl (allowed: " MACHINE_SETTINGS_ALLOWED
+                                      ")",
+                                      j->valuestring);
         return string_dup(j, path, FIELD(base, f), error);
 }
 
@@ -1231,7 +1196,7 @@ static int dispatch_sysctl_value(const cJSON *j, const char *path, void *base, c
                 char *s;
 
                 if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || (double) (int64_t) d != d)
-                        return fail(error, path, "must be a string or an integer");
+                        return key_path_error(error, path, "must be a string or an integer");
                 if (asprintf(&s, "%" PRIi64, (int64_t) d) < 0)
                         return -ENOMEM;
                 free(*v);
@@ -1240,12 +1205,13 @@ static int dispatch_sysctl_value(const cJSON *j, const char *path, void *base, c
         }
 
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string or an integer");
+                return key_path_error(error, path, "must be a string or an integer");
         if (j->valuestring[0] == '\0')
-                return fail(error, path, "must not be empty");
+                return key_path_error(error, path, "must not be empty");
         for (const char *c = j->valuestring; *c; c++)
                 if ((unsigned char) *c < ' ' || *c == 0x7f)
-                        return fail(error, path, "must not contain newlines or control characters");
+                        return key_path_error(error, path,
+                                              "must not contain newlines or control characters");
         return string_dup(j, path, v, error);
 }
 
@@ -1267,21 +1233,23 @@ static int machine_setting_check_overlap(const MachineSetting *prev, size_t n, c
                         return r;
                 if (r == 0)
                         continue;
-                np = path_key(path, "name");
+                np = key_path_child(path, "name");
                 if (!np || labels_to_string(witness, &labels) < 0)
                         return -ENOMEM;
                 if (!prev[k].node_selector || !m->node_selector)
-                        return fail(error, np,
-                                    "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): an entry "
-                                    "without nodeSelector applies to every node, so another entry for the "
-                                    "same sysctl needs a nodeSelector, and so does this one, such that no "
-                                    "node matches both",
-                                    m->name, k);
-                return fail(error, np,
-                            "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): a node labelled "
-                            "{%s} matches both entries' nodeSelectors; scope them so that no node "
-                            "matches both (e.g. In and NotIn on one label)",
-                            m->name, k, labels);
+                        return key_path_error(
+                                error, np,
+                                "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): an entry "
+                                "without nodeSelector applies to every node, so another entry for the "
+                                "same sysctl needs a nodeSelector, and so does this one, such that no "
+                                "node matches both",
+                                m->name, k);
+                return key_path_error(
+                        error, np,
+                        "duplicate sysctl \"%s\" (also set by machineConfig[%zu]): a node labelled "
+                        "{%s} matches both entries' nodeSelectors; scope them so that no node "
+                        "matches both (e.g. In and NotIn on one label)",
+                        m->name, k, labels);
         }
         return 0;
 }
@@ -1306,13 +1274,13 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         /* Entries are compared pairwise (machine_setting_check_overlap()),
          * on the event loop at a reload: both bounds keep that short. */
         if (cJSON_GetArraySize(j) > CONFIG_MACHINE_CONFIG_MAX)
-                return fail(error, path, "at most %d entries", CONFIG_MACHINE_CONFIG_MAX);
+                return key_path_error(error, path, "at most %d entries", CONFIG_MACHINE_CONFIG_MAX);
         c->machine_config = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(MachineSetting));
         if (!c->machine_config)
                 return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = path_index(path, n);
+                _cleanup_free_ char *p = key_path_index(path, n);
                 _cleanup_(machine_setting_done) MachineSetting m = {};
 
                 if (!p)
@@ -1327,12 +1295,13 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
                         for (size_t k = 0; k < m.node_selector->n_requirements; k++)
                                 n_values += 1 + strv_length(m.node_selector->requirements[k].values);
                         if (n_values > CONFIG_NODE_SELECTOR_VALUES_MAX) {
-                                _cleanup_free_ char *sp = path_key(p, "nodeSelector");
+                                _cleanup_free_ char *sp = key_path_child(p, "nodeSelector");
 
                                 if (!sp)
                                         return -ENOMEM;
-                                return fail(error, sp, "more than %d labels, conditions and values",
-                                            CONFIG_NODE_SELECTOR_VALUES_MAX);
+                                return key_path_error(error, sp,
+                                                      "more than %d labels, conditions and values",
+                                                      CONFIG_NODE_SELECTOR_VALUES_MAX);
                         }
                 }
                 r = machine_setting_check_overlap(c->machine_config, n, &m, p, error);
@@ -1350,14 +1319,14 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
 static int dispatch_report_dir(const cJSON *j, const char *path, void *base, const JsonField *f,
                                char **error) {
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string");
+                return key_path_error(error, path, "must be a string");
         if (j->valuestring[0] != '/')
-                return fail(error, path, "must be an absolute path");
+                return key_path_error(error, path, "must be an absolute path");
         for (const char *s = j->valuestring; *s;) {
                 size_t l = strcspn(s, "/");
 
                 if (l == 2 && strncmp(s, "..", 2) == 0)
-                        return fail(error, path, "must not contain a \"..\" component");
+                        return key_path_error(error, path, "must not contain a \"..\" component");
                 s += l;
                 s += strspn(s, "/");
         }
@@ -1405,7 +1374,7 @@ static const char *check_debuginfod_url(const char *s, char *const *l, size_t n)
 static int dispatch_debuginfod_urls(const cJSON *j, const char *path, void *base, const JsonField *f,
                                     char **error) {
         if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_DEBUGINFOD_URLS_MAX)
-                return fail(error, path, "at most %d servers", CONFIG_DEBUGINFOD_URLS_MAX);
+                return key_path_error(error, path, "at most %d servers", CONFIG_DEBUGINFOD_URLS_MAX);
         return parse_strv(j, path, base, f, /* allow_empty= */ true, check_debuginfod_url, error);
 }
 
@@ -1426,9 +1395,10 @@ static int dispatch_listen(const cJSON *j, const char *path, void *base, const J
         const char *why = NULL;
 
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string \"ADDRESS:PORT\" (e.g. \"0.0.0.0:9469\")");
+                return key_path_error(error, path,
+                                      "must be a string \"ADDRESS:PORT\" (e.g. \"0.0.0.0:9469\")");
         if (socket_address_parse(j->valuestring, &sa, &len, &why) < 0)
-                return fail(error, path, "\"%s\": %s", j->valuestring, strna(why));
+                return key_path_error(error, path, "\"%s\": %s", j->valuestring, strna(why));
         return string_dup(j, path, FIELD(base, f), error);
 }
 
@@ -1436,7 +1406,8 @@ static int dispatch_max_connections(const cJSON *j, const char *path, void *base
                                     char **error) {
         if (!cJSON_IsNumber(j) || j->valuedouble != (double) (unsigned) j->valuedouble ||
             j->valuedouble < 1 || j->valuedouble > CONFIG_HTTP_MAX_CONNECTIONS_MAX)
-                return fail(error, path, "must be an integer 1..%u", CONFIG_HTTP_MAX_CONNECTIONS_MAX);
+                return key_path_error(error, path, "must be an integer 1..%u",
+                                      CONFIG_HTTP_MAX_CONNECTIONS_MAX);
         *(unsigned *) FIELD(base, f) = (unsigned) j->valuedouble;
         return 0;
 }
@@ -1450,16 +1421,16 @@ static int dispatch_http_timeout(const cJSON *j, const char *path, void *base, c
         if (r < 0)
                 return r;
         if (*u < USEC_PER_SEC || *u % USEC_PER_SEC != 0 || *u > 3600 * USEC_PER_SEC)
-                return fail(error, path, "must be whole seconds, 1s..1h");
+                return key_path_error(error, path, "must be whole seconds, 1s..1h");
         return 0;
 }
 
 static int dispatch_tls_file(const cJSON *j, const char *path, void *base, const JsonField *f,
                              char **error) {
         if (!cJSON_IsString(j))
-                return fail(error, path, "must be a string (an absolute path to a PEM file)");
+                return key_path_error(error, path, "must be a string (an absolute path to a PEM file)");
         if (j->valuestring[0] != '/')
-                return fail(error, path, "must be an absolute path");
+                return key_path_error(error, path, "must be an absolute path");
         return string_dup(j, path, FIELD(base, f), error);
 }
 
@@ -1480,9 +1451,9 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
         if (r < 0)
                 return r;
         if (!c->http.tls_cert_file != !c->http.tls_key_file)
-                return fail(error, c->http.tls_cert_file ? "http.tlsKeyFile" : "http.tlsCertFile",
-                            "required with %s",
-                            c->http.tls_cert_file ? "http.tlsCertFile" : "http.tlsKeyFile");
+                return key_path_error(error, c->http.tls_cert_file ? "http.tlsKeyFile" : "http.tlsCertFile",
+                                      "required with %s",
+                                      c->http.tls_cert_file ? "http.tlsCertFile" : "http.tlsKeyFile");
         return 0;
 }
 
@@ -1494,24 +1465,26 @@ int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error) {
                 return 0;
         if (kubernetes) {
                 if (!c->http.tls_cert_file)
-                        return fail(ret_error, "http.tlsCertFile",
-                                    "required with \"pprof\": true in Kubernetes mode (profiles are served "
-                                    "over TLS only, with bearer tokens)");
+                        return key_path_error(
+                                ret_error, "http.tlsCertFile",
+                                "required with \"pprof\": true in Kubernetes mode (profiles are served "
+                                "over TLS only, with bearer tokens)");
                 return 0;
         }
         if (socket_address_parse(c->http.listen, &sa, &len, NULL) < 0)
-                return fail(ret_error, "http.listen", "\"%s\": not an address", c->http.listen);
+                return key_path_error(ret_error, "http.listen", "\"%s\": not an address", c->http.listen);
         if (sa.ss_family == AF_UNIX ||
             (sa.ss_family == AF_INET &&
              (ntohl(((const struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127) ||
             (sa.ss_family == AF_INET6 &&
              IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) &sa)->sin6_addr)))
                 return 0;
-        return fail(ret_error, "http.listen",
-                    "\"%s\": with \"pprof\": true and no Kubernetes, only a loopback address (127.0.0.1, "
-                    "[::1]) or a Unix socket (unix:/PATH) is allowed: profiles are served without "
-                    "authentication there",
-                    c->http.listen);
+        return key_path_error(
+                ret_error, "http.listen",
+                "\"%s\": with \"pprof\": true and no Kubernetes, only a loopback address (127.0.0.1, "
+                "[::1]) or a Unix socket (unix:/PATH) is allowed: profiles are served without "
+                "authentication there",
+                c->http.listen);
 }
 
 /* ---- the document ----------------------------------------------------------------------------- */
@@ -1587,8 +1560,8 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 Profile *n;
 
                 if (!streq(c->default_profile_ref, CONFIG_DEFAULT_PROFILE_NAME))
-                        return fail(error, "defaultProfileRef", "no profile named \"%s\"",
-                                    c->default_profile_ref);
+                        return key_path_error(error, "defaultProfileRef", "no profile named \"%s\"",
+                                              c->default_profile_ref);
 
                 n = realloc(c->profiles, (c->n_profiles + 1) * sizeof(Profile));
                 if (!n)
@@ -1633,15 +1606,15 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         int r;
 
         if (!cJSON_IsObject(spec))
-                return fail(error, path, "must be an object");
+                return key_path_error(error, path, "must be an object");
         for (size_t i = 0; i < ELEMENTSOF(cluster_only); i++)
                 if (cJSON_GetObjectItemCaseSensitive(spec, cluster_only[i])) {
-                        _cleanup_free_ char *p = path_key(path, cluster_only[i]);
+                        _cleanup_free_ char *p = key_path_child(path, cluster_only[i]);
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p,
-                                    "not allowed in a ProfileConfig: only the cluster config sets %s",
-                                    cluster_only[i]);
+                        return key_path_error(
+                                error, p, "not allowed in a ProfileConfig: only the cluster config sets %s",
+                                cluster_only[i]);
                 }
 
         c = calloc(1, sizeof(Config));
@@ -1653,28 +1626,29 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
 
         if (c->default_profile_ref && !config_find_profile(c, c->default_profile_ref) &&
             !(cluster && config_find_profile(cluster, c->default_profile_ref))) {
-                _cleanup_free_ char *p = path_key(path, "defaultProfileRef");
+                _cleanup_free_ char *p = key_path_child(path, "defaultProfileRef");
                 if (!p)
                         return -ENOMEM;
-                return fail(error, p,
-                            "no profile named \"%s\" (in this ProfileConfig or the cluster config)",
-                            c->default_profile_ref);
+                return key_path_error(
+                        error, p, "no profile named \"%s\" (in this ProfileConfig or the cluster config)",
+                        c->default_profile_ref);
         }
 
         for (size_t i = 0; i < c->n_profiles; i++)
                 if (c->profiles[i].output && strstr(c->profiles[i].output, "%{")) {
-                        _cleanup_free_ char *a = path_key(path, "profiles"),
-                                            *b = a ? path_index(a, i) : NULL,
-                                            *p = b ? path_key(b, "output") : NULL;
+                        _cleanup_free_ char *a = key_path_child(path, "profiles"),
+                                            *b = a ? key_path_index(a, i) : NULL,
+                                            *p = b ? key_path_child(b, "output") : NULL;
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p,
-                                    "%%{...} (the agent's environment) is not allowed in a ProfileConfig");
+                        return key_path_error(
+                                error, p,
+                                "%%{...} (the agent's environment) is not allowed in a ProfileConfig");
                 }
 
         targets = cJSON_GetObjectItemCaseSensitive(spec, "targets");
         if (targets) {
-                _cleanup_free_ char *tp = path_key(path, "targets");
+                _cleanup_free_ char *tp = key_path_child(path, "targets");
                 if (!tp)
                         return -ENOMEM;
                 r = parse_targets(targets, tp, c, cluster, error);
@@ -1687,13 +1661,14 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
                                                                 : NULL;
                         if (!key)
                                 continue;
-                        _cleanup_free_ char *b = path_index(tp, i), *p = b ? path_key(b, key) : NULL;
+                        _cleanup_free_ char *b = key_path_index(tp, i),
+                                            *p = b ? key_path_child(b, key) : NULL;
                         if (!p)
                                 return -ENOMEM;
-                        return fail(error, p, "not allowed in a ProfileConfig: %s",
-                                    t->namespace_selector
-                                            ? "its targets select pods of its own namespace only"
-                                            : "host cgroups are the cluster config's");
+                        return key_path_error(error, p, "not allowed in a ProfileConfig: %s",
+                                              t->namespace_selector
+                                                      ? "its targets select pods of its own namespace only"
+                                                      : "host cgroups are the cluster config's");
                 }
         }
 
@@ -1757,18 +1732,19 @@ int config_parse(const char *json, Config **ret, char **ret_error) {
         if (!root) {
                 const char *deep = json_too_deep(json);
                 if (deep)
-                        r = fail(&error, "",
-                                 "nested deeper than %d levels (arrays and objects) near line %u",
-                                 CJSON_NESTING_LIMIT, line_of(json, deep));
+                        r = key_path_error(&error, "",
+                                           "nested deeper than %d levels (arrays and objects) near line %u",
+                                           CJSON_NESTING_LIMIT, line_of(json, deep));
                 else
-                        r = fail(&error, "", "not valid JSON near line %u", line_of(json, end ?: json));
+                        r = key_path_error(&error, "", "not valid JSON near line %u",
+                                           line_of(json, end ?: json));
                 goto finish;
         }
 
         nul = find_escaped_nul(json);
         if (nul) {
-                r = fail(&error, "", "not valid here: \"\\u0000\" in a string near line %u",
-                         line_of(json, nul));
+                r = key_path_error(&error, "", "not valid here: \"\\u0000\" in a string near line %u",
+                                   line_of(json, nul));
                 goto finish;
         }
 

@@ -2,6 +2,7 @@
 /* TokenReview and SubjectAccessReview bodies: see kube-review.h. */
 #include <stdarg.h>
 
+#include "key-path.h"
 #include "kube-review.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON *, cJSON_Delete);
@@ -18,18 +19,6 @@ void kube_user_info_done(KubeUserInfo *u) {
         cJSON_Delete(u->groups);
         cJSON_Delete(u->extra);
         *u = (KubeUserInfo){};
-}
-
-static _printf_(2, 3) int bad(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EBADMSG;
 }
 
 static int print_json(cJSON *root, char **ret_json) {
@@ -76,17 +65,17 @@ static const cJSON *review_status(const cJSON *root, const char *kind, char **re
         const cJSON *k, *st;
 
         if (!cJSON_IsObject(root)) {
-                bad(ret_error, "not a JSON object");
+                error_message(ret_error, -EBADMSG, "not a JSON object");
                 return NULL;
         }
         k = cJSON_GetObjectItemCaseSensitive(root, "kind");
         if (k && (!cJSON_IsString(k) || !streq(k->valuestring, kind))) {
-                bad(ret_error, "not a %s", kind);
+                error_message(ret_error, -EBADMSG, "not a %s", kind);
                 return NULL;
         }
         st = cJSON_GetObjectItemCaseSensitive(root, "status");
         if (!cJSON_IsObject(st)) {
-                bad(ret_error, "%s without a status", kind);
+                error_message(ret_error, -EBADMSG, "%s without a status", kind);
                 return NULL;
         }
         return st;
@@ -110,26 +99,28 @@ static int parse_user(const cJSON *user, KubeUserInfo *ret, char **ret_error) {
         const cJSON *name, *uid, *groups, *extra, *i;
 
         if (!cJSON_IsObject(user))
-                return bad(ret_error, "TokenReview: authenticated without a user");
+                return error_message(ret_error, -EBADMSG, "TokenReview: authenticated without a user");
         name = cJSON_GetObjectItemCaseSensitive(user, "username");
         if (!cJSON_IsString(name) || name->valuestring[0] == 0)
-                return bad(ret_error, "TokenReview: user without a username");
+                return error_message(ret_error, -EBADMSG, "TokenReview: user without a username");
         uid = cJSON_GetObjectItemCaseSensitive(user, "uid");
         if (uid && !cJSON_IsString(uid))
-                return bad(ret_error, "TokenReview: user.uid is not a string");
+                return error_message(ret_error, -EBADMSG, "TokenReview: user.uid is not a string");
         groups = cJSON_GetObjectItemCaseSensitive(user, "groups");
         if (groups && !string_array(groups, KUBE_REVIEW_GROUPS_MAX))
-                return bad(ret_error, "TokenReview: user.groups is not an array of at most %u strings",
-                           KUBE_REVIEW_GROUPS_MAX);
+                return error_message(ret_error, -EBADMSG,
+                                     "TokenReview: user.groups is not an array of at most %u strings",
+                                     KUBE_REVIEW_GROUPS_MAX);
         extra = cJSON_GetObjectItemCaseSensitive(user, "extra");
         if (extra) {
                 if (!cJSON_IsObject(extra))
-                        return bad(ret_error, "TokenReview: user.extra is not an object");
+                        return error_message(ret_error, -EBADMSG,
+                                             "TokenReview: user.extra is not an object");
                 cJSON_ArrayForEach (i, extra) {
                         if (!string_array(i, KUBE_REVIEW_GROUPS_MAX))
-                                return bad(ret_error,
-                                           "TokenReview: user.extra.%s is not an array of strings",
-                                           i->string);
+                                return error_message(ret_error, -EBADMSG,
+                                                     "TokenReview: user.extra.%s is not an array of strings",
+                                                     i->string);
                 }
         }
         u.username = strdup(name->valuestring);
@@ -152,16 +143,18 @@ int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticat
         int r;
 
         if (!body || size > KUBE_REVIEW_BODY_MAX)
-                return bad(ret_error, "TokenReview: no body, or larger than %u bytes", KUBE_REVIEW_BODY_MAX);
+                return error_message(ret_error, -EBADMSG, "TokenReview: no body, or larger than %u bytes",
+                                     KUBE_REVIEW_BODY_MAX);
         root = cJSON_ParseWithLength(body, size);
         if (!root)
-                return bad(ret_error, "TokenReview: not valid JSON");
+                return error_message(ret_error, -EBADMSG, "TokenReview: not valid JSON");
         st = review_status(root, "TokenReview", ret_error);
         if (!st)
                 return -EBADMSG;
         auth = cJSON_GetObjectItemCaseSensitive(st, "authenticated");
         if (auth && !cJSON_IsBool(auth))
-                return bad(ret_error, "TokenReview: status.authenticated is not a boolean");
+                return error_message(ret_error, -EBADMSG,
+                                     "TokenReview: status.authenticated is not a boolean");
         if (!cJSON_IsTrue(auth)) {
                 *ret_authenticated = false;
                 return 0;
@@ -217,20 +210,23 @@ int kube_access_review_parse(const char *body, size_t size, bool *ret_allowed, c
         const cJSON *st, *allowed, *denied, *reason;
 
         if (!body || size > KUBE_REVIEW_BODY_MAX)
-                return bad(ret_error, "SubjectAccessReview: no body, or larger than %u bytes",
-                           KUBE_REVIEW_BODY_MAX);
+                return error_message(ret_error, -EBADMSG,
+                                     "SubjectAccessReview: no body, or larger than %u bytes",
+                                     KUBE_REVIEW_BODY_MAX);
         root = cJSON_ParseWithLength(body, size);
         if (!root)
-                return bad(ret_error, "SubjectAccessReview: not valid JSON");
+                return error_message(ret_error, -EBADMSG, "SubjectAccessReview: not valid JSON");
         st = review_status(root, "SubjectAccessReview", ret_error);
         if (!st)
                 return -EBADMSG;
         allowed = cJSON_GetObjectItemCaseSensitive(st, "allowed");
         if (!cJSON_IsBool(allowed))
-                return bad(ret_error, "SubjectAccessReview: status.allowed is not a boolean");
+                return error_message(ret_error, -EBADMSG,
+                                     "SubjectAccessReview: status.allowed is not a boolean");
         denied = cJSON_GetObjectItemCaseSensitive(st, "denied");
         if (denied && !cJSON_IsBool(denied))
-                return bad(ret_error, "SubjectAccessReview: status.denied is not a boolean");
+                return error_message(ret_error, -EBADMSG,
+                                     "SubjectAccessReview: status.denied is not a boolean");
         reason = cJSON_GetObjectItemCaseSensitive(st, "reason");
         if (!cJSON_IsString(reason) || reason->valuestring[0] == 0)
                 reason = cJSON_GetObjectItemCaseSensitive(st, "evaluationError");

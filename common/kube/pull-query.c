@@ -2,6 +2,7 @@
 /* A pulled profile's query: see pull-query.h. */
 #include <stdarg.h>
 
+#include "key-path.h"
 #include "pull-query.h"
 
 #define PULL_CGROUP_MAX 4096U
@@ -43,18 +44,6 @@ void pull_query_done(PullQuery *q) {
         free(q->container);
         free(q->cgroup);
         *q = (PullQuery){};
-}
-
-static _printf_(2, 3) int bad(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
 }
 
 static bool label_valid(const char *s, size_t n) {
@@ -126,13 +115,14 @@ static int parse_seconds(const char *s, unsigned *ret, char **ret_error) {
         *ret = v;
         return 0;
 fail:
-        return bad(ret_error, "seconds: must be an integer %u..%u", PULL_SECONDS_MIN, PULL_SECONDS_MAX);
+        return error_message(ret_error, -EINVAL, "seconds: must be an integer %u..%u", PULL_SECONDS_MIN,
+                             PULL_SECONDS_MAX);
 }
 
 static int dup_checked(const char *key, const char *s, bool (*valid)(const char *), const char *what,
                        char **ret, char **ret_error) {
         if (!valid(s))
-                return bad(ret_error, "%s: not a Kubernetes %s", key, what);
+                return error_message(ret_error, -EINVAL, "%s: not a Kubernetes %s", key, what);
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
 }
@@ -148,16 +138,19 @@ int pull_query_parse(PullQueryGet get, void *userdata, PullQuery *ret, char **re
                 return r;
         if (cgroup) {
                 if (ns || pod || container)
-                        return bad(ret_error, "cgroup: not with namespace, pod or container");
+                        return error_message(ret_error, -EINVAL,
+                                             "cgroup: not with namespace, pod or container");
                 r = cgroup_normalize(cgroup, &q.cgroup);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
-                        return bad(ret_error,
-                                   "cgroup: not a cgroup path below the root (no \".\" or \"..\")");
+                        return error_message(
+                                ret_error, -EINVAL,
+                                "cgroup: not a cgroup path below the root (no \".\" or \"..\")");
         } else {
                 if (!ns || !pod)
-                        return bad(ret_error, "namespace and pod (or cgroup) are required");
+                        return error_message(ret_error, -EINVAL,
+                                             "namespace and pod (or cgroup) are required");
                 r = dup_checked("namespace", ns, kube_name_is_dns_label, "namespace name", &q.namespace,
                                 ret_error);
                 if (r >= 0)

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 
+#include "key-path.h"
 #include "selector.h"
 
 #define LABEL_NAME_MAX 63
@@ -26,28 +27,6 @@ static LabelOperator label_operator_from_string(const char *s) {
 /* In and NotIn compare against a list of values; Exists and DoesNotExist take none. */
 static bool label_operator_has_values(LabelOperator op) {
         return op == LABEL_OPERATOR_IN || op == LABEL_OPERATOR_NOT_IN;
-}
-
-/* Stores "<path>: <message>" in *error and returns -EINVAL (-ENOMEM if the
- * message cannot be allocated). */
-static _printf_(3, 4) int fail(char **error, const char *path, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-
-        free(*error);
-        *error = NULL;
-        if (asprintf(error, "%s: %s", path, msg) < 0) {
-                *error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
 }
 
 static bool is_alnum(char c) {
@@ -172,11 +151,11 @@ static int check_keys(const cJSON *obj, const char *path, const char *const *all
                 if (asprintf(&p, "%s.%s", path, i->string) < 0)
                         return -ENOMEM;
                 if (!ok)
-                        return fail(error, p, "unknown key");
+                        return key_path_error(error, p, "unknown key");
 
                 for (k = obj->child; k != i; k = k->next)
                         if (streq(k->string, i->string))
-                                return fail(error, p, "duplicate key");
+                                return key_path_error(error, p, "duplicate key");
         }
         return 0;
 }
@@ -187,7 +166,7 @@ int label_set_from_json(const cJSON *j, const char *path, char ***ret, char **er
         size_t n = 0;
 
         if (!cJSON_IsObject(j))
-                return fail(error, path, "must be an object");
+                return key_path_error(error, path, "must be an object");
 
         l = calloc(2 * (size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
         if (!l)
@@ -198,19 +177,20 @@ int label_set_from_json(const cJSON *j, const char *path, char ***ret, char **er
 
                 for (const cJSON *k = j->child; k != i; k = k->next)
                         if (streq(k->string, i->string))
-                                return fail(error, path, "duplicate key \"%s\"", i->string);
+                                return key_path_error(error, path, "duplicate key \"%s\"", i->string);
 
                 reason = label_key_invalid_reason(i->string);
                 if (reason)
-                        return fail(error, path, "invalid label key \"%s\": %s", i->string, reason);
+                        return key_path_error(error, path, "invalid label key \"%s\": %s", i->string,
+                                              reason);
 
                 if (!cJSON_IsString(i))
-                        return fail(error, path, "value of \"%s\" must be a string", i->string);
+                        return key_path_error(error, path, "value of \"%s\" must be a string", i->string);
 
                 reason = label_value_invalid_reason(i->valuestring);
                 if (reason)
-                        return fail(error, path, "invalid value \"%s\" for label \"%s\": %s", i->valuestring,
-                                    i->string, reason);
+                        return key_path_error(error, path, "invalid value \"%s\" for label \"%s\": %s",
+                                              i->valuestring, i->string, reason);
 
                 l[n] = strdup(i->string);
                 if (!l[n])
@@ -238,7 +218,7 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
         int r;
 
         if (!cJSON_IsObject(j))
-                return fail(error, path, "must be an object");
+                return key_path_error(error, path, "must be an object");
 
         r = check_keys(j, path, allowed, error);
         if (r < 0)
@@ -248,12 +228,12 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
                 return -ENOMEM;
         k = cJSON_GetObjectItemCaseSensitive(j, "key");
         if (!k)
-                return fail(error, p, "required key is missing");
+                return key_path_error(error, p, "required key is missing");
         if (!cJSON_IsString(k))
-                return fail(error, p, "must be a string");
+                return key_path_error(error, p, "must be a string");
         reason = label_key_invalid_reason(k->valuestring);
         if (reason)
-                return fail(error, p, "invalid label key \"%s\": %s", k->valuestring, reason);
+                return key_path_error(error, p, "invalid label key \"%s\": %s", k->valuestring, reason);
         free(p);
         p = NULL;
 
@@ -261,10 +241,10 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
                 return -ENOMEM;
         o = cJSON_GetObjectItemCaseSensitive(j, "operator");
         if (!o)
-                return fail(error, p, "required key is missing");
+                return key_path_error(error, p, "required key is missing");
         op = cJSON_IsString(o) ? label_operator_from_string(o->valuestring) : _LABEL_OPERATOR_INVALID;
         if (op < 0)
-                return fail(error, p, "must be one of In, NotIn, Exists, DoesNotExist");
+                return key_path_error(error, p, "must be one of In, NotIn, Exists, DoesNotExist");
         free(p);
         p = NULL;
 
@@ -272,7 +252,7 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
                 return -ENOMEM;
         v = cJSON_GetObjectItemCaseSensitive(j, "values");
         if (v && !cJSON_IsArray(v))
-                return fail(error, p, "must be an array of strings");
+                return key_path_error(error, p, "must be an array of strings");
 
         values = calloc((v ? (size_t) cJSON_GetArraySize(v) : 0) + 1, sizeof(char *));
         if (!values)
@@ -280,10 +260,10 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
 
         cJSON_ArrayForEach (i, v) {
                 if (!cJSON_IsString(i))
-                        return fail(error, p, "must be an array of strings");
+                        return key_path_error(error, p, "must be an array of strings");
                 reason = label_value_invalid_reason(i->valuestring);
                 if (reason)
-                        return fail(error, p, "invalid value \"%s\": %s", i->valuestring, reason);
+                        return key_path_error(error, p, "invalid value \"%s\": %s", i->valuestring, reason);
                 values[n] = strdup(i->valuestring);
                 if (!values[n])
                         return -ENOMEM;
@@ -291,9 +271,11 @@ static int parse_requirement(const cJSON *j, const char *path, LabelRequirement 
         }
 
         if (label_operator_has_values(op) && n == 0)
-                return fail(error, p, "must be non-empty when operator is %s", label_operator_table[op]);
+                return key_path_error(error, p, "must be non-empty when operator is %s",
+                                      label_operator_table[op]);
         if (!label_operator_has_values(op) && n > 0)
-                return fail(error, p, "must be empty when operator is %s", label_operator_table[op]);
+                return key_path_error(error, p, "must be empty when operator is %s",
+                                      label_operator_table[op]);
 
         key = strdup(k->valuestring);
         if (!key)
@@ -318,7 +300,7 @@ int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **r
                 path = "$";
 
         if (!cJSON_IsObject(j)) {
-                r = fail(&error, path, "must be an object");
+                r = key_path_error(&error, path, "must be an object");
                 goto finish;
         }
 
@@ -350,7 +332,7 @@ int label_selector_from_json(const cJSON *j, const char *path, LabelSelector **r
 
                         if (asprintf(&p, "%s.matchExpressions", path) < 0)
                                 return -ENOMEM;
-                        r = fail(&error, p, "must be an array");
+                        r = key_path_error(&error, p, "must be an array");
                         goto finish;
                 }
 
