@@ -1044,12 +1044,15 @@ TEST(profile_patterns) {
         check_profile_fail("\"includePatterns\": [\"a++++++****************************************+++++\"]",
                            "profiles[1].includePatterns[0]: regular expression repeats too much");
         /* After an anchor, far fewer: glibc's closures grow much faster there. */
-        check_profile_fail("\"excludePatterns\": [\"$;*******x***************+**rof\"]",
-                           "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
-        check_profile_fail("\"excludePatterns\": [\"^((a*)*){20}\"]",
-                           "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
-        check_profile_fail("\"excludePatterns\": [\"x(^|/)((a*)*){14}\"]",
-                           "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
+        check_profile_fail(
+                "\"excludePatterns\": [\"$;*******x***************+**rof\"]",
+                "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
+        check_profile_fail(
+                "\"excludePatterns\": [\"^((a*)*){20}\"]",
+                "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
+        check_profile_fail(
+                "\"excludePatterns\": [\"x(^|/)((a*)*){14}\"]",
+                "profiles[1].excludePatterns[0]: regular expression repeats too much after an anchor");
         c = parse_profile_ok("\"includePatterns\": [\"((a*)*){20}$\", \"^((a*)*){12}\", "
                              "\"^.*python3?( .*)? .*train\\\\.py( |$)\"]");
         config_free(c);
