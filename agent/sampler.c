@@ -46,16 +46,7 @@ static const char *const sampler_mode_table[_SAMPLER_MODE_MAX] = {
         [SAMPLER_MODE_CGROUP] = "cgroup",
 };
 
-const char *sampler_mode_to_string(SamplerMode m) {
-        return m >= 0 && m < _SAMPLER_MODE_MAX ? sampler_mode_table[m] : NULL;
-}
-
-SamplerMode sampler_mode_from_string(const char *s) {
-        for (int i = 0; i < _SAMPLER_MODE_MAX; i++)
-                if (streq_ptr(s, sampler_mode_table[i]))
-                        return i;
-        return _SAMPLER_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(sampler_mode, SamplerMode, _SAMPLER_MODE_MAX, _SAMPLER_MODE_INVALID);
 
 void sampler_session_stats_done(SamplerSessionStats *s) {
         free(s->per_cpu);

@@ -124,6 +124,25 @@ static inline uint64_t u64_from_double(double d) {
 /* Compare two integers without overflow (never "return a - b" on u64). */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 
+/* name_to_string() and name_from_string() of an enum type whose names
+ * are name_table[0 .. max - 1]: NULL for a value out of range, invalid for
+ * a string that is no name (or NULL). The _FROM_STRING one alone takes a
+ * scope (static, or empty). */
+#define DEFINE_STRING_TABLE_TO_STRING(name, type, max)                           \
+        const char *name##_to_string(type i) {                                   \
+                return (int) i >= 0 && (int) i < (max) ? name##_table[i] : NULL; \
+        }
+#define DEFINE_STRING_TABLE_FROM_STRING(scope, name, type, max, invalid)  \
+        scope type name##_from_string(const char *s) {                    \
+                for (int i = 0; s && i < (max); i++)                      \
+                        if (name##_table[i] && streq(s, name##_table[i])) \
+                                return (type) i;                          \
+                return invalid;                                           \
+        }
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, max, invalid) \
+        DEFINE_STRING_TABLE_TO_STRING(name, type, max)       \
+        DEFINE_STRING_TABLE_FROM_STRING(, name, type, max, invalid)
+
 /* Binary searches in an array of n elements sorted by KEY, an
  * expression of the element `_e` (e.g. `_e.start`, or `_e` itself):
  * the index of the first element whose key is above key (n when none)... */

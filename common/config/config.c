@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <wctype.h>
 
@@ -55,35 +56,8 @@ static const char *const machine_setting_allow_list[] = {
 #define TARGET_CONDITIONS \
         "namespaceSelector, podSelector, podNamePatterns, owner, containers, cgroupPatterns"
 
-const char *profile_start_to_string(ProfileStart s) {
-        if (s < 0 || s >= _PROFILE_START_MAX)
-                return NULL;
-        return profile_start_table[s];
-}
-
-ProfileStart profile_start_from_string(const char *s) {
-        if (!s)
-                return _PROFILE_START_INVALID;
-        for (ProfileStart i = 0; i < _PROFILE_START_MAX; i++)
-                if (streq(s, profile_start_table[i]))
-                        return i;
-        return _PROFILE_START_INVALID;
-}
-
-const char *unwind_mode_to_string(UnwindMode m) {
-        if (m < 0 || m >= _UNWIND_MODE_MAX)
-                return NULL;
-        return unwind_mode_table[m];
-}
-
-UnwindMode unwind_mode_from_string(const char *s) {
-        if (!s)
-                return _UNWIND_MODE_INVALID;
-        for (UnwindMode i = 0; i < _UNWIND_MODE_MAX; i++)
-                if (streq(s, unwind_mode_table[i]))
-                        return i;
-        return _UNWIND_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(profile_start, ProfileStart, _PROFILE_START_MAX, _PROFILE_START_INVALID);
+DEFINE_STRING_TABLE_LOOKUP(unwind_mode, UnwindMode, _UNWIND_MODE_MAX, _UNWIND_MODE_INVALID);
 
 bool machine_setting_allowed(const char *name) {
         if (!name || strchr(name, '/') || strstr(name, ".."))
@@ -342,6 +316,56 @@ static int array_check(const cJSON *j, const char *path, bool allow_empty, char 
                 return key_path_error(error, path, "must be an array");
         if (!allow_empty && cJSON_GetArraySize(j) == 0)
                 return key_path_error(error, path, "must not be empty");
+        return 0;
+}
+
+/* Parses one element of an array (at path) into *element, the index-th. */
+typedef int (*ElementParse)(const cJSON *j, const char *path, void *element, size_t index, void *userdata,
+                            char **error);
+
+/* An array of objects (possibly empty) into an array of elements of size
+ * bytes, allocated here (zeroed, and one more zeroed at the end). *ret_n
+ * counts the elements parsed as they are, so that the owner frees what was
+ * parsed when one fails; name_offset: where an element's name (char *) is,
+ * which must not be repeated ("duplicate <what> name"). */
+static int parse_named_array(const cJSON *j, const char *path, size_t size, size_t name_offset,
+                             const char *what, ElementParse parse, void *userdata, void **ret, size_t *ret_n,
+                             char **error) {
+        const cJSON *i;
+        uint8_t *a;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ true, error);
+        if (r < 0)
+                return r;
+
+        a = calloc((size_t) cJSON_GetArraySize(j) + 1, size);
+        if (!a)
+                return -ENOMEM;
+        *ret = a;
+
+        cJSON_ArrayForEach (i, j) {
+                _cleanup_free_ char *p = key_path_index(path, n);
+                const char *name;
+
+                if (!p)
+                        return -ENOMEM;
+                r = parse(i, p, a + n * size, n, userdata, error);
+                if (r < 0)
+                        return r;
+                *ret_n = ++n;
+
+                name = *(char *const *) (a + (n - 1) * size + name_offset);
+                for (size_t k = 0; k + 1 < n; k++)
+                        if (streq(*(char *const *) (a + k * size + name_offset), name)) {
+                                _cleanup_free_ char *np = key_path_child(p, "name");
+
+                                if (!np)
+                                        return -ENOMEM;
+                                return key_path_error(error, np, "duplicate %s name \"%s\"", what, name);
+                        }
+        }
         return 0;
 }
 
@@ -916,42 +940,16 @@ static int profile_implicit_default(Profile *ret) {
         return 0;
 }
 
+static int profile_element_parse(const cJSON *j, const char *path, void *element, size_t index,
+                                 void *userdata, char **error) {
+        return parse_profile(j, path, element, error);
+}
+
 static int dispatch_profiles(const cJSON *j, const char *path, void *base, const JsonField *f,
                              char **error) {
         Config *c = base;
-        const cJSON *i;
-        size_t n = 0;
-        int r;
-
-        r = array_check(j, path, /* allow_empty= */ true, error);
-        if (r < 0)
-                return r;
-
-        c->profiles = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Profile));
-        if (!c->profiles)
-                return -ENOMEM;
-
-        cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = key_path_index(path, n);
-                const Profile *new;
-
-                if (!p)
-                        return -ENOMEM;
-                r = parse_profile(i, p, &c->profiles[n], error);
-                if (r < 0)
-                        return r;
-                c->n_profiles = ++n;
-
-                new = &c->profiles[n - 1];
-                if (config_find_profile(c, new->name) != new) {
-                        _cleanup_free_ char *np = key_path_child(p, "name");
-
-                        if (!np)
-                                return -ENOMEM;
-                        return key_path_error(error, np, "duplicate profile name \"%s\"", new->name);
-                }
-        }
-        return 0;
+        return parse_named_array(j, path, sizeof(Profile), offsetof(Profile, name), "profile",
+                                 profile_element_parse, NULL, (void **) &c->profiles, &c->n_profiles, error);
 }
 
 /* ---- targets ---------------------------------------------------------------------------------- */
@@ -1135,41 +1133,21 @@ static int parse_target(const cJSON *j, const char *path, const Config *c, const
         return 0;
 }
 
+typedef struct TargetsContext {
+        Config *config;
+        const Config *fallback;
+} TargetsContext;
+
+static int target_element_parse(const cJSON *j, const char *path, void *element, size_t index,
+                                void *userdata, char **error) {
+        TargetsContext *t = userdata;
+        return parse_target(j, path, t->config, t->fallback, element, error);
+}
+
 static int parse_targets(const cJSON *j, const char *path, Config *c, const Config *fallback, char **error) {
-        const cJSON *i;
-        size_t n = 0;
-        int r;
-
-        r = array_check(j, path, /* allow_empty= */ true, error);
-        if (r < 0)
-                return r;
-
-        c->targets = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Target));
-        if (!c->targets)
-                return -ENOMEM;
-
-        cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = key_path_index(path, n);
-                const Target *new;
-
-                if (!p)
-                        return -ENOMEM;
-                r = parse_target(i, p, c, fallback, &c->targets[n], error);
-                if (r < 0)
-                        return r;
-                c->n_targets = ++n;
-
-                new = &c->targets[n - 1];
-                for (size_t k = 0; k + 1 < n; k++)
-                        if (streq(c->targets[k].name, new->name)) {
-                                _cleanup_free_ char *np = key_path_child(p, "name");
-
-                                if (!np)
-                                        return -ENOMEM;
-                                return key_path_error(error, np, "duplicate target name \"%s\"", new->name);
-                        }
-        }
-        return 0;
+        TargetsContext t = { .config = c, .fallback = fallback };
+        return parse_named_array(j, path, sizeof(Target), offsetof(Target, name), "target",
+                                 target_element_parse, &t, (void **) &c->targets, &c->n_targets, error);
 }
 
 /* ---- machine configuration -------------------------------------------------------------------- */

@@ -15,14 +15,8 @@ static const char *const label_operator_table[_LABEL_OPERATOR_MAX] = {
         [LABEL_OPERATOR_DOES_NOT_EXIST] = "DoesNotExist",
 };
 
-static LabelOperator label_operator_from_string(const char *s) {
-        if (!s)
-                return _LABEL_OPERATOR_INVALID;
-        for (LabelOperator o = 0; o < _LABEL_OPERATOR_MAX; o++)
-                if (streq(s, label_operator_table[o]))
-                        return o;
-        return _LABEL_OPERATOR_INVALID;
-}
+DEFINE_STRING_TABLE_FROM_STRING(static, label_operator, LabelOperator, _LABEL_OPERATOR_MAX,
+                                _LABEL_OPERATOR_INVALID);
 
 /* In and NotIn compare against a list of values; Exists and DoesNotExist take none. */
 static bool label_operator_has_values(LabelOperator op) {

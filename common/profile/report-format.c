@@ -8,17 +8,4 @@ static const char *const report_format_table[_REPORT_FORMAT_MAX] = {
         [REPORT_FORMAT_SPEEDSCOPE] = "speedscope",
 };
 
-const char *report_format_to_string(ReportFormat f) {
-        if (f < 0 || f >= _REPORT_FORMAT_MAX)
-                return NULL;
-        return report_format_table[f];
-}
-
-ReportFormat report_format_from_string(const char *s) {
-        if (!s)
-                return _REPORT_FORMAT_INVALID;
-        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
-                if (streq(s, report_format_table[f]))
-                        return f;
-        return _REPORT_FORMAT_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(report_format, ReportFormat, _REPORT_FORMAT_MAX, _REPORT_FORMAT_INVALID);
