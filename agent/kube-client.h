@@ -155,3 +155,5 @@ typedef struct KubeWatchStats {
         uint64_t last_event_usec; /* CLOCK_MONOTONIC of the last list, event or bookmark; 0: none yet */
 } KubeWatchStats;
 void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret);
+/* The stats as an object named name in parent (the agent's status). */
+int kube_watch_stats_json(const KubeWatch *w, cJSON *parent, const char *name);

@@ -931,3 +931,21 @@ void kube_watch_stats(const KubeWatch *w, KubeWatchStats *ret) {
                 .last_event_usec = w->last_event_usec,
         };
 }
+
+int kube_watch_stats_json(const KubeWatch *w, cJSON *parent, const char *name) {
+        KubeWatchStats st;
+        cJSON *o = cJSON_AddObjectToObject(parent, name);
+
+        if (!o)
+                return -ENOMEM;
+        kube_watch_stats(w, &st);
+        cJSON_AddBoolToObject(o, "synced", st.synced);
+        cJSON_AddStringToObject(o, "resourceVersion", strempty(st.resource_version));
+        cJSON_AddNumberToObject(o, "relists", (double) st.relists);
+        cJSON_AddNumberToObject(o, "reconnects", (double) st.reconnects);
+        cJSON_AddNumberToObject(o, "events", (double) st.events);
+        cJSON_AddNumberToObject(o, "skipped", (double) st.skipped);
+        cJSON_AddNumberToObject(o, "lastError", (double) st.last_error);
+        cJSON_AddNumberToObject(o, "gone", (double) st.gone);
+        return 0;
+}

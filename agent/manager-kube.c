@@ -481,18 +481,9 @@ int manager_kube_status(Manager *m, cJSON *j) {
                 KubeWatch *w;
         } watches[] = { { "podWatch", m->kube_pod_watch }, { "namespaceWatch", m->kube_ns_watch } };
         for (size_t i = 0; i < ELEMENTSOF(watches); i++) {
-                KubeWatchStats st = {};
-                cJSON *o = cJSON_AddObjectToObject(k, watches[i].name);
-                if (!o)
-                        return -ENOMEM;
-                kube_watch_stats(watches[i].w, &st);
-                cJSON_AddBoolToObject(o, "synced", st.synced);
-                cJSON_AddStringToObject(o, "resourceVersion", strempty(st.resource_version));
-                cJSON_AddNumberToObject(o, "relists", (double) st.relists);
-                cJSON_AddNumberToObject(o, "reconnects", (double) st.reconnects);
-                cJSON_AddNumberToObject(o, "events", (double) st.events);
-                cJSON_AddNumberToObject(o, "skipped", (double) st.skipped);
-                cJSON_AddNumberToObject(o, "lastError", (double) st.last_error);
+                r = kube_watch_stats_json(watches[i].w, k, watches[i].name);
+                if (r < 0)
+                        return r;
         }
         r = manager_node_status(m, k);
         if (r < 0)

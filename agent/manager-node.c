@@ -86,19 +86,5 @@ void manager_node_free(Manager *m) {
 }
 
 int manager_node_status(Manager *m, cJSON *k) {
-        KubeWatchStats st = {};
-        cJSON *o = cJSON_AddObjectToObject(k, "nodeWatch");
-
-        if (!o)
-                return -ENOMEM;
-        kube_watch_stats(m->kube_node_watch, &st);
-        cJSON_AddBoolToObject(o, "synced", st.synced);
-        cJSON_AddStringToObject(o, "resourceVersion", strempty(st.resource_version));
-        cJSON_AddNumberToObject(o, "relists", (double) st.relists);
-        cJSON_AddNumberToObject(o, "reconnects", (double) st.reconnects);
-        cJSON_AddNumberToObject(o, "events", (double) st.events);
-        cJSON_AddNumberToObject(o, "skipped", (double) st.skipped);
-        cJSON_AddNumberToObject(o, "lastError", (double) st.last_error);
-        cJSON_AddNumberToObject(o, "gone", (double) st.gone);
-        return 0;
+        return kube_watch_stats_json(m->kube_node_watch, k, "nodeWatch");
 }
