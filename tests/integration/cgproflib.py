@@ -208,6 +208,9 @@ class Agent:
             if preexec_fn:
                 preexec_fn()
 
+        # When it started (CLOCK_REALTIME µs): its journal entries are from
+        # then on (journallib.process_journal()).
+        self.started_us = time.time_ns() // 1000
         self.proc = subprocess.Popen(self.argv(), stdout=self.logf, stderr=self.logf, env=env,
                                      preexec_fn=child_setup)
         if wait_ready:

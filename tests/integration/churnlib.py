@@ -41,7 +41,7 @@ import time
 
 import cgproflib
 import kubelib
-from journallib import MSG_END, MSG_FAILURE, MSG_START, journal
+from journallib import MSG_END, MSG_FAILURE, MSG_START, process_journal
 
 NODE = "churn-node"
 NAMESPACE = "churn"
@@ -261,11 +261,14 @@ class Churn:
     cgroups cgs (a kubelib.KubeCgroups) and the agent (pid, a status()
     callable returning `cgprofctl --json status`)."""
 
-    def __init__(self, kc, cgs, agent_pid, status, workload, containers=1000, concurrency=8, min_life=1.0,
+    def __init__(self, kc, cgs, agent_pid, agent_started_us, status, workload, containers=1000, concurrency=8, min_life=1.0,
                  max_life=5.0, seed=1, namespace=NAMESPACE, node=NODE, warmup=0.1, log=cgproflib.log):
         if containers < 1 or concurrency < 1 or not 0 < min_life <= max_life:
             raise ValueError("bad churn parameters")
         self.kc, self.cgs, self.pid, self.status = kc, cgs, agent_pid, status
+        # When the agent started (CLOCK_REALTIME µs): its journal entries
+        # are the ones of its PID since then (PIDs wrap).
+        self.started_us = agent_started_us
         self.workload = workload
         self.n, self.k = containers, concurrency
         self.min_life, self.max_life = min_life, max_life
@@ -441,7 +444,7 @@ class Churn:
 
         def read_journal():
             by_kind = {m: list(v) for m, v in on_stderr.items()}
-            for e in journal(f"_PID={self.pid}"):
+            for e in process_journal(self.pid, self.started_us):
                 if e.get("MESSAGE_ID") in by_kind:
                     by_kind[e["MESSAGE_ID"]].append(e.get("CGPROF_SESSION"))
             return by_kind

@@ -57,8 +57,19 @@ def stop_journald():
                 pass
 
 
-def journal(*matches):
-    """The entries that match (journalctl match arguments), as dicts."""
+def journal(*matches, since_us=None):
+    """The entries that match (journalctl match arguments), as dicts; with
+    since_us (CLOCK_REALTIME µs), only those journald received from then on.
+    A _PID= match needs since_us: PIDs wrap (pid_max is 32768 here) and the
+    journal keeps an earlier process's entries under the same PID."""
     r = subprocess.run(["journalctl", "--no-pager", "-o", "json", *matches], capture_output=True, text=True,
                        timeout=120)
-    return [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    out = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    if since_us is not None:
+        out = [e for e in out if int(e.get("__REALTIME_TIMESTAMP", 0)) >= since_us]
+    return out
+
+
+def process_journal(pid, since_us, *matches):
+    """The entries process pid sent since since_us (when it started)."""
+    return journal(f"_PID={pid}", *matches, since_us=since_us)

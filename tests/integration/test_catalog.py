@@ -131,10 +131,14 @@ def render(entry, fields):
     return lines
 
 
-def check_explained(entries, name, matches):
+def check_explained(entries, name, matches, since_us):
+    """matches: of the agent's entries (journald received since since_us:
+    a PID of an earlier process may match older ones)."""
     mid = ids[name]
-    fields = wait_for(lambda: journal(f"MESSAGE_ID={mid}", *matches) or None, what=f"the {name} entry")[0]
-    shown = explained(f"MESSAGE_ID={mid}", *matches)[0]
+    fields = wait_for(lambda: journal(f"MESSAGE_ID={mid}", *matches, since_us=since_us) or None,
+                      what=f"the {name} entry")[0]
+    # journalctl's --since takes whole seconds: one before the start.
+    shown = explained(f"--since=@{since_us // 1000000}", f"MESSAGE_ID={mid}", *matches)[0]
     want = render(entries[mid], fields)
     shown_stripped = [l.rstrip() for l in shown]
     missing = [l for l in want if l.rstrip() not in shown_stripped]
@@ -171,11 +175,12 @@ def test_journalctl_x():
         assert agent.stop() == 0
         sid = report["session"]
 
-        check_explained(entries, "SESSION_START", [f"CGPROF_SESSION={sid}"])
-        end = check_explained(entries, "SESSION_END", [f"CGPROF_SESSION={sid}"])
+        since = agent.started_us
+        check_explained(entries, "SESSION_START", [f"CGPROF_SESSION={sid}"], since)
+        end = check_explained(entries, "SESSION_END", [f"CGPROF_SESSION={sid}"], since)
         assert end["CGPROF_REPORT"] == report["_dir"] and int(end["CGPROF_SAMPLES"]) == report["samples"]["total"]
         for name in ("MACHINE_APPLY", "MACHINE_DRIFT", "MACHINE_RESTORE"):
-            check_explained(entries, name, ["CGPROF_SYSCTL=kernel.perf_event_mlock_kb", pid])
+            check_explained(entries, name, ["CGPROF_SYSCTL=kernel.perf_event_mlock_kb", pid], since)
     finally:
         agent.cleanup()
         cg.remove()

@@ -45,7 +45,7 @@ def test_churn():
         agent = churnlib.kube_agent(kc.kubeconfig, hz=199, log_level="debug")
         try:
             agent.start()
-            churn = churnlib.Churn(kc, cgs, agent.proc.pid, agent.status, WORKLOAD, containers=CONTAINERS,
+            churn = churnlib.Churn(kc, cgs, agent.proc.pid, agent.started_us, agent.status, WORKLOAD, containers=CONTAINERS,
                                    concurrency=CONCURRENCY, min_life=0.5, max_life=1.5, seed=14)
             churn.run()
             maps = churnlib.map_occupancy(agent.proc.pid)

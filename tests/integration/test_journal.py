@@ -8,7 +8,7 @@ systemd-journald itself when no journal socket exists (and stops it after)."""
 import os
 
 from cgproflib import Agent, Cgroup, log, main, profile, wait_for, workload
-from journallib import MSG_END, MSG_START, ensure_journald, journal, stop_journald
+from journallib import MSG_END, MSG_START, ensure_journald, journal, process_journal, stop_journald
 
 MSG_APPLY = "30bae784dc024758944a1b223fbeff2d"
 MSG_RESTORE = "43b5e54dc6a144ee89f3469a3b47b339"
@@ -47,8 +47,7 @@ def test_session_entries():
         assert int(end["CGPROF_LOST"]) == report["samples"]["lost"]
 
         # machineConfig changes: applied at start, restored at exit.
-        changes = [e for e in journal("CGPROF_SYSCTL=kernel.perf_event_mlock_kb")
-                   if e.get("_PID") == str(agent.proc.pid)]
+        changes = process_journal(agent.proc.pid, agent.started_us, "CGPROF_SYSCTL=kernel.perf_event_mlock_kb")
         kinds = {e["MESSAGE_ID"]: e for e in changes}
         assert MSG_APPLY in kinds and MSG_RESTORE in kinds, changes
         assert kinds[MSG_APPLY]["CGPROF_NEW_VALUE"] == want

@@ -22,7 +22,7 @@ import signal
 import tempfile
 
 from cgproflib import Agent, log, main, read_sysctl, wait_for
-from journallib import ensure_journald, journal, stop_journald
+from journallib import ensure_journald, process_journal, stop_journald
 from kubelib import KubeCluster
 
 NODE = "node-tuned"
@@ -91,7 +91,7 @@ def check(agent):
 
 
 def changes(agent, mid, sysctl):
-    return journal(f"_PID={agent.proc.pid}", f"MESSAGE_ID={mid}", f"CGPROF_SYSCTL={sysctl}")
+    return process_journal(agent.proc.pid, agent.started_us, f"MESSAGE_ID={mid}", f"CGPROF_SYSCTL={sysctl}")
 
 
 def node(name, labels):
