@@ -233,6 +233,7 @@ static const struct {
         { "no-stack-copy", CGPROF_BENCH_NO_STACK_COPY },
         { "copy-256", CGPROF_BENCH_COPY_256 },
         { "copy-512", CGPROF_BENCH_COPY_512 },
+        { "read-first", CGPROF_BENCH_READ_FIRST },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {

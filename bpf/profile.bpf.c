@@ -496,12 +496,21 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
                 st->flags |= CGPROF_STACK_FP_END;
                 return 1;
         }
-        if (read_frame_record(w, w->fp, &f) < 0) {
+        /* Checked before the read: a frame pointer below the stack is no
+         * frame (the outermost frame's rbp is whatever the caller, built
+         * without frame pointers, left in it: often a small integer), and
+         * reading it would fault (a page fault and its fixup: about 1 µs,
+         * most of the walk's cost). */
+        if (BENCH(CGPROF_BENCH_READ_FIRST) && read_frame_record(w, w->fp, &f) < 0) {
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
         if (w->fp + 16 <= w->sp) {
                 st->flags |= CGPROF_STACK_BAD_FRAME;
+                return 1;
+        }
+        if (!BENCH(CGPROF_BENCH_READ_FIRST) && read_frame_record(w, w->fp, &f) < 0) {
+                st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
         w->sp = w->fp + 16;
@@ -551,6 +560,11 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
         default: /* CGPROF_CFA_NONE: no FDE covers the address */
                 return 2;
         }
+        /* Before any read (a read below the stack would fault). */
+        if (cfa <= w->sp) {
+                st->flags |= CGPROF_STACK_BAD_FRAME;
+                return 1;
+        }
         if (CGPROF_UNWIND_FP(rule) == CGPROF_FP_AT_CFA && row->fp_offset == -2) {
                 /* The usual frame (push rbp right after the call): the
                  * saved rbp and the return address in one read. */
@@ -581,10 +595,6 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
                 w->fp = 0;
         }
 done:
-        if (cfa <= w->sp) {
-                st->flags |= CGPROF_STACK_BAD_FRAME;
-                return 1;
-        }
         w->sp = cfa;
         w->ip = ra;
         return 0;

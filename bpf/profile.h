@@ -49,6 +49,8 @@
 #define CGPROF_BENCH_NO_STACK_COPY (1u << 12) /* every frame read from user memory (before) */
 #define CGPROF_BENCH_COPY_256 (1u << 13) /* 256 bytes of the stack copied, not 1 KiB */
 #define CGPROF_BENCH_COPY_512 (1u << 14) /* 512 bytes of the stack copied, not 1 KiB */
+#define CGPROF_BENCH_READ_FIRST \
+        (1u << 15) /* a frame read before its bound is checked: an fp below sp faults (before) */
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
