@@ -220,6 +220,35 @@ static int dispatch_bool(const cJSON *j, const char *path, void *base, const Jso
         return 0;
 }
 
+/* A JSON number that is a whole number in min..max, into *ret: -EINVAL when
+ * j is not a number or not whole, -ERANGE when it is outside the range
+ * (NaN included; checked first). */
+static int json_integer(const cJSON *j, double min, double max, uint64_t *ret) {
+        double d;
+
+        if (!cJSON_IsNumber(j))
+                return -EINVAL;
+        d = j->valuedouble;
+        if (!(d >= min && d <= max))
+                return -ERANGE;
+        if ((double) (uint64_t) d != d)
+                return -EINVAL;
+        *ret = (uint64_t) d;
+        return 0;
+}
+
+/* func(), the dispatcher of an enum field of type, by name##_from_string()
+ * (which takes NULL as an unknown name); anything else (not a string, an
+ * unknown name) is refused with message. */
+#define DEFINE_DISPATCH_ENUM(func, name, type, message)                                                   \
+        static int func(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) { \
+                type v = name##_from_string(cJSON_IsString(j) ? j->valuestring : NULL);                   \
+                if (v < 0)                                                                                \
+                        return key_path_error(error, path, message);                                      \
+                *(type *) FIELD(base, f) = v;                                                             \
+                return 0;                                                                                 \
+        }
+
 static int string_dup(const cJSON *j, const char *path, char **ret, char **error) {
         char *s;
 
@@ -319,6 +348,23 @@ static int array_check(const cJSON *j, const char *path, bool allow_empty, char 
         return 0;
 }
 
+/* An array (array_check()) and room for its elements, of size bytes each:
+ * *ret, zeroed, one more than the array has. */
+static int array_new(const cJSON *j, const char *path, bool allow_empty, size_t size, void **ret,
+                     char **error) {
+        void *a;
+        int r;
+
+        r = array_check(j, path, allow_empty, error);
+        if (r < 0)
+                return r;
+        a = calloc((size_t) cJSON_GetArraySize(j) + 1, size);
+        if (!a)
+                return -ENOMEM;
+        *ret = a;
+        return 0;
+}
+
 /* Parses one element of an array (at path) into *element, the index-th. */
 typedef int (*ElementParse)(const cJSON *j, const char *path, void *element, size_t index, void *userdata,
                             char **error);
@@ -336,14 +382,10 @@ static int parse_named_array(const cJSON *j, const char *path, size_t size, size
         size_t n = 0;
         int r;
 
-        r = array_check(j, path, /* allow_empty= */ true, error);
+        r = array_new(j, path, /* allow_empty= */ true, size, ret, error);
         if (r < 0)
                 return r;
-
-        a = calloc((size_t) cJSON_GetArraySize(j) + 1, size);
-        if (!a)
-                return -ENOMEM;
-        *ret = a;
+        a = *ret;
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = key_path_index(path, n);
@@ -381,13 +423,9 @@ static int parse_strv(const cJSON *j, const char *path, void *base, const JsonFi
         size_t n = 0;
         int r;
 
-        r = array_check(j, path, allow_empty, error);
+        r = array_new(j, path, allow_empty, sizeof(char *), (void **) &l, error);
         if (r < 0)
                 return r;
-
-        l = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = key_path_index(path, n);
@@ -648,13 +686,9 @@ static int parse_patterns(const cJSON *j, const char *path, bool allow_empty, Pa
         size_t n = 0;
         int r;
 
-        r = array_check(j, path, allow_empty, error);
+        r = array_new(j, path, allow_empty, sizeof(Pattern), (void **) &patterns, error);
         if (r < 0)
                 return r;
-
-        patterns = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(Pattern));
-        if (!patterns)
-                return -ENOMEM;
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = key_path_index(path, n);
@@ -773,51 +807,26 @@ static int dispatch_event(const cJSON *j, const char *path, void *base, const Js
 
 static int dispatch_frequency(const cJSON *j, const char *path, void *base, const JsonField *f,
                               char **error) {
-        double d;
+        int r;
 
-        if (!cJSON_IsNumber(j))
-                return key_path_error(error, path, "must be an integer");
-        d = j->valuedouble;
-        if (!(d >= 1 && d <= CONFIG_FREQUENCY_MAX))
+        r = json_integer(j, 1, CONFIG_FREQUENCY_MAX, FIELD(base, f));
+        if (r == -ERANGE)
                 return key_path_error(error, path, "must be 1..%d", CONFIG_FREQUENCY_MAX);
-        if ((double) (uint64_t) d != d)
+        if (r < 0)
                 return key_path_error(error, path, "must be an integer");
-        *(uint64_t *) FIELD(base, f) = (uint64_t) d;
         return 0;
 }
 
-static int dispatch_start(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
-        ProfileStart s;
-
-        s = cJSON_IsString(j) ? profile_start_from_string(j->valuestring) : _PROFILE_START_INVALID;
-        if (s < 0)
-                return key_path_error(error, path, "must be \"auto\" or \"manual\"");
-        *(ProfileStart *) FIELD(base, f) = s;
-        return 0;
-}
-
-static int dispatch_unwind(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
-        UnwindMode m;
-
-        m = cJSON_IsString(j) ? unwind_mode_from_string(j->valuestring) : _UNWIND_MODE_INVALID;
-        if (m < 0)
-                return key_path_error(error, path, "must be \"auto\", \"frame-pointer\" or \"dwarf\"");
-        *(UnwindMode *) FIELD(base, f) = m;
-        return 0;
-}
+DEFINE_DISPATCH_ENUM(dispatch_start, profile_start, ProfileStart, "must be \"auto\" or \"manual\"");
+DEFINE_DISPATCH_ENUM(dispatch_unwind, unwind_mode, UnwindMode,
+                     "must be \"auto\", \"frame-pointer\" or \"dwarf\"");
 
 static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *base, const JsonField *f,
                                       char **error) {
-        double d;
-
-        if (!cJSON_IsNumber(j))
-                return key_path_error(error, path, "must be an integer");
-        d = j->valuedouble;
-        if (!(d >= CONFIG_UNWIND_TABLE_ROWS_MIN && d <= (double) CONFIG_UNWIND_TABLE_ROWS_MAX) ||
-            (double) (uint64_t) d != d)
+        if (json_integer(j, CONFIG_UNWIND_TABLE_ROWS_MIN, (double) CONFIG_UNWIND_TABLE_ROWS_MAX,
+                         FIELD(base, f)) < 0)
                 return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
                                       CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
-        *(uint64_t *) FIELD(base, f) = (uint64_t) d;
         return 0;
 }
 
@@ -1245,17 +1254,14 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         size_t n = 0;
         int r;
 
-        r = array_check(j, path, /* allow_empty= */ true, error);
-        if (r < 0)
-                return r;
-
         /* Entries are compared pairwise (machine_setting_check_overlap()),
          * on the event loop at a reload: both bounds keep that short. */
-        if (cJSON_GetArraySize(j) > CONFIG_MACHINE_CONFIG_MAX)
+        if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_MACHINE_CONFIG_MAX)
                 return key_path_error(error, path, "at most %d entries", CONFIG_MACHINE_CONFIG_MAX);
-        c->machine_config = calloc((size_t) cJSON_GetArraySize(j) + 1, sizeof(MachineSetting));
-        if (!c->machine_config)
-                return -ENOMEM;
+        r = array_new(j, path, /* allow_empty= */ true, sizeof(MachineSetting), (void **) &c->machine_config,
+                      error);
+        if (r < 0)
+                return r;
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = key_path_index(path, n);
@@ -1293,13 +1299,23 @@ static int dispatch_machine_config(const cJSON *j, const char *path, void *base,
         return 0;
 }
 
+/* A string that is an absolute path; what: what the string must be. */
+static int absolute_path_check(const cJSON *j, const char *path, const char *what, char **error) {
+        if (!cJSON_IsString(j))
+                return key_path_error(error, path, "must be %s", what);
+        if (j->valuestring[0] != '/')
+                return key_path_error(error, path, "must be an absolute path");
+        return 0;
+}
+
 /* reportDir: absolute, without ".." components. */
 static int dispatch_report_dir(const cJSON *j, const char *path, void *base, const JsonField *f,
                                char **error) {
-        if (!cJSON_IsString(j))
-                return key_path_error(error, path, "must be a string");
-        if (j->valuestring[0] != '/')
-                return key_path_error(error, path, "must be an absolute path");
+        int r;
+
+        r = absolute_path_check(j, path, "a string", error);
+        if (r < 0)
+                return r;
         for (const char *s = j->valuestring; *s;) {
                 size_t l = strcspn(s, "/");
 
@@ -1382,11 +1398,12 @@ static int dispatch_listen(const cJSON *j, const char *path, void *base, const J
 
 static int dispatch_max_connections(const cJSON *j, const char *path, void *base, const JsonField *f,
                                     char **error) {
-        if (!cJSON_IsNumber(j) || j->valuedouble != (double) (unsigned) j->valuedouble ||
-            j->valuedouble < 1 || j->valuedouble > CONFIG_HTTP_MAX_CONNECTIONS_MAX)
+        uint64_t v;
+
+        if (json_integer(j, 1, CONFIG_HTTP_MAX_CONNECTIONS_MAX, &v) < 0)
                 return key_path_error(error, path, "must be an integer 1..%u",
                                       CONFIG_HTTP_MAX_CONNECTIONS_MAX);
-        *(unsigned *) FIELD(base, f) = (unsigned) j->valuedouble;
+        *(unsigned *) FIELD(base, f) = (unsigned) v;
         return 0;
 }
 
@@ -1405,10 +1422,11 @@ static int dispatch_http_timeout(const cJSON *j, const char *path, void *base, c
 
 static int dispatch_tls_file(const cJSON *j, const char *path, void *base, const JsonField *f,
                              char **error) {
-        if (!cJSON_IsString(j))
-                return key_path_error(error, path, "must be a string (an absolute path to a PEM file)");
-        if (j->valuestring[0] != '/')
-                return key_path_error(error, path, "must be an absolute path");
+        int r;
+
+        r = absolute_path_check(j, path, "a string (an absolute path to a PEM file)", error);
+        if (r < 0)
+                return r;
         return string_dup(j, path, FIELD(base, f), error);
 }
 
