@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "report.h"
+#include "report-stack.h"
 
 /* Collapsed stacks, as read by flamegraph.pl, inferno and speedscope:
  *
@@ -22,43 +23,15 @@
 
 typedef struct FoldedContext {
         const ProfileData *d;
-        uint32_t *ids; /* the ID of each rendered name: frames, then the comm of each process */
+        ReportStackIds ids; /* the ID of each segment: of the rendered name of a frame, a comm */
         const char **by_id; /* the rendered name of each ID */
 } FoldedContext;
-
-static char *render_name(const char *name, bool kernel) {
-        size_t n;
-        char *r;
-
-        if (!name || !*name)
-                name = "[unknown]";
-
-        n = strlen(name);
-        r = malloc(n + (kernel ? 4 : 0) + 1);
-        if (!r)
-                return NULL;
-
-        for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char) name[i];
-                r[i] = c == ';' || c < 0x20 || c == 0x7f ? '_' : (char) c;
-        }
-        if (kernel)
-                memcpy(r + n, "_[k]", 4);
-        r[n + (kernel ? 4 : 0)] = 0;
-        return r;
-}
 
 static int name_compare(const void *a, const void *b, void *userdata) {
         char **names = userdata;
         uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
 
         return strcmp(names[x], names[y]);
-}
-
-static uint32_t stack_segment(const FoldedContext *c, const ProfileStack *s, size_t k) {
-        if (k == 0)
-                return c->ids[c->d->n_frames + s->process];
-        return c->ids[s->frames[k - 1]];
 }
 
 /* Compares two lines at the first segment where they differ: x and y are
@@ -80,32 +53,20 @@ static int stack_compare(const void *a, const void *b, void *userdata) {
         const FoldedContext *c = userdata;
         const ProfileStack *x = c->d->stacks + *(const size_t *) a, *y = c->d->stacks + *(const size_t *) b;
         size_t nx = (size_t) x->n_frames + 1, ny = (size_t) y->n_frames + 1;
-
-        for (size_t k = 0; k < MIN(nx, ny); k++) {
-                uint32_t ix = stack_segment(c, x, k), iy = stack_segment(c, y, k);
-
-                if (ix != iy)
-                        return segment_compare(c->by_id[ix], c->by_id[iy], k + 1 < nx, k + 1 < ny);
-        }
+        size_t k = report_stack_mismatch(&c->ids, x, y);
 
         /* One is a prefix of the other (or both are equal). */
-        return CMP(nx, ny);
-}
-
-static bool stack_same_line(const FoldedContext *c, const ProfileStack *x, const ProfileStack *y) {
-        if (x->n_frames != y->n_frames)
-                return false;
-        for (size_t k = 0; k <= x->n_frames; k++)
-                if (stack_segment(c, x, k) != stack_segment(c, y, k))
-                        return false;
-        return true;
+        if (k == MIN(nx, ny))
+                return CMP(nx, ny);
+        return segment_compare(c->by_id[report_stack_segment(&c->ids, x, k)],
+                               c->by_id[report_stack_segment(&c->ids, y, k)], k + 1 < nx, k + 1 < ny);
 }
 
 static int write_line(FILE *f, const FoldedContext *c, const ProfileStack *s, uint64_t count) {
         for (size_t k = 0; k <= s->n_frames; k++) {
                 if (k > 0)
                         fputc(';', f);
-                fputs(c->by_id[stack_segment(c, s, k)], f);
+                fputs(c->by_id[report_stack_segment(&c->ids, s, k)], f);
         }
         fprintf(f, " %" PRIu64 "\n", count);
         return ferror(f) ? -EIO : 0;
@@ -116,7 +77,7 @@ int report_write_folded(FILE *f, const ProfileData *d) {
         _cleanup_free_ const char **by_id = NULL;
         _cleanup_free_ size_t *stacks = NULL;
         size_t n_names, n_ids = 0;
-        char **names = NULL;
+        _cleanup_strv_free_ char **names = NULL; /* the rendered names fill a prefix */
         FoldedContext c;
         int r;
 
@@ -126,25 +87,23 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                 return 0;
 
         n_names = d->n_frames + d->n_processes;
-        names = calloc(n_names, sizeof(char *));
+        names = calloc(n_names + 1, sizeof(char *));
         order = calloc(n_names, sizeof(uint32_t));
         ids = calloc(n_names, sizeof(uint32_t));
         by_id = calloc(n_names, sizeof(char *));
         stacks = calloc(d->n_stacks, sizeof(size_t));
-        if (!names || !order || !ids || !by_id || !stacks) {
-                r = -ENOMEM;
-                goto finish;
-        }
+        if (!names || !order || !ids || !by_id || !stacks)
+                return -ENOMEM;
 
         for (size_t i = 0; i < n_names; i++) {
                 if (i < d->n_frames)
-                        names[i] = render_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL);
+                        names[i] = report_frame_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL,
+                                                     /* folded= */ true);
                 else
-                        names[i] = render_name(d->processes[i - d->n_frames].comm, false);
-                if (!names[i]) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
+                        names[i] = report_frame_name(d->processes[i - d->n_frames].comm, false,
+                                                     /* folded= */ true);
+                if (!names[i])
+                        return -ENOMEM;
                 order[i] = (uint32_t) i;
         }
 
@@ -156,7 +115,11 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                 ids[order[i]] = (uint32_t) n_ids - 1;
         }
 
-        c = (FoldedContext){ .d = d, .ids = ids, .by_id = by_id };
+        c = (FoldedContext){
+                .d = d,
+                .ids = { .roots = ids + d->n_frames, .frames = ids },
+                .by_id = by_id,
+        };
 
         for (size_t i = 0; i < d->n_stacks; i++)
                 stacks[i] = i;
@@ -167,7 +130,7 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                 const ProfileStack *s = d->stacks + stacks[i];
                 uint64_t count = 0;
 
-                for (; i < d->n_stacks && stack_same_line(&c, s, d->stacks + stacks[i]); i++)
+                for (; i < d->n_stacks && report_stack_same(&c.ids, s, d->stacks + stacks[i]); i++)
                         count += d->stacks[stacks[i]].count;
 
                 if (count == 0)
@@ -177,11 +140,6 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                         break;
         }
 
-finish:
-        if (names)
-                for (size_t i = 0; i < n_names; i++)
-                        free(names[i]);
-        free(names);
         return r;
 }
 

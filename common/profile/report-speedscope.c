@@ -3,6 +3,7 @@
 
 #include "cgprof-version.h"
 #include "report.h"
+#include "report-stack.h"
 #include "template.h"
 
 /* profile.speedscope.json: speedscope's own file format
@@ -44,7 +45,7 @@
 
 typedef struct SpeedscopeContext {
         const ProfileData *d;
-        const uint32_t *comm_frame; /* the root frame of each process */
+        ReportStackIds ids; /* the frame of each segment: of its comm, then of the frames */
         char **names; /* rendered name of each output frame */
 } SpeedscopeContext;
 
@@ -104,48 +105,22 @@ static void json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
-static char *render_name(const char *name, bool kernel) {
-        char *r;
-
-        if (!name || !*name)
-                name = "[unknown]";
-        if (asprintf(&r, "%s%s", name, kernel ? "_[k]" : "") < 0)
-                return NULL;
-        return r;
-}
-
-static uint32_t stack_segment(const SpeedscopeContext *c, const ProfileStack *s, size_t k) {
-        if (k == 0)
-                return c->comm_frame[s->process];
-        return s->frames[k - 1];
-}
-
 /* Orders stacks by their frame names, root first, a prefix before its
  * extensions; frames of equal names by index. */
 static int stack_compare(const void *a, const void *b, void *userdata) {
         const SpeedscopeContext *c = userdata;
         const ProfileStack *x = c->d->stacks + *(const size_t *) a, *y = c->d->stacks + *(const size_t *) b;
         size_t nx = (size_t) x->n_frames + 1, ny = (size_t) y->n_frames + 1;
+        size_t k = report_stack_mismatch(&c->ids, x, y);
+        uint32_t ix, iy;
+        int r;
 
-        for (size_t k = 0; k < MIN(nx, ny); k++) {
-                uint32_t ix = stack_segment(c, x, k), iy = stack_segment(c, y, k);
-                int r;
-
-                if (ix == iy)
-                        continue;
-                r = strcmp(c->names[ix], c->names[iy]);
-                return r != 0 ? r : CMP(ix, iy);
-        }
-        return CMP(nx, ny);
-}
-
-static bool stack_equal(const SpeedscopeContext *c, const ProfileStack *x, const ProfileStack *y) {
-        if (x->n_frames != y->n_frames)
-                return false;
-        for (size_t k = 0; k <= x->n_frames; k++)
-                if (stack_segment(c, x, k) != stack_segment(c, y, k))
-                        return false;
-        return true;
+        if (k == MIN(nx, ny))
+                return CMP(nx, ny);
+        ix = report_stack_segment(&c->ids, x, k);
+        iy = report_stack_segment(&c->ids, y, k);
+        r = strcmp(c->names[ix], c->names[iy]);
+        return r != 0 ? r : CMP(ix, iy);
 }
 
 static int comm_compare(const void *a, const void *b, void *userdata) {
@@ -209,7 +184,7 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
         _cleanup_free_ char *label = NULL;
         uint64_t frequency, end = 0;
         size_t n_names, n_comms = 0, n_order = 0, n_samples = 0;
-        char **names = NULL;
+        _cleanup_strv_free_ char **names = NULL; /* the rendered names fill a prefix */
         SpeedscopeContext c;
         int r;
 
@@ -230,26 +205,21 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
         frequency = info ? info->frequency : 0;
         label = profile_label(info);
         n_names = d->n_frames + d->n_processes; /* at most one comm frame per process */
-        names = calloc(MAX(n_names, 1u), sizeof(char *));
+        names = calloc(n_names + 1, sizeof(char *));
         comm_frame = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
         by_comm = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
         order = calloc(MAX(d->n_stacks, 1u), sizeof(size_t));
         samples = calloc(MAX(d->n_stacks, 1u), sizeof(SpeedscopeSample));
-        if (!label || !names || !comm_frame || !by_comm || !order || !samples) {
-                r = -ENOMEM;
-                goto finish;
-        }
-        if (n_names >= UINT32_MAX) {
-                r = -E2BIG;
-                goto finish;
-        }
+        if (!label || !names || !comm_frame || !by_comm || !order || !samples)
+                return -ENOMEM;
+        if (n_names >= UINT32_MAX)
+                return -E2BIG;
 
         for (size_t i = 0; i < d->n_frames; i++) {
-                names[i] = render_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL);
-                if (!names[i]) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
+                names[i] = report_frame_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL,
+                                             /* folded= */ false);
+                if (!names[i])
+                        return -ENOMEM;
         }
 
         /* One root frame per distinct comm, after the data's frames. */
@@ -260,17 +230,15 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
                 const char *comm = strempty(d->processes[by_comm[i]].comm);
 
                 if (i == 0 || !streq(comm, strempty(d->processes[by_comm[i - 1]].comm))) {
-                        names[d->n_frames + n_comms] = render_name(comm, false);
-                        if (!names[d->n_frames + n_comms]) {
-                                r = -ENOMEM;
-                                goto finish;
-                        }
+                        names[d->n_frames + n_comms] = report_frame_name(comm, false, /* folded= */ false);
+                        if (!names[d->n_frames + n_comms])
+                                return -ENOMEM;
                         n_comms++;
                 }
                 comm_frame[by_comm[i]] = (uint32_t) (d->n_frames + n_comms - 1);
         }
 
-        c = (SpeedscopeContext){ .d = d, .comm_frame = comm_frame, .names = names };
+        c = (SpeedscopeContext){ .d = d, .ids = { .roots = comm_frame }, .names = names };
 
         for (size_t i = 0; i < d->n_stacks; i++)
                 if (d->stacks[i].count > 0)
@@ -282,21 +250,17 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
                 const ProfileStack *s = d->stacks + order[i];
                 uint64_t count = 0, w;
 
-                for (; i < n_order && stack_equal(&c, s, d->stacks + order[i]); i++) {
-                        if (count > UINT64_MAX - d->stacks[order[i]].count) {
-                                r = -EOVERFLOW;
-                                goto finish;
-                        }
+                for (; i < n_order && report_stack_same(&c.ids, s, d->stacks + order[i]); i++) {
+                        if (count > UINT64_MAX - d->stacks[order[i]].count)
+                                return -EOVERFLOW;
                         count += d->stacks[order[i]].count;
                 }
 
                 r = sample_weight(count, frequency, &w);
                 if (r < 0)
-                        goto finish;
-                if (end > UINT64_MAX - w) {
-                        r = -EOVERFLOW;
-                        goto finish;
-                }
+                        return r;
+                if (end > UINT64_MAX - w)
+                        return -EOVERFLOW;
                 end += w;
                 samples[n_samples++] = (SpeedscopeSample){ .stack = (size_t) (s - d->stacks), .weight = w };
         }
@@ -325,7 +289,7 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
 
                 fputs(i == 0 ? "\n[" : ",\n[", f);
                 for (size_t k = 0; k <= s->n_frames; k++)
-                        fprintf(f, k == 0 ? "%" PRIu32 : ",%" PRIu32, stack_segment(&c, s, k));
+                        fprintf(f, k == 0 ? "%" PRIu32 : ",%" PRIu32, report_stack_segment(&c.ids, s, k));
                 fputc(']', f);
         }
         fputs("\n],\n\"weights\":[", f);
@@ -335,10 +299,5 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
 
         r = ferror(f) ? -EIO : 0;
 
-finish:
-        if (names)
-                for (size_t i = 0; i < n_names; i++)
-                        free(names[i]);
-        free(names);
         return r;
 }
