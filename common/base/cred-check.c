@@ -87,15 +87,8 @@ int creds_parse_status(const char *status, Creds *ret) {
                 r = parse_id(&line, &g);
                 if (r < 0)
                         return r;
-                if (n == alloc) {
-                        size_t a = alloc ? alloc * 2 : 8;
-                        gid_t *p = reallocarray(groups, a, sizeof(gid_t));
-
-                        if (!p)
-                                return -ENOMEM;
-                        groups = p;
-                        alloc = a;
-                }
+                if (GREEDY_REALLOC(groups, alloc, n + 1, 8) < 0)
+                        return -ENOMEM;
                 groups[n++] = (gid_t) g;
         }
 

@@ -121,6 +121,32 @@ static inline uint64_t u64_from_double(double d) {
         return d >= 0 && d < 18446744073709551616.0 ? (uint64_t) d : 0;
 }
 
+/* Makes room in *p, an array of *allocated elements of size bytes, for
+ * need elements: to at least twice as many, at least initial. On -ENOMEM
+ * *p and *allocated stay as they were. */
+static inline int greedy_realloc(void **p, size_t *allocated, size_t need, size_t size, size_t initial) {
+        size_t a;
+        void *q;
+
+        if (need <= *allocated)
+                return 0;
+        a = MAX(MAX(*allocated * 2, initial), need);
+        q = reallocarray(*p, a, size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *allocated = a;
+        return 0;
+}
+/* The same for array, a typed pointer, and its count allocated. */
+#define GREEDY_REALLOC(array, allocated, need, initial)                                            \
+        ({                                                                                         \
+                void *_p = (void *) (array);                                                       \
+                int _r = greedy_realloc(&_p, &(allocated), (need), sizeof((array)[0]), (initial)); \
+                (array) = _p;                                                                      \
+                _r;                                                                                \
+        })
+
 /* Compare two integers without overflow (never "return a - b" on u64). */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 

@@ -55,15 +55,8 @@ static void string_table_done(StringTable *t) {
 static int string_table_add(StringTable *t, const char *s) {
         if (!s)
                 return 0;
-        if (t->n >= t->allocated) {
-                size_t a = MAX(t->allocated * 2, (size_t) 64);
-                const char **p = reallocarray(t->strings, a, sizeof(char *));
-
-                if (!p)
-                        return -ENOMEM;
-                t->strings = p;
-                t->allocated = a;
-        }
+        if (GREEDY_REALLOC(t->strings, t->allocated, t->n + 1, 64) < 0)
+                return -ENOMEM;
         t->strings[t->n++] = s;
         return 0;
 }

@@ -539,14 +539,8 @@ static int read_got_slots(Elf *elf, GotSlot **ret, size_t *ret_n) {
                         name = elf_strptr(elf, symshdr.sh_link, sym.st_name);
                         if (!name || name[0] == '\0')
                                 continue;
-                        if (n == allocated) {
-                                size_t m = allocated ? allocated * 2 : 64;
-                                GotSlot *p = reallocarray(slots, m, sizeof(GotSlot));
-                                if (!p)
-                                        return -ENOMEM;
-                                slots = p;
-                                allocated = m;
-                        }
+                        if (GREEDY_REALLOC(slots, allocated, n + 1, 64) < 0)
+                                return -ENOMEM;
                         slots[n++] = (GotSlot){ .addr = rela.r_offset, .name = name };
                 }
         }
@@ -582,14 +576,8 @@ static int plt_add(ElfSymtab *s, size_t *allocated, uint64_t addr, uint64_t end,
                    const char *section) {
         char *name;
 
-        if (s->n_plt == *allocated) {
-                size_t m = *allocated ? *allocated * 2 : 32;
-                ElfSym *p = reallocarray(s->plt, m, sizeof(ElfSym));
-                if (!p)
-                        return -ENOMEM;
-                s->plt = p;
-                *allocated = m;
-        }
+        if (GREEDY_REALLOC(s->plt, *allocated, s->n_plt + 1, 32) < 0)
+                return -ENOMEM;
         if (target ? asprintf(&name, "%s@plt", target) < 0 : !(name = strdup(section)))
                 return -ENOMEM;
         s->plt[s->n_plt++] = (ElfSym){ .addr = addr, .end = end, .max_end = end, .name = name };

@@ -75,16 +75,9 @@ static int add_owned(JitMap *m, uint64_t start, uint64_t end, char *name) {
                 m->dropped++;
                 return -E2BIG;
         }
-        if (n >= m->n_alloc) {
-                size_t na = MAX(m->n_alloc * 2, (size_t) 64);
-                JitSymbol *s = reallocarray(m->syms, na, sizeof(JitSymbol));
-
-                if (!s) {
-                        free(name);
-                        return -ENOMEM;
-                }
-                m->syms = s;
-                m->n_alloc = na;
+        if (GREEDY_REALLOC(m->syms, m->n_alloc, n + 1, 64) < 0) {
+                free(name);
+                return -ENOMEM;
         }
         m->syms[n] = (JitSymbol){ .start = start, .end = end, .name = name };
         m->n_pending++;
@@ -156,15 +149,8 @@ typedef struct Heap {
 static int heap_push(Heap *h, JitSegment it) {
         size_t i;
 
-        if (h->n >= h->n_alloc) {
-                size_t na = MAX(h->n_alloc * 2, (size_t) 16);
-                JitSegment *g = reallocarray(h->items, na, sizeof(JitSegment));
-
-                if (!g)
-                        return -ENOMEM;
-                h->items = g;
-                h->n_alloc = na;
-        }
+        if (GREEDY_REALLOC(h->items, h->n_alloc, h->n + 1, 16) < 0)
+                return -ENOMEM;
         for (i = h->n++; i > 0;) {
                 size_t parent = (i - 1) / 2;
 
@@ -207,15 +193,8 @@ static int emit(Output *o, uint64_t start, uint64_t end, uint32_t sym) {
                 o->segs[o->n - 1].end = end;
                 return 0;
         }
-        if (o->n >= o->n_alloc) {
-                size_t na = MAX(o->n_alloc * 2, (size_t) 64);
-                JitSegment *g = reallocarray(o->segs, na, sizeof(JitSegment));
-
-                if (!g)
-                        return -ENOMEM;
-                o->segs = g;
-                o->n_alloc = na;
-        }
+        if (GREEDY_REALLOC(o->segs, o->n_alloc, o->n + 1, 64) < 0)
+                return -ENOMEM;
         o->segs[o->n++] = (JitSegment){ .start = start, .end = end, .sym = sym };
         return 0;
 }

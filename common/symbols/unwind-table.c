@@ -904,15 +904,8 @@ static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable
                 }
                 if (!entry_is_cie(s, &e))
                         continue;
-                if (n_cies >= n_cies_allocated) {
-                        size_t n = MAX(n_cies_allocated * 2, (size_t) 16);
-                        Cie *p = reallocarray(cies, n, sizeof(Cie));
-
-                        if (!p)
-                                return -ENOMEM;
-                        cies = p;
-                        n_cies_allocated = n;
-                }
+                if (GREEDY_REALLOC(cies, n_cies_allocated, n_cies + 1, 16) < 0)
+                        return -ENOMEM;
                 if (parse_cie(a, s, &e, &cies[n_cies]) < 0) {
                         log_debug("Skipping bad CIE at offset 0x%zx.", e.offset);
                         cies[n_cies].bad = true;
@@ -956,15 +949,8 @@ static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable
                         continue;
                 }
 
-                if (n_fdes >= n_fdes_allocated) {
-                        size_t n = MAX(n_fdes_allocated * 2, (size_t) 256);
-                        Fde *p = reallocarray(fdes, n, sizeof(Fde));
-
-                        if (!p)
-                                return -ENOMEM;
-                        fdes = p;
-                        n_fdes_allocated = n;
-                }
+                if (GREEDY_REALLOC(fdes, n_fdes_allocated, n_fdes + 1, 256) < 0)
+                        return -ENOMEM;
                 if (parse_fde(s, &e, cie, &fdes[n_fdes]) < 0) {
                         log_debug("Skipping bad FDE at offset 0x%zx.", e.offset);
                         t->stats.n_bad_entries++;
