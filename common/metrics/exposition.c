@@ -199,36 +199,35 @@ static void write_double(FILE *f, double v) {
         }
 }
 
-static bool sample_allowed(MetricsWriter *w) {
+/* Writes a sample's series (name and labels) when one may be written:
+ * after a family that is not a histogram, and no error so far. */
+static bool sample_begin(MetricsWriter *w, const MetricLabel *labels, size_t n_labels) {
+        int r;
+
         if (w->error < 0)
                 return false;
         if (!w->family || w->type == METRIC_HISTOGRAM) {
                 fail(w, -EINVAL);
                 return false;
         }
+        r = write_series(w, "", labels, n_labels, NULL, NULL);
+        if (r < 0) {
+                fail(w, r);
+                return false;
+        }
         return true;
 }
 
 void metrics_sample(MetricsWriter *w, const MetricLabel *labels, size_t n_labels, double value) {
-        int r;
-
-        if (!sample_allowed(w))
+        if (!sample_begin(w, labels, n_labels))
                 return;
-        r = write_series(w, "", labels, n_labels, NULL, NULL);
-        if (r < 0)
-                return fail(w, r);
         write_double(w->f, value);
         fputc('\n', w->f);
 }
 
 void metrics_sample_u64(MetricsWriter *w, const MetricLabel *labels, size_t n_labels, uint64_t value) {
-        int r;
-
-        if (!sample_allowed(w))
+        if (!sample_begin(w, labels, n_labels))
                 return;
-        r = write_series(w, "", labels, n_labels, NULL, NULL);
-        if (r < 0)
-                return fail(w, r);
         fprintf(w->f, "%" PRIu64 "\n", value);
 }
 
