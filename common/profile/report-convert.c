@@ -58,24 +58,8 @@ static int summary_to_info(const cJSON *j, ReportSummaryInfo *info, uint64_t **r
 
         /* How the stacks were walked: carried over as the session wrote it. */
         const cJSON *unwind = cJSON_GetObjectItemCaseSensitive(j, "unwind");
-        if (cJSON_IsObject(unwind)) {
-                const cJSON *walks = cJSON_GetObjectItemCaseSensitive(unwind, "walks");
-                const cJSON *ends = cJSON_GetObjectItemCaseSensitive(unwind, "tableWalkEnds");
-                ReportUnwindInfo *u = &info->unwind;
-
-                u->mode = json_string(unwind, "mode");
-                u->table_walks = json_u64(walks, "tables");
-                u->kernel_walks = json_u64(walks, "framePointer");
-                u->pending_walks = json_u64(walks, "pending");
-                u->complete = json_u64(ends, "complete");
-                u->truncated = json_u64(ends, "truncated");
-                u->no_mapping = json_u64(ends, "noMapping");
-                u->no_table = json_u64(ends, "noTable");
-                u->unsupported = json_u64(ends, "unsupported");
-                u->read_error = json_u64(ends, "readError");
-                u->bad_frame = json_u64(ends, "badFrame");
-                u->fp_end = json_u64(ends, "framePointerEnd");
-        }
+        if (cJSON_IsObject(unwind))
+                report_unwind_from_json(unwind, &info->unwind);
         const cJSON *usage = cJSON_GetObjectItemCaseSensitive(samples, "cpuUsageSec");
         if (cJSON_IsNumber(usage))
                 info->cpu_usage_usec = u64_from_double(usage->valuedouble * 1e6 + 0.5);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "report.h"
@@ -381,9 +382,70 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
         return 0;
 }
 
+/* A counter of a summary.json section: the object it is in (NULL: the
+ * section itself), its key, and where its uint64_t is in the struct. In
+ * the order written; an object is written where its first counter is. */
+typedef struct SummaryCounter {
+        const char *object;
+        const char *key;
+        size_t offset;
+} SummaryCounter;
+
+#define PYTHON_COUNTER(object, key, field) \
+        { object, key, offsetof(ReportPythonInfo, field) }
+static const SummaryCounter python_counters[] = {
+        PYTHON_COUNTER(NULL, "samples", samples),
+        PYTHON_COUNTER(NULL, "withPythonFrames", with_frames),
+        PYTHON_COUNTER("walkFailures", "noThreadState", no_thread),
+        PYTHON_COUNTER("walkFailures", "noPythonCode", no_frame),
+        PYTHON_COUNTER("walkFailures", "notInitialized", not_initialized),
+        PYTHON_COUNTER("walkFailures", "readError", read_error),
+        PYTHON_COUNTER("walkFailures", "lost", lost),
+        PYTHON_COUNTER("walkFailures", "pending", pending),
+        PYTHON_COUNTER(NULL, "truncated", truncated),
+        PYTHON_COUNTER(NULL, "frames", frames),
+        PYTHON_COUNTER(NULL, "unresolvedFrames", unresolved_frames),
+};
+
+#define UNWIND_COUNTER(object, key, field) \
+        { object, key, offsetof(ReportUnwindInfo, field) }
+static const SummaryCounter unwind_counters[] = {
+        UNWIND_COUNTER("walks", "tables", table_walks),
+        UNWIND_COUNTER("walks", "framePointer", kernel_walks),
+        UNWIND_COUNTER("walks", "pending", pending_walks),
+        UNWIND_COUNTER("tableWalkEnds", "complete", complete),
+        UNWIND_COUNTER("tableWalkEnds", "truncated", truncated),
+        UNWIND_COUNTER("tableWalkEnds", "noMapping", no_mapping),
+        UNWIND_COUNTER("tableWalkEnds", "noTable", no_table),
+        UNWIND_COUNTER("tableWalkEnds", "unsupported", unsupported),
+        UNWIND_COUNTER("tableWalkEnds", "readError", read_error),
+        UNWIND_COUNTER("tableWalkEnds", "badFrame", bad_frame),
+        UNWIND_COUNTER("tableWalkEnds", "framePointerEnd", fp_end),
+};
+
+static uint64_t *counter_field(const SummaryCounter *c, const void *base) {
+        return (uint64_t *) ((uint8_t *) base + c->offset);
+}
+
+static int add_counters(cJSON *o, const SummaryCounter *c, size_t n, const void *base) {
+        for (size_t i = 0; i < n; i++) {
+                cJSON *to = o;
+
+                if (c[i].object) {
+                        to = cJSON_GetObjectItemCaseSensitive(o, c[i].object);
+                        if (!to)
+                                to = cJSON_AddObjectToObject(o, c[i].object);
+                        if (!to)
+                                return -ENOMEM;
+                }
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(to, c[i].key, (double) *counter_field(&c[i], base)));
+        }
+        return 0;
+}
+
 /* "python": how the Python frames of CPython processes were walked. */
 static int add_python(cJSON *root, const ReportPythonInfo *p) {
-        cJSON *o, *f;
+        cJSON *o;
 
         if (!p->enabled && p->samples == 0)
                 return 0; /* off (or a converted report that did not say) */
@@ -391,26 +453,12 @@ static int add_python(cJSON *root, const ReportPythonInfo *p) {
         if (!o)
                 return -ENOMEM;
         ADD_OR_ENOMEM(cJSON_AddBoolToObject(o, "enabled", p->enabled));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "withPythonFrames", (double) p->with_frames));
-        f = cJSON_AddObjectToObject(o, "walkFailures");
-        if (!f)
-                return -ENOMEM;
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "noThreadState", (double) p->no_thread));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "noPythonCode", (double) p->no_frame));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "notInitialized", (double) p->not_initialized));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "readError", (double) p->read_error));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "lost", (double) p->lost));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(f, "pending", (double) p->pending));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "truncated", (double) p->truncated));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "frames", (double) p->frames));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "unresolvedFrames", (double) p->unresolved_frames));
-        return 0;
+        return add_counters(o, python_counters, ELEMENTSOF(python_counters), p);
 }
 
 /* "unwind": how user stacks were walked, and why table walks ended. */
 static int add_unwind(cJSON *root, const ReportUnwindInfo *u) {
-        cJSON *o, *w, *e;
+        cJSON *o;
 
         if (!u->mode)
                 return 0;
@@ -418,24 +466,20 @@ static int add_unwind(cJSON *root, const ReportUnwindInfo *u) {
         if (!o)
                 return -ENOMEM;
         ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "mode", u->mode));
-        w = cJSON_AddObjectToObject(o, "walks");
-        if (!w)
-                return -ENOMEM;
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "tables", (double) u->table_walks));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "framePointer", (double) u->kernel_walks));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(w, "pending", (double) u->pending_walks));
-        e = cJSON_AddObjectToObject(o, "tableWalkEnds");
-        if (!e)
-                return -ENOMEM;
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "complete", (double) u->complete));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "truncated", (double) u->truncated));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "noMapping", (double) u->no_mapping));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "noTable", (double) u->no_table));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "unsupported", (double) u->unsupported));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "readError", (double) u->read_error));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "badFrame", (double) u->bad_frame));
-        ADD_OR_ENOMEM(cJSON_AddNumberToObject(e, "framePointerEnd", (double) u->fp_end));
-        return 0;
+        return add_counters(o, unwind_counters, ELEMENTSOF(unwind_counters), u);
+}
+
+void report_unwind_from_json(const cJSON *o, ReportUnwindInfo *u) {
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(o, "mode");
+
+        u->mode = cJSON_IsString(mode) ? mode->valuestring : NULL;
+        for (size_t i = 0; i < ELEMENTSOF(unwind_counters); i++) {
+                const SummaryCounter *c = &unwind_counters[i];
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+                        cJSON_GetObjectItemCaseSensitive(o, c->object), c->key);
+
+                *counter_field(c, u) = cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
+        }
 }
 
 static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info) {

@@ -136,6 +136,10 @@ struct cJSON;
 int report_summary_parse(const char *text, size_t size, ReportSummaryInfo *info, struct cJSON **ret_tree,
                          uint64_t **ret_per_cpu);
 
+/* Fills *u from summary.json's "unwind" object o, as the summary writes it
+ * (strings point into o; absent or malformed counters are 0). */
+void report_unwind_from_json(const struct cJSON *o, ReportUnwindInfo *u);
+
 /* Re-renders the report directory dirfd (named path in messages and in the
  * summary) in the formats of the mask: reads profile.pb.gz (or else
  * profile.folded) and summary.json (metadata, when present), and writes each
