@@ -180,25 +180,6 @@ static int index_reserve(Index *ix) {
         return 0;
 }
 
-static int grow_array(void **array, size_t *allocated, size_t need, size_t size) {
-        size_t a;
-        void *p;
-
-        if (need <= *allocated)
-                return 0;
-
-        a = MAX(need, *allocated * 2);
-        a = MAX(a, (size_t) 16);
-        if (a > SIZE_MAX / size)
-                return -ENOMEM;
-        p = realloc(*array, a * size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *allocated = a;
-        return 0;
-}
-
 ProfileData *profile_data_new(void) {
         ProfileData *d = calloc(1, sizeof(ProfileData));
 
@@ -369,7 +350,7 @@ int profile_data_intern_frame_full(ProfileData *d, const char *name, const char 
                         return -ENOMEM;
         }
 
-        r = grow_array((void **) &d->frames, &d->allocated_frames, d->n_frames + 1, sizeof(Frame));
+        r = GREEDY_REALLOC(d->frames, d->allocated_frames, d->n_frames + 1, 16);
         if (r < 0)
                 return r;
         r = index_reserve(ix);
@@ -411,8 +392,7 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
                         return -ENOMEM;
         }
 
-        r = grow_array((void **) &d->processes, &d->allocated_processes, d->n_processes + 1,
-                       sizeof(ProfileProcess));
+        r = GREEDY_REALLOC(d->processes, d->allocated_processes, d->n_processes + 1, 16);
         if (r < 0)
                 return r;
 
@@ -541,7 +521,7 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
                 }
         }
 
-        r = grow_array((void **) &d->stacks, &d->allocated_stacks, d->n_stacks + 1, sizeof(ProfileStack));
+        r = GREEDY_REALLOC(d->stacks, d->allocated_stacks, d->n_stacks + 1, 16);
         if (r < 0)
                 return r;
         r = index_reserve(ix);
@@ -638,8 +618,7 @@ int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start
                 if (!b)
                         return -ENOMEM;
         }
-        r = grow_array((void **) &d->mappings, &d->allocated_mappings, d->n_mappings + 1,
-                       sizeof(ProfileMapping));
+        r = GREEDY_REALLOC(d->mappings, d->allocated_mappings, d->n_mappings + 1, 16);
         if (r < 0)
                 return r;
         r = index_reserve(ix);
@@ -751,8 +730,7 @@ int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t
         }
         if (d->n_locations >= UINT32_MAX - 1)
                 return -E2BIG;
-        r = grow_array((void **) &d->locations, &d->allocated_locations, d->n_locations + 1,
-                       sizeof(ProfileLocation));
+        r = GREEDY_REALLOC(d->locations, d->allocated_locations, d->n_locations + 1, 16);
         if (r < 0)
                 return r;
         r = index_reserve(ix);
