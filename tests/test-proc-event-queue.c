@@ -10,6 +10,7 @@
 
 #include "proc-event-queue.h"
 #include "sample-park.h"
+#include "proc-maps-fixture.h"
 #include "tests.h"
 
 #define N_EVENTS 50
@@ -20,17 +21,6 @@ static ProcEventQueue *queue;
 static unsigned handled[N_EVENTS], n_handled;
 static char first_lines[N_EVENTS][128];
 static bool pending_while_handled;
-
-static void write_maps(int pid, const char *text) {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        ASSERT_TRUE(asprintf(&dir, "%s/%d", root, pid) > 0);
-        (void) mkdir(dir, 0755);
-        ASSERT_TRUE(asprintf(&path, "%s/maps", dir) > 0);
-        FILE *f = fopen(path, "we");
-        ASSERT_NOT_NULL(f);
-        fputs(text, f);
-        ASSERT_EQ(fclose(f), 0);
-}
 
 static void on_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
         _cleanup_fclose_ FILE *f = proc_maps_fopen(cache, root, (pid_t) e->pid);
@@ -80,7 +70,7 @@ TEST(events_in_order_with_their_mappings) {
                          "00400000-00401000 r--p 00000000 08:02 %d      /usr/bin/p%d\n"
                          "00401000-00402000 r-xp 00001000 08:02 %d      /usr/bin/p%d\n",
                          pid, pid, pid, pid);
-                write_maps(pid, text);
+                write_proc_maps(root, pid, text);
         }
         for (unsigned i = 0; i < N_EVENTS; i++) {
                 struct cgprof_proc_event ev = {

@@ -6,6 +6,7 @@
 
 #include "fileio.h"
 #include "proc-maps.h"
+#include "proc-maps-fixture.h"
 #include "tests.h"
 
 static char *make_root(void) {
@@ -13,17 +14,6 @@ static char *make_root(void) {
         char *d = mkdtemp(tmpl);
         ASSERT_NOT_NULL(d);
         return strdup(d);
-}
-
-static void write_maps(const char *root, int pid, const char *text) {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        ASSERT_TRUE(asprintf(&dir, "%s/%d", root, pid) > 0);
-        (void) mkdir(dir, 0755);
-        ASSERT_TRUE(asprintf(&path, "%s/maps", dir) > 0);
-        FILE *f = fopen(path, "we");
-        ASSERT_NOT_NULL(f);
-        fputs(text, f);
-        ASSERT_EQ(fclose(f), 0);
 }
 
 /* The first line of what proc_maps_fopen() gives, or "" when empty. */
@@ -70,15 +60,15 @@ TEST(cache_reads_once_until_cleared) {
         char *l;
 
         ASSERT_NOT_NULL(c);
-        write_maps(root, 100, LINE_A);
-        write_maps(root, 200, LINE_B);
+        write_proc_maps(root, 100, LINE_A);
+        write_proc_maps(root, 200, LINE_B);
 
         l = first_line(c, root, 100);
         ASSERT_STREQ(l, LINE_A);
         free(l);
         /* The process's mappings change; the same moment still sees what
          * it read first (one read for the readers of one moment). */
-        write_maps(root, 100, LINE_B);
+        write_proc_maps(root, 100, LINE_B);
         l = first_line(c, root, 100);
         ASSERT_STREQ(l, LINE_A);
         free(l);
@@ -101,7 +91,7 @@ TEST(cache_reads_once_until_cleared) {
         ASSERT_EQ(hits, UINT64_C(1));
 
         /* An empty file (a zombie's maps) is an empty stream. */
-        write_maps(root, 300, "");
+        write_proc_maps(root, 300, "");
         l = first_line(c, root, 300);
         ASSERT_STREQ(l, "");
         free(l);
@@ -115,7 +105,7 @@ TEST(cache_reads_once_until_cleared) {
         ASSERT_EQ(errno, ENOENT);
 
         /* Without a cache: the file itself, every time. */
-        write_maps(root, 100, LINE_A);
+        write_proc_maps(root, 100, LINE_A);
         l = first_line(NULL, root, 100);
         ASSERT_STREQ(l, LINE_A);
         free(l);
@@ -195,7 +185,7 @@ TEST(bounds_leave_out_runs_of_one_file) {
         ProcMapsText t = {};
 
         ASSERT_NOT_NULL(c);
-        write_maps(root, 100, text);
+        write_proc_maps(root, 100, text);
         /* 20,000 executable mappings of one file in a row: the first
          * PROC_MAPS_SAME_FILE_RUN_MAX, and the other file's (the last line,
          * without a newline) still comes through; no readable-only line. */
@@ -240,7 +230,7 @@ TEST(bounds_cap_executable_mappings) {
                 fprintf(f, "%x000-%x000 r-xp 00000000 08:02 %u      /usr/lib/lib%u.so\n", 0x1000 + i,
                         0x1001 + i, 100 + i, i);
         ASSERT_EQ(fclose(f), 0);
-        write_maps(root, 100, text);
+        write_proc_maps(root, 100, text);
         ASSERT_EQ(count_lines(c, root, 100, &last), (unsigned) PROC_MAPS_EXECUTABLE_MAX);
         ASSERT_EQ(proc_maps_cache_dropped(c, root, 100), (size_t) (5000 - PROC_MAPS_EXECUTABLE_MAX));
         free(text);

@@ -33,11 +33,11 @@ import tempfile
 import time
 
 import cgproflib
-from cgproflib import Agent, Cgroup, HOT, log, main, profile, skip, wait_for, workload
+import test_pprof
+from cgproflib import Agent, Cgroup, HOT, log, main, profile, wait_for, workload
 
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODE = "node-a"
-TOP_LINE = re.compile(r"^\s*(\S+)\s+([\d.]+)%\s+([\d.]+)%\s+(\S+)\s+([\d.]+)%\s+(.+?)\s*$")
 
 
 def free_port():
@@ -79,32 +79,18 @@ def curl(url, token=None, cacert=None, timeout=120):
     return int(r.stdout), body
 
 
-class GoPprof:
+class GoPprof(test_pprof.GoPprof):
+    """go tool pprof on a pulled profile (bytes)."""
+
     def __init__(self, tmp):
-        self.go = shutil.which("go")
-        if not self.go:
-            skip("no go (golang-go) for go tool pprof")
-        home = os.path.join(tmp, "go-home")
-        for d in ("", "cache", "path", "binaries"):
-            os.makedirs(os.path.join(home, d), exist_ok=True)
-        self.env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"),
-                        GOPATH=os.path.join(home, "path"), PPROF_TMPDIR=home,
-                        PPROF_BINARY_PATH=os.path.join(home, "binaries"), GOFLAGS="", GO111MODULE="off")
+        super().__init__(tmp)
         self.tmp = tmp
 
     def top(self, data):
         path = os.path.join(self.tmp, "pulled.pb.gz")
         with open(path, "wb") as f:
             f.write(data)
-        r = subprocess.run([self.go, "tool", "pprof", "-top", path], capture_output=True, text=True,
-                           timeout=300, env=self.env)
-        assert r.returncode == 0, f"go tool pprof -top failed ({r.returncode}):\n{r.stderr}"
-        out = {}
-        for line in r.stdout.splitlines():
-            m = TOP_LINE.match(line)
-            if m:
-                out[m.group(6)] = float(m.group(2))
-        return out
+        return test_pprof.parse_top(self.run("-top", path))
 
 
 def assert_pprof_shares(gp, data):
