@@ -35,35 +35,11 @@ static ElfSymtab *load_path(const char *path) {
  * and .dynsym. Returns false when not found. */
 static bool oracle_symbol(const char *path, const char *name, uint64_t *ret_value, uint64_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
-        Elf_Scn *scn = NULL;
-        bool found = false;
+        bool found;
         Elf *elf;
 
         elf = test_elf_open(path, &fd);
-
-        while (!found && (scn = elf_nextscn(elf, scn))) {
-                GElf_Shdr shdr;
-                Elf_Data *data;
-
-                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
-                if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
-                        continue;
-                data = elf_getdata(scn, NULL);
-                ASSERT_NOT_NULL(data);
-                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
-                        GElf_Sym sym;
-                        const char *n;
-
-                        ASSERT_NOT_NULL(gelf_getsym(data, (int) i, &sym));
-                        n = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                        if (n && streq(n, name) && sym.st_shndx != SHN_UNDEF) {
-                                *ret_value = sym.st_value;
-                                *ret_size = sym.st_size;
-                                found = true;
-                                break;
-                        }
-                }
-        }
+        found = test_elf_find_symbol(elf, name, ret_value, ret_size);
         elf_end(elf);
         return found;
 }

@@ -120,34 +120,9 @@ typedef struct OracleSym {
 } OracleSym;
 
 static bool oracle_elf(Elf *elf, const char *name, OracleSym *ret) {
-        Elf_Scn *scn = NULL;
         size_t phnum;
-        bool found = false;
 
-        while (!found && (scn = elf_nextscn(elf, scn))) {
-                GElf_Shdr shdr;
-                Elf_Data *data;
-
-                ASSERT_NOT_NULL(gelf_getshdr(scn, &shdr));
-                if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)
-                        continue;
-                data = elf_getdata(scn, NULL);
-                ASSERT_NOT_NULL(data);
-                for (size_t i = 0; i < shdr.sh_size / shdr.sh_entsize; i++) {
-                        GElf_Sym sym;
-                        const char *n;
-
-                        ASSERT_NOT_NULL(gelf_getsym(data, (int) i, &sym));
-                        n = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                        if (n && streq(n, name) && sym.st_shndx != SHN_UNDEF) {
-                                ret->value = sym.st_value;
-                                ret->size = sym.st_size;
-                                found = true;
-                                break;
-                        }
-                }
-        }
-        if (!found)
+        if (!test_elf_find_symbol(elf, name, &ret->value, &ret->size))
                 return false;
 
         ASSERT_EQ(elf_getphdrnum(elf, &phnum), 0);
