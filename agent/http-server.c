@@ -4,6 +4,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -34,6 +35,7 @@ struct HttpRequest {
         size_t size;
         HttpRequestCancel cancel;
         void *cancel_userdata;
+        sd_event_source *hangup; /* the client's end of file, while suspended */
 };
 
 struct HttpServer {
@@ -147,6 +149,7 @@ static void request_free(HttpRequest *req) {
                 s->requests = req->next;
         if (req->next)
                 req->next->prev = req->prev;
+        req->hangup = sd_event_source_disable_unref(req->hangup);
         free(req->body);
         free(req->path);
         free(req);
@@ -170,6 +173,41 @@ static const HttpRoute *route_find(HttpServer *s, const char *url) {
                         return &s->routes[i];
         }
         return NULL;
+}
+
+/* The client hung up while its request waited: its owner forgets it, and
+ * the answer that resumes the connection lets MHD find the socket closed
+ * and free the connection. */
+static int on_hangup(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        HttpRequest *req = userdata;
+        HttpRequestCancel cancel = req->cancel;
+
+        req->hangup = sd_event_source_disable_unref(req->hangup);
+        req->cancel = NULL;
+        req->server->stats.abandoned++;
+        log_debug("http: the client of %s hung up before its answer.", req->path);
+        if (cancel)
+                cancel(req->cancel_userdata, HTTP_CANCEL_CLIENT_GONE);
+        (void) http_request_reply_text(req, HTTP_STATUS_CLIENT_CLOSED_REQUEST, "The client hung up.\n");
+        return 0;
+}
+
+/* Watches the suspended request's socket for the client's end of file (in
+ * the loop's epoll set: MHD's own does not watch a suspended connection).
+ * Without it (no fd, no memory) the request still ends with its answer. */
+static void watch_hangup(HttpRequest *req) {
+        const union MHD_ConnectionInfo *i =
+                MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int r;
+
+        if (!i || i->connect_fd < 0)
+                return;
+        r = sd_event_add_io(req->server->event, &req->hangup, i->connect_fd, EPOLLRDHUP, on_hangup, req);
+        if (r < 0) {
+                log_debug_errno(r, "http: cannot watch the connection of %s for a hang-up: %m", req->path);
+                return;
+        }
+        (void) sd_event_source_set_description(req->hangup, "http-hangup");
 }
 
 static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c, const char *url,
@@ -206,6 +244,7 @@ static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c,
         MHD_suspend_connection(c);
         req->suspended = true;
         s->stats.suspended++;
+        watch_hangup(req);
         return MHD_YES;
 }
 
@@ -258,7 +297,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                 return;
         *con_cls = NULL;
         if (!req->replied && req->cancel)
-                req->cancel(req->cancel_userdata);
+                req->cancel(req->cancel_userdata, HTTP_CANCEL_SERVER_GONE);
         if (req->suspended)
                 req->server->stats.suspended--;
         request_free(req);
@@ -317,6 +356,7 @@ int http_request_reply(HttpRequest *req, unsigned status, const char *content_ty
         req->body = body;
         req->size = body ? size : 0;
         req->cancel = NULL;
+        req->hangup = sd_event_source_disable_unref(req->hangup);
         if (req->suspended) {
                 /* The next MHD_run() calls on_request() again, which queues it:
                  * run it now (MHD's ITC does not wake its epoll fd in the
@@ -477,7 +517,7 @@ HttpServer *http_server_free(HttpServer *s) {
                 for (HttpRequest *req = s->requests; req; req = req->next)
                         if (!req->replied) {
                                 if (req->cancel)
-                                        req->cancel(req->cancel_userdata);
+                                        req->cancel(req->cancel_userdata, HTTP_CANCEL_SERVER_GONE);
                                 req->cancel = NULL;
                                 (void) http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
                                                                "The agent is stopping.\n");

@@ -21,6 +21,9 @@
 
 #define HTTP_SERVER_MEMORY_LIMIT (32U * 1024U)
 #define HTTP_SERVER_ROUTES_MAX 16U
+/* The status of a request whose client hung up before its answer (nginx's
+ * 499: counted among the errors, never read by anyone). */
+#define HTTP_STATUS_CLIENT_CLOSED_REQUEST 499U
 
 typedef struct HttpServer HttpServer;
 
@@ -49,11 +52,18 @@ typedef int (*HttpHandler)(const char *path, HttpResponse *ret, void *userdata);
  * handler's call) and either replies at once or keeps it and replies
  * later, from any event of the loop. Until then the connection is
  * suspended (MHD_suspend_connection(): no timeout, no event); the reply
- * resumes it. If the listener goes away first, the cancel callback (if
- * set) is called and the request must be forgotten. */
+ * resumes it. If the client hangs up first (the connection's socket reads
+ * end of file: EPOLLRDHUP, watched while the request waits; a client that
+ * only half-closes its side counts as gone, as Go's net/http server
+ * counts it), or the listener goes away, the cancel callback (if set) is
+ * called with the reason and the request must be forgotten. */
 typedef struct HttpRequest HttpRequest;
 typedef int (*HttpAsyncHandler)(HttpRequest *req, void *userdata);
-typedef void (*HttpRequestCancel)(void *userdata);
+typedef enum HttpCancelReason {
+        HTTP_CANCEL_CLIENT_GONE,
+        HTTP_CANCEL_SERVER_GONE,
+} HttpCancelReason;
+typedef void (*HttpRequestCancel)(void *userdata, HttpCancelReason reason);
 
 const char *http_request_path(const HttpRequest *req);
 bool http_request_is_head(const HttpRequest *req);
@@ -72,6 +82,7 @@ typedef struct HttpServerStats {
         uint64_t requests; /* answered, any status */
         uint64_t errors; /* 4xx and 5xx among them */
         uint64_t suspended; /* requests waiting for their answer now */
+        uint64_t abandoned; /* waiting requests whose client hung up */
         uint64_t tls_reloads; /* new certificate/key pairs loaded */
 } HttpServerStats;
 

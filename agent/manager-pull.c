@@ -146,10 +146,20 @@ static void request_release(PullRequest *p) {
         request_free(p);
 }
 
-static void on_http_cancel(void *userdata) {
+static void on_http_cancel(void *userdata, HttpCancelReason reason) {
         PullRequest *p = userdata;
+        _cleanup_free_ char *error = NULL;
 
         p->req = NULL;
+        /* A profile nobody waits for any more: stop profiling (its report
+         * is still written, as for cgprofctl stop), as Go's
+         * /debug/pprof/profile stops when its client goes. */
+        if (reason == HTTP_CANCEL_CLIENT_GONE && p->kind == PULL_PROFILE && p->session_id && p->pull) {
+                log_info("http: the client of the pull of session %s hung up: stopping the session.",
+                         p->session_id);
+                if (manager_stop_session(p->pull->manager, p->session_id, NULL, NULL, &error) < 0)
+                        log_debug("http: session %s: %s", p->session_id, strna(error));
+        }
         request_release(p);
 }
 

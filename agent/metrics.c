@@ -297,6 +297,9 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         http_server_stats(m->http, &hs);
         metrics_counter_u64(w, "cgprof_http_requests_total", "HTTP requests answered (before this one).",
                             hs.requests);
+        metrics_counter_u64(w, "cgprof_http_requests_abandoned_total",
+                            "Requests waiting for their answer (a profile pull) whose client hung up.",
+                            hs.abandoned);
         if (m->pull)
                 metrics_counter_table(w, "cgprof_http_pprof_requests_total",
                                       "Profile pulls and report requests answered, by HTTP status code.",

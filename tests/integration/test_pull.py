@@ -228,6 +228,36 @@ def test_host_loopback_and_tls_reload():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def check_hang_up(agent, sock, cg):
+    """A client that hangs up while its pull of 300 s waits stops the
+    session: it ends "stopped" (not "duration", 300 s later), its report is
+    written, and the abandoned request is counted."""
+    before = {s["session"] for s in agent.summaries()}
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(sock)
+    c.sendall(f"GET /debug/pprof/profile?seconds=300&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+              .encode())
+    # The session runs: the pull is waiting for it.
+    sid = wait_for(lambda: next((s["id"] for s in json.loads(agent.ctl("--json", "sessions").stdout)
+                                 if s.get("cgroup") == cg.rel), None), what="the pull's session")
+    c.close()
+    report = agent.wait_summary(lambda s: s["session"] == sid and s["session"] not in before,
+                                what="the abandoned pull's report")
+    assert report["endReason"] == "stopped", report["endReason"]
+    assert f"the client of the pull of session {sid} hung up" in agent.log()
+    status, body = curl_unix(sock, "/metrics")
+    assert status == 200 and "cgprof_http_requests_abandoned_total 1" in body.decode(), body[-2000:]
+
+
+def curl_unix(sock, path):
+    """(status, body bytes) of a GET on the Unix socket."""
+    r = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", sock,
+                        f"http://localhost{path}"], capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    body, _, code = r.stdout.rpartition(b"\n")
+    return int(code), body
+
+
 def test_host_unix_socket():
     """pprof on a Unix socket: owner-only (0600), served as on loopback, removed when the agent stops."""
     tmp = tempfile.mkdtemp(prefix="cgprof-pull-unix-")
@@ -247,6 +277,7 @@ def test_host_unix_socket():
         assert r.stdout == "200", (r.stdout, r.stderr)
         with open(os.path.join(tmp, "p.pb.gz"), "rb") as f:
             assert_pprof_shares(gp, f.read())
+        check_hang_up(agent, sock, cg)
         proc.kill()
         proc.wait()
         assert agent.stop() == 0
