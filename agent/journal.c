@@ -55,7 +55,17 @@ static void fields_add_u64(Fields *f, const char *name, uint64_t v) {
         fields_add(f, name, buf);
 }
 
-/* Sends the entry to journald, or prints MESSAGE and the CGPROF_ fields to stderr. */
+/* One kind of entry: its MESSAGE_ID and its CGPROF_EVENT, the first two
+ * fields. Each family of entries has a table of them, by event. */
+typedef struct EntryKind {
+        const char *id, *event;
+} EntryKind;
+
+static void fields_add_kind(Fields *f, const EntryKind *k) {
+        fields_add(f, "MESSAGE_ID", k->id);
+        fields_add(f, "CGPROF_EVENT", k->event);
+}
+
 /* The MESSAGE= text of an entry (NULL: out of memory; the entry goes
  * without it). */
 static char *format_message(const char *format, va_list ap) {
@@ -63,6 +73,17 @@ static char *format_message(const char *format, va_list ap) {
         return vasprintf(&m, format, ap) < 0 ? NULL : m;
 }
 
+/* ... of a function's format and its variadic arguments. */
+#define FORMAT_MESSAGE(format)                          \
+        ({                                              \
+                va_list _ap;                            \
+                va_start(_ap, format);                  \
+                char *_m = format_message(format, _ap); \
+                va_end(_ap);                            \
+                _m;                                     \
+        })
+
+/* Sends the entry to journald, or prints MESSAGE and the CGPROF_ fields to stderr. */
 static void fields_send(Fields *f, int priority, const char *message) {
         char prio[2] = { (char) ('0' + priority), 0 };
 
@@ -88,26 +109,16 @@ static void fields_send(Fields *f, int priority, const char *message) {
 }
 
 void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, const char *format, ...) {
-        static const char *const ids[_JOURNAL_SESSION_EVENT_MAX] = {
-                [JOURNAL_SESSION_START] = CGPROF_MESSAGE_SESSION_START,
-                [JOURNAL_SESSION_END] = CGPROF_MESSAGE_SESSION_END,
-                [JOURNAL_SESSION_FAILURE] = CGPROF_MESSAGE_SESSION_FAILURE,
+        static const EntryKind kinds[_JOURNAL_SESSION_EVENT_MAX] = {
+                [JOURNAL_SESSION_START] = { CGPROF_MESSAGE_SESSION_START, "start" },
+                [JOURNAL_SESSION_END] = { CGPROF_MESSAGE_SESSION_END, "end" },
+                [JOURNAL_SESSION_FAILURE] = { CGPROF_MESSAGE_SESSION_FAILURE, "failure" },
         };
-        static const char *const kinds[_JOURNAL_SESSION_EVENT_MAX] = {
-                [JOURNAL_SESSION_START] = "start",
-                [JOURNAL_SESSION_END] = "end",
-                [JOURNAL_SESSION_FAILURE] = "failure",
-        };
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *message = FORMAT_MESSAGE(format);
         Fields f = {};
-        va_list ap;
 
-        va_start(ap, format);
-        message = format_message(format, ap);
-        va_end(ap);
-
-        FIELDS_ADD(&f, { "MESSAGE_ID", ids[ev] }, { "CGPROF_EVENT", kinds[ev] },
-                   { "CGPROF_SESSION", sf->session }, { "CGPROF_PROFILE", sf->profile },
+        fields_add_kind(&f, &kinds[ev]);
+        FIELDS_ADD(&f, { "CGPROF_SESSION", sf->session }, { "CGPROF_PROFILE", sf->profile },
                    { "CGPROF_TARGET", sf->target }, { "CGPROF_NAMESPACE", sf->namespace },
                    { "CGPROF_POD", sf->pod }, { "CGPROF_CONTAINER", sf->container },
                    { "CGPROF_CGROUP", sf->cgroup }, { "CGPROF_PROFILE_CONFIG", sf->profile_config });
@@ -165,8 +176,9 @@ void journal_machine_change(const char *name, const char *old_value, const char 
                 break;
         }
 
-        FIELDS_ADD(&f, { "MESSAGE_ID", ids[change] }, { "CGPROF_EVENT", machine_change_to_string(change) },
-                   { "CGPROF_SYSCTL", name }, { "CGPROF_OLD_VALUE", old_value },
+        /* The CGPROF_EVENT of a change is its name ("apply", "drift", "restore"). */
+        fields_add_kind(&f, &(const EntryKind){ ids[change], machine_change_to_string(change) });
+        FIELDS_ADD(&f, { "CGPROF_SYSCTL", name }, { "CGPROF_OLD_VALUE", old_value },
                    { "CGPROF_NEW_VALUE", new_value }, { "CGPROF_NODE", strempty(mf->node) },
                    { "CGPROF_MACHINE_ENTRY", mf->entry }, { "CGPROF_NODE_SELECTOR", mf->selector });
         fields_send(&f, change == MACHINE_CHANGE_DRIFT ? LOG_WARNING : LOG_NOTICE,
@@ -176,22 +188,20 @@ void journal_machine_change(const char *name, const char *old_value, const char 
 
 void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileConfigFields *pf,
                             const char *message) {
-        static const char *const ids[_JOURNAL_PROFILE_CONFIG_EVENT_MAX] = {
-                [JOURNAL_PROFILE_CONFIG_REJECTED] = CGPROF_MESSAGE_PROFILE_CONFIG_REJECTED,
-                [JOURNAL_PROFILE_CONFIG_CONFLICT] = CGPROF_MESSAGE_PROFILE_CONFIG_CONFLICT,
-                [JOURNAL_PROFILE_CONFIG_APPLIED] = CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED,
-        };
-        static const char *const kinds[_JOURNAL_PROFILE_CONFIG_EVENT_MAX] = {
-                [JOURNAL_PROFILE_CONFIG_REJECTED] = "profileconfig-rejected",
-                [JOURNAL_PROFILE_CONFIG_CONFLICT] = "profileconfig-conflict",
-                [JOURNAL_PROFILE_CONFIG_APPLIED] = "profileconfig-applied",
+        static const EntryKind kinds[_JOURNAL_PROFILE_CONFIG_EVENT_MAX] = {
+                [JOURNAL_PROFILE_CONFIG_REJECTED] = { CGPROF_MESSAGE_PROFILE_CONFIG_REJECTED,
+                                                      "profileconfig-rejected" },
+                [JOURNAL_PROFILE_CONFIG_CONFLICT] = { CGPROF_MESSAGE_PROFILE_CONFIG_CONFLICT,
+                                                      "profileconfig-conflict" },
+                [JOURNAL_PROFILE_CONFIG_APPLIED] = { CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED,
+                                                     "profileconfig-applied" },
         };
         Fields f = {};
 
         if (ev < 0 || ev >= _JOURNAL_PROFILE_CONFIG_EVENT_MAX)
                 return;
-        FIELDS_ADD(&f, { "MESSAGE_ID", ids[ev] }, { "CGPROF_EVENT", kinds[ev] },
-                   { "CGPROF_NAMESPACE", pf->namespace }, { "CGPROF_PROFILE_CONFIG", pf->name },
+        fields_add_kind(&f, &kinds[ev]);
+        FIELDS_ADD(&f, { "CGPROF_NAMESPACE", pf->namespace }, { "CGPROF_PROFILE_CONFIG", pf->name },
                    { "CGPROF_ERROR", pf->error }, { "CGPROF_TARGET", pf->target },
                    { "CGPROF_CONFLICT_WITH", pf->conflict_with }, { "CGPROF_CHANGE", pf->change });
         fields_send(&f, ev == JOURNAL_PROFILE_CONFIG_APPLIED ? LOG_NOTICE : LOG_WARNING,
@@ -200,16 +210,10 @@ void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileCo
 }
 
 void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) {
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *message = FORMAT_MESSAGE(format);
         Fields f = {};
-        va_list ap;
 
-        va_start(ap, format);
-        message = format_message(format, ap);
-        va_end(ap);
-
-        fields_add(&f, "MESSAGE_ID", CGPROF_MESSAGE_REPORT_INTERRUPTED);
-        fields_add(&f, "CGPROF_EVENT", "report-interrupted");
+        fields_add_kind(&f, &(const EntryKind){ CGPROF_MESSAGE_REPORT_INTERRUPTED, "report-interrupted" });
         fields_add(&f, "CGPROF_SESSION", rf->session);
         fields_add(&f, "CGPROF_REPORT", rf->report);
         fields_add(&f, "CGPROF_REASON", rf->reason);
