@@ -579,20 +579,46 @@ static int append_query(char **url, const char *sep, const char *key, const char
         return 0;
 }
 
+/* One parameter of a request's query: escape says whether to percent-encode
+ * the value. A NULL value leaves the parameter out. */
+typedef struct QueryParam {
+        const char *key, *value;
+        bool escape;
+} QueryParam;
+
+/* path?key=value&key=value... of the n params (the ones with a value). */
+static int request_url(const char *path, const QueryParam *params, size_t n, char **ret) {
+        _cleanup_free_ char *url = NULL;
+        const char *sep = "?";
+        int r;
+
+        url = strdup(path);
+        if (!url)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!params[i].value)
+                        continue;
+                r = append_query(&url, sep, params[i].key, params[i].value, params[i].escape);
+                if (r < 0)
+                        return r;
+                sep = "&";
+        }
+        *ret = TAKE_PTR(url);
+        return 0;
+}
+
 static int watch_start_list(KubeWatch *w) {
         _cleanup_free_ char *url = NULL;
         char limit[32];
         int r;
 
-        url = strdup(w->path);
-        if (!url)
-                return -ENOMEM;
         snprintf(limit, sizeof(limit), "%u", w->opts.page_size);
-        r = append_query(&url, "?", "limit", limit, false);
-        if (r >= 0 && w->continue_token)
-                r = append_query(&url, "&", "continue", w->continue_token, true);
-        if (r >= 0 && w->field_selector)
-                r = append_query(&url, "&", "fieldSelector", w->field_selector, false);
+        const QueryParam params[] = {
+                { "limit", limit },
+                { "continue", w->continue_token, true },
+                { "fieldSelector", w->field_selector },
+        };
+        r = request_url(w->path, params, ELEMENTSOF(params), &url);
         if (r < 0)
                 return r;
 
@@ -811,23 +837,19 @@ static int watch_start_watch(KubeWatch *w) {
         char timeout[32];
         int r;
 
-        url = strdup(w->path);
-        if (!url)
-                return -ENOMEM;
         /* Ask the server to end the watch before it could look stalled to
          * us: a quiet collection on a server that sends no periodic
          * bookmarks (before 1.21) must end normally, not in an idle timeout. */
         unsigned t = MIN(w->opts.timeout_sec, w->opts.idle_sec - MAX(w->opts.idle_sec / 10, 1U));
         snprintf(timeout, sizeof(timeout), "%u", MAX(t, 1U));
-        r = append_query(&url, "?", "watch", "1", false);
-        if (r >= 0)
-                r = append_query(&url, "&", "resourceVersion", strempty(w->rv), true);
-        if (r >= 0)
-                r = append_query(&url, "&", "allowWatchBookmarks", "true", false);
-        if (r >= 0)
-                r = append_query(&url, "&", "timeoutSeconds", timeout, false);
-        if (r >= 0 && w->field_selector)
-                r = append_query(&url, "&", "fieldSelector", w->field_selector, false);
+        const QueryParam params[] = {
+                { "watch", "1" },
+                { "resourceVersion", strempty(w->rv), true },
+                { "allowWatchBookmarks", "true" },
+                { "timeoutSeconds", timeout },
+                { "fieldSelector", w->field_selector },
+        };
+        r = request_url(w->path, params, ELEMENTSOF(params), &url);
         if (r < 0)
                 return r;
 
