@@ -244,11 +244,7 @@ void manager_machine_restore(Manager *m) {
 void manager_machine_free(Manager *m) {
         m->machine_timer = sd_event_source_disable_unref(m->machine_timer);
         machine_wants_done(&m->machine_wants);
-        for (size_t i = 0; i < m->n_machine_last; i++)
-                free(m->machine_last[i].name);
-        free(m->machine_last);
-        m->machine_last = NULL;
-        m->n_machine_last = 0;
+        ARRAY_CLEAR(m->machine_last, m->n_machine_last, free(_e->name));
         m->node_labels = strv_free(m->node_labels);
 }
 

@@ -40,11 +40,7 @@ int report_retry_init(ReportRetry *q) {
 }
 
 void report_retry_done(ReportRetry *q) {
-        for (size_t i = 0; i < q->n_pending; i++)
-                report_write_free(q->pending[i]);
-        free(q->pending);
-        q->pending = NULL;
-        q->n_pending = 0;
+        ARRAY_CLEAR(q->pending, q->n_pending, report_write_free(*_e));
         q->bytes = 0;
         q->timer = sd_event_source_disable_unref(q->timer);
 }

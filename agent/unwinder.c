@@ -564,11 +564,7 @@ static void process_unload_maps(UnwindProcess *p) {
 
         /* Not ready any more first: the walker falls back to frame pointers. */
         (void) bpf_map_delete_elem(u->maps.procs_fd, &pid);
-        for (size_t i = 0; i < p->n_keys; i++)
-                (void) bpf_map_delete_elem(u->maps.mappings_fd, &p->keys[i]);
-        free(p->keys);
-        p->keys = NULL;
-        p->n_keys = 0;
+        ARRAY_CLEAR(p->keys, p->n_keys, (void) bpf_map_delete_elem(u->maps.mappings_fd, _e));
 }
 
 /* ... and drops its mappings. */
@@ -576,11 +572,7 @@ static void process_unload(UnwindProcess *p) {
         Unwinder *u = p->unwinder;
 
         process_unload_maps(p);
-        for (size_t i = 0; i < p->n_mappings; i++)
-                file_unref(u, p->mappings[i].file);
-        free(p->mappings);
-        p->mappings = NULL;
-        p->n_mappings = 0;
+        ARRAY_CLEAR(p->mappings, p->n_mappings, file_unref(u, _e->file));
 }
 
 static void process_free(UnwindProcess *p) {

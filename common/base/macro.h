@@ -200,6 +200,20 @@ static inline int greedy_realloc(void **p, size_t *allocated, size_t need, size_
                 _lo;                                                       \
         })
 
+/* Empties a malloc()ed array of n elements: FREE_ONE, an expression of
+ * `_e` (a pointer to one element), on each in order, then frees the array
+ * and sets it to NULL and n to 0. */
+#define ARRAY_CLEAR(array, n, FREE_ONE)                            \
+        do {                                                       \
+                for (size_t _i = 0; _i < (n); _i++) {              \
+                        __typeof__((array)[0]) *_e = &(array)[_i]; \
+                        FREE_ONE;                                  \
+                }                                                  \
+                free(array);                                       \
+                (array) = NULL;                                    \
+                (n) = 0;                                           \
+        } while (0)
+
 /* errno-safe negative error from a libc call that set errno. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
