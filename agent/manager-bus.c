@@ -25,6 +25,21 @@
 
 #define SYSTEM_BUS_SOCKET "/run/dbus/system_bus_socket"
 
+/* Appends the n elements of list as an array of the struct signature sig
+ * ("(ss)"): each one as the arguments after the signature, expressions of
+ * `_e` (a pointer to the element). Returns 0 or a negative errno. */
+#define BUS_APPEND_ARRAY(m, sig, list, n, ...)                           \
+        ({                                                               \
+                int _r = sd_bus_message_open_container(m, 'a', sig);     \
+                for (size_t _i = 0; _r >= 0 && _i < (n); _i++) {         \
+                        const __typeof__((list)[0]) *_e = &(list)[_i];   \
+                        _r = sd_bus_message_append(m, sig, __VA_ARGS__); \
+                }                                                        \
+                if (_r >= 0)                                             \
+                        _r = sd_bus_message_close_container(m);          \
+                _r;                                                      \
+        })
+
 /* A control error as a D-Bus error of bus-api.h. */
 static int bus_reply_error(sd_bus_error *error, int r, const char *message) {
         const char *name;
@@ -95,11 +110,7 @@ static int property_get_machine_config(sd_bus *bus, const char *path, const char
         r = manager_machine_config(userdata, &list, &n);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(sss)", list[i].name, list[i].wanted, list[i].current);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+        r = BUS_APPEND_ARRAY(reply, "(sss)", list, n, _e->name, _e->wanted, _e->current);
         control_sysctls_free(list, n);
         return r;
 }
@@ -125,12 +136,7 @@ static int append_targets(sd_bus_message *m, Manager *manager) {
         r = manager_list_targets(manager, &list, &n);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(m, 'a', "(sssb)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "(sssb)", list[i].name, list[i].profile, list[i].kind,
-                                          (int) list[i].disabled);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
+        r = BUS_APPEND_ARRAY(m, "(sssb)", list, n, _e->name, _e->profile, _e->kind, (int) _e->disabled);
         control_targets_free(list, n);
         return r;
 }
@@ -163,15 +169,9 @@ static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_erro
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ssssssssttt)");
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                const ControlSession *s = &list[i];
-                r = sd_bus_message_append(reply, "(ssssssssttt)", s->id, s->state, s->target, s->profile,
-                                          s->namespace, s->pod, s->container, s->cgroup, s->start_usec,
-                                          s->duration_usec, s->samples);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = BUS_APPEND_ARRAY(reply, "(ssssssssttt)", list, n, _e->id, _e->state, _e->target,
+                                     _e->profile, _e->namespace, _e->pod, _e->container, _e->cgroup,
+                                     _e->start_usec, _e->duration_usec, _e->samples);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -195,11 +195,7 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
         if (r >= 0)
                 r = sd_bus_message_append(reply, "bss", (int) check.targeted, check.target, check.profile);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ss)");
-        for (size_t i = 0; r >= 0 && i < check.n_reasons; i++)
-                r = sd_bus_message_append(reply, "(ss)", check.reasons[i].target, check.reasons[i].reason);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = BUS_APPEND_ARRAY(reply, "(ss)", check.reasons, check.n_reasons, _e->target, _e->reason);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -219,14 +215,8 @@ static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_b
                 r = sd_bus_message_append(reply, "sss", strempty(m->node_name), check.labels,
                                           check.labels_source);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ssssss)");
-        for (size_t i = 0; r >= 0 && i < check.n_sysctls; i++) {
-                const ControlMachineSysctl *x = &check.sysctls[i];
-                r = sd_bus_message_append(reply, "(ssssss)", x->name, x->desired, x->entry, x->selector,
-                                          x->actual, x->state);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = BUS_APPEND_ARRAY(reply, "(ssssss)", check.sysctls, check.n_sysctls, _e->name,
+                                     _e->desired, _e->entry, _e->selector, _e->actual, _e->state);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
@@ -356,15 +346,9 @@ static void list_reports_done(WorkerJob *job, bool ran) {
         else {
                 r = sd_bus_message_new_method_return(j->msg, &reply);
                 if (r >= 0)
-                        r = sd_bus_message_open_container(reply, 'a', "(sssssstt)");
-                for (size_t i = 0; r >= 0 && i < j->n; i++) {
-                        const ControlReport *x = &j->list[i];
-                        r = sd_bus_message_append(reply, "(sssssstt)", x->session, x->report_dir,
-                                                  x->namespace, x->pod, x->container, x->cgroup,
-                                                  x->start_usec, x->samples);
-                }
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
+                        r = BUS_APPEND_ARRAY(reply, "(sssssstt)", j->list, j->n, _e->session, _e->report_dir,
+                                             _e->namespace, _e->pod, _e->container, _e->cgroup,
+                                             _e->start_usec, _e->samples);
                 if (r >= 0)
                         r = sd_bus_send(NULL, reply, NULL);
                 if (r < 0)
