@@ -159,27 +159,13 @@ static size_t bucket_of(const Symbolizer *s, dev_t dev, ino_t ino) {
 static void lru_remove(Symbolizer *s, FileEntry *e) {
         if (!e->in_lru)
                 return;
-        if (e->lru_prev)
-                e->lru_prev->lru_next = e->lru_next;
-        else
-                s->lru_head = e->lru_next;
-        if (e->lru_next)
-                e->lru_next->lru_prev = e->lru_prev;
-        else
-                s->lru_tail = e->lru_prev;
-        e->lru_prev = e->lru_next = NULL;
+        DLIST_REMOVE(lru_prev, lru_next, s->lru_head, s->lru_tail, e);
         e->in_lru = false;
         s->n_lru--;
 }
 
 static void lru_push_front(Symbolizer *s, FileEntry *e) {
-        e->lru_prev = NULL;
-        e->lru_next = s->lru_head;
-        if (s->lru_head)
-                s->lru_head->lru_prev = e;
-        else
-                s->lru_tail = e;
-        s->lru_head = e;
+        DLIST_PREPEND(lru_prev, lru_next, s->lru_head, s->lru_tail, e);
         e->in_lru = true;
         s->n_lru++;
 }

@@ -215,27 +215,13 @@ static int build_id_cmp(const void *a, const void *b) {
 static void unused_remove(Unwinder *u, UnwindFile *f) {
         if (!f->in_unused)
                 return;
-        if (f->unused_prev)
-                f->unused_prev->unused_next = f->unused_next;
-        else
-                u->unused_first = f->unused_next;
-        if (f->unused_next)
-                f->unused_next->unused_prev = f->unused_prev;
-        else
-                u->unused_last = f->unused_prev;
-        f->unused_prev = f->unused_next = NULL;
+        DLIST_REMOVE(unused_prev, unused_next, u->unused_first, u->unused_last, f);
         f->in_unused = false;
         u->stats.tables_unused--;
 }
 
 static void unused_append(Unwinder *u, UnwindFile *f) {
-        f->unused_prev = u->unused_last;
-        f->unused_next = NULL;
-        if (u->unused_last)
-                u->unused_last->unused_next = f;
-        else
-                u->unused_first = f;
-        u->unused_last = f;
+        DLIST_APPEND(unused_prev, unused_next, u->unused_first, u->unused_last, f);
         f->in_unused = true;
         f->unused_since = now_usec(CLOCK_MONOTONIC);
         u->stats.tables_unused++;

@@ -214,6 +214,36 @@ static inline int greedy_realloc(void **p, size_t *allocated, size_t need, size_
                 (n) = 0;                                           \
         } while (0)
 
+/* Doubly linked lists from head to tail, through the fields PREV and NEXT
+ * of each element (e.g. lru_prev, lru_next). DLIST_REMOVE unlinks e (in
+ * the list), DLIST_PREPEND puts e first, DLIST_APPEND last. */
+#define DLIST_REMOVE(PREV, NEXT, head, tail, e)    \
+        do {                                       \
+                __typeof__(e) _e = (e);            \
+                if (_e->PREV)                      \
+                        _e->PREV->NEXT = _e->NEXT; \
+                else                               \
+                        (head) = _e->NEXT;         \
+                if (_e->NEXT)                      \
+                        _e->NEXT->PREV = _e->PREV; \
+                else                               \
+                        (tail) = _e->PREV;         \
+                _e->PREV = _e->NEXT = NULL;        \
+        } while (0)
+#define DLIST_PREPEND(PREV, NEXT, head, tail, e) \
+        do {                                     \
+                __typeof__(e) _e = (e);          \
+                _e->PREV = NULL;                 \
+                _e->NEXT = (head);               \
+                if (head)                        \
+                        (head)->PREV = _e;       \
+                else                             \
+                        (tail) = _e;             \
+                (head) = _e;                     \
+        } while (0)
+/* (The same, from the other end.) */
+#define DLIST_APPEND(PREV, NEXT, head, tail, e) DLIST_PREPEND(NEXT, PREV, tail, head, e)
+
 /* errno-safe negative error from a libc call that set errno. */
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
