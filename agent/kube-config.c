@@ -200,12 +200,26 @@ static int decode_data(Loader *l, const char *what, const char *name, const char
         return 0;
 }
 
+/* PEM text of the node given inline (data_key, base64, into *data) or else
+ * as a file (file_key, its resolved path into *file); neither: nothing. */
+static int load_pem(Loader *l, yaml_node_t *node, const char *what, const char *name, const char *data_key,
+                    const char *file_key, char **data, char **file) {
+        const char *s;
+
+        s = yaml_get_scalar(&l->doc, node, data_key);
+        if (s)
+                return decode_data(l, what, name, data_key, s, data);
+        s = yaml_get_scalar(&l->doc, node, file_key);
+        if (s)
+                return resolve_file(l, what, name, file_key, s, file);
+        return 0;
+}
+
 static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConfig *c) {
         yaml_document_t *d = &l->doc;
         yaml_node_t *cl;
         const char *s;
         size_t scheme;
-        int r;
 
         cl = yaml_find_named(d, root, "clusters", "cluster", name);
         if (!cl)
@@ -232,21 +246,8 @@ static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConf
         for (size_t n = strlen(c->server); n > 0 && c->server[n - 1] == '/'; n--)
                 c->server[n - 1] = 0;
 
-        s = yaml_get_scalar(d, cl, "certificate-authority-data");
-        if (s) {
-                r = decode_data(l, "cluster", name, "certificate-authority-data", s, &c->ca_data);
-                if (r < 0)
-                        return r;
-        } else {
-                s = yaml_get_scalar(d, cl, "certificate-authority");
-                if (s) {
-                        r = resolve_file(l, "cluster", name, "certificate-authority", s, &c->ca_file);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        return 0;
+        return load_pem(l, cl, "cluster", name, "certificate-authority-data", "certificate-authority",
+                        &c->ca_data, &c->ca_file);
 }
 
 static int load_user(Loader *l, yaml_node_t *root, const char *name, KubeConfig *c) {
@@ -279,27 +280,14 @@ static int load_user(Loader *l, yaml_node_t *root, const char *name, KubeConfig 
                         return r;
         }
 
-        s = yaml_get_scalar(d, u, "client-certificate-data");
-        if (s) {
-                r = decode_data(l, "user", name, "client-certificate-data", s, &c->client_cert_data);
-                if (r < 0)
-                        return r;
-        } else if ((s = yaml_get_scalar(d, u, "client-certificate"))) {
-                r = resolve_file(l, "user", name, "client-certificate", s, &c->client_cert_file);
-                if (r < 0)
-                        return r;
-        }
-
-        s = yaml_get_scalar(d, u, "client-key-data");
-        if (s) {
-                r = decode_data(l, "user", name, "client-key-data", s, &c->client_key_data);
-                if (r < 0)
-                        return r;
-        } else if ((s = yaml_get_scalar(d, u, "client-key"))) {
-                r = resolve_file(l, "user", name, "client-key", s, &c->client_key_file);
-                if (r < 0)
-                        return r;
-        }
+        r = load_pem(l, u, "user", name, "client-certificate-data", "client-certificate",
+                     &c->client_cert_data, &c->client_cert_file);
+        if (r < 0)
+                return r;
+        r = load_pem(l, u, "user", name, "client-key-data", "client-key", &c->client_key_data,
+                     &c->client_key_file);
+        if (r < 0)
+                return r;
 
         bool cert = c->client_cert_data || c->client_cert_file,
              key = c->client_key_data || c->client_key_file;
