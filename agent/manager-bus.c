@@ -127,6 +127,11 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
 
 #define _cleanup_bus_message_ _cleanup_(sd_bus_message_unrefp)
 
+/* Sends reply unless building it failed (r < 0). */
+static int reply_send(sd_bus_message *reply, int r) {
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
 /* The targets as a(sssb): (name, profile, kind, disabled). */
 static int append_targets(sd_bus_message *m, Manager *manager) {
         ControlTarget *list = NULL;
@@ -153,9 +158,7 @@ static int method_list_targets(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = append_targets(reply, userdata);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send(reply, r);
 }
 
 static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -172,9 +175,7 @@ static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_erro
                 r = BUS_APPEND_ARRAY(reply, "(ssssssssttt)", list, n, _e->id, _e->state, _e->target,
                                      _e->profile, _e->namespace, _e->pod, _e->container, _e->cgroup,
                                      _e->start_usec, _e->duration_usec, _e->samples);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send(reply, r);
 }
 
 static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -196,9 +197,7 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
                 r = sd_bus_message_append(reply, "bss", (int) check.targeted, check.target, check.profile);
         if (r >= 0)
                 r = BUS_APPEND_ARRAY(reply, "(ss)", check.reasons, check.n_reasons, _e->target, _e->reason);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send(reply, r);
 }
 
 static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -217,9 +216,7 @@ static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_b
         if (r >= 0)
                 r = BUS_APPEND_ARRAY(reply, "(ssssss)", check.sysctls, check.n_sysctls, _e->name,
                                      _e->desired, _e->entry, _e->selector, _e->actual, _e->state);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_send(reply, r);
 }
 
 static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
