@@ -44,15 +44,7 @@ static void pc_free(ProfileConfigState *s) {
         free(s);
 }
 
-KubeRuleSet *kube_rule_set_ref(KubeRuleSet *s) {
-        if (s)
-                s->n_ref++;
-        return s;
-}
-
-KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s) {
-        if (!s || --s->n_ref > 0)
-                return NULL;
+static void rule_set_free(KubeRuleSet *s) {
         kube_rules_done(&s->rules);
         for (size_t i = 0; i < s->n_scopes; i++) {
                 config_unref(s->scope_configs[i]);
@@ -64,8 +56,9 @@ KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s) {
         config_unref(s->cluster);
         free(s->namespace);
         free(s);
-        return NULL;
 }
+
+DEFINE_TRIVIAL_REF_UNREF_FUNC(KubeRuleSet, kube_rule_set, rule_set_free);
 
 static void rule_set_unref_void(KubeRuleSet *s) {
         kube_rule_set_unref(s);

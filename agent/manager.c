@@ -27,19 +27,12 @@
 #include "proc-event-queue.h"
 #include "session.h"
 
-ConfigRef *config_ref(ConfigRef *c) {
-        if (c)
-                c->n_ref++;
-        return c;
-}
-
-ConfigRef *config_unref(ConfigRef *c) {
-        if (!c || --c->n_ref > 0)
-                return NULL;
+static void config_ref_free(ConfigRef *c) {
         config_free(c->config);
         free(c);
-        return NULL;
 }
+
+DEFINE_TRIVIAL_REF_UNREF_FUNC(ConfigRef, config, config_ref_free);
 
 int config_ref_new(Config *config, ConfigRef **ret) {
         ConfigRef *c = calloc(1, sizeof(*c));

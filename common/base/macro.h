@@ -150,6 +150,22 @@ static inline int greedy_realloc(void **p, size_t *allocated, size_t need, size_
 /* Compare two integers without overflow (never "return a - b" on u64). */
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b) ? 1 : 0)
 
+/* name_ref(p), which counts one more reference (p->n_ref) and returns p,
+ * and name_unref(p), which counts one less and calls free_func(p) at
+ * none; both take NULL, unref returns NULL. */
+#define DEFINE_TRIVIAL_REF_UNREF_FUNC(type, name, free_func) \
+        type *name##_ref(type *p) {                          \
+                if (p)                                       \
+                        p->n_ref++;                          \
+                return p;                                    \
+        }                                                    \
+        type *name##_unref(type *p) {                        \
+                if (!p || --p->n_ref > 0)                    \
+                        return NULL;                         \
+                free_func(p);                                \
+                return NULL;                                 \
+        }
+
 /* name_to_string() and name_from_string() of an enum type whose names
  * are name_table[0 .. max - 1]: NULL for a value out of range, invalid for
  * a string that is no name (or NULL). The _FROM_STRING one alone takes a
