@@ -842,12 +842,23 @@ static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t co
         return 0;
 }
 
+/* A flag of a sample's walk, and the uint64_t counter of it in a struct of
+ * counters (its offset). */
+typedef struct FlagCounter {
+        uint32_t flag;
+        size_t offset;
+} FlagCounter;
+
+/* Adds count to the counters, in the struct at base, of the flags set. */
+static void count_flags(void *base, const FlagCounter *l, size_t n, uint32_t flags, uint64_t count) {
+        for (size_t i = 0; i < n; i++)
+                if (flags & l[i].flag)
+                        *(uint64_t *) ((uint8_t *) base + l[i].offset) += count;
+}
+
 /* How the Python walk of a sample went (summary.json "python"). */
 static void session_count_python(Session *s, const SamplerStack *py, uint64_t count, bool lost) {
-        static const struct {
-                uint32_t flag;
-                size_t offset;
-        } reasons[] = {
+        static const FlagCounter reasons[] = {
                 { CGPROF_PY_NO_THREAD, offsetof(ReportPythonInfo, no_thread) },
                 { CGPROF_PY_NO_FRAME, offsetof(ReportPythonInfo, no_frame) },
                 { CGPROF_PY_NOT_INITIALIZED, offsetof(ReportPythonInfo, not_initialized) },
@@ -865,9 +876,7 @@ static void session_count_python(Session *s, const SamplerStack *py, uint64_t co
         }
         if (py->n > 0)
                 s->python.with_frames += count;
-        for (size_t i = 0; i < ELEMENTSOF(reasons); i++)
-                if (py->flags & reasons[i].flag)
-                        *(uint64_t *) ((uint8_t *) &s->python + reasons[i].offset) += count;
+        count_flags(&s->python, reasons, ELEMENTSOF(reasons), py->flags, count);
 }
 
 /* Puts the sample's Python frames among its native user frames
@@ -907,10 +916,7 @@ static bool stack_fp_frame(const SamplerStack *st, size_t i) {
 }
 
 static void session_count_walk(Session *s, const SamplerStack *st, uint64_t count) {
-        static const struct {
-                uint32_t flag;
-                size_t offset;
-        } reasons[] = {
+        static const FlagCounter reasons[] = {
                 { CGPROF_STACK_COMPLETE, offsetof(ReportUnwindInfo, complete) },
                 { CGPROF_STACK_TRUNCATED, offsetof(ReportUnwindInfo, truncated) },
                 { CGPROF_STACK_NO_MAPPING, offsetof(ReportUnwindInfo, no_mapping) },
@@ -927,9 +933,7 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
                 s->unwind.kernel_walks += count;
         else {
                 s->unwind.table_walks += count;
-                for (size_t i = 0; i < ELEMENTSOF(reasons); i++)
-                        if (st->flags & reasons[i].flag)
-                                *(uint64_t *) ((uint8_t *) &s->unwind + reasons[i].offset) += count;
+                count_flags(&s->unwind, reasons, ELEMENTSOF(reasons), st->flags, count);
         }
 }
 
