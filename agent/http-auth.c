@@ -34,13 +34,6 @@ struct HttpAuth {
         HttpAuthStats stats;
 };
 
-static void erase_free(char *s) {
-        if (!s)
-                return;
-        explicit_bzero(s, strlen(s));
-        free(s);
-}
-
 static void check_free(HttpAuthCheck *c) {
         HttpAuth *a;
 
@@ -55,7 +48,7 @@ static void check_free(HttpAuthCheck *c) {
                 c->next->prev = c->prev;
         if (c->request)
                 kube_request_cancel(c->request);
-        erase_free(c->token);
+        erase_and_free(c->token);
         free(c->verb);
         free(c->group);
         free(c->resource);

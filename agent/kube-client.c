@@ -82,54 +82,20 @@ struct KubeClient {
 
 static bool curl_initialized = false;
 
-/* Intrusive doubly linked lists, head insertion. */
-#define LIST_PREPEND(head, item)               \
-        do {                                   \
-                (item)->prev = NULL;           \
-                (item)->next = (head);         \
-                if (head)                      \
-                        (head)->prev = (item); \
-                (head) = (item);               \
-        } while (0)
-
-#define LIST_REMOVE(head, item)                            \
-        do {                                               \
-                if ((item)->prev)                          \
-                        (item)->prev->next = (item)->next; \
-                else                                       \
-                        (head) = (item)->next;             \
-                if ((item)->next)                          \
-                        (item)->next->prev = (item)->prev; \
-                (item)->prev = (item)->next = NULL;        \
-        } while (0)
-
 KubeConfig *kube_config_free(KubeConfig *c) {
         if (!c)
                 return NULL;
         free(c->server);
         free(c->ca_file);
         free(c->ca_data);
-        if (c->token) {
-                explicit_bzero(c->token, strlen(c->token));
-                free(c->token);
-        }
+        erase_and_free(c->token);
         free(c->token_file);
         free(c->client_cert_file);
         free(c->client_key_file);
         free(c->client_cert_data);
-        if (c->client_key_data) {
-                explicit_bzero(c->client_key_data, strlen(c->client_key_data));
-                free(c->client_key_data);
-        }
+        erase_and_free(c->client_key_data);
         free(c);
         return NULL;
-}
-
-static void erase_free(char *s) {
-        if (!s)
-                return;
-        explicit_bzero(s, strlen(s));
-        free(s);
 }
 
 /* Maps a finished transfer's curl code to a negative errno. */
@@ -483,7 +449,7 @@ static const char *client_token(KubeClient *c) {
                                 if (c->token)
                                         log_debug("Token file %s changed, using the new token.",
                                                   c->config->token_file);
-                                erase_free(c->token);
+                                erase_and_free(c->token);
                                 c->token = n;
                         }
                 }
@@ -559,7 +525,7 @@ KubeClient *kube_client_free(KubeClient *c) {
         sd_event_source_disable_unref(c->timer);
         sd_event_unref(c->event);
         kube_config_free(c->config);
-        erase_free(c->token);
+        erase_and_free(c->token);
         free(c);
         return NULL;
 }

@@ -84,13 +84,6 @@ static bool isempty(const char *s) {
         return !s || s[0] == 0;
 }
 
-static void erase_free(char *s) {
-        if (!s)
-                return;
-        explicit_bzero(s, strlen(s));
-        free(s);
-}
-
 static void pull_job_free(PullJob *j) {
         if (!j)
                 return;
@@ -111,13 +104,7 @@ static void request_unlink(PullRequest *p) {
 
         if (!pull)
                 return;
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                pull->requests = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        p->prev = p->next = NULL;
+        LIST_REMOVE(pull->requests, p);
         pull->n_requests--;
         p->pull = NULL;
 }
@@ -128,7 +115,7 @@ static void request_free(PullRequest *p) {
         request_unlink(p);
         if (p->auth)
                 http_auth_check_cancel(p->auth);
-        erase_free(p->token);
+        erase_and_free(p->token);
         pull_query_done(&p->query);
         free(p->namespace);
         free(p->session_id);
@@ -654,10 +641,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
         p->pull = pull;
         p->req = req;
         p->start_usec = now_usec(CLOCK_MONOTONIC);
-        p->next = pull->requests;
-        if (pull->requests)
-                pull->requests->prev = p;
-        pull->requests = p;
+        LIST_PREPEND(pull->requests, p);
         pull->n_requests++;
         http_request_set_cancel(req, on_http_cancel, p);
 

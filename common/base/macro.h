@@ -100,6 +100,14 @@ static inline size_t strv_length(char *const *l) {
         return n;
 }
 
+/* Frees a secret string (a token, a key) after zeroing it; takes NULL. */
+static inline void erase_and_free(char *s) {
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
 static inline bool streq_ptr(const char *a, const char *b) {
         if (!a || !b)
                 return a == b;
@@ -228,6 +236,28 @@ static inline int greedy_realloc(void **p, size_t *allocated, size_t need, size_
                 free(array);                                       \
                 (array) = NULL;                                    \
                 (n) = 0;                                           \
+        } while (0)
+
+/* Doubly linked lists from head alone, through the fields prev and next of
+ * each element: LIST_PREPEND puts item first, LIST_REMOVE unlinks it (in
+ * the list). */
+#define LIST_PREPEND(head, item)               \
+        do {                                   \
+                (item)->prev = NULL;           \
+                (item)->next = (head);         \
+                if (head)                      \
+                        (head)->prev = (item); \
+                (head) = (item);               \
+        } while (0)
+#define LIST_REMOVE(head, item)                            \
+        do {                                               \
+                if ((item)->prev)                          \
+                        (item)->prev->next = (item)->next; \
+                else                                       \
+                        (head) = (item)->next;             \
+                if ((item)->next)                          \
+                        (item)->next->prev = (item)->prev; \
+                (item)->prev = (item)->next = NULL;        \
         } while (0)
 
 /* Doubly linked lists from head to tail, through the fields PREV and NEXT
