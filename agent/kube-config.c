@@ -215,15 +215,25 @@ static int load_pem(Loader *l, yaml_node_t *node, const char *what, const char *
         return 0;
 }
 
+/* yaml_find_named(), or -ENOENT with "WHAT "NAME" not found". */
+static int find_named(Loader *l, yaml_node_t *root, const char *list, const char *what, const char *name,
+                      yaml_node_t **ret) {
+        *ret = yaml_find_named(&l->doc, root, list, what, name);
+        if (!*ret)
+                return fail(l, -ENOENT, "%s \"%s\" not found", what, name);
+        return 0;
+}
+
 static int load_cluster(Loader *l, yaml_node_t *root, const char *name, KubeConfig *c) {
         yaml_document_t *d = &l->doc;
         yaml_node_t *cl;
         const char *s;
         size_t scheme;
+        int r;
 
-        cl = yaml_find_named(d, root, "clusters", "cluster", name);
-        if (!cl)
-                return fail(l, -ENOENT, "cluster \"%s\" not found", name);
+        r = find_named(l, root, "clusters", "cluster", name, &cl);
+        if (r < 0)
+                return r;
 
         if (yaml_true(yaml_get(d, cl, "insecure-skip-tls-verify")))
                 return fail(l, -EPERM,
@@ -256,9 +266,9 @@ static int load_user(Loader *l, yaml_node_t *root, const char *name, KubeConfig 
         const char *s;
         int r;
 
-        u = yaml_find_named(d, root, "users", "user", name);
-        if (!u)
-                return fail(l, -ENOENT, "user \"%s\" not found", name);
+        r = find_named(l, root, "users", "user", name, &u);
+        if (r < 0)
+                return r;
 
         if (yaml_get(d, u, "exec") && yaml_get(d, u, "exec")->type == YAML_MAPPING_NODE)
                 return fail(l, -EOPNOTSUPP, "user \"%s\": exec credential plugins are not supported", name);
@@ -352,11 +362,9 @@ int kube_config_from_kubeconfig(const char *path, const char *context, KubeConfi
                 r = fail(&l, -ENOENT, "no current-context, and no context given");
                 goto finish;
         }
-        ctx = yaml_find_named(&l.doc, root, "contexts", "context", name);
-        if (!ctx) {
-                r = fail(&l, -ENOENT, "context \"%s\" not found", name);
+        r = find_named(&l, root, "contexts", "context", name, &ctx);
+        if (r < 0)
                 goto finish;
-        }
         cluster = yaml_get_scalar(&l.doc, ctx, "cluster");
         if (!cluster) {
                 r = fail(&l, -EINVAL, "context \"%s\" has no cluster", name);
