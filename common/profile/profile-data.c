@@ -106,6 +106,8 @@ typedef struct Index {
 } Index;
 
 typedef bool (*EntryEqualFunc)(const ProfileData *d, uint32_t entry, const void *key);
+/* Fills entry, the new last element of an array, from key: all of it, or nothing and a negative errno. */
+typedef int (*EntryNewFunc)(void *entry, const void *key);
 
 static Index *index_new(void) {
         Index *ix = calloc(1, sizeof(Index));
@@ -147,6 +149,15 @@ static Slot *index_lookup(const Index *ix, uint32_t hash, EntryEqualFunc eq, con
         }
 }
 
+/* The first empty slot on hash's probe sequence. */
+static Slot *slot_empty(Slot *slots, size_t mask, uint32_t hash) {
+        size_t j;
+
+        for (j = hash & mask; slots[j].entry != 0; j = (j + 1) & mask)
+                ;
+        return slots + j;
+}
+
 /* Makes room for one more entry, keeping the table at most half full. */
 static int index_reserve(Index *ix) {
         size_t n_slots, mask;
@@ -163,22 +174,63 @@ static int index_reserve(Index *ix) {
                 return -ENOMEM;
 
         mask = n_slots - 1;
-        for (size_t i = 0; i < ix->n_slots; i++) {
-                Slot *s = ix->slots + i;
-                size_t j;
-
-                if (s->entry == 0)
-                        continue;
-                for (j = s->hash & mask; slots[j].entry != 0; j = (j + 1) & mask)
-                        ;
-                slots[j] = *s;
-        }
+        for (size_t i = 0; i < ix->n_slots; i++)
+                if (ix->slots[i].entry != 0)
+                        *slot_empty(slots, mask, ix->slots[i].hash) = ix->slots[i];
 
         free(ix->slots);
         ix->slots = slots;
         ix->n_slots = n_slots;
         return 0;
 }
+
+/* The entry equal to key among the *n elements (of size bytes) of *array that ix indexes under hash: the
+ * one there is, or a new one that new_entry makes at the end. Its number goes to ret_index. Call it
+ * through INTERN(): eq reads d's array, which may move before new_entry runs. */
+static int intern_entry(const ProfileData *d, Index *ix, uint32_t hash, EntryEqualFunc eq,
+                        EntryNewFunc new_entry, const void *key, void **array, size_t *allocated, size_t *n,
+                        size_t size, uint32_t *ret_index) {
+        int r;
+
+        if (ix->n_slots > 0) {
+                Slot *slot = index_lookup(ix, hash, eq, d, key);
+
+                if (slot->entry != 0) {
+                        if (ret_index)
+                                *ret_index = slot->entry - 1;
+                        return 0;
+                }
+        }
+        if (*n >= UINT32_MAX - 1)
+                return -E2BIG;
+
+        r = greedy_realloc(array, allocated, *n + 1, size, 16);
+        if (r < 0)
+                return r;
+        r = index_reserve(ix);
+        if (r < 0)
+                return r;
+        r = new_entry((uint8_t *) *array + *n * size, key);
+        if (r < 0)
+                return r;
+
+        /* Nothing in ix equals key: it goes where the lookup stopped. */
+        *slot_empty(ix->slots, ix->n_slots - 1, hash) = (Slot){ .entry = (uint32_t) *n + 1, .hash = hash };
+        ix->n_used++;
+        if (ret_index)
+                *ret_index = (uint32_t) *n;
+        (*n)++;
+        return 0;
+}
+
+#define INTERN(d, ix, hash, eq, new_entry, key, array, allocated, n, ret_index)                             \
+        ({                                                                                                  \
+                void *_a = (void *) (array);                                                                \
+                int _r = intern_entry((d), (ix), (hash), (eq), (new_entry), (key), &_a, &(allocated), &(n), \
+                                      sizeof((array)[0]), (ret_index));                                     \
+                (array) = _a;                                                                               \
+                _r;                                                                                         \
+        })
 
 ProfileData *profile_data_new(void) {
         ProfileData *d = calloc(1, sizeof(ProfileData));
@@ -282,6 +334,33 @@ static uint32_t frame_hash(const Index *ix, const FrameKey *k) {
         return (uint32_t) siphash_finalize(&s);
 }
 
+static int frame_new(void *entry, const void *key) {
+        const FrameKey *k = key;
+        _cleanup_free_ char *n = NULL, *m = NULL, *fl = NULL;
+
+        n = strdup(k->name);
+        if (!n)
+                return -ENOMEM;
+        if (k->module) {
+                m = strdup(k->module);
+                if (!m)
+                        return -ENOMEM;
+        }
+        if (k->file) {
+                fl = strdup(k->file);
+                if (!fl)
+                        return -ENOMEM;
+        }
+
+        *(Frame *) entry = (Frame){
+                .name = TAKE_PTR(n),
+                .module = TAKE_PTR(m),
+                .file = TAKE_PTR(fl),
+                .kind = k->kind,
+        };
+        return 0;
+}
+
 int profile_data_intern_frame(ProfileData *d, const char *name, const char *module, FrameKind kind,
                               uint32_t *ret_index) {
         return profile_data_intern_frame_full(d, name, module, NULL, kind, ret_index);
@@ -290,12 +369,7 @@ int profile_data_intern_frame(ProfileData *d, const char *name, const char *modu
 int profile_data_intern_frame_full(ProfileData *d, const char *name, const char *module, const char *file,
                                    FrameKind kind, uint32_t *ret_index) {
         _cleanup_free_ char *valid_name = NULL, *valid_module = NULL, *valid_file = NULL;
-        _cleanup_free_ char *n = NULL, *m = NULL, *fl = NULL;
-        Index *ix;
         FrameKey key;
-        uint32_t hash;
-        Slot *slot;
-        int r;
 
         if (!d || !name || kind < 0 || kind >= _FRAME_KIND_MAX)
                 return -EINVAL;
@@ -320,57 +394,9 @@ int profile_data_intern_frame_full(ProfileData *d, const char *name, const char 
                 file = valid_file;
         }
 
-        ix = d->frame_index;
         key = (FrameKey){ .name = name, .module = module, .file = file, .kind = kind };
-        hash = frame_hash(ix, &key);
-
-        if (ix->n_slots > 0) {
-                slot = index_lookup(ix, hash, frame_equal, d, &key);
-                if (slot->entry != 0) {
-                        if (ret_index)
-                                *ret_index = slot->entry - 1;
-                        return 0;
-                }
-        }
-
-        if (d->n_frames >= UINT32_MAX - 1)
-                return -E2BIG;
-
-        n = strdup(name);
-        if (!n)
-                return -ENOMEM;
-        if (module) {
-                m = strdup(module);
-                if (!m)
-                        return -ENOMEM;
-        }
-        if (file) {
-                fl = strdup(file);
-                if (!fl)
-                        return -ENOMEM;
-        }
-
-        r = GREEDY_REALLOC(d->frames, d->allocated_frames, d->n_frames + 1, 16);
-        if (r < 0)
-                return r;
-        r = index_reserve(ix);
-        if (r < 0)
-                return r;
-
-        slot = index_lookup(ix, hash, frame_equal, d, &key);
-        d->frames[d->n_frames] = (Frame){
-                .name = TAKE_PTR(n),
-                .module = TAKE_PTR(m),
-                .file = TAKE_PTR(fl),
-                .kind = kind,
-        };
-        *slot = (Slot){ .entry = (uint32_t) d->n_frames + 1, .hash = hash };
-        ix->n_used++;
-
-        if (ret_index)
-                *ret_index = (uint32_t) d->n_frames;
-        d->n_frames++;
-        return 0;
+        return INTERN(d, d->frame_index, frame_hash(d->frame_index, &key), frame_equal, frame_new, &key,
+                      d->frames, d->allocated_frames, d->n_frames, ret_index);
 }
 
 int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const char *cmdline,
@@ -427,6 +453,7 @@ typedef struct StackKey {
         const uint32_t *frames;
         const uint32_t *locations;
         uint32_t n_frames;
+        bool truncated; /* not part of the key: what a new stack is marked */
 } StackKey;
 
 static bool stack_equal(const ProfileData *d, uint32_t entry, const void *key) {
@@ -464,13 +491,36 @@ static uint32_t *u32_copy(const uint32_t *a, size_t n) {
         return c;
 }
 
+/* A new stack counts nothing yet: its caller adds the count, as to one found. */
+static int stack_new(void *entry, const void *key) {
+        const StackKey *k = key;
+        _cleanup_free_ uint32_t *copy = NULL, *copy_locations = NULL;
+
+        if (k->n_frames > 0) {
+                copy = u32_copy(k->frames, k->n_frames);
+                if (!copy)
+                        return -ENOMEM;
+                if (k->locations) {
+                        copy_locations = u32_copy(k->locations, k->n_frames);
+                        if (!copy_locations)
+                                return -ENOMEM;
+                }
+        }
+
+        *(ProfileStack *) entry = (ProfileStack){
+                .process = k->process,
+                .frames = TAKE_PTR(copy),
+                .locations = TAKE_PTR(copy_locations),
+                .n_frames = k->n_frames,
+                .truncated = k->truncated,
+        };
+        return 0;
+}
+
 int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
                                 const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count) {
-        _cleanup_free_ uint32_t *copy = NULL, *copy_locations = NULL;
-        Index *ix;
         StackKey key;
-        uint32_t hash;
-        Slot *slot;
+        uint32_t stack;
         int r;
 
         if (!d || process >= d->n_processes || (n_frames > 0 && !frames))
@@ -492,55 +542,17 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
         if (n_frames == 0)
                 locations = NULL;
 
-        ix = d->stack_index;
-        key = (StackKey){
-                .process = process, .frames = frames, .locations = locations, .n_frames = (uint32_t) n_frames
-        };
-        hash = stack_hash(ix, &key);
-
-        if (ix->n_slots > 0) {
-                slot = index_lookup(ix, hash, stack_equal, d, &key);
-                if (slot->entry != 0) {
-                        d->stacks[slot->entry - 1].count += count;
-                        d->processes[process].samples += count;
-                        return 0;
-                }
-        }
-
-        if (d->n_stacks >= UINT32_MAX - 1)
-                return -E2BIG;
-
-        if (n_frames > 0) {
-                copy = u32_copy(frames, n_frames);
-                if (!copy)
-                        return -ENOMEM;
-                if (locations) {
-                        copy_locations = u32_copy(locations, n_frames);
-                        if (!copy_locations)
-                                return -ENOMEM;
-                }
-        }
-
-        r = GREEDY_REALLOC(d->stacks, d->allocated_stacks, d->n_stacks + 1, 16);
-        if (r < 0)
-                return r;
-        r = index_reserve(ix);
+        key = (StackKey){ .process = process,
+                          .frames = frames,
+                          .locations = locations,
+                          .n_frames = (uint32_t) n_frames,
+                          .truncated = truncated };
+        r = INTERN(d, d->stack_index, stack_hash(d->stack_index, &key), stack_equal, stack_new, &key,
+                   d->stacks, d->allocated_stacks, d->n_stacks, &stack);
         if (r < 0)
                 return r;
 
-        slot = index_lookup(ix, hash, stack_equal, d, &key);
-        d->stacks[d->n_stacks] = (ProfileStack){
-                .process = process,
-                .frames = TAKE_PTR(copy),
-                .locations = TAKE_PTR(copy_locations),
-                .n_frames = (uint32_t) n_frames,
-                .truncated = truncated,
-                .count = count,
-        };
-        *slot = (Slot){ .entry = (uint32_t) d->n_stacks + 1, .hash = hash };
-        ix->n_used++;
-        d->n_stacks++;
-
+        d->stacks[stack].count += count;
         d->processes[process].samples += count;
         return 0;
 }
@@ -579,67 +591,45 @@ static uint32_t mapping_hash(const Index *ix, const MappingKey *k) {
         return (uint32_t) siphash_finalize(&s);
 }
 
+static int mapping_new(void *entry, const void *key) {
+        const MappingKey *k = key;
+        _cleanup_free_ char *f = NULL, *b = NULL;
+
+        f = strdup_utf8(k->file);
+        if (!f)
+                return -ENOMEM;
+        if (k->build_id) {
+                b = strdup(k->build_id);
+                if (!b)
+                        return -ENOMEM;
+        }
+
+        *(ProfileMapping *) entry = (ProfileMapping){
+                .file = TAKE_PTR(f),
+                .start = k->start,
+                .limit = k->limit,
+                .offset = k->offset,
+                .build_id = TAKE_PTR(b),
+                .kernel = k->kernel,
+        };
+        return 0;
+}
+
 int profile_data_intern_mapping(ProfileData *d, const char *file, uint64_t start, uint64_t limit,
                                 uint64_t offset, const char *build_id, bool kernel, uint32_t *ret_index) {
-        _cleanup_free_ char *f = NULL, *b = NULL;
-        Index *ix;
         MappingKey key;
-        uint32_t hash;
-        Slot *slot;
-        int r;
 
         if (!d || !file)
                 return -EINVAL;
 
-        ix = d->mapping_index;
         key = (MappingKey){ .file = file,
                             .start = start,
                             .limit = limit,
                             .offset = offset,
                             .build_id = build_id,
                             .kernel = kernel };
-        hash = mapping_hash(ix, &key);
-        if (ix->n_slots > 0) {
-                slot = index_lookup(ix, hash, mapping_equal, d, &key);
-                if (slot->entry != 0) {
-                        if (ret_index)
-                                *ret_index = slot->entry - 1;
-                        return 0;
-                }
-        }
-        if (d->n_mappings >= UINT32_MAX - 1)
-                return -E2BIG;
-
-        f = strdup_utf8(file);
-        if (!f)
-                return -ENOMEM;
-        if (build_id) {
-                b = strdup(build_id);
-                if (!b)
-                        return -ENOMEM;
-        }
-        r = GREEDY_REALLOC(d->mappings, d->allocated_mappings, d->n_mappings + 1, 16);
-        if (r < 0)
-                return r;
-        r = index_reserve(ix);
-        if (r < 0)
-                return r;
-
-        slot = index_lookup(ix, hash, mapping_equal, d, &key);
-        d->mappings[d->n_mappings] = (ProfileMapping){
-                .file = TAKE_PTR(f),
-                .start = start,
-                .limit = limit,
-                .offset = offset,
-                .build_id = TAKE_PTR(b),
-                .kernel = kernel,
-        };
-        *slot = (Slot){ .entry = (uint32_t) d->n_mappings + 1, .hash = hash };
-        ix->n_used++;
-        if (ret_index)
-                *ret_index = (uint32_t) d->n_mappings;
-        d->n_mappings++;
-        return 0;
+        return INTERN(d, d->mapping_index, mapping_hash(d->mapping_index, &key), mapping_equal, mapping_new,
+                      &key, d->mappings, d->allocated_mappings, d->n_mappings, ret_index);
 }
 
 static bool location_equal(const ProfileData *d, uint32_t entry, const void *key) {
@@ -656,6 +646,11 @@ static uint32_t location_hash(const Index *ix, const ProfileLocation *k) {
         siphash_init(&s, ix->key);
         siphash_compress(&s, v, sizeof(v));
         return (uint32_t) siphash_finalize(&s);
+}
+
+static int location_new(void *entry, const void *key) {
+        *(ProfileLocation *) entry = *(const ProfileLocation *) key;
+        return 0;
 }
 
 int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table) {
@@ -705,10 +700,6 @@ int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t
                 .line = line,
                 .inlined_into = inlined_into,
         };
-        Index *ix;
-        uint32_t hash;
-        Slot *slot;
-        int r;
 
         if (!d || frame >= d->n_frames || (mapping != PROFILE_NONE && mapping >= d->n_mappings))
                 return -EINVAL;
@@ -718,32 +709,8 @@ int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t
              d->locations[inlined_into].mapping != mapping))
                 return -EINVAL;
 
-        ix = d->location_index;
-        hash = location_hash(ix, &key);
-        if (ix->n_slots > 0) {
-                slot = index_lookup(ix, hash, location_equal, d, &key);
-                if (slot->entry != 0) {
-                        if (ret_index)
-                                *ret_index = slot->entry - 1;
-                        return 0;
-                }
-        }
-        if (d->n_locations >= UINT32_MAX - 1)
-                return -E2BIG;
-        r = GREEDY_REALLOC(d->locations, d->allocated_locations, d->n_locations + 1, 16);
-        if (r < 0)
-                return r;
-        r = index_reserve(ix);
-        if (r < 0)
-                return r;
-        slot = index_lookup(ix, hash, location_equal, d, &key);
-        d->locations[d->n_locations] = key;
-        *slot = (Slot){ .entry = (uint32_t) d->n_locations + 1, .hash = hash };
-        ix->n_used++;
-        if (ret_index)
-                *ret_index = (uint32_t) d->n_locations;
-        d->n_locations++;
-        return 0;
+        return INTERN(d, d->location_index, location_hash(d->location_index, &key), location_equal,
+                      location_new, &key, d->locations, d->allocated_locations, d->n_locations, ret_index);
 }
 
 uint64_t profile_data_total(const ProfileData *d) {
