@@ -302,6 +302,23 @@ static char *strdup_utf8(const char *s) {
         return utf8_is_valid(s) ? strdup(s) : utf8_make_valid(s);
 }
 
+/* Points *s (if not NULL) at a valid UTF-8 string: itself, or a malloc()ed copy made valid in *ret_copy. */
+static int utf8_ensure_valid(const char **s, char **ret_copy) {
+        if (!*s || utf8_is_valid(*s))
+                return 0;
+        *ret_copy = utf8_make_valid(*s);
+        if (!*ret_copy)
+                return -ENOMEM;
+        *s = *ret_copy;
+        return 0;
+}
+
+/* *ret: a malloc()ed copy of s, or NULL for NULL. */
+static int strdup_null(const char *s, char **ret) {
+        *ret = s ? strdup(s) : NULL;
+        return s && !*ret ? -ENOMEM : 0;
+}
+
 typedef struct FrameKey {
         const char *name;
         const char *module;
@@ -339,18 +356,8 @@ static int frame_new(void *entry, const void *key) {
         _cleanup_free_ char *n = NULL, *m = NULL, *fl = NULL;
 
         n = strdup(k->name);
-        if (!n)
+        if (!n || strdup_null(k->module, &m) < 0 || strdup_null(k->file, &fl) < 0)
                 return -ENOMEM;
-        if (k->module) {
-                m = strdup(k->module);
-                if (!m)
-                        return -ENOMEM;
-        }
-        if (k->file) {
-                fl = strdup(k->file);
-                if (!fl)
-                        return -ENOMEM;
-        }
 
         *(Frame *) entry = (Frame){
                 .name = TAKE_PTR(n),
@@ -375,24 +382,9 @@ int profile_data_intern_frame_full(ProfileData *d, const char *name, const char 
                 return -EINVAL;
 
         /* The common case, a frame seen before with a valid name, allocates nothing. */
-        if (!utf8_is_valid(name)) {
-                valid_name = utf8_make_valid(name);
-                if (!valid_name)
-                        return -ENOMEM;
-                name = valid_name;
-        }
-        if (module && !utf8_is_valid(module)) {
-                valid_module = utf8_make_valid(module);
-                if (!valid_module)
-                        return -ENOMEM;
-                module = valid_module;
-        }
-        if (file && !utf8_is_valid(file)) {
-                valid_file = utf8_make_valid(file);
-                if (!valid_file)
-                        return -ENOMEM;
-                file = valid_file;
-        }
+        if (utf8_ensure_valid(&name, &valid_name) < 0 || utf8_ensure_valid(&module, &valid_module) < 0 ||
+            utf8_ensure_valid(&file, &valid_file) < 0)
+                return -ENOMEM;
 
         key = (FrameKey){ .name = name, .module = module, .file = file, .kind = kind };
         return INTERN(d, d->frame_index, frame_hash(d->frame_index, &key), frame_equal, frame_new, &key,
@@ -596,13 +588,8 @@ static int mapping_new(void *entry, const void *key) {
         _cleanup_free_ char *f = NULL, *b = NULL;
 
         f = strdup_utf8(k->file);
-        if (!f)
+        if (!f || strdup_null(k->build_id, &b) < 0)
                 return -ENOMEM;
-        if (k->build_id) {
-                b = strdup(k->build_id);
-                if (!b)
-                        return -ENOMEM;
-        }
 
         *(ProfileMapping *) entry = (ProfileMapping){
                 .file = TAKE_PTR(f),
