@@ -302,6 +302,20 @@ static char *strdup_utf8(const char *s) {
         return utf8_is_valid(s) ? strdup(s) : utf8_make_valid(s);
 }
 
+/* *field becomes a copy of s (by dup; NULL for NULL) unless it is equal already. */
+static int string_update(char **field, const char *s, char *(*dup)(const char *) ) {
+        char *c;
+
+        if (streq_ptr(*field, s))
+                return 0;
+        c = s ? dup(s) : NULL;
+        if (s && !c)
+                return -ENOMEM;
+        free(*field);
+        *field = c;
+        return 0;
+}
+
 /* Points *s (if not NULL) at a valid UTF-8 string: itself, or a malloc()ed copy made valid in *ret_copy. */
 static int utf8_ensure_valid(const char **s, char **ret_copy) {
         if (!*s || utf8_is_valid(*s))
@@ -426,18 +440,9 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
 }
 
 int profile_data_process_set_python(ProfileData *d, uint32_t process, const char *status) {
-        char *c;
-
         if (!d || process >= d->n_processes)
                 return -EINVAL;
-        if (streq_ptr(d->processes[process].python, status))
-                return 0;
-        c = status ? strdup_utf8(status) : NULL;
-        if (status && !c)
-                return -ENOMEM;
-        free(d->processes[process].python);
-        d->processes[process].python = c;
-        return 0;
+        return string_update(&d->processes[process].python, status, strdup_utf8);
 }
 
 typedef struct StackKey {
@@ -640,37 +645,27 @@ static int location_new(void *entry, const void *key) {
         return 0;
 }
 
+/* *field, if it is still unset, becomes a copy of s (if not NULL). */
+static int string_set_once(char **field, const char *s) {
+        return *field ? 0 : strdup_null(s, field);
+}
+
 int profile_data_mapping_set_unwind_table(ProfileData *d, uint32_t mapping, const char *unwind_table) {
         if (!d || mapping >= d->n_mappings)
                 return -EINVAL;
-        if (!unwind_table || d->mappings[mapping].unwind_table)
-                return 0;
-        d->mappings[mapping].unwind_table = strdup(unwind_table);
-        return d->mappings[mapping].unwind_table ? 0 : -ENOMEM;
+        return string_set_once(&d->mappings[mapping].unwind_table, unwind_table);
 }
 
 int profile_data_mapping_set_symbols(ProfileData *d, uint32_t mapping, const char *symbols) {
         if (!d || mapping >= d->n_mappings)
                 return -EINVAL;
-        if (!symbols || d->mappings[mapping].symbols)
-                return 0;
-        d->mappings[mapping].symbols = strdup(symbols);
-        return d->mappings[mapping].symbols ? 0 : -ENOMEM;
+        return string_set_once(&d->mappings[mapping].symbols, symbols);
 }
 
 int profile_data_mapping_update_symbols(ProfileData *d, uint32_t mapping, const char *symbols) {
-        char *c;
-
         if (!d || mapping >= d->n_mappings || !symbols)
                 return -EINVAL;
-        if (streq_ptr(d->mappings[mapping].symbols, symbols))
-                return 0;
-        c = strdup(symbols);
-        if (!c)
-                return -ENOMEM;
-        free(d->mappings[mapping].symbols);
-        d->mappings[mapping].symbols = c;
-        return 0;
+        return string_update(&d->mappings[mapping].symbols, symbols, strdup);
 }
 
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
