@@ -1159,15 +1159,8 @@ static const char *kernel_module_name(Symbolizer *s, const char *module) {
                 if (strlen(s->modules[i]) == len + 2 && memcmp(s->modules[i] + 1, module, len) == 0)
                         return s->modules[i];
 
-        if (s->n_modules >= s->n_modules_alloc) {
-                size_t n = MAX(s->n_modules_alloc * 2, (size_t) 16);
-                char **m = reallocarray(s->modules, n, sizeof(char *));
-
-                if (!m)
-                        return NULL;
-                s->modules = m;
-                s->n_modules_alloc = n;
-        }
+        if (GREEDY_REALLOC(s->modules, s->n_modules_alloc, s->n_modules + 1, 16) < 0)
+                return NULL;
         if (asprintf(&b, "[%s]", module) < 0)
                 return NULL;
         s->modules[s->n_modules++] = b;
