@@ -887,28 +887,23 @@ static void write_separator(FILE *f, bool *first) {
         *first = false;
 }
 
+/* One "label value" part of the subtitle, if there is a value. */
+static void write_labelled(FILE *f, bool *first, const char *label, const char *value) {
+        if (!value)
+                return;
+        write_separator(f, first);
+        fputs(label, f);
+        xml_write(f, value);
+}
+
 static void write_subtitle(FILE *f, const ReportSummaryInfo *info, uint64_t total) {
         bool first = true;
 
-        if (info && info->session_id) {
-                write_separator(f, &first);
-                fputs("session ", f);
-                xml_write(f, info->session_id);
-        }
-        if (info && info->target) {
-                write_separator(f, &first);
-                fputs("target ", f);
-                xml_write(f, info->target);
-        }
-        if (info && info->pod && info->cgroup) {
-                write_separator(f, &first);
-                fputs("cgroup ", f);
-                xml_write(f, info->cgroup);
-        }
-        if (info && info->profile) {
-                write_separator(f, &first);
-                fputs("profile ", f);
-                xml_write(f, info->profile);
+        if (info) {
+                write_labelled(f, &first, "session ", info->session_id);
+                write_labelled(f, &first, "target ", info->target);
+                write_labelled(f, &first, "cgroup ", info->pod ? info->cgroup : NULL);
+                write_labelled(f, &first, "profile ", info->profile);
         }
         if (info && (info->event || info->frequency > 0)) {
                 write_separator(f, &first);
@@ -930,11 +925,8 @@ static void write_subtitle(FILE *f, const ReportSummaryInfo *info, uint64_t tota
                 if (gmtime_r(&sec, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm) > 0)
                         fprintf(f, " from %s", buf);
         }
-        if (info && info->node) {
-                write_separator(f, &first);
-                fputs("node ", f);
-                xml_write(f, info->node);
-        }
+        if (info)
+                write_labelled(f, &first, "node ", info->node);
 }
 
 static void write_header(FILE *f, const SvgTree *t, const ReportSummaryInfo *info, uint64_t height) {
