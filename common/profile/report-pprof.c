@@ -45,6 +45,7 @@
 typedef struct StringTable {
         const char **strings; /* sorted, unique; strings[0] == "" */
         size_t n, allocated;
+        bool oom; /* an add failed: sealing it fails */
 } StringTable;
 
 static void string_table_done(StringTable *t) {
@@ -52,28 +53,33 @@ static void string_table_done(StringTable *t) {
         *t = (StringTable){};
 }
 
-static int string_table_add(StringTable *t, const char *s) {
-        if (!s)
-                return 0;
+/* Adds s (if not NULL); running out of memory is noted for string_table_seal(). */
+static void string_table_add(StringTable *t, const char *s) {
+        if (!s || t->oom)
+                return;
         if (GREEDY_REALLOC(t->strings, t->allocated, t->n + 1, 64) < 0)
-                return -ENOMEM;
-        t->strings[t->n++] = s;
-        return 0;
+                t->oom = true;
+        else
+                t->strings[t->n++] = s;
 }
 
 static int string_compare(const void *a, const void *b) {
         return strcmp(*(const char *const *) a, *(const char *const *) b);
 }
 
-/* Sorts and deduplicates: "" (always added) sorts first. */
-static void string_table_seal(StringTable *t) {
+/* Sorts and deduplicates: "" (always added) sorts first. -ENOMEM if an add failed. */
+static int string_table_seal(StringTable *t) {
         size_t k = 0;
+
+        if (t->oom)
+                return -ENOMEM;
 
         qsort(t->strings, t->n, sizeof(char *), string_compare);
         for (size_t i = 0; i < t->n; i++)
                 if (k == 0 || !streq(t->strings[i], t->strings[k - 1]))
                         t->strings[k++] = t->strings[i];
         t->n = k;
+        return 0;
 }
 
 static int64_t string_index(const StringTable *t, const char *s) {
@@ -200,51 +206,29 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
                 "comm", "cgroup",  "namespace", "pod", "container",   KERNEL_MAPPING_FILE,
         };
         StringTable *t = &w->strings;
-        int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
-                r = string_table_add(t, fixed[i]);
-                if (r < 0)
-                        return r;
-        }
-        for (size_t i = 0; i < w->n_comments; i++) {
-                r = string_table_add(t, w->comments[i]);
-                if (r < 0)
-                        return r;
-        }
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                string_table_add(t, fixed[i]);
+        for (size_t i = 0; i < w->n_comments; i++)
+                string_table_add(t, w->comments[i]);
         if (info) {
                 const char *values[] = { info->cgroup, info->namespace, info->pod, info->container };
 
-                for (size_t i = 0; i < ELEMENTSOF(values); i++) {
-                        r = string_table_add(t, values[i]);
-                        if (r < 0)
-                                return r;
-                }
+                for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                        string_table_add(t, values[i]);
         }
         for (size_t i = 0; i < d->n_frames; i++) {
-                r = string_table_add(t, d->frames[i].name);
-                if (r < 0)
-                        return r;
-                r = string_table_add(t, d->frames[i].file);
-                if (r < 0)
-                        return r;
+                string_table_add(t, d->frames[i].name);
+                string_table_add(t, d->frames[i].file);
         }
         for (size_t i = 0; i < d->n_mappings; i++) {
-                r = string_table_add(t, d->mappings[i].file);
-                if (r < 0)
-                        return r;
-                r = string_table_add(t, d->mappings[i].build_id);
-                if (r < 0)
-                        return r;
+                string_table_add(t, d->mappings[i].file);
+                string_table_add(t, d->mappings[i].build_id);
         }
-        for (size_t i = 0; i < d->n_processes; i++) {
-                r = string_table_add(t, d->processes[i].comm);
-                if (r < 0)
-                        return r;
-        }
+        for (size_t i = 0; i < d->n_processes; i++)
+                string_table_add(t, d->processes[i].comm);
 
-        string_table_seal(t);
-        return 0;
+        return string_table_seal(t);
 }
 
 /* The index of the mapping kernel frames go in: the session's kernel
