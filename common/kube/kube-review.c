@@ -61,24 +61,30 @@ int kube_token_review_request(const char *token, char **ret_json) {
 }
 
 /* The "status" object of a review of 'kind', or NULL with *ret_error. */
-static const cJSON *review_status(const cJSON *root, const char *kind, char **ret_error) {
+/* Parses the body of a review of kind: its root (*ret_root, to be deleted) and its status object. */
+static int review_parse(const char *body, size_t size, const char *kind, cJSON **ret_root,
+                        const cJSON **ret_status, char **ret_error) {
+        _cleanup_(cJSON_Deletep) cJSON *root = NULL;
         const cJSON *k, *st;
 
-        if (!cJSON_IsObject(root)) {
-                error_message(ret_error, -EBADMSG, "not a JSON object");
-                return NULL;
-        }
+        if (!body || size > KUBE_REVIEW_BODY_MAX)
+                return error_message(ret_error, -EBADMSG, "%s: no body, or larger than %u bytes", kind,
+                                     KUBE_REVIEW_BODY_MAX);
+        root = cJSON_ParseWithLength(body, size);
+        if (!root)
+                return error_message(ret_error, -EBADMSG, "%s: not valid JSON", kind);
+        if (!cJSON_IsObject(root))
+                return error_message(ret_error, -EBADMSG, "not a JSON object");
         k = cJSON_GetObjectItemCaseSensitive(root, "kind");
-        if (k && (!cJSON_IsString(k) || !streq(k->valuestring, kind))) {
-                error_message(ret_error, -EBADMSG, "not a %s", kind);
-                return NULL;
-        }
+        if (k && (!cJSON_IsString(k) || !streq(k->valuestring, kind)))
+                return error_message(ret_error, -EBADMSG, "not a %s", kind);
         st = cJSON_GetObjectItemCaseSensitive(root, "status");
-        if (!cJSON_IsObject(st)) {
-                error_message(ret_error, -EBADMSG, "%s without a status", kind);
-                return NULL;
-        }
-        return st;
+        if (!cJSON_IsObject(st))
+                return error_message(ret_error, -EBADMSG, "%s without a status", kind);
+
+        *ret_status = st;
+        *ret_root = TAKE_PTR(root);
+        return 0;
 }
 
 static bool string_array(const cJSON *a, size_t max) {
@@ -142,15 +148,9 @@ int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticat
         const cJSON *st, *auth;
         int r;
 
-        if (!body || size > KUBE_REVIEW_BODY_MAX)
-                return error_message(ret_error, -EBADMSG, "TokenReview: no body, or larger than %u bytes",
-                                     KUBE_REVIEW_BODY_MAX);
-        root = cJSON_ParseWithLength(body, size);
-        if (!root)
-                return error_message(ret_error, -EBADMSG, "TokenReview: not valid JSON");
-        st = review_status(root, "TokenReview", ret_error);
-        if (!st)
-                return -EBADMSG;
+        r = review_parse(body, size, "TokenReview", &root, &st, ret_error);
+        if (r < 0)
+                return r;
         auth = cJSON_GetObjectItemCaseSensitive(st, "authenticated");
         if (auth && !cJSON_IsBool(auth))
                 return error_message(ret_error, -EBADMSG,
@@ -208,17 +208,11 @@ int kube_access_review_parse(const char *body, size_t size, bool *ret_allowed, c
                              char **ret_error) {
         _cleanup_(cJSON_Deletep) cJSON *root = NULL;
         const cJSON *st, *allowed, *denied, *reason;
+        int r;
 
-        if (!body || size > KUBE_REVIEW_BODY_MAX)
-                return error_message(ret_error, -EBADMSG,
-                                     "SubjectAccessReview: no body, or larger than %u bytes",
-                                     KUBE_REVIEW_BODY_MAX);
-        root = cJSON_ParseWithLength(body, size);
-        if (!root)
-                return error_message(ret_error, -EBADMSG, "SubjectAccessReview: not valid JSON");
-        st = review_status(root, "SubjectAccessReview", ret_error);
-        if (!st)
-                return -EBADMSG;
+        r = review_parse(body, size, "SubjectAccessReview", &root, &st, ret_error);
+        if (r < 0)
+                return r;
         allowed = cJSON_GetObjectItemCaseSensitive(st, "allowed");
         if (!cJSON_IsBool(allowed))
                 return error_message(ret_error, -EBADMSG,
