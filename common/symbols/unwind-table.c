@@ -604,34 +604,27 @@ static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, c
                                 advance = true;
                                 break;
                         case DW_CFA_offset_extended:
-                                reg = read_uleb(&c);
-                                if (!factored(read_uleb(&c), cie->data_align, &off))
-                                        return -EBADMSG;
-                                set_rule(&st, a, cie, reg, RULE_OFFSET, off);
-                                break;
                         case DW_CFA_offset_extended_sf:
+                        case DW_CFA_val_offset:
+                        case DW_CFA_val_offset_sf: {
+                                /* A register's rule from an offset: unsigned or signed (_sf), factored. */
+                                bool sf = op == DW_CFA_offset_extended_sf || op == DW_CFA_val_offset_sf;
+                                RuleKind kind = op == DW_CFA_val_offset || op == DW_CFA_val_offset_sf
+                                                        ? RULE_VAL_OFFSET
+                                                        : RULE_OFFSET;
+
                                 reg = read_uleb(&c);
-                                if (!factored_signed(read_sleb(&c), cie->data_align, &off))
+                                if (sf ? !factored_signed(read_sleb(&c), cie->data_align, &off)
+                                       : !factored(read_uleb(&c), cie->data_align, &off))
                                         return -EBADMSG;
-                                set_rule(&st, a, cie, reg, RULE_OFFSET, off);
+                                set_rule(&st, a, cie, reg, kind, off);
                                 break;
+                        }
                         case DW_CFA_GNU_negative_offset_extended:
                                 reg = read_uleb(&c);
                                 if (!factored(read_uleb(&c), cie->data_align, &off) || off == INT64_MIN)
                                         return -EBADMSG;
                                 set_rule(&st, a, cie, reg, RULE_OFFSET, -off);
-                                break;
-                        case DW_CFA_val_offset:
-                                reg = read_uleb(&c);
-                                if (!factored(read_uleb(&c), cie->data_align, &off))
-                                        return -EBADMSG;
-                                set_rule(&st, a, cie, reg, RULE_VAL_OFFSET, off);
-                                break;
-                        case DW_CFA_val_offset_sf:
-                                reg = read_uleb(&c);
-                                if (!factored_signed(read_sleb(&c), cie->data_align, &off))
-                                        return -EBADMSG;
-                                set_rule(&st, a, cie, reg, RULE_VAL_OFFSET, off);
                                 break;
                         case DW_CFA_restore_extended:
                                 restore_rule(&st, initial, a, cie, read_uleb(&c));
