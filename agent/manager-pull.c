@@ -135,17 +135,24 @@ static void request_release(PullRequest *p) {
 
 static void on_http_cancel(void *userdata, HttpCancelReason reason) {
         PullRequest *p = userdata;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ char *error = NULL, *id = NULL;
 
         p->req = NULL;
-        /* A profile nobody waits for any more: stop profiling (its report
-         * is still written, as for cgprofctl stop), as Go's
-         * /debug/pprof/profile stops when its client goes. */
+        /* A profile nobody waits for any more: stop profiling, as Go's
+         * /debug/pprof/profile stops when its client goes. Its report is
+         * written, as for cgprofctl stop, unless nothing was sampled (a
+         * report nobody waits for, of nothing). The request lets go of
+         * the session first: the end may be announced at once. */
         if (reason == HTTP_CANCEL_CLIENT_GONE && p->kind == PULL_PROFILE && p->session_id && p->pull) {
-                log_info("http: the client of the pull of session %s hung up: stopping the session.",
-                         p->session_id);
-                if (manager_stop_session(p->pull->manager, p->session_id, NULL, NULL, &error) < 0)
-                        log_debug("http: session %s: %s", p->session_id, strna(error));
+                Session *s;
+
+                id = TAKE_PTR(p->session_id);
+                s = manager_session_find(p->pull->manager, id);
+                log_info("http: the client of the pull of session %s hung up: stopping the session.", id);
+                if (s)
+                        s->report_if_sampled = true;
+                if (manager_stop_session(p->pull->manager, id, NULL, NULL, &error) < 0)
+                        log_debug("http: session %s: %s", id, strna(error));
         }
         request_release(p);
 }

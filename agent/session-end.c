@@ -136,6 +136,10 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                                 s->cgroup, strerror(-r),
                                 n_queued > 0 ? " (it will be written again later)" : "");
         } else {
+                /* No directory: nothing sampled, and nobody waits for the report. */
+                const char *where =
+                        dirs ? "report in " : "no report (nothing sampled, nobody waiting for it)";
+
                 f.report = dirs;
                 m->sessions_ended++;
                 metrics_session_ended(m, e->reason);
@@ -143,14 +147,15 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                         journal_session(
                                 JOURNAL_SESSION_END, &f,
                                 "Finished profiling container %s of pod %s/%s (session %s, %s): %" PRIu64
-                                " samples, %" PRIu64 " lost; report in %s.",
+                                " samples, %" PRIu64 " lost; %s%s.",
                                 strna(s->container), s->namespace, s->pod, s->id_string, e->reason,
-                                f.samples, f.lost, strna(dirs));
+                                f.samples, f.lost, where, strempty(dirs));
                 else
                         journal_session(JOURNAL_SESSION_END, &f,
                                         "Finished profiling cgroup %s (session %s, %s): %" PRIu64
-                                        " samples, %" PRIu64 " lost; report in %s.",
-                                        s->cgroup, s->id_string, e->reason, f.samples, f.lost, strna(dirs));
+                                        " samples, %" PRIu64 " lost; %s%s.",
+                                        s->cgroup, s->id_string, e->reason, f.samples, f.lost, where,
+                                        strempty(dirs));
         }
         manager_bus_session_ended(m, s->id_string, e->reason, r < 0 ? NULL : dirs, f.samples);
         manager_pull_session_ended(m, s->id_string, r < 0 ? NULL : dirs, r);
@@ -232,6 +237,18 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
         t1 = now_usec(CLOCK_MONOTONIC);
+
+        /* A pull whose client hung up before anything was sampled: a report
+         * nobody asked for any more, of nothing, would only fill the disk
+         * (one per abandoned request). */
+        if (s->report_if_sampled && e->samples == 0) {
+                log_info(
+                        "Session %s for cgroup %s ended (%s) with no samples and nobody waiting: no report.",
+                        s->id_string, s->cgroup, reason);
+                session_checkpoint_discard(s);
+                session_announce_end(TAKE_PTR(e), NULL, 0, 0);
+                return 0;
+        }
 
         r = report_batch_new(m, on_session_written, e, &b);
         if (r >= 0)

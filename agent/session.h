@@ -56,6 +56,7 @@ struct Session {
         bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
         unsigned
                 extra_formats; /* ReportFormat bits written beyond the profile's (a pull over HTTP: pprof) */
+        bool report_if_sampled; /* a pull whose client hung up: no report unless something was sampled */
         uint64_t duration_usec; /* 0: until stopped; the profile's unless overridden before the start */
         int cgroup_fd;
         uint64_t cgroup_id;
