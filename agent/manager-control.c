@@ -464,7 +464,7 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
 
         cname = kc ? kc->name : NULL;
         if (kc && kc->id)
-                cs = manager_cgroup_find_container(m, kc->id);
+                cs = manager_cgroup_find_container(m, pod->uid, kc->id);
         cgroup = cs ? cs->path : NULL;
         ns = manager_kube_namespace(m, pod->namespace);
         set = manager_kube_rule_set(m, pod->namespace);
@@ -682,7 +682,7 @@ static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, cons
                         return control_error(ret_error, -ENOENT, "Pod %s/%s has no running container.",
                                              spec->namespace, spec->pod);
         }
-        c = manager_cgroup_find_container(m, kc->id);
+        c = manager_cgroup_find_container(m, pod->uid, kc->id);
         if (!c)
                 return control_error(ret_error, -ENOENT,
                                      "The cgroup of container %s of pod %s/%s (ID %.12s) is not known on "

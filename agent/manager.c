@@ -54,10 +54,19 @@ CgroupState *manager_cgroup_find(Manager *m, const char *path) {
         return cgroup_state_find(m, path);
 }
 
-CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id) {
-        if (!container_id || !container_id[0])
+/* A pod's status names its containers' IDs, and anyone who may write a
+ * pod's status in their namespace can name any ID there, another
+ * namespace's container's included: the ID alone is not proof. The cgroup
+ * is the pod's only when its own path says it belongs to the pod (its pod
+ * UID, kube-cgroup.h), which the kubelet wrote and no API client can. */
+CgroupState *manager_cgroup_find_container(Manager *m, const char *pod_uid, const char *container_id) {
+        if (!pod_uid || !pod_uid[0] || !container_id || !container_id[0])
                 return NULL;
-        return cgroup_state_map_get(&m->cgroups_by_container, container_id);
+        for (CgroupState *c = cgroup_state_map_get(&m->cgroups_by_container, container_id); c;
+             c = c->same_container_next)
+                if (strcasecmp(c->pod_uid, pod_uid) == 0)
+                        return c;
+        return NULL;
 }
 
 static int cgroup_state_path_cmp(const void *a, const void *b) {

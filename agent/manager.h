@@ -362,7 +362,8 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c);
 /* Known cgroups: by path (relative to the cgroup root), or the container
  * cgroup with that container ID. NULL when not known. */
 CgroupState *manager_cgroup_find(Manager *m, const char *path);
-CgroupState *manager_cgroup_find_container(Manager *m, const char *container_id);
+/* The cgroup of a pod's container: its container ID, and its path's pod UID that of the pod. */
+CgroupState *manager_cgroup_find_container(Manager *m, const char *pod_uid, const char *container_id);
 /* A running or armed session by ID, or NULL. */
 Session *manager_session_find(Manager *m, const char *id);
 /* The host rule (a target with cgroupPatterns and no Kubernetes condition)

@@ -342,7 +342,7 @@ def test_kubernetes_rbac():
         finally:
             bad.cleanup()
 
-        pods = {}
+        pods, cids = {}, {}
         for ns in ("team-a", "team-b"):
             kc.create_namespace(ns)
             pod = kc.create_pod(ns, f"{ns}-app", NODE)
@@ -351,6 +351,7 @@ def test_kubernetes_rbac():
             proc = workload(cg, 300, name=ns[:15])
             kc.set_pod_running(ns, f"{ns}-app", {"main": cid})
             pods[ns] = (pod, cg, proc)
+            cids[ns] = cid
         # A ServiceAccount of team-a, bound to the example Role.
         kc.kubectl("create", "serviceaccount", "puller", "-n", "team-a")
         for obj in role_objects("team-a", "puller"):
@@ -377,6 +378,23 @@ def test_kubernetes_rbac():
             assert st == 403, (st, body)
             st, body = pull("team-a", None)
             assert st == 401, (st, body)
+            # A pod of team-a whose status names team-b's container (who
+            # may write pods/status in team-a can): the ID alone does not
+            # map it to that container's cgroup, whose path says it is
+            # team-b's pod's. Not found, and nothing of team-b profiled.
+            kc.create_pod("team-a", "evil", NODE)
+            kc.set_pod_running("team-a", "evil", {"main": cids["team-b"]})
+            def evil_pull():
+                st, body = curl(f"{base}/debug/pprof/profile?seconds=1&namespace=team-a&pod=evil", token=token,
+                                cacert=cert)
+                # Until the agent has the pod and its status: "not known"
+                # or "no running container" (404); then the answer.
+                return (st, body) if st != 404 or b"The cgroup of container main" in body else None
+
+            st, body = wait_for(evil_pull, timeout=60, what="the agent to have pod team-a/evil's status")
+            assert st == 404 and b"is not known on node" in body, (st, body)
+            evil = [d for d, _, _ in os.walk(agent.report_dir) if "evil" in d]
+            assert not evil, f"a report filed under team-a/evil: {evil}"
             r = subprocess.run(["curl", "-sS", "-D", "-", "-o", "/dev/null", "--cacert", cert,
                                 f"{base}/debug/pprof/profile?namespace=team-a&pod=team-a-app"],
                                capture_output=True, text=True, timeout=60)
