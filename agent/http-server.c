@@ -49,6 +49,7 @@ struct HttpServer {
         HttpTls *tls;
         char *unix_path; /* the socket file, removed when the listener goes */
         HttpServerStats stats;
+        uint64_t events; /* connections opened and closed, requests begun: what a run did besides I/O */
 };
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -61,7 +62,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
         log_debug("http: %s", s);
 }
 
-static void http_server_arm(HttpServer *s);
+static void http_server_arm(HttpServer *s, bool stalled);
 
 /* MHD does everything that is ready (accepts, reads, answers, writes,
  * closes idle connections) without blocking, then says when it wants to
@@ -73,29 +74,58 @@ static unsigned http_server_connections(HttpServer *s) {
 
 static void http_server_run(HttpServer *s) {
         bool full = http_server_connections(s) >= s->max_connections;
+        uint64_t events = s->events;
+        HttpTlsIo io = {};
 
+        http_tls_io_begin(&io);
         if (MHD_run(s->daemon) != MHD_YES)
                 log_debug("http: MHD_run() failed.");
+        http_tls_io_end();
         /* At the limit MHD takes the listening socket out of its epoll
          * set, and puts it back at the start of its next run: when this run
          * freed a slot, that next run is now, or connections waiting in the
          * backlog would wait for an event that never comes. */
         if (full && http_server_connections(s) < s->max_connections && MHD_run(s->daemon) != MHD_YES)
                 log_debug("http: MHD_run() failed.");
-        http_server_arm(s);
+        /* Over TLS: a run that only read nothing (http-tls.h) and did
+         * nothing else did not make MHD's "run again at once" true. */
+        http_server_arm(s, s->tls && io.again > 0 && io.moved == 0 && s->events == events);
 }
 
-static void http_server_arm(HttpServer *s) {
+/* 'stalled': the last run found only TLS handshakes waiting for bytes
+ * that have not come (http-tls.h). MHD says 0 for as long as they wait;
+ * their bytes will wake the epoll fd (the io source) when they come, so
+ * the timer only has to serve MHD's timeouts (of seconds): at most every
+ * HTTP_SERVER_STALL_MSEC instead of at once. */
+static void http_server_arm(HttpServer *s, bool stalled) {
         MHD_UNSIGNED_LONG_LONG msec;
 
         if (MHD_get_timeout(s->daemon, &msec) != MHD_YES) {
                 (void) sd_event_source_set_enabled(s->timer, SD_EVENT_OFF);
                 return;
         }
+        if (msec == 0 && stalled) {
+                msec = HTTP_SERVER_STALL_MSEC;
+                s->stats.stalled_runs++;
+        }
         if (sd_event_source_set_time_relative(s->timer, MIN(msec, (MHD_UNSIGNED_LONG_LONG) 3600000) *
                                                                 USEC_PER_MSEC) < 0 ||
             sd_event_source_set_enabled(s->timer, SD_EVENT_ONESHOT) < 0)
                 log_warning("http: failed to arm the timer, idle connections may stay longer.");
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+        HttpServer *s = cls;
+
+        s->events++;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED && s->tls) {
+                const union MHD_ConnectionInfo *i =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+                if (i && i->tls_session)
+                        http_tls_io_attach(i->tls_session);
+        }
 }
 
 static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -256,6 +286,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const HttpRoute *route;
         int r;
 
+        s->events++;
         if (*con_cls) {
                 /* A suspended request, resumed by its reply. */
                 HttpRequest *req = *con_cls;
@@ -485,6 +516,7 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
                 MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
                 MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                 (size_t) HTTP_SERVER_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                 s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, http_tls_retrieve, MHD_OPTION_END);
         if (!s->daemon)
                 return -EIO; /* MHD logged why */
@@ -502,7 +534,7 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(s->timer, "http-timer");
-        http_server_arm(s);
+        http_server_arm(s, false);
         *ret = TAKE_PTR(s);
         return 0;
 }

@@ -21,6 +21,9 @@
 
 #define HTTP_SERVER_MEMORY_LIMIT (32U * 1024U)
 #define HTTP_SERVER_ROUTES_MAX 16U
+/* How soon MHD runs again after a run that only found TLS handshakes
+ * waiting (http-tls.h), instead of at once. */
+#define HTTP_SERVER_STALL_MSEC 250U
 /* The status of a request whose client hung up before its answer (nginx's
  * 499: counted among the errors, never read by anyone). */
 #define HTTP_STATUS_CLIENT_CLOSED_REQUEST 499U
@@ -84,6 +87,7 @@ typedef struct HttpServerStats {
         uint64_t suspended; /* requests waiting for their answer now */
         uint64_t abandoned; /* waiting requests whose client hung up */
         uint64_t tls_reloads; /* new certificate/key pairs loaded */
+        uint64_t stalled_runs; /* runs that found only TLS handshakes waiting for bytes (http-tls.h) */
 } HttpServerStats;
 
 /* Binds and listens (-EADDRINUSE and friends), and serves from 'event'. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The listener's TLS credentials, reloaded when their files change: see http-tls.h. */
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "fileio.h"
@@ -237,4 +239,41 @@ int http_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
 
 unsigned http_tls_reloads(const HttpTls *t) {
         return t ? t->reloads : 0;
+}
+
+/* Where the transport's counts go during an MHD_run() (one loop, one thread). */
+static HttpTlsIo *current_io = NULL;
+
+static ssize_t io_pull(gnutls_transport_ptr_t t, void *buf, size_t size) {
+        ssize_t n = recv((int) (intptr_t) t, buf, size, 0);
+
+        if (current_io) {
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                        current_io->again++;
+                else
+                        current_io->moved++;
+        }
+        return n; /* errno as recv() left it: GnuTLS reads it */
+}
+
+static ssize_t io_push(gnutls_transport_ptr_t t, const void *buf, size_t size) {
+        ssize_t n = send((int) (intptr_t) t, buf, size, MSG_NOSIGNAL);
+
+        if (current_io && !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+                current_io->moved++;
+        return n;
+}
+
+void http_tls_io_attach(gnutls_session_t session) {
+        gnutls_transport_set_pull_function(session, io_pull);
+        gnutls_transport_set_pull_timeout_function(session, gnutls_system_recv_timeout);
+        gnutls_transport_set_push_function(session, io_push);
+}
+
+void http_tls_io_begin(HttpTlsIo *io) {
+        current_io = io;
+}
+
+void http_tls_io_end(void) {
+        current_io = NULL;
 }

@@ -39,3 +39,27 @@ int http_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
 int http_tls_check(HttpTls *t);
 /* How many times new files were loaded, and refused. */
 unsigned http_tls_reloads(const HttpTls *t);
+
+/* The TLS transport of a connection, counted: libmicrohttpd 0.9.75 lets
+ * GnuTLS read the socket itself during a handshake, so it never sees the
+ * EAGAIN that ends a read, keeps the connection marked readable, and
+ * answers MHD_get_timeout() with 0 until the handshake completes or the
+ * connection times out: a client that sends part of a TLS record and waits
+ * would have the loop run MHD at once, again and again (100 % of a core).
+ * GnuTLS reads and writes through these functions instead (recv() and
+ * send(MSG_NOSIGNAL), as its own do), and counts, for the MHD_run() in
+ * progress, the reads that found nothing (EAGAIN) and the reads and
+ * writes that moved bytes (or found an end or an error). A run whose
+ * every read found nothing and that moved nothing is a stalled one
+ * (http-server.c: its "0" is not believed). */
+typedef struct HttpTlsIo {
+        uint64_t again; /* reads that found nothing */
+        uint64_t moved; /* reads and writes that did something */
+} HttpTlsIo;
+
+/* Sets the session's pull, pull-timeout and push functions (its transport
+ * stays the socket's fd, as MHD set it). */
+void http_tls_io_attach(gnutls_session_t session);
+/* Counts go to 'io' until http_tls_io_end() (NULL: counted nowhere). */
+void http_tls_io_begin(HttpTlsIo *io);
+void http_tls_io_end(void);

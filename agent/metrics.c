@@ -300,6 +300,10 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         metrics_counter_u64(w, "cgprof_http_requests_abandoned_total",
                             "Requests waiting for their answer (a profile pull) whose client hung up.",
                             hs.abandoned);
+        metrics_counter_u64(w, "cgprof_http_stalled_runs_total",
+                            "Listener runs that found only TLS handshakes waiting for bytes (paced, not "
+                            "repeated at once).",
+                            hs.stalled_runs);
         if (m->pull)
                 metrics_counter_table(w, "cgprof_http_pprof_requests_total",
                                       "Profile pulls and report requests answered, by HTTP status code.",
