@@ -323,7 +323,7 @@ TEST(cxx_demangled) {
         uint64_t plt, off;
 
         if (!path || access(path, X_OK) < 0)
-                TEST_SKIP("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
+                TEST_SKIP_PREREQ("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
 
         s = load_path(path);
         ASSERT_TRUE(elf_symtab_has_full_symtab(s));

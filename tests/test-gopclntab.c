@@ -21,7 +21,7 @@ static const char *fixture(const char *var) {
         const char *p = getenv(var);
 
         if (!p || access(p, R_OK) < 0)
-                TEST_SKIP("%s not built (no Go toolchain?)", var);
+                TEST_SKIP_PREREQ("%s not built (no Go toolchain: golang-go)", var);
         return p;
 }
 
@@ -743,7 +743,7 @@ TEST(debian) {
                 if (access(candidates[i], R_OK) >= 0)
                         path = candidates[i];
         if (!path)
-                TEST_SKIP("neither prometheus nor promtool is installed");
+                TEST_SKIP_PREREQ("neither prometheus nor promtool is installed");
         fixture("CGPROF_GO");
 
         t0 = now_ms();

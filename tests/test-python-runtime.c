@@ -77,7 +77,7 @@ TEST(debian_interpreters) {
                 n++;
         }
         if (n == 0)
-                TEST_SKIP(PYTHON " and " LIBPYTHON " not installed");
+                TEST_SKIP_PREREQ(PYTHON " and " LIBPYTHON " not installed");
 }
 
 TEST(not_python) {
@@ -140,7 +140,7 @@ TEST(line_table) {
         FILE *f;
 
         if (access(PYTHON, X_OK) < 0)
-                TEST_SKIP(PYTHON " not installed");
+                TEST_SKIP_PREREQ(PYTHON " not installed");
         fd = mkstemp(script_path);
         ASSERT_TRUE(fd >= 0);
         ASSERT_TRUE(write(fd, script, sizeof(script) - 1) == (ssize_t) sizeof(script) - 1);

@@ -321,7 +321,7 @@ TEST(cxx_demangled) {
         ResolvedFrame f;
 
         if (!path || access(path, X_OK) < 0)
-                TEST_SKIP("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
+                TEST_SKIP_PREREQ("CGPROF_ELF_FIXTURE_CXX not set (no C++ compiler)");
 
         module = basename_of(path);
         ASSERT_OK(symbolizer_new(NULL, &s));

@@ -529,7 +529,7 @@ TEST(readelf_fixtures) {
         size_t n = 0;
 
         if (!have_readelf())
-                TEST_SKIP("readelf not found");
+                TEST_SKIP_PREREQ("readelf not found");
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 const char *path = env_path(names[i]);
 
@@ -546,7 +546,7 @@ TEST(readelf_system) {
         const char *paths[] = { system_python(), system_libc(), system_libstdcxx() };
 
         if (!have_readelf())
-                TEST_SKIP("readelf not found");
+                TEST_SKIP_PREREQ("readelf not found");
         for (size_t i = 0; i < ELEMENTSOF(paths); i++)
                 if (paths[i])
                         compare_file(paths[i], UNWIND_SOURCE_EH_FRAME);
@@ -561,7 +561,7 @@ TEST(readelf_extra) {
         if (!v)
                 TEST_SKIP("CGPROF_UNWIND_TABLE_EXTRA not set (FILE:FILE..., by hand)");
         if (!have_readelf())
-                TEST_SKIP("readelf not found");
+                TEST_SKIP_PREREQ("readelf not found");
         list = strdup(v);
         ASSERT_NOT_NULL(list);
         for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {

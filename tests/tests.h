@@ -6,10 +6,11 @@
  * speaks TAP (meson's protocol : 'tap') on stdout: the plan "1..N", then
  * "ok K - name", "ok K - name # SKIP reason" or "not ok K - name" per test
  * (a failed ASSERT prints the latter, then aborts). TEST_SKIP("fmt", ...)
- * skips the current test, from the test or any function it calls: it jumps
- * back to the harness, so call it before the test holds resources (the
- * cleanups of _cleanup_ variables do not run). Everything else the tests
- * print goes to stderr. */
+ * (TEST_SKIP_PREREQ() for what scripts/deps installs) skips the current
+ * test, from the test or any function it calls: it jumps back to the
+ * harness, so call it before the test holds resources (the cleanups of
+ * _cleanup_ variables do not run). Everything else the tests print goes to
+ * stderr. */
 
 #include <inttypes.h>
 #include <setjmp.h>
@@ -60,6 +61,10 @@ __attribute__((noreturn)) _unused_ static void test_fail(void) {
 /* Skips the running test: "ok K - name # SKIP reason". Outside of a test (in
  * a forked child, say) it exits with EXIT_TEST_SKIP. */
 #define TEST_SKIP(...) test_skip(__VA_ARGS__)
+/* Skips for want of a prerequisite that scripts/deps installs (a package, a
+ * tool, a fixture built with one): "# SKIP (prerequisite) reason", which
+ * scripts/test counts as a failure with CI=true. The format is a literal. */
+#define TEST_SKIP_PREREQ(format, ...) test_skip("(prerequisite) " format, ##__VA_ARGS__)
 __attribute__((noreturn)) _printf_(1, 2) _unused_ static void test_skip(const char *format, ...) {
         va_list ap;
 

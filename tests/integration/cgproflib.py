@@ -3,7 +3,8 @@
 config file, real cgroups, real perf events and BPF, a real journal), run
 the test workload in a cgroup, and read the reports back.
 
-Every test exits 77 (skipped) when a facility is missing, and cleans up the
+Every test exits 77 (skipped) when a facility is missing, saying why on
+stdout (skip(), or skip_prereq() for what scripts/deps installs), and cleans up the
 cgroups, processes and sysctls it touched."""
 
 import json
@@ -29,8 +30,30 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+# The test main() runs now: a skip names it.
+_current_test = None
+
+
 def skip(why):
-    log("SKIP:", why)
+    """Skips (exit 77) for want of something of the machine that no package
+    gives: root, a kernel feature, a mount, a namespace. The reason goes to
+    stdout, as "SKIP: why", where meson's testlog.json keeps it for
+    scripts/test's closing list of skips."""
+    _skip("SKIP", why)
+
+
+def skip_prereq(why):
+    """Skips (exit 77) for want of a prerequisite that scripts/deps installs:
+    a package, a tool, a fixture built from them, the Kubernetes tests' API
+    server. Printed "SKIP (prerequisite): why": with CI=true, scripts/test
+    counts it as a failure."""
+    _skip("SKIP (prerequisite)", why)
+
+
+def _skip(marker, why):
+    where = f"{_current_test}: " if _current_test else ""
+    print(f"{marker}: {where}{why}", flush=True)
+    log(f"{marker}: {where}{why}")
     sys.exit(SKIP)
 
 
@@ -338,10 +361,12 @@ def main(tests):
     skips (exit 77) does not stop the others, so it cannot hide their
     failures: the file fails if any test failed, else is skipped if any
     test skipped."""
+    global _current_test
     require_root()
     failed, skipped = 0, []
     for t in tests:
         log(f"=== {t.__name__}")
+        _current_test = t.__name__
         try:
             t()
             log(f"--- {t.__name__}: ok")
@@ -355,6 +380,8 @@ def main(tests):
             traceback.print_exc()
             log(f"--- {t.__name__}: FAILED")
             failed += 1
+        finally:
+            _current_test = None
     if not failed and skipped:
         log(f"skipped: {', '.join(skipped)}")
     sys.exit(1 if failed else SKIP if skipped else 0)

@@ -52,7 +52,7 @@ import urllib.request
 import uuid
 
 import cgproflib
-from cgproflib import log, skip
+from cgproflib import log, skip, skip_prereq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(HERE, "..", ".."))
@@ -168,7 +168,7 @@ def make_certs(directory, hosts=("127.0.0.1", "localhost"), bits=2048):
     every host), and an RSA key pair for service-account tokens (sa.key,
     sa.pub). Returns a dict of the paths."""
     if not shutil.which("openssl"):
-        skip("openssl not installed")
+        skip_prereq("openssl not installed")
     d = directory
     p = {k: os.path.join(d, f) for k, f in (("ca", "ca.crt"), ("ca_key", "ca.key"), ("cert", "server.crt"),
                                              ("key", "server.key"), ("sa_key", "sa.key"), ("sa_pub", "sa.pub"))}
@@ -284,11 +284,11 @@ class KubeCluster:
         install_sigterm_handler()
         for tool in ("openssl", "kubectl"):
             if not shutil.which(tool):
-                skip(f"{tool} not installed")
+                skip_prereq(f"{tool} not installed")
         self.apiserver_bin = find_apiserver()
         self.etcd_bin = shutil.which("etcd")
         if not self.etcd_bin:
-            skip("etcd not installed (etcd-server)")
+            skip_prereq("etcd not installed (etcd-server)")
         self.tmp = tmp or tempfile.mkdtemp(prefix="cgprof-kube-")
         self.token = new_token()
         self.token2 = new_token()

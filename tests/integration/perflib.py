@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
-from cgproflib import skip
+from cgproflib import skip, skip_prereq
 
 PERF = shutil.which("perf")
 
@@ -31,7 +31,7 @@ _PERF_REFUSED = re.compile(r"(Permission denied|Operation not permitted|perf_eve
 
 def _perf_record(argv, seconds, call_graph, freq, extra_args=(), timeout_slack=120):
     if not PERF:
-        skip("perf is not installed (linux-perf)")
+        skip_prereq("perf is not installed (linux-perf)")
     exe = argv[0] if "/" not in argv[0] else os.path.abspath(argv[0])
     if not (shutil.which(exe) if "/" not in exe else os.access(exe, os.X_OK)):
         raise AssertionError(f"no program {exe}")

@@ -19,7 +19,7 @@ import re
 import shutil
 import tempfile
 
-from cgproflib import (BUILD, Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload,
+from cgproflib import (BUILD, Agent, Cgroup, log, main, profile, read_sysctl, skip, skip_prereq, wait_for, workload,
                        write_sysctl)
 from systemdlib import build_options, install, message_ids, parse_catalog, run
 from journallib import ensure_journald, journal, stop_journald
@@ -55,7 +55,7 @@ def setup():
     temporary root, and the catalog compiled there."""
     global root, catalog_path
     if shutil.which("journalctl") is None:
-        skip("no journalctl")
+        skip_prereq("no journalctl")
     prefix = build_options(BUILD)["prefix"]
     if prefix not in ("/usr", "/usr/local"):
         skip(f"journalctl only reads catalogs under /usr and /usr/local, not {prefix}")

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from cgproflib import Agent, Cgroup, log, main, profile, read_sysctl, skip, wait_for, workload
+from cgproflib import Agent, Cgroup, log, main, profile, read_sysctl, skip_prereq, wait_for, workload
 from systemdlib import message_ids
 from journallib import ensure_journald, journal, stop_journald
 
@@ -42,7 +42,7 @@ def summary(path):
 def pprof_top(path):
     go = shutil.which("go")
     if not go:
-        skip("no go (golang-go) for go tool pprof")
+        skip_prereq("no go (golang-go) for go tool pprof")
     home = tempfile.mkdtemp(prefix="cgprof-go-")
     try:
         env = dict(os.environ, HOME=home, GOCACHE=os.path.join(home, "cache"), GOPATH=os.path.join(home, "path"),

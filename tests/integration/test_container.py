@@ -54,7 +54,7 @@ import tempfile
 import time
 
 import cgproflib
-from cgproflib import WORKLOAD, Cgroup, folded, log, run_in_cgroup, skip, wait_for
+from cgproflib import WORKLOAD, Cgroup, folded, log, run_in_cgroup, skip, skip_prereq, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(HERE, "..", ".."))
@@ -649,14 +649,14 @@ def kernel_at_least(major, minor):
 def main():
     cgproflib.require_root()
     if not shutil.which("podman"):
-        skip("podman not installed (scripts/deps)")
+        skip_prereq("podman not installed (scripts/deps)")
     if not shutil.which(RUNTIME):
-        skip(f"OCI runtime {RUNTIME} not installed")
+        skip_prereq(f"OCI runtime {RUNTIME} not installed")
     r = subprocess.run(["podman", "--runtime", RUNTIME, "info"], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         skip(f"podman cannot run here: {r.stderr.strip()[-300:]}")
     if not shutil.which("kubectl"):
-        skip("kubectl not installed (it builds the manifests' kustomizations)")
+        skip_prereq("kubectl not installed (it builds the manifests' kustomizations)")
     ds, config = kustomized()
     c = ds["spec"]["template"]["spec"]["containers"][0]
     caps = c["securityContext"]["capabilities"]["add"]

@@ -31,7 +31,8 @@ import time
 import urllib.error
 import urllib.request
 
-from cgproflib import (mapping_of, Agent, Cgroup, assert_shares, folded, log, main, profile, run_in_cgroup, skip)
+from cgproflib import (mapping_of, Agent, Cgroup, assert_shares, folded, log, main, profile, run_in_cgroup, skip,
+                       skip_prereq)
 
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 STRIPPED = os.environ.get("CGPROF_WORKLOAD_DBGI_STRIPPED",
@@ -206,7 +207,7 @@ def check_unknown(u, tag):
 
 def test_debuginfod():
     if not shutil.which("debuginfod"):
-        skip("no debuginfod server (Debian package debuginfod)")
+        skip_prereq("no debuginfod server (Debian package debuginfod)")
     for f in (STRIPPED, DEBUG, UNKNOWN):
         if not os.access(f, os.R_OK):
             skip(f"{f} not built")

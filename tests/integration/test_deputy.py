@@ -14,7 +14,8 @@ import shutil
 import subprocess
 import tempfile
 
-from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, require_root, run_in_cgroup, skip
+from cgproflib import (Agent, Cgroup, folded, log, main, mapping_of, profile, require_root, run_in_cgroup, skip,
+                       skip_prereq)
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 USERNS = ["unshare", "--user", "--map-root-user", "--mount"]
@@ -70,7 +71,7 @@ def require_userns():
         skip("no /usr/lib/debug to mount over")
     for tool in ("setpriv", "unshare", "gcc", "objcopy", "strip", "readelf"):
         if not shutil.which(tool):
-            skip(f"no {tool}")
+            skip_prereq(f"no {tool}")
     p = subprocess.run(NOBODY + USERNS + ["sh", "-c", "mount -t tmpfs none /usr/lib/debug"],
                        capture_output=True, text=True)
     if p.returncode != 0:

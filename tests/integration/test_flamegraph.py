@@ -21,7 +21,7 @@ import tempfile
 import threading
 import xml.etree.ElementTree as ET
 
-from cgproflib import (BUILD, Agent, Cgroup, HOT, folded, log, main, profile, skip, workload)
+from cgproflib import (BUILD, Agent, Cgroup, HOT, folded, log, main, profile, skip_prereq, workload)
 
 # The test page: loads flame.svg (same origin, so its DOM and functions are
 # reachable), measures and exercises it, and writes the results as JSON
@@ -116,7 +116,7 @@ def find_chromium():
               "/usr/bin/chromium"):
         if c and os.access(c, os.X_OK):
             return c
-    skip("no chromium")
+    skip_prereq("no chromium")
 
 
 class Server:

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 
-from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, run_in_cgroup, skip
+from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, run_in_cgroup, skip_prereq
 from test_pprof import GoPprof
 
 STRIPPED = os.environ.get("CGPROF_GO_WORKLOAD_STRIPPED")
@@ -34,7 +34,7 @@ def marker_line(marker):
 
 def test_go_symbols():
     if not STRIPPED or not os.access(STRIPPED, os.X_OK):
-        skip("the Go workload is not built (no Go toolchain)")
+        skip_prereq("the Go workload is not built (no Go toolchain)")
     # The fixture is what the test claims: a .gopclntab, no .symtab.
     sections = subprocess.run(["readelf", "-SW", STRIPPED], check=True, capture_output=True, text=True).stdout
     assert ".gopclntab" in sections and ".symtab" not in sections, sections

@@ -42,7 +42,16 @@ def log(*a):
 
 
 def skip(why):
+    """cgproflib.skip(): the reason on stdout, for scripts/test's list of skips."""
+    print("SKIP:", why, flush=True)
     log("SKIP:", why)
+    sys.exit(SKIP)
+
+
+def skip_prereq(why):
+    """cgproflib.skip_prereq(): a prerequisite of scripts/deps is missing (a failure with CI=true)."""
+    print("SKIP (prerequisite):", why, flush=True)
+    log("SKIP (prerequisite):", why)
     sys.exit(SKIP)
 
 
@@ -274,9 +283,9 @@ def configmap_config():
 def main():
     for tool in ("meson", "ninja", "dpkg", "dpkg-query", "apt-cache", "ldd", "readelf", "pkg-config", "kubectl"):
         if not shutil.which(tool):
-            skip(f"{tool} not installed")
+            skip_prereq(f"{tool} not installed")
     if importlib.util.find_spec("yaml") is None:
-        skip("python3-yaml not installed")
+        skip_prereq("python3-yaml not installed")
     try:
         with open("/etc/os-release") as f:
             osr = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)

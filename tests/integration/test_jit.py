@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 
-from cgproflib import Agent, Cgroup, folded, log, main, profile, skip, wait_for
+from cgproflib import Agent, Cgroup, folded, log, main, profile, skip, skip_prereq, wait_for
 
 RATIO = {"hotAlpha": 50, "hotBeta": 30, "hotGamma": 20}
 TOLERANCE = 5.0
@@ -74,7 +74,7 @@ public class Hot {
 def need(*programs):
     for p in programs:
         if not shutil.which(p):
-            skip(f"{p} not installed")
+            skip_prereq(f"{p} not installed")
 
 
 def workdir():

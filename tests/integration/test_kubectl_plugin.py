@@ -392,7 +392,7 @@ def test_agent_namespace_and_kubectl_flags():
 
 def main():
     if shutil.which("tar") is None:
-        log("SKIP: no tar")
+        print("SKIP: no tar", flush=True)
         sys.exit(77)
     tests = [test_check, test_start, test_stop, test_sessions, test_download_and_remove_source, test_errors,
              test_agent_namespace_and_kubectl_flags]

@@ -41,7 +41,7 @@ import time
 import urllib.parse
 
 import cgproflib
-from cgproflib import CGPROFD, Agent, log, main, skip, wait_for
+from cgproflib import CGPROFD, Agent, log, main, skip_prereq, wait_for
 from kubelib import SOURCE_DIR, KubeCgroups, KubeCluster, new_container_id
 
 try:
@@ -889,9 +889,9 @@ def test_agent_runs_with_the_service_account_token():
 
 if __name__ == "__main__":
     if yaml is None:
-        skip("python3-yaml not installed")
+        skip_prereq("python3-yaml not installed")
     if not shutil.which("kubectl"):
-        skip("kubectl not installed")
+        skip_prereq("kubectl not installed")
     with KubeCluster() as cluster:
         kc = cluster
         main([test_base_builds_offline_with_least_privilege, test_overlays_and_privileged_patch_build_offline,

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from cgproflib import Agent, Cgroup, log, main, profile, skip, wait_for, workload
+from cgproflib import Agent, Cgroup, log, main, profile, skip_prereq, wait_for, workload
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -114,7 +114,7 @@ class Prometheus:
 
 def test_prometheus_scrape():
     if not os.access(PROMETHEUS, os.X_OK) or not os.access(PROMTOOL, os.X_OK):
-        skip("no prometheus/promtool (Debian's prometheus package)")
+        skip_prereq("no prometheus/promtool (Debian's prometheus package)")
     port = free_port()
     cg = Cgroup(f"cgprof-test-metrics-{os.getpid()}")
     agent = Agent({

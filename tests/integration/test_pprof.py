@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tempfile
 
-from cgproflib import Agent, Cgroup, HOT, folded, log, main, profile, skip, workload
+from cgproflib import Agent, Cgroup, HOT, folded, log, main, profile, skip_prereq, workload
 
 FREQUENCY = 999
 KERNEL_MAPPING = "[kernel.kallsyms]"
@@ -156,7 +156,7 @@ class GoPprof:
     def __init__(self, tmp):
         self.go = shutil.which("go")
         if not self.go:
-            skip("no go (golang-go) for go tool pprof")
+            skip_prereq("no go (golang-go) for go tool pprof")
         home = os.path.join(tmp, "go-home")
         for d in ("", "cache", "path", "binaries"):
             os.makedirs(os.path.join(home, d), exist_ok=True)
@@ -219,7 +219,7 @@ def parse_raw_samples(text):
 
 def test_pprof():
     if not shutil.which("go"):
-        skip("no go (golang-go) for go tool pprof")
+        skip_prereq("no go (golang-go) for go tool pprof")
     tmp = tempfile.mkdtemp(prefix="cgprof-pprof-")
     go = GoPprof(tmp)
     cg = Cgroup(f"cgprof-test-pprof-{os.getpid()}")

@@ -20,7 +20,7 @@ import os
 import subprocess
 import tempfile
 
-from cgproflib import (Agent, Cgroup, assert_shares, folded, log, main, profile, run_in_cgroup, skip)
+from cgproflib import (Agent, Cgroup, assert_shares, folded, log, main, profile, run_in_cgroup, skip, skip_prereq)
 from test_pprof import fields, ints
 
 PYTHON = "/usr/bin/python3.11"
@@ -35,7 +35,7 @@ SECONDS = "4"
 
 def need_python():
     if not os.access(PYTHON, os.X_OK):
-        skip(f"{PYTHON} (Debian's python3.11) is not installed")
+        skip_prereq(f"{PYTHON} (Debian's python3.11) is not installed")
 
 
 def function_lines(path):

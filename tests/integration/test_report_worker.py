@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 
-from cgproflib import CGPROFCTL, Agent, Cgroup, log, main, profile, skip, wait_for, workload
+from cgproflib import CGPROFCTL, Agent, Cgroup, log, main, profile, skip, skip_prereq, wait_for, workload
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 GATEFS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gatefs.py")
@@ -30,7 +30,7 @@ class GateDisk:
             skip("no /dev/fuse")
         r = subprocess.run([SYSTEM_PYTHON, "-c", "import fusepy"], capture_output=True, text=True)
         if r.returncode != 0:
-            skip(f"no fusepy module for {SYSTEM_PYTHON} (python3-fusepy): {r.stderr.strip()}")
+            skip_prereq(f"no fusepy module for {SYSTEM_PYTHON} (python3-fusepy): {r.stderr.strip()}")
         self.tmp = tempfile.mkdtemp(prefix="cgprof-gatefs-")
         self.backing = os.path.join(self.tmp, "backing")
         self.mount = os.path.join(self.tmp, "mnt")

@@ -11,7 +11,8 @@ import json
 import os
 import subprocess
 
-from cgproflib import (LAUNCHER_COMM, Agent, Cgroup, HOT, assert_shares, folded, log, main, profile, skip, workload)
+from cgproflib import (LAUNCHER_COMM, Agent, Cgroup, HOT, assert_shares, folded, log, main, profile, skip_prereq,
+                       workload)
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "speedscope-schema.json")
@@ -30,10 +31,10 @@ jsonschema.Draft7Validator(schema).validate(doc)
 
 def require_jsonschema():
     if not os.access(SYSTEM_PYTHON, os.X_OK):
-        skip(f"no {SYSTEM_PYTHON}")
+        skip_prereq(f"no {SYSTEM_PYTHON}")
     r = subprocess.run([SYSTEM_PYTHON, "-c", "import jsonschema"], capture_output=True, text=True)
     if r.returncode != 0:
-        skip(f"no jsonschema module for {SYSTEM_PYTHON} (python3-jsonschema): {r.stderr.strip()}")
+        skip_prereq(f"no jsonschema module for {SYSTEM_PYTHON} (python3-jsonschema): {r.stderr.strip()}")
 
 
 def validate(path):

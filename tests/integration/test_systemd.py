@@ -30,7 +30,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from cgproflib import BUILD, CGPROFD, Agent, Cgroup, log, main, skip, workload
+from cgproflib import BUILD, CGPROFD, Agent, Cgroup, log, main, skip_prereq, workload
 from systemdlib import (DROPIN, DROPIN_DIR, DROPIN_EXAMPLE, REPORT_DIR, STATE_DIR, UNIT, UsrTree, build_options,
                         install, merge_units, on_host, parse_catalog, parse_unit, documented_security_score, run,
                         unit_value, unit_values)
@@ -62,7 +62,7 @@ def need_tree():
     if tree is None:
         for tool in ("systemd-analyze", "systemd-tmpfiles", "meson"):
             if shutil.which(tool) is None:
-                skip(f"no {tool}")
+                skip_prereq(f"no {tool}")
         tree = UsrTree()
     return tree
 

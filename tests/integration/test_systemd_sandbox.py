@@ -194,7 +194,7 @@ if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] in ("--exec", "-
     exec_sandboxed(sys.argv[2], sys.argv[4:] if sys.argv[1] == "--exec" else None)
 
 from cgproflib import (BUILD, HOT, WORKLOAD, Agent, Cgroup, folded, log, main, profile, read_sysctl,
-                       skip, wait_for, workload, write_sysctl)  # noqa: E402
+                       skip, skip_prereq, wait_for, workload, write_sysctl)  # noqa: E402
 from kubelib import KubeCgroups, KubeCluster, new_container_id  # noqa: E402
 from systemdlib import DROPIN, merge_units, run, unit_value, unit_values  # noqa: E402
 
@@ -335,7 +335,7 @@ def test_agent_in_sandbox():
         skip(f"no {UNIT_FILE}")
     for tool in ("systemd-analyze", "unshare"):
         if shutil.which(tool) is None:
-            skip(f"no {tool}")
+            skip_prereq(f"no {tool}")
     spec = sandbox_spec(UNIT_FILE)
     log("sandbox:", json.dumps({k: v for k, v in spec.items() if k != "syscalls"}), f"{len(spec['syscalls'])} syscalls")
     assert "bpf" in spec["syscalls"] and "perf_event_open" in spec["syscalls"]
@@ -417,7 +417,7 @@ def test_agent_in_kubernetes_sandbox():
             skip(f"no {f}")
     for tool in ("systemd-analyze", "unshare"):
         if shutil.which(tool) is None:
-            skip(f"no {tool}")
+            skip_prereq(f"no {tool}")
     spec = sandbox_spec(UNIT_FILE, DROPIN_FILE)
     log("sandbox:", json.dumps({k: v for k, v in spec.items() if k != "syscalls"}), f"{len(spec['syscalls'])} syscalls")
     # The drop-in's settings, merged into the unit's: its ExecStart= replaced

@@ -21,7 +21,7 @@ The numbers (ours and perf's) are logged for each fixture."""
 
 import os
 
-from cgproflib import Agent, Cgroup, folded, log, main, profile, run_in_cgroup, skip
+from cgproflib import Agent, Cgroup, folded, log, main, profile, run_in_cgroup, skip_prereq
 from perflib import Shares, ends_with_chain, of_comm, perf_record_dwarf, perf_record_fp, share_with
 
 BUILD = os.environ.get("CGPROF_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
@@ -203,7 +203,7 @@ def test_frameless_leaf():
 
 def test_cxx():
     if not os.path.exists(CXX) and "CGPROF_UNWIND_CXX" not in os.environ:
-        skip("the C++ fixture was not built (no C++ compiler: scripts/deps installs g++)")
+        skip_prereq("the C++ fixture was not built (no C++ compiler: scripts/deps installs g++)")
     ref, ours = compare("c++", CXX, CXX_CHAIN, CXX_LEAVES)
     # The samples taken while an exception was in flight (inside libgcc's
     # unwinder or the personality routine): few, logged for comparison.
@@ -245,7 +245,7 @@ def test_python_interpreter():
     the Python recursion; main tail-calls Py_BytesMain, so main itself is
     not on the stack (perf shows __libc_start_call_main;Py_BytesMain)."""
     if not os.access(PYTHON, os.X_OK):
-        skip(f"no {PYTHON}")
+        skip_prereq(f"no {PYTHON}")
     if not os.path.exists(PY_WORKLOAD):
         raise AssertionError(f"no {PY_WORKLOAD}")
     comm = os.path.basename(PYTHON)
