@@ -2,9 +2,11 @@
 """Kubernetes test harness for cgprof's integration tests.
 
 - KubeCluster: a real kube-apiserver (v1.20.2, built from Debian's source
-  package by shared/kube/build-kube-apiserver) backed by a real etcd, on
-  loopback, with its own CA, serving certificate, service-account key pair and
-  static tokens; a kubeconfig that kubectl and cgprofd --kubeconfig both use;
+  package by tests/kube/build-kube-apiserver, or the binary that
+  CGPROF_KUBE_APISERVER names) backed by a real etcd (Debian's etcd-server,
+  or CGPROF_ETCD), on loopback, with its own CA, serving certificate,
+  service-account key pair and static tokens; a kubeconfig that kubectl and
+  cgprofd --kubeconfig both use;
   helpers to create namespaces and pods, mark pods Running with container IDs,
   delete them, and to produce real faults (stop/start or SIGSTOP/SIGCONT the
   API server, compact etcd, rotate the token file).
@@ -38,6 +40,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -56,8 +59,11 @@ from cgproflib import log, skip, skip_prereq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(HERE, "..", ".."))
-SHARED_DIR = os.environ.get("CGPROF_SHARED_DIR", os.path.join(SOURCE_DIR, "..", "shared"))
-BUILD_SCRIPT = os.path.join(SHARED_DIR, "kube", "build-kube-apiserver")
+BUILD_SCRIPT = os.path.join(SOURCE_DIR, "tests", "kube", "build-kube-apiserver")
+# A kube-apiserver of the user's (a newer one) instead of the one
+# BUILD_SCRIPT builds; an etcd instead of Debian's (docs/testing.md).
+APISERVER_ENV = "CGPROF_KUBE_APISERVER"
+ETCD_ENV = "CGPROF_ETCD"
 
 # --------------------------------------------------------------------------
 # process hygiene
@@ -219,40 +225,35 @@ def write_kubeconfig(path, server, ca_file=None, token=None, token_file=None, ca
 
 
 def find_apiserver():
-    """Path of the kube-apiserver binary (building it if needed; the first
-    build takes minutes). Skips (77) when it cannot be had."""
+    """Path of the kube-apiserver binary: $CGPROF_KUBE_APISERVER if set (an
+    error if it cannot run), else the one tests/kube/build-kube-apiserver
+    built and cached (building it if needed: the first build takes minutes;
+    a build already running is waited for). Skips (77, a prerequisite) when
+    it cannot be built."""
+    own = os.environ.get(APISERVER_ENV)
+    if own:
+        if not os.access(own, os.X_OK):
+            raise KubeError(f"{APISERVER_ENV}={own} is not an executable file")
+        return own
     if not os.path.exists(BUILD_SCRIPT):
-        skip(f"no {BUILD_SCRIPT}")
-    # Never run a second build beside one already running: wait for it.
-    end = time.monotonic() + 1200
-    while _build_running():
-        if time.monotonic() > end:
-            skip("kube-apiserver build still running after 20 minutes")
-        log("kubelib: waiting for a running kube-apiserver build")
-        time.sleep(10)
+        skip_prereq(f"no {BUILD_SCRIPT}")
     try:
         r = subprocess.run([BUILD_SCRIPT], capture_output=True, text=True, timeout=1800)
     except subprocess.TimeoutExpired:
-        skip("kube-apiserver build timed out")
+        skip_prereq(f"{BUILD_SCRIPT} took more than 30 minutes")
     path = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     if r.returncode != 0 or not os.access(path, os.X_OK):
-        skip(f"cannot build kube-apiserver (rc {r.returncode}): {r.stderr.strip()[-2000:]}")
+        skip_prereq(f"{BUILD_SCRIPT} failed (rc {r.returncode}): {r.stderr.strip()[-2000:]}")
     return path
 
 
-def _build_running():
-    me = os.getpid()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(a.endswith(b"build-kube-apiserver") for a in cmd[:2]):
-            return True
-    return False
+def apiserver_version(path):
+    """(major, minor) of a kube-apiserver binary ("Kubernetes v1.20.2")."""
+    r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    m = re.search(r"v(\d+)\.(\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        raise KubeError(f"{path} --version: rc {r.returncode}, {r.stdout.strip()!r} {r.stderr.strip()[-500:]!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 # --------------------------------------------------------------------------
@@ -286,7 +287,8 @@ class KubeCluster:
             if not shutil.which(tool):
                 skip_prereq(f"{tool} not installed")
         self.apiserver_bin = find_apiserver()
-        self.etcd_bin = shutil.which("etcd")
+        self.apiserver_version = apiserver_version(self.apiserver_bin)
+        self.etcd_bin = os.environ.get(ETCD_ENV) or shutil.which("etcd")
         if not self.etcd_bin:
             skip_prereq("etcd not installed (etcd-server)")
         self.tmp = tmp or tempfile.mkdtemp(prefix="cgprof-kube-")
@@ -377,7 +379,6 @@ class KubeCluster:
         a = [self.apiserver_bin,
              f"--etcd-servers={self.etcd_url}",
              "--bind-address=127.0.0.1", f"--secure-port={self.port}", "--advertise-address=127.0.0.1",
-             "--insecure-port=0",
              "--endpoint-reconciler-type=none",
              f"--tls-cert-file={c['cert']}", f"--tls-private-key-file={c['key']}",
              f"--client-ca-file={c['ca']}",
@@ -390,6 +391,8 @@ class KubeCluster:
              "--allow-privileged=true",
              "--disable-admission-plugins=ServiceAccount",
              f"--cert-dir={os.path.join(self.tmp, 'apiserver-certs')}"]
+        if self.apiserver_version < (1, 24):
+            a.append("--insecure-port=0")  # the flag is gone since 1.24
         if not self.watch_cache:
             a.append("--watch-cache=false")
         return a + self.extra_apiserver_args
