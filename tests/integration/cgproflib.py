@@ -9,6 +9,7 @@ cgroups, processes and sysctls it touched."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -55,6 +56,37 @@ def _skip(marker, why):
     print(f"{marker}: {where}{why}", flush=True)
     log(f"{marker}: {where}{why}")
     sys.exit(SKIP)
+
+
+def kustomize_problem():
+    """Why kubectl cannot build manifests/' kustomizations (kubectl
+    kustomize, apply -k), or None. It must be 1.21 or newer: v1.20's, Debian
+    12's only one, has kustomize v2.0.3, which takes no directory in
+    `resources`."""
+    if not shutil.which("kubectl"):
+        return "kubectl not installed (kubernetes-client)"
+    r = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=60)
+    try:
+        v = json.loads(r.stdout)["clientVersion"]
+        version = (int(v["major"]), int(re.match(r"\d+", v["minor"]).group()))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise AssertionError(f"kubectl version --client -o json: {r.stdout.strip()[-300:]!r} "
+                             f"{r.stderr.strip()[-300:]!r}")
+    if version < (1, 21):
+        return (f"kubectl {v.get('gitVersion')} cannot build manifests/ (its kustomize v2 takes no directory in "
+                "resources): put a kubectl of 1.21 or newer first on PATH (Debian 12 has 1.20 only)")
+    return None
+
+
+def require_kustomize():
+    """Skips without a kubectl that builds manifests/ (kustomize_problem()):
+    none at all is a prerequisite (scripts/deps installs Debian's
+    kubernetes-client when none is on PATH), an old one not."""
+    why = kustomize_problem()
+    if why and not shutil.which("kubectl"):
+        skip_prereq(why)
+    if why:
+        skip(why)
 
 
 def require_root():

@@ -655,8 +655,7 @@ def main():
     r = subprocess.run(["podman", "--runtime", RUNTIME, "info"], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         skip(f"podman cannot run here: {r.stderr.strip()[-300:]}")
-    if not shutil.which("kubectl"):
-        skip_prereq("kubectl not installed (it builds the manifests' kustomizations)")
+    cgproflib.require_kustomize()  # it builds the manifests' kustomizations
     ds, config = kustomized()
     c = ds["spec"]["template"]["spec"]["containers"][0]
     caps = c["securityContext"]["capabilities"]["add"]

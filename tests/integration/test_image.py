@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+import cgproflib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 BUILD_DIR = os.environ.get("CGPROF_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
@@ -281,11 +283,12 @@ def configmap_config():
 
 
 def main():
-    for tool in ("meson", "ninja", "dpkg", "dpkg-query", "apt-cache", "ldd", "readelf", "pkg-config", "kubectl"):
+    for tool in ("meson", "ninja", "dpkg", "dpkg-query", "apt-cache", "ldd", "readelf", "pkg-config"):
         if not shutil.which(tool):
             skip_prereq(f"{tool} not installed")
     if importlib.util.find_spec("yaml") is None:
         skip_prereq("python3-yaml not installed")
+    cgproflib.require_kustomize()  # the DaemonSet's arguments and the ConfigMap's config
     try:
         with open("/etc/os-release") as f:
             osr = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)

@@ -890,8 +890,7 @@ def test_agent_runs_with_the_service_account_token():
 if __name__ == "__main__":
     if yaml is None:
         skip_prereq("python3-yaml not installed")
-    if not shutil.which("kubectl"):
-        skip_prereq("kubectl not installed")
+    cgproflib.require_kustomize()
     with KubeCluster() as cluster:
         kc = cluster
         main([test_base_builds_offline_with_least_privilege, test_overlays_and_privileged_patch_build_offline,

@@ -19,6 +19,7 @@ import time
 
 import yaml
 
+import cgproflib
 from cgproflib import Agent, log, main, profile, skip, wait_for, workload
 from kubelib import SOURCE_DIR, KubeCgroups, KubeCluster, new_container_id
 
@@ -27,10 +28,18 @@ kc = None
 
 
 def crd_from_manifests():
-    """The ProfileConfig CRD exactly as `kubectl kustomize manifests/` renders it."""
-    r = subprocess.run(["kubectl", "kustomize", os.path.join(SOURCE_DIR, "manifests")], capture_output=True,
-                       text=True, check=True)
-    for doc in yaml.safe_load_all(r.stdout):
+    """The ProfileConfig CRD exactly as `kubectl kustomize manifests/` renders it;
+    with a kubectl too old for manifests/ (Debian's v1.20), its file as it is
+    (kustomize only adds a label to it)."""
+    why = cgproflib.kustomize_problem()
+    if why:
+        log(f"{why}: the CRD is read from manifests/base/crd-profileconfig.yaml")
+        with open(os.path.join(SOURCE_DIR, "manifests", "base", "crd-profileconfig.yaml")) as f:
+            text = f.read()
+    else:
+        text = subprocess.run(["kubectl", "kustomize", os.path.join(SOURCE_DIR, "manifests")], capture_output=True,
+                              text=True, check=True).stdout
+    for doc in yaml.safe_load_all(text):
         if doc.get("kind") == "CustomResourceDefinition" and doc["metadata"]["name"] == "profileconfigs.cgprof.io":
             return doc
     raise AssertionError("manifests/ has no CustomResourceDefinition profileconfigs.cgprof.io")
