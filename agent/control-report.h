@@ -12,6 +12,7 @@
 typedef struct ControlReport {
         char *session, *report_dir, *namespace, *pod, *container, *cgroup; /* never NULL */
         uint64_t start_usec, samples;
+        uint64_t bytes; /* its report files' sizes on disk (0: not known) */
 } ControlReport;
 
 void control_report_done(ControlReport *r);
