@@ -33,6 +33,8 @@ struct HttpRequest {
         const char *content_type;
         char *body;
         size_t size;
+        char *headers[HTTP_REQUEST_HEADERS_MAX][2]; /* more headers of the answer: name, value */
+        size_t n_headers;
         HttpRequestCancel cancel;
         void *cancel_userdata;
         sd_event_source *hangup; /* the client's end of file, while suspended */
@@ -138,8 +140,8 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, unsigned status,
-                             const char *content_type, char *body, size_t size) {
+static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, const HttpRequest *req,
+                             unsigned status, const char *content_type, char *body, size_t size) {
         struct MHD_Response *r;
         enum MHD_Result ret;
 
@@ -149,6 +151,8 @@ static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, unsigned s
                 return MHD_NO; /* MHD closes the connection */
         }
         (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        for (size_t i = 0; req && i < req->n_headers; i++)
+                (void) MHD_add_response_header(r, req->headers[i][0], req->headers[i][1]);
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
                 (void) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
         if (status == MHD_HTTP_UNAUTHORIZED)
@@ -167,7 +171,7 @@ static enum MHD_Result reply_text(HttpServer *s, struct MHD_Connection *c, unsig
 
         if (!body)
                 return MHD_NO;
-        return reply(s, c, status, "text/plain; charset=utf-8", body, strlen(body));
+        return reply(s, c, NULL, status, "text/plain; charset=utf-8", body, strlen(body));
 }
 
 static void request_free(HttpRequest *req) {
@@ -180,6 +184,10 @@ static void request_free(HttpRequest *req) {
         if (req->next)
                 req->next->prev = req->prev;
         req->hangup = sd_event_source_disable_unref(req->hangup);
+        for (size_t i = 0; i < req->n_headers; i++) {
+                free(req->headers[i][0]);
+                free(req->headers[i][1]);
+        }
         free(req->body);
         free(req->path);
         free(req);
@@ -187,7 +195,7 @@ static void request_free(HttpRequest *req) {
 
 static enum MHD_Result request_queue(HttpRequest *req) {
         req->queued = true;
-        return reply(req->server, req->connection, req->status, req->content_type, TAKE_PTR(req->body),
+        return reply(req->server, req->connection, req, req->status, req->content_type, TAKE_PTR(req->body),
                      req->size);
 }
 
@@ -316,8 +324,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 log_warning_errno(r, "http: failed to answer %s: %m", url);
                 return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Internal error.\n");
         }
-        return reply(s, c, resp.status ?: MHD_HTTP_OK, resp.content_type ?: "text/plain; charset=utf-8",
-                     resp.body, resp.size);
+        return reply(s, c, NULL, resp.status ?: MHD_HTTP_OK,
+                     resp.content_type ?: "text/plain; charset=utf-8", resp.body, resp.size);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -399,6 +407,26 @@ int http_request_reply(HttpRequest *req, unsigned status, const char *content_ty
                 (void) sd_event_source_set_time_relative(req->server->timer, 0);
                 (void) sd_event_source_set_enabled(req->server->timer, SD_EVENT_ONESHOT);
         }
+        return 0;
+}
+
+int http_request_add_header(HttpRequest *req, const char *name, const char *value) {
+        char *n, *v;
+
+        if (!req || req->replied || !name || !value)
+                return -EINVAL;
+        if (req->n_headers >= HTTP_REQUEST_HEADERS_MAX)
+                return -E2BIG;
+        n = strdup(name);
+        v = strdup(value);
+        if (!n || !v) {
+                free(n);
+                free(v);
+                return -ENOMEM;
+        }
+        req->headers[req->n_headers][0] = n;
+        req->headers[req->n_headers][1] = v;
+        req->n_headers++;
         return 0;
 }
 

@@ -79,6 +79,9 @@ const char *http_request_header(const HttpRequest *req, const char *name);
  * for its caller after this. */
 int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body, size_t size);
 int http_request_reply_text(HttpRequest *req, unsigned status, const char *text);
+/* A header of the answer besides Content-Type (at most HTTP_REQUEST_HEADERS_MAX), before the reply. */
+#define HTTP_REQUEST_HEADERS_MAX 4U
+int http_request_add_header(HttpRequest *req, const char *name, const char *value);
 void http_request_set_cancel(HttpRequest *req, HttpRequestCancel cancel, void *userdata);
 
 typedef struct HttpServerStats {

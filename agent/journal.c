@@ -222,3 +222,16 @@ void journal_report_interrupted(const JournalReportFields *rf, const char *forma
         fields_send(&f, LOG_WARNING, message ?: "interrupted report");
         fields_done(&f);
 }
+
+void journal_report_removed(const JournalReportFields *rf, const char *format, ...) {
+        _cleanup_free_ char *message = FORMAT_MESSAGE(format);
+        Fields f = {};
+
+        fields_add_kind(&f, &(const EntryKind){ CGPROF_MESSAGE_REPORT_REMOVED, "report-removed" });
+        fields_add(&f, "CGPROF_SESSION", rf->session);
+        fields_add(&f, "CGPROF_REPORT", rf->report);
+        fields_add(&f, "CGPROF_REASON", rf->reason);
+        fields_add(&f, "CGPROF_CGROUP", rf->cgroup);
+        fields_send(&f, LOG_INFO, message ?: "report removed");
+        fields_done(&f);
+}

@@ -27,6 +27,10 @@
  * Fields: CGPROF_SESSION, CGPROF_REPORT (its directory), CGPROF_REASON,
  * CGPROF_CHECKPOINT (when it was written) and CGPROF_CGROUP when known. */
 #define CGPROF_MESSAGE_REPORT_INTERRUPTED "529501c43b304964bae605e34f599195"
+/* A report removed by reportRetention (agent/manager-reports.c). Fields:
+ * CGPROF_SESSION, CGPROF_REPORT (its directory), CGPROF_REASON ("age",
+ * "count" or "bytes") and CGPROF_CGROUP. */
+#define CGPROF_MESSAGE_REPORT_REMOVED "55484d78af6b4b7db546fb74f628be32"
 
 typedef enum JournalSessionEvent {
         JOURNAL_SESSION_START,
@@ -101,3 +105,4 @@ typedef struct JournalReportFields {
 } JournalReportFields;
 
 void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) _printf_(2, 3);
+void journal_report_removed(const JournalReportFields *rf, const char *format, ...) _printf_(2, 3);

@@ -18,6 +18,7 @@
 #include "manager-kube.h"
 #include "manager-profileconfig.h"
 #include "manager-control.h"
+#include "report-writer.h"
 #include "session.h"
 
 /* The largest summary.json ListReports reads (larger ones are skipped). */
@@ -816,10 +817,10 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
 
 /* ---- reports ---- */
 
-typedef struct ReportFilter {
+struct ReportFilter {
         char *namespace, *pod, *cgroup; /* NULL: any */
         uint64_t since_usec;
-} ReportFilter;
+};
 
 static void report_filter_done(ReportFilter *f) {
         free(f->namespace);
@@ -858,6 +859,38 @@ static int report_filter_parse(const char *s, ReportFilter *f, char **ret_error)
         return 0;
 }
 
+int control_report_filter_new(const char *filter, uint64_t since_usec, ReportFilter **ret,
+                              char **ret_error) {
+        _cleanup_(control_report_filter_freep) ReportFilter *f = calloc(1, sizeof(*f));
+        int r;
+
+        if (!f)
+                return -ENOMEM;
+        f->since_usec = since_usec;
+        r = report_filter_parse(filter, f, ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+ReportFilter *control_report_filter_free(ReportFilter *f) {
+        if (!f)
+                return NULL;
+        report_filter_done(f);
+        free(f);
+        return NULL;
+}
+
+bool control_report_filter_match(const ControlReport *r, void *userdata) {
+        const ReportFilter *f = userdata;
+
+        /* The filter's parts are never "": an absent field matches none. */
+        return !((f->namespace && !streq(f->namespace, r->namespace)) ||
+                 (f->pod && !streq(f->pod, r->pod)) || (f->cgroup && !streq(f->cgroup, r->cgroup)) ||
+                 r->start_usec < f->since_usec);
+}
+
 typedef struct ReportWalk {
         const ReportFilter *filter;
         ControlReport *list;
@@ -886,9 +919,8 @@ static int report_add(ReportWalk *w, int dfd, const char *path) {
                 log_debug("Skipping %s/summary.json: not a cgprof summary.", path);
                 return 0;
         }
-        /* The filter's parts are never "": an absent field matches none. */
-        if ((f->namespace && !streq(f->namespace, rep.namespace)) || (f->pod && !streq(f->pod, rep.pod)) ||
-            (f->cgroup && !streq(f->cgroup, rep.cgroup)) || rep.start_usec < f->since_usec) {
+        rep.bytes = report_dir_bytes(dfd);
+        if (!control_report_filter_match(&rep, (void *) f)) {
                 control_report_done(&rep);
                 return 0;
         }

@@ -86,8 +86,15 @@ int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *
  * "cgroup:PATH"; since_usec: started at or after it. The walk is bounded
  * (CONTROL_REPORTS_MAX_DIRS directories, CONTROL_REPORTS_MAX_DEPTH levels)
  * and follows no symlink. */
-#define CONTROL_REPORTS_MAX_DIRS 10000U
+#define CONTROL_REPORTS_MAX_DIRS 1000000U
 #define CONTROL_REPORTS_MAX_DEPTH 8U
+/* A listing's filter (as above), for report_index_list(). */
+typedef struct ReportFilter ReportFilter;
+int control_report_filter_new(const char *filter, uint64_t since_usec, ReportFilter **ret, char **ret_error);
+ReportFilter *control_report_filter_free(ReportFilter *f);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ReportFilter *, control_report_filter_free);
+/* ReportMatch of report-index.h: userdata is the filter. */
+bool control_report_filter_match(const ControlReport *r, void *userdata);
 int control_list_reports(int dir_fd, const char *dir_path, const char *filter, uint64_t since_usec,
                          ControlReport **ret, size_t *ret_n, char **ret_error);
 

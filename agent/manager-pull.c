@@ -14,6 +14,7 @@
 #include "manager-control.h"
 #include "manager-kube.h"
 #include "manager-pull.h"
+#include "manager-reports.h"
 #include "metrics.h"
 #include "pull-query.h"
 #include "report-format.h"
@@ -49,6 +50,7 @@ typedef struct PullJob {
         char *dir_path, *filter, *session_id, *file;
         char *path; /* a profile's: the file to read, in the report the session just wrote */
         bool listing; /* counted in list_reports_pending */
+        bool indexed; /* a download whose report the index found (found set) or did not (NULL) */
         ControlReport *list;
         size_t n;
         char *message;
@@ -68,6 +70,9 @@ struct PullRequest {
         char *token; /* kept for a download: its authorization comes after the walk */
         PullQuery query;
         char *namespace; /* listings: NULL for every namespace */
+        size_t limit; /* /reports: a page's size */
+        bool has_after;
+        ReportCursor after; /* /reports: after the page that ended there */
         char *session_id; /* the session started, or the one asked for */
         char *file;
         char *body; /* a download's, once found */
@@ -345,30 +350,6 @@ static cJSON *report_json(const ControlReport *x) {
 
 /* ---- the report worker: listings, and a report's file ---- */
 
-/* Opens reportDir's subdirectory 'rel' one component at a time, following no symlink. */
-static int open_below(int dir_fd, const char *rel) {
-        _cleanup_close_ int fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
-        _cleanup_free_ char *copy = strdup(rel);
-        char *save = NULL;
-
-        if (fd < 0)
-                return -errno;
-        if (!copy)
-                return -ENOMEM;
-        for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                int n;
-
-                if (streq(c, ".") || streq(c, ".."))
-                        return -EPERM;
-                n = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (n < 0)
-                        return -errno;
-                safe_close(fd);
-                fd = n;
-        }
-        return TAKE_FD(fd);
-}
-
 static void pull_job_run(WorkerJob *job) {
         PullJob *j = (PullJob *) job;
         size_t l;
@@ -378,13 +359,20 @@ static void pull_job_run(WorkerJob *job) {
                 return;
         }
         l = strlen(j->dir_path);
-        j->error = control_list_reports(j->dir_fd, j->dir_path, j->filter, 0, &j->list, &j->n, &j->message);
-        if (j->error < 0 || !j->session_id)
-                return;
+        if (j->indexed) {
+                /* The index found it (or not) on the loop. */
+                if (!j->found)
+                        return;
+        } else {
+                j->error = control_list_reports(j->dir_fd, j->dir_path, j->filter, 0, &j->list, &j->n,
+                                                &j->message);
+                if (j->error < 0 || !j->session_id)
+                        return;
+        }
         /* The newest report of that session (a session's checkpoints and
          * its final report share a directory; per-process outputs make
          * several: the first). */
-        for (size_t i = 0; i < j->n; i++)
+        for (size_t i = 0; !j->indexed && i < j->n; i++)
                 if (streq(j->list[i].session, j->session_id)) {
                         j->found = &j->list[i];
                         break;
@@ -398,7 +386,9 @@ static void pull_job_run(WorkerJob *job) {
                 j->error = -EPERM;
                 return;
         }
-        _cleanup_close_ int fd = open_below(j->dir_fd, dir + l);
+        const char *rel = dir + l + strspn(dir + l, "/");
+        _cleanup_close_ int fd = *rel ? open_dir_below(j->dir_fd, rel)
+                                      : openat(j->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) {
                 j->error = fd;
                 return;
@@ -417,6 +407,49 @@ static void reports_answer(PullRequest *p, PullJob *j) {
                 cJSON *o = report_json(&j->list[i]);
                 if (!o || !cJSON_AddItemToArray(a, o)) {
                         cJSON_Delete(o);
+                        cJSON_Delete(a);
+                        a = NULL;
+                }
+        }
+        request_reply_json(p, a);
+}
+
+/* A page of /reports from the index: newest first, at most p->limit;
+ * when more remain, a Link header (RFC 8288, as GitHub's API pages) names
+ * the next page, and X-Cgprof-More says so plainly: never cut silently. */
+static void reports_answer_index(PullRequest *p) {
+        Manager *m = p->pull->manager;
+        _cleanup_free_ const ReportEntry **l = NULL;
+        _cleanup_free_ char *message = NULL, *link = NULL;
+        cJSON *a;
+        size_t n;
+        bool more;
+        int r;
+
+        r = manager_reports_list(m, strempty(p->namespace), 0, p->has_after ? &p->after : NULL, p->limit, &l,
+                                 &n, &more, &message);
+        if (r < 0)
+                return request_reply_text(p, status_of_errno(r), "%s\n", message ?: strerror(-r));
+        a = cJSON_CreateArray();
+        for (size_t i = 0; a && i < n; i++) {
+                cJSON *o = report_json(&l[i]->report);
+                if (!o || !cJSON_AddItemToArray(a, o)) {
+                        cJSON_Delete(o);
+                        cJSON_Delete(a);
+                        a = NULL;
+                }
+        }
+        if (a && more && p->req) {
+                char cursor[REPORT_CURSOR_STRING_MAX];
+
+                report_cursor_format(&(const ReportCursor){ .start_usec = l[n - 1]->report.start_usec,
+                                                            .serial = l[n - 1]->serial },
+                                     cursor);
+                if (asprintf(&link, "</reports?%s%s%slimit=%zu&after=%s>; rel=\"next\"",
+                             p->namespace ? "namespace=" : "", strempty(p->namespace),
+                             p->namespace ? "&" : "", p->limit, cursor) < 0 ||
+                    http_request_add_header(p->req, "Link", link) < 0 ||
+                    http_request_add_header(p->req, "X-Cgprof-More", "true") < 0) {
                         cJSON_Delete(a);
                         a = NULL;
                 }
@@ -532,6 +565,32 @@ static void job_submit(PullRequest *p, const char *filter) {
         if (p->kind == PULL_DOWNLOAD) {
                 j->session_id = strdup(p->session_id);
                 j->file = strdup(p->file);
+                /* Found by the index: the worker reads the file, no walk. */
+                const ReportEntry *e =
+                        manager_reports_ready(m) ? manager_reports_find_session(m, p->session_id) : NULL;
+                if (manager_reports_ready(m)) {
+                        j->indexed = true;
+                        j->list = calloc(1, sizeof(ControlReport));
+                        if (j->list && e) {
+                                j->list[0] = (ControlReport){
+                                        .session = strdup(e->report.session),
+                                        .report_dir = strdup(e->report.report_dir),
+                                        .namespace = strdup(e->report.namespace),
+                                        .pod = strdup(e->report.pod),
+                                        .container = strdup(e->report.container),
+                                        .cgroup = strdup(e->report.cgroup),
+                                };
+                                j->n = 1;
+                                j->found = &j->list[0];
+                        }
+                        if (!j->list ||
+                            (e && (!j->found->session || !j->found->report_dir || !j->found->namespace ||
+                                   !j->found->pod || !j->found->container || !j->found->cgroup))) {
+                                pull_job_free(j);
+                                return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                                          "Out of memory.\n");
+                        }
+                }
         }
         if (j->dir_fd < 0 || !j->dir_path || !j->filter ||
             (p->kind == PULL_DOWNLOAD && (!j->session_id || !j->file))) {
@@ -545,6 +604,8 @@ static void job_submit(PullRequest *p, const char *filter) {
 }
 
 static void reports_start(PullRequest *p) {
+        if (manager_reports_ready(p->pull->manager))
+                return reports_answer_index(p);
         job_submit(p, p->namespace);
 }
 
@@ -622,10 +683,38 @@ static int bearer_token(HttpRequest *req, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* /reports?limit=N&after=CURSOR: a page (PULL_REPORTS_PAGE by default). */
+static int reports_page_parse(HttpRequest *req, PullRequest *p, char **ret_error) {
+        const char *limit = http_request_query(req, "limit"), *after = http_request_query(req, "after");
+        unsigned long n;
+        char *end;
+
+        p->limit = PULL_REPORTS_PAGE;
+        if (limit) {
+                errno = 0;
+                n = strtoul(limit, &end, 10);
+                if (!(limit[0] >= '0' && limit[0] <= '9') || *end || errno != 0 || n < 1 ||
+                    n > PULL_REPORTS_PAGE_MAX) {
+                        *ret_error = strdup("limit: must be an integer 1..10000");
+                        return -EINVAL;
+                }
+                p->limit = n;
+        }
+        if (after) {
+                if (report_cursor_parse(after, &p->after) < 0) {
+                        *ret_error = strdup("after: not a cursor of a Link header (START.SERIAL)");
+                        return -EINVAL;
+                }
+                p->has_after = true;
+        }
+        return 0;
+}
+
 static int on_pull(HttpRequest *req, void *userdata) {
         static const char *const profile_args[] = { "seconds",   "namespace", "pod",
                                                     "container", "cgroup",    NULL };
         static const char *const list_args[] = { "namespace", NULL };
+        static const char *const reports_args[] = { "namespace", "limit", "after", NULL };
         static const char *const no_args[] = { NULL };
         Manager *m = userdata;
         ManagerPull *pull = m->pull;
@@ -664,7 +753,8 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 unknown = http_request_unknown_query(req, profile_args);
         } else if (streq(path, "/targets") || streq(path, "/reports")) {
                 p->kind = streq(path, "/targets") ? PULL_TARGETS : PULL_REPORTS;
-                unknown = http_request_unknown_query(req, list_args);
+                unknown =
+                        http_request_unknown_query(req, p->kind == PULL_TARGETS ? list_args : reports_args);
         } else {
                 /* /reports/ID/FILE */
                 const char *id = path + strlen("/reports/"), *slash = strchr(id, '/');
@@ -693,7 +783,12 @@ static int on_pull(HttpRequest *req, void *userdata) {
                                            error ?: strerror(-r));
                         return 0;
                 }
-        } else if (p->kind != PULL_DOWNLOAD && (ns = http_request_query(req, "namespace"))) {
+        } else if (p->kind == PULL_REPORTS && reports_page_parse(req, p, &error) < 0) {
+                request_reply_text(p, MHD_HTTP_BAD_REQUEST, "Bad request: %s.\n", strna(error));
+                return 0;
+        }
+        if (p->kind != PULL_PROFILE && p->kind != PULL_DOWNLOAD &&
+            (ns = http_request_query(req, "namespace"))) {
                 if (!kube_name_is_dns_label(ns)) {
                         request_reply_text(p, MHD_HTTP_BAD_REQUEST,
                                            "Bad request: namespace: not a namespace name.\n");

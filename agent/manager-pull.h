@@ -21,6 +21,9 @@
 /* A file served is read whole (a report's pprof is a few MiB at most). */
 #define PULL_FILE_MAX (64U * 1024U * 1024U)
 #define PULL_PENDING_MAX 64U
+/* /reports: reports per page, by default and at most (?limit=). */
+#define PULL_REPORTS_PAGE 1000U
+#define PULL_REPORTS_PAGE_MAX 10000U
 
 typedef struct ManagerPull ManagerPull;
 

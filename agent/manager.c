@@ -23,6 +23,7 @@
 #include "manager-bus.h"
 #include "manager-control.h"
 #include "manager-http.h"
+#include "manager-reports.h"
 #include "metrics.h"
 #include "proc-event-queue.h"
 #include "session.h"
@@ -776,6 +777,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         (void) sd_event_source_set_time_relative(
                                 m->machine_timer, m->config->config->machine_config_interval_usec);
                 manager_retarget(m);
+                manager_reports_config_changed(m);
         }
         (void) sd_notify(false, "READY=1");
         return r;
@@ -971,6 +973,10 @@ int manager_startup(Manager *m) {
         r = worker_new(m->event, "cgprofd-reports", WORKER_NICE_BACKGROUND, &m->report_worker);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the thread that writes reports: %m");
+        /* The report index's walk is the worker's first job. */
+        r = manager_reports_start(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the report index: %m");
 
         /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
         r = manager_machine_start(m);
@@ -1179,6 +1185,7 @@ Manager *manager_free(Manager *m) {
                 session_free(s);
         }
         m->report_worker = worker_free(m->report_worker);
+        manager_reports_free(m);
         manager_end_queue_free(m);
         free(m->sessions);
         free(m->user_frame_cache);

@@ -200,6 +200,7 @@ typedef struct Manager {
          * directories queued or being written now, and how often a batch
          * found the queue full and was written on the loop instead. */
         Worker *report_worker;
+        struct ManagerReports *reports; /* the report index and retention (manager-reports.h) */
         size_t report_queue_writes;
         uint64_t report_queue_overflows;
         /* Sessions to end, a few per loop iteration (session-end.c). */

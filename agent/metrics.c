@@ -4,6 +4,7 @@
 #include "cgprof-version.h"
 #include "exposition.h"
 #include "http-server.h"
+#include "manager-reports.h"
 #include "metrics.h"
 #include "process-metrics.h"
 #include "session.h"
@@ -272,6 +273,28 @@ static void write_kube(Manager *m, MetricsWriter *w) {
 #undef KUBE_FAMILY
 }
 
+/* The report index (manager-reports.h): what reportDir holds, and what retention removed. */
+static void write_reports(Manager *m, MetricsWriter *w) {
+        ManagerReportsStats st;
+
+        manager_reports_stats(m, &st);
+        if (st.ready) {
+                metrics_gauge(w, "cgprof_reports", "Reports in reportDir (the agent's index of it).",
+                              (double) st.reports);
+                metrics_gauge(w, "cgprof_reports_bytes", "Bytes of the report files in reportDir.",
+                              (double) st.bytes);
+        }
+        metrics_family(w, "cgprof_reports_removed_total", METRIC_COUNTER,
+                       "Reports removed by reportRetention, by reason (age, count, bytes).");
+        for (ReportRemoval r = 0; r < _REPORT_REMOVAL_MAX; r++)
+                metrics_sample_u64(w, &(const MetricLabel){ "reason", report_removal_to_string(r) }, 1,
+                                   st.removed[r]);
+        metrics_counter_u64(w, "cgprof_reports_removed_bytes_total",
+                            "Bytes of the report files removed by reportRetention.", st.removed_bytes);
+        metrics_counter_u64(w, "cgprof_reports_remove_failures_total",
+                            "Reports reportRetention failed to remove from the disk.", st.remove_failed);
+}
+
 int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
         HttpServerStats hs;
@@ -294,6 +317,7 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         write_timings(m, w);
         write_machine(m, w);
         write_kube(m, w);
+        write_reports(m, w);
         http_server_stats(m->http, &hs);
         metrics_counter_u64(w, "cgprof_http_requests_total", "HTTP requests answered (before this one).",
                             hs.requests);

@@ -2,10 +2,12 @@
 /* Report writes and batches of them on the report worker (see
  * report-writer.h). */
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-reports.h"
 #include "report-writer.h"
 
 /* What the data holds, roughly: the stacks' frame arrays, and a share for
@@ -104,6 +106,59 @@ int report_write_new(const char *dir, unsigned formats, ProfileData *data, const
         return 0;
 }
 
+uint64_t report_dir_bytes(int dfd) {
+        uint64_t bytes = 0;
+        struct stat st;
+
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (fstatat(dfd, report_format_info(f)->file, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    S_ISREG(st.st_mode))
+                        bytes += (uint64_t) st.st_size;
+        return bytes;
+}
+
+/* rel (taken: cut at its slashes) and each parent, while empty: each
+ * removed from its own parent's fd, opened without following a symlink. */
+static int rmdir_empty_below(int report_dir_fd, char *rel) {
+        int r = 0;
+
+        for (char *slash;;) {
+                _cleanup_close_ int parent = -EBADF;
+                const char *name = rel;
+
+                slash = strrchr(rel, '/');
+                if (slash) {
+                        *slash = 0;
+                        name = slash + 1;
+                        parent = open_dir_below(report_dir_fd, rel);
+                        if (parent < 0)
+                                return parent;
+                }
+                if (unlinkat(parent >= 0 ? parent : report_dir_fd, name, AT_REMOVEDIR) < 0)
+                        return r == 0 ? negative_errno() : r;
+                r = 1;
+                if (!slash)
+                        return r;
+        }
+}
+
+int report_dir_remove(int report_dir_fd, const char *rel) {
+        _cleanup_free_ char *copy = strdup(rel);
+        _cleanup_close_ int dfd = -EBADF;
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        dfd = open_dir_below(report_dir_fd, rel);
+        if (dfd < 0)
+                return dfd;
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (unlinkat(dfd, report_format_info(f)->file, 0) < 0 && errno != ENOENT)
+                        return negative_errno();
+        r = rmdir_empty_below(report_dir_fd, copy);
+        return r < 0 ? r : 0;
+}
+
 void report_write_run(ReportWrite *w, int report_dir_fd, const char *report_dir) {
         _cleanup_free_ char *rel = strdup(w->dir);
         _cleanup_close_ int dfd = -EBADF;
@@ -128,17 +183,12 @@ void report_write_run(ReportWrite *w, int report_dir_fd, const char *report_dir)
                 r = report_write_dir(dfd, w->formats, w->data, &w->info);
                 w->info.report_dir = NULL;
         }
+        if (r >= 0)
+                w->disk_bytes = report_dir_bytes(dfd);
         if (r < 0 && dfd >= 0)
                 /* Its directory goes too, and each parent the template
                  * made that is empty now (rmdir() leaves other reports'). */
-                for (char *slash;;) {
-                        if (unlinkat(report_dir_fd, rel, AT_REMOVEDIR) < 0)
-                                break;
-                        slash = strrchr(rel, '/');
-                        if (!slash)
-                                break;
-                        *slash = 0;
-                }
+                rmdir_empty_below(report_dir_fd, rel);
         w->error = r;
         w->usec = now_usec(CLOCK_MONOTONIC) - start;
 }
@@ -205,8 +255,10 @@ static void batch_done(WorkerJob *job, bool ran) {
                 batch_run(job);
         m->report_queue_writes -= b->n_writes;
         for (size_t i = 0; i < b->n_writes; i++)
-                if (b->writes[i] && b->writes[i]->error >= 0)
+                if (b->writes[i] && b->writes[i]->error >= 0) {
                         timing_record(&m->report_timing, b->writes[i]->usec);
+                        manager_reports_add(m, b->writes[i], b->report_dir);
+                }
         b->done(m, b, b->userdata);
         report_batch_free(b);
         manager_reports_written(m);

@@ -37,6 +37,7 @@ typedef struct ReportWrite {
         int error;
         char *full; /* the directory's full path (NULL on OOM) */
         uint64_t usec;
+        uint64_t disk_bytes; /* its report files' sizes, once written */
 } ReportWrite;
 
 /* Takes data (also on failure); copies what info points to. */
@@ -50,6 +51,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ReportWrite *, report_write_free);
  * directories the write made and left empty). Sets error, full and usec.
  * Safe on any thread. */
 void report_write_run(ReportWrite *w, int report_dir_fd, const char *report_dir);
+
+/* The sizes of the report files (every format's, summary.json's) in the
+ * directory dfd. */
+uint64_t report_dir_bytes(int dfd);
+/* Removes the report directory 'rel' below report_dir_fd (one component
+ * at a time, following no symlink): its report files, then itself and
+ * each parent the output template made that is empty now. Anything else
+ * in it stays, and so does the directory (-ENOTEMPTY). Safe on any thread. */
+int report_dir_remove(int report_dir_fd, const char *rel);
 
 typedef struct ReportBatch ReportBatch;
 typedef void (*ReportBatchDoneFunc)(Manager *m, ReportBatch *b, void *userdata);

@@ -165,7 +165,7 @@ static int open_dir_nofollow(int dirfd, const char *name) {
         return -ENOTDIR;
 }
 
-int mkdir_below(int dirfd, const char *relpath) {
+static int walk_below(int dirfd, const char *relpath, bool create) {
         _cleanup_free_ char *copy = NULL;
         _cleanup_close_ int fd = -EBADF;
         char *p;
@@ -204,7 +204,7 @@ int mkdir_below(int dirfd, const char *relpath) {
                  * times. */
                 for (unsigned attempt = 0;; attempt++) {
                         nfd = open_dir_nofollow(parent, p);
-                        if (nfd != -ENOENT || attempt >= 3)
+                        if (nfd != -ENOENT || attempt >= 3 || !create)
                                 break;
 
                         if (mkdirat(parent, p, 0755) < 0 && errno != EEXIST)
@@ -222,6 +222,14 @@ int mkdir_below(int dirfd, const char *relpath) {
         }
 
         return TAKE_FD(fd);
+}
+
+int mkdir_below(int dirfd, const char *relpath) {
+        return walk_below(dirfd, relpath, true);
+}
+
+int open_dir_below(int dirfd, const char *relpath) {
+        return walk_below(dirfd, relpath, false);
 }
 
 int mkdir_p(const char *path, mode_t mode) {

@@ -25,6 +25,8 @@ int write_string_file(const char *path, const char *s);
  * Returns an O_DIRECTORY fd or a negative errno (-ELOOP for a symlink,
  * -EINVAL for "..", "." or an absolute path). */
 int mkdir_below(int dirfd, const char *relpath);
+/* The same without creating anything (-ENOENT when a component is missing). */
+int open_dir_below(int dirfd, const char *relpath);
 
 /* Creates 'path' (absolute or relative to cwd) and parents, mode 0755. */
 int mkdir_p(const char *path, mode_t mode);

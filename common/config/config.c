@@ -1430,6 +1430,27 @@ static int dispatch_tls_file(const cJSON *j, const char *path, void *base, const
         return string_dup(j, path, FIELD(base, f), error);
 }
 
+static int dispatch_count(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        uint64_t v;
+
+        if (json_integer(j, 0, (double) (1ULL << 53), &v) < 0)
+                return key_path_error(error, path, "must be an integer >= 0 (0: no bound)");
+        *(uint64_t *) FIELD(base, f) = v;
+        return 0;
+}
+
+static int dispatch_report_retention(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                     char **error) {
+        static const JsonField fields[] = {
+                { "maxReports", dispatch_count, offsetof(Config, report_retention.max_reports) },
+                { "maxBytes", dispatch_count, offsetof(Config, report_retention.max_bytes) },
+                { "maxAge", dispatch_duration, offsetof(Config, report_retention.max_age_usec) },
+                {},
+        };
+
+        return json_dispatch(j, path, fields, base, error);
+}
+
 static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         static const JsonField fields[] = {
                 { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
@@ -1514,6 +1535,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
          * against the profiles, including the implicit default one. */
         static const JsonField fields[] = {
                 { "reportDir", dispatch_report_dir, offsetof(Config, report_dir) },
+                { "reportRetention", dispatch_report_retention },
                 { "machineConfig", dispatch_machine_config },
                 { "restoreMachineConfig", dispatch_bool, offsetof(Config, restore_machine_config) },
                 { "machineConfigInterval", dispatch_positive_duration,
@@ -1542,6 +1564,9 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .enable_default = false,
                 .unwind_table_rows = CONFIG_DEFAULT_UNWIND_TABLE_ROWS,
                 .http.max_connections = CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS,
+                .report_retention.max_reports = CONFIG_RETENTION_DEFAULT_MAX_REPORTS,
+                .report_retention.max_bytes = CONFIG_RETENTION_DEFAULT_MAX_BYTES,
+                .report_retention.max_age_usec = CONFIG_RETENTION_DEFAULT_MAX_AGE_USEC,
                 .http.timeout_usec = CONFIG_HTTP_DEFAULT_TIMEOUT_USEC,
                 .default_profile_ref = strdup(CONFIG_DEFAULT_PROFILE_NAME),
         };
@@ -1589,7 +1614,7 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         static const char *const cluster_only[] = {
                 "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
                 "enableDefault", "unwindTableRows", "debuginfodUrls",       "http",
-                "nodeLabels",
+                "nodeLabels",    "reportRetention",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },

@@ -56,6 +56,11 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
+/* "reportRetention": the report directory's budget by default (0 in the
+ * config: no bound of that kind). */
+#define CONFIG_RETENTION_DEFAULT_MAX_REPORTS 10000U
+#define CONFIG_RETENTION_DEFAULT_MAX_BYTES (4ULL << 30)
+#define CONFIG_RETENTION_DEFAULT_MAX_AGE_USEC (30ULL * 24 * 3600 * USEC_PER_SEC)
 #define CONFIG_HTTP_MAX_CONNECTIONS_MAX 1024U
 #define CONFIG_HTTP_DEFAULT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
@@ -128,6 +133,13 @@ typedef struct Config {
          * files of stripped binaries; NULL or empty: none (the default). Read
          * at start only. */
         char **debuginfod_urls;
+        /* "reportRetention": the oldest reports (by start time) are removed
+         * while reportDir holds more than max_reports reports or max_bytes
+         * bytes of them, and reports older than max_age_usec go; 0: no
+         * bound of that kind. */
+        struct {
+                uint64_t max_reports, max_bytes, max_age_usec;
+        } report_retention;
         /* "http": the HTTP listener (/metrics), read at start only. listen
          * NULL: none (the default). */
         struct {

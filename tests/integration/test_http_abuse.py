@@ -15,7 +15,15 @@ RSS and open fds are read from /proc around each case: asserted only as
 - Pulls whose client hangs up before anything was sampled (an empty
   cgroup): no report directory is written for them, the end is still in
   the log; an abandoned pull of a busy cgroup still writes its report
-  (test_pull's check_hang_up)."""
+  (test_pull's check_hang_up).
+- reportRetention: 30 reports planted in reportDir before the start (one
+  older than maxAge): the index loads them, the one too old goes ("age"),
+  then the oldest while more than maxReports ("count"), each with its
+  journal entry, counted in /metrics; the newest stay on disk.
+- /reports paged: ?limit=7 gives 7, newest first, and a Link header to the
+  next page; following the links gives every report once; the last page
+  has none. A pull's new report is listed at once (the index is updated by
+  the write, not by a walk)."""
 
 import json
 import os
@@ -25,7 +33,12 @@ import subprocess
 import tempfile
 import time
 
-from cgproflib import Agent, Cgroup, log, main, profile, wait_for
+import re
+import urllib.parse
+import uuid
+
+from cgproflib import Agent, Cgroup, log, main, profile, wait_for, workload
+from journallib import ensure_journald, process_journal, stop_journald
 from test_pull import curl, curl_unix, free_port, install, make_cert
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -145,5 +158,111 @@ def test_abandoned_empty_pulls_write_nothing():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def get_unix(sock, path):
+    """(status, headers dict (lower-case names), body bytes) of a GET on the Unix socket."""
+    r = subprocess.run(["curl", "-sS", "-D", "-", "-o", "-", "--unix-socket", sock, f"http://localhost{path}"],
+                       capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    head, _, body = r.stdout.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return int(lines[0].split()[1]), headers, body
+
+
+def plant_report(report_dir, rel, start_usec, size=1000):
+    """A report as the agent writes one (summary.json and profile.folded), its session ID."""
+    d = os.path.join(report_dir, rel)
+    os.makedirs(d)
+    sid = uuid.uuid4().hex
+    with open(os.path.join(d, "summary.json"), "w") as f:
+        json.dump({"session": sid, "startUsec": start_usec, "cgroup": "planted", "namespace": "", "pod": "",
+                   "container": "", "samples": {"total": 1}}, f)
+    with open(os.path.join(d, "profile.folded"), "w") as f:
+        f.write("x" * size)
+    return sid
+
+
+def test_retention_and_paging():
+    ensure_journald()
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-retention-")
+    report_dir = os.path.join(tmp, "reports")
+    sock = os.path.join(tmp, "pull.sock")
+    now = time.time_ns() // 1000
+    hour = 3600 * 10 ** 6
+    # r00 is 11 days old (maxAge 240h), r01..r29 one hour apart, newest last.
+    planted = [(f"planted/r{i:02}", now - (11 * 24 * hour if i == 0 else (30 - i) * hour)) for i in range(30)]
+    sids = {rel: plant_report(report_dir, rel, start) for rel, start in planted}
+    cg = Cgroup(f"cgprof-test-abuse-ret-{os.getpid()}")
+    agent = Agent({"profiles": [profile(name="pull")], "defaultProfileRef": "pull", "reportDir": report_dir,
+                   "reportRetention": {"maxReports": 20, "maxAge": "240h", "maxBytes": 0},
+                   "http": {"listen": f"unix:{sock}", "pprof": True}}, tmp=tmp)
+    try:
+        agent.start()
+        wait_for(lambda: "Indexed 30 reports" in agent.log(), what="the index loaded")
+        # r00 by age, then r01..r09 by count (29 left, 20 wanted).
+        gone = [rel for rel, _ in planted[:10]]
+        kept = [rel for rel, _ in planted[10:]]
+        wait_for(lambda: not any(os.path.exists(os.path.join(report_dir, rel)) for rel in gone),
+                 what="the oldest reports removed")
+        for rel in kept:
+            assert os.path.isfile(os.path.join(report_dir, rel, "summary.json")), f"{rel} was removed"
+        metrics = curl_unix(sock, "/metrics")[1].decode()
+        assert 'cgprof_reports_removed_total{reason="age"} 1' in metrics, metrics
+        assert 'cgprof_reports_removed_total{reason="count"} 9' in metrics, metrics
+        assert "cgprof_reports 20" in metrics
+        assert "cgprof_reports_removed_bytes_total " in metrics
+        entries = wait_for(lambda: (lambda e: e if len(e) == 10 else None)(
+            process_journal(agent.proc.pid, agent.started_us, "CGPROF_EVENT=report-removed")),
+            what="10 report-removed journal entries")
+        by_report = {e["CGPROF_REPORT"]: e for e in entries}
+        for rel in gone:
+            e = by_report[os.path.join(report_dir, rel)]
+            assert e["CGPROF_SESSION"] == sids[rel]
+            assert e["CGPROF_REASON"] == ("age" if rel == "planted/r00" else "count"), e
+            assert e["MESSAGE_ID"] == "55484d78af6b4b7db546fb74f628be32"
+
+        # Paged: 7 + 7 + 6, newest first, each once; Link until the last.
+        listed, path, pages = [], "/reports?limit=7", 0
+        while path:
+            st, headers, body = get_unix(sock, path)
+            assert st == 200, (st, body)
+            page = json.loads(body)
+            listed += page
+            pages += 1
+            link = headers.get("link")
+            if link:
+                assert headers.get("x-cgprof-more") == "true"
+                path = re.fullmatch(r'<([^>]+)>; rel="next"', link).group(1)
+                assert len(page) == 7, len(page)
+            else:
+                path = None
+        assert pages == 3, pages
+        assert [r["session"] for r in listed] == [sids[rel] for rel in reversed(kept)], \
+            "not every kept report once, newest first"
+        st, _, body = get_unix(sock, "/reports?limit=0")
+        assert st == 400 and b"limit" in body, (st, body)
+        st, _, body = get_unix(sock, "/reports?after=" + urllib.parse.quote("1.x"))
+        assert st == 400 and b"after" in body, (st, body)
+
+        # A pull's report is listed at once, and the oldest planted one goes.
+        proc = workload(cg, 30)
+        st, _, _ = get_unix(sock, f"/debug/pprof/profile?seconds=1&cgroup={cg.rel}")
+        assert st == 200
+        st, _, body = get_unix(sock, "/reports?limit=1")
+        assert json.loads(body)[0]["cgroup"] == cg.rel, body[:300]
+        wait_for(lambda: not os.path.exists(os.path.join(report_dir, kept[0])), what=f"{kept[0]} removed")
+        proc.kill()
+        proc.wait()
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+        cg.remove()
+        stop_journald()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main([test_tls_half_record_no_spin, test_abandoned_empty_pulls_write_nothing])
+    main([test_tls_half_record_no_spin, test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])
