@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* List+watch of one Kubernetes collection, as agent/kube-client.h describes.
+/* List+watch of one Kubernetes collection, as agent/kube/kube-client.h describes.
  *
  *          start             last page                   normal close after >= 1 s
  *   IDLE ─────────> LISTING ──────────────> WATCHING ───────────┐ (timeoutSeconds):

@@ -23,7 +23,7 @@
 #define CGPROF_MESSAGE_PROFILE_CONFIG_APPLIED "b542ca79f46749e088770e629ff03d2a"
 
 /* A report a session wrote as a checkpoint, found at start still partial:
- * the run that wrote it never ended the session (agent/checkpoint.c).
+ * the run that wrote it never ended the session (agent/sessions/checkpoint.c).
  * Fields: CGPROF_SESSION, CGPROF_REPORT (its directory), CGPROF_REASON,
  * CGPROF_CHECKPOINT (when it was written) and CGPROF_CGROUP when known. */
 #define CGPROF_MESSAGE_REPORT_INTERRUPTED "529501c43b304964bae605e34f599195"
