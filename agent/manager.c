@@ -12,7 +12,7 @@
 #include "cgroup-util.h"
 #include "fileio.h"
 #include "checkpoint.h"
-#include "journal.h"
+#include "base.h"
 #include "kube-cgroup.h"
 #include "log.h"
 #include "machine-config.h"
@@ -24,7 +24,7 @@
 #include "manager-control.h"
 #include "manager-http.h"
 #include "metrics.h"
-#include "proc-event-queue.h"
+#include "sampling.h"
 #include "session.h"
 
 static void config_ref_free(ConfigRef *c) {

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "cgprof-version.h"
-#include "journal.h"
+#include "base.h"
 #include "manager.h"
 #include "manager-kube.h"
 #include "manager-machine.h"

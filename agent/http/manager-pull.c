@@ -18,7 +18,7 @@
 #include "pull-query.h"
 #include "report-format.h"
 #include "session.h"
-#include "worker.h"
+#include "base.h"
 
 #define JSON_TYPE "application/json"
 #define PPROF_TYPE "application/octet-stream"

@@ -4,7 +4,7 @@
 #include "counters.h"
 #include "machine-config.h"
 #include "manager.h"
-#include "sampler.h"
+#include "sampling.h"
 
 /* The agent's Prometheus metrics (/metrics, docs/metrics.md): what the
  * Manager, the sessions, the sampler, the watches and the event loop

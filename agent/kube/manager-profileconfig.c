@@ -11,7 +11,7 @@
  * journal entry; so is every target left out of a merge (two enabled
  * targets with one name in one namespace), naming both objects. The agent
  * has no write access to the API, so it reports there, not as Events. */
-#include "journal.h"
+#include "base.h"
 #include "kube-target.h"
 #include "log.h"
 #include "manager.h"

@@ -2,7 +2,7 @@
 /* machineConfig on this node: the entries the node's labels select,
  * applied, repaired, restored when deselected (see manager-machine.h). */
 #include "fileio.h"
-#include "journal.h"
+#include "base.h"
 #include "log.h"
 #include "machine-config.h"
 #include "machine-select.h"

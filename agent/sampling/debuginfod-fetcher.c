@@ -19,7 +19,7 @@
 #include "debuginfod-fetcher.h"
 #include "fileio.h"
 #include "log.h"
-#include "worker.h"
+#include "base.h"
 
 typedef struct Job Job;
 struct Job {

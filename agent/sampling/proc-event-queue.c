@@ -8,7 +8,7 @@
 #include "log.h"
 #include "macro.h"
 #include "proc-event-queue.h"
-#include "worker.h"
+#include "base.h"
 
 struct ProcEventQueue {
         Worker *worker;

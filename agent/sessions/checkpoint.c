@@ -17,7 +17,7 @@
 
 #include "cgroup-util.h"
 #include "fileio.h"
-#include "journal.h"
+#include "base.h"
 #include "log.h"
 #include "manager.h"
 #include "manager-control.h"

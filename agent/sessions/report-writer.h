@@ -3,7 +3,7 @@
 
 #include "profile-data.h"
 #include "report.h"
-#include "worker.h"
+#include "base.h"
 
 /* Writing reports off the event loop. A ReportWrite is one report
  * directory with everything writing it needs, owned: its data and a copy

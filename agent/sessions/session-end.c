@@ -14,7 +14,7 @@
 
 #include "cgroup-util.h"
 #include "checkpoint.h"
-#include "journal.h"
+#include "base.h"
 #include "log.h"
 #include "metrics.h"
 #include "report-writer.h"

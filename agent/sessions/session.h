@@ -3,7 +3,7 @@
 
 #include <systemd/sd-id128.h>
 
-#include "journal.h"
+#include "base.h"
 #include "manager.h"
 #include "profile-data.h"
 #include "report.h"
