@@ -11,21 +11,17 @@
 
 #include "cgroup-util.h"
 #include "fileio.h"
-#include "checkpoint.h"
+#include "sessions.h"
 #include "base.h"
 #include "kube-cgroup.h"
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
-#include "manager-kube.h"
-#include "manager-machine.h"
-#include "manager-profileconfig.h"
-#include "manager-bus.h"
-#include "manager-control.h"
-#include "manager-http.h"
-#include "metrics.h"
+#include "kube.h"
+#include "machine.h"
+#include "control.h"
+#include "http.h"
 #include "sampling.h"
-#include "session.h"
 
 static void config_ref_free(ConfigRef *c) {
         config_free(c->config);

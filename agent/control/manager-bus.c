@@ -20,8 +20,8 @@
 #include "manager.h"
 #include "manager-bus.h"
 #include "manager-control.h"
-#include "manager-machine.h"
-#include "session.h"
+#include "machine.h"
+#include "sessions.h"
 
 #define SYSTEM_BUS_SOCKET "/run/dbus/system_bus_socket"
 

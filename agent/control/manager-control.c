@@ -15,10 +15,9 @@
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
-#include "manager-kube.h"
-#include "manager-profileconfig.h"
+#include "kube.h"
 #include "manager-control.h"
-#include "session.h"
+#include "sessions.h"
 
 /* The largest summary.json ListReports reads (larger ones are skipped). */
 #define CONTROL_SUMMARY_MAX (16U * 1024U * 1024U)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "control-report.h"
+#include "sessions.h"
 #include "manager.h"
 
 /* manager-control.c: what the control API does, without D-Bus (the bus

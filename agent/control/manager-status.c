@@ -6,9 +6,9 @@
 #include "cgprof-version.h"
 #include "base.h"
 #include "manager.h"
-#include "manager-kube.h"
-#include "manager-machine.h"
-#include "session.h"
+#include "kube.h"
+#include "machine.h"
+#include "sessions.h"
 
 typedef struct JsonNumber {
         const char *name;

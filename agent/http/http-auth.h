@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "kube-client.h"
+#include "kube.h"
 #include "kube-review.h"
 
 /* Who may pull a profile: a request's bearer token, checked by the API

@@ -6,18 +6,17 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 
-#include "control-report.h"
+#include "sessions.h"
 #include "fileio.h"
 #include "http-auth.h"
 #include "http-server.h"
 #include "log.h"
-#include "manager-control.h"
-#include "manager-kube.h"
+#include "control.h"
+#include "kube.h"
 #include "manager-pull.h"
 #include "metrics.h"
 #include "pull-query.h"
 #include "report-format.h"
-#include "session.h"
 #include "base.h"
 
 #define JSON_TYPE "application/json"

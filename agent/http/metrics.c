@@ -6,7 +6,7 @@
 #include "http-server.h"
 #include "metrics.h"
 #include "process-metrics.h"
-#include "session.h"
+#include "sessions.h"
 
 /* Seconds, as microseconds. */
 static const uint64_t dispatch_bounds[] = { 100,    500,    1000,   5000,    10000,   25000,  50000,

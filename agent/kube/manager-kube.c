@@ -9,10 +9,9 @@
 #include "log.h"
 #include "manager.h"
 #include "manager-kube.h"
-#include "manager-machine.h"
-#include "manager-node.h"
+#include "machine.h"
 #include "manager-profileconfig.h"
-#include "session.h"
+#include "sessions.h"
 
 /* The objects the pod and namespace watches keep (the watches remember
  * which, and say when a relist did not report one again: vanished()). */

@@ -7,7 +7,7 @@
 #include "machine-config.h"
 #include "machine-select.h"
 #include "manager-machine.h"
-#include "metrics.h"
+#include "http.h"
 
 /* The last change of a sysctl (for check). */
 struct MachineLast {

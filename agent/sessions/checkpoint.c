@@ -20,7 +20,6 @@
 #include "base.h"
 #include "log.h"
 #include "manager.h"
-#include "manager-control.h"
 #include "checkpoint.h"
 #include "checkpoint-parse.h"
 #include "report-retry.h"

@@ -16,11 +16,10 @@
 #include "checkpoint.h"
 #include "base.h"
 #include "log.h"
-#include "metrics.h"
+#include "http.h"
 #include "report-writer.h"
 #include "session.h"
-#include "manager-bus.h"
-#include "manager-pull.h"
+#include "control.h"
 
 typedef struct Ending {
         Session *s;

@@ -16,7 +16,7 @@
 #include "unwind.h"
 #include "session.h"
 #include "template.h"
-#include "manager-bus.h"
+#include "control.h"
 
 struct SessionProcess {
         uint32_t pid;
