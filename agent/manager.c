@@ -21,6 +21,7 @@
 #include "machine.h"
 #include "control.h"
 #include "http.h"
+#include "manager-rooms.h"
 #include "sampling.h"
 
 static void config_ref_free(ConfigRef *c) {
@@ -896,6 +897,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
         m->checkpoint_dir_fd = -EBADF;
+        m->session_events = &manager_session_events;
         r = report_retry_init(&m->report_retry);
         if (r < 0)
                 return r;

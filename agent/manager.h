@@ -261,6 +261,9 @@ typedef struct Manager {
         struct HttpServer *http;
         struct ManagerMetrics *metrics;
         struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
+        /* What the sessions room announces to the rooms above it
+         * (session-events.h), wired in manager-rooms.c. */
+        const struct SessionEvents *session_events;
 
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;

@@ -16,10 +16,9 @@
 #include "checkpoint.h"
 #include "base.h"
 #include "log.h"
-#include "http.h"
+#include "session-events.h"
 #include "report-writer.h"
 #include "session.h"
-#include "control.h"
 
 typedef struct Ending {
         Session *s;
@@ -137,7 +136,6 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         } else {
                 f.report = dirs;
                 m->sessions_ended++;
-                metrics_session_ended(m, e->reason);
                 if (s->pod)
                         journal_session(
                                 JOURNAL_SESSION_END, &f,
@@ -151,8 +149,8 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                                         " samples, %" PRIu64 " lost; report in %s.",
                                         s->cgroup, s->id_string, e->reason, f.samples, f.lost, strna(dirs));
         }
-        manager_bus_session_ended(m, s->id_string, e->reason, r < 0 ? NULL : dirs, f.samples);
-        manager_pull_session_ended(m, s->id_string, r < 0 ? NULL : dirs, r);
+        session_events_ended(m->session_events, m, s, e->reason, r < 0 ? NULL : dirs, r < 0 ? r : 0,
+                             f.samples);
         if (e->callback)
                 e->callback(e->userdata, s->id_string, r < 0 ? NULL : dirs, r);
         ending_free(e);
@@ -215,7 +213,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 free(e);
                 e = NULL;
                 session_stop(s, reason, &usage_source, &st);
-                metrics_session_final(s, &st);
+                session_events_stopped(m->session_events, m, s, &st);
                 if (callback)
                         callback(userdata, s->id_string, NULL, -ENOMEM);
                 session_free(s);
@@ -227,7 +225,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
 
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1;
         session_stop(s, reason, &usage_source, &st);
-        metrics_session_final(s, &st);
+        session_events_stopped(m->session_events, m, s, &st);
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
         t1 = now_usec(CLOCK_MONOTONIC);
@@ -263,7 +261,8 @@ void session_discard(Session *s) {
         if (s->state == SESSION_RUNNING) {
                 sampler_session_close(m->sampler, s->slot);
                 m->sessions_discarded++;
-                metrics_session_final(s, NULL); /* what /metrics showed of it stays counted */
+                session_events_stopped(m->session_events, m, s,
+                                       NULL); /* what /metrics showed of it stays counted */
         }
         session_free(s);
 }

@@ -16,7 +16,7 @@
 #include "unwind.h"
 #include "session.h"
 #include "template.h"
-#include "control.h"
+#include "session-events.h"
 
 struct SessionProcess {
         uint32_t pid;
@@ -238,7 +238,7 @@ void session_fields(const Session *s, JournalSessionFields *f) {
 void session_announce(Session *s) {
         JournalSessionFields f;
 
-        manager_bus_session_started(s->manager, s);
+        session_events_started(s->manager->session_events, s->manager, s);
         session_fields(s, &f);
         if (s->pod)
                 journal_session(

@@ -9,3 +9,4 @@
 #include "control-report.h"
 #include "report-retry.h"
 #include "session.h"
+#include "session-events.h"
