@@ -50,42 +50,74 @@ static void help(void) {
                program_invocation_short_name, CGPROF_DEFAULT_CONFIG, DEFAULT_STATE_DIR, DEFAULT_BUS_SOCKET);
 }
 
+/* The value of --NAME: a positive number up to a day's milliseconds. */
+static int parse_positive(const char *name, const char *value, unsigned *ret) {
+        char *end;
+        unsigned long v = strtoul(value, &end, 10);
+
+        if (*end || end == value || v == 0 || v > 86400000)
+                return log_error_errno(EINVAL, "--%s: not a positive number: '%s'.", name, value);
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* The value of --NAME: an absolute path. */
+static int parse_absolute(const char *name, const char *value, const char **ret) {
+        if (value[0] != '/')
+                return log_error_errno(EINVAL, "--%s: must be an absolute path, not '%s'.", name, value);
+        *ret = value;
+        return 0;
+}
+
+static int parse_bench_variant(const char *value) {
+        const char *bad = NULL;
+
+        if (sampler_bench_variant_from_string(value, &arg_bench_variant, &bad) < 0)
+                return log_error_errno(EINVAL, "--bench-bpf-variant: unknown part '%.*s'.",
+                                       (int) strcspn(bad, ","), bad);
+        log_warning("Running a benchmark variant of the BPF program (%s): its profiles are not complete.",
+                    value);
+        return 0;
+}
+
+/* cgprofd's options (help() describes them). */
+enum {
+        ARG_VERSION = 0x100,
+        ARG_STATE_DIR,
+        ARG_BUS_SOCKET,
+        ARG_NODE_NAME,
+        ARG_ATTACH_MODE,
+        ARG_NO_KUBERNETES,
+        ARG_KUBECONFIG,
+        ARG_KUBE_IDLE,
+        ARG_KUBE_BACKOFF,
+        ARG_LOG_LEVEL,
+        ARG_CHECK_CONFIG,
+        ARG_CGROUP_ROOT,
+        ARG_SYSCTL_ROOT,
+        ARG_BENCH_VARIANT,
+};
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "config", required_argument, NULL, 'c' },
+        { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+        { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
+        { "node-name", required_argument, NULL, ARG_NODE_NAME },
+        { "attach-mode", required_argument, NULL, ARG_ATTACH_MODE },
+        { "no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES },
+        { "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
+        { "kube-watch-idle", required_argument, NULL, ARG_KUBE_IDLE },
+        { "kube-backoff-max", required_argument, NULL, ARG_KUBE_BACKOFF },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+        { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
+        { "sysctl-root", required_argument, NULL, ARG_SYSCTL_ROOT },
+        { "bench-bpf-variant", required_argument, NULL, ARG_BENCH_VARIANT },
+        {},
+};
+
 static int parse_argv(int argc, char *argv[]) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_STATE_DIR,
-                ARG_BUS_SOCKET,
-                ARG_NODE_NAME,
-                ARG_ATTACH_MODE,
-                ARG_NO_KUBERNETES,
-                ARG_KUBECONFIG,
-                ARG_KUBE_IDLE,
-                ARG_KUBE_BACKOFF,
-                ARG_LOG_LEVEL,
-                ARG_CHECK_CONFIG,
-                ARG_CGROUP_ROOT,
-                ARG_SYSCTL_ROOT,
-                ARG_BENCH_VARIANT,
-        };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "config", required_argument, NULL, 'c' },
-                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
-                { "node-name", required_argument, NULL, ARG_NODE_NAME },
-                { "attach-mode", required_argument, NULL, ARG_ATTACH_MODE },
-                { "no-kubernetes", no_argument, NULL, ARG_NO_KUBERNETES },
-                { "kubeconfig", required_argument, NULL, ARG_KUBECONFIG },
-                { "kube-watch-idle", required_argument, NULL, ARG_KUBE_IDLE },
-                { "kube-backoff-max", required_argument, NULL, ARG_KUBE_BACKOFF },
-                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-                { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
-                { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
-                { "sysctl-root", required_argument, NULL, ARG_SYSCTL_ROOT },
-                { "bench-bpf-variant", required_argument, NULL, ARG_BENCH_VARIANT },
-                {},
-        };
         int c, r;
 
         while ((c = getopt_long(argc, argv, "hc:", options, NULL)) >= 0)
@@ -122,19 +154,15 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_kubeconfig = optarg;
                         break;
                 case ARG_KUBE_IDLE:
-                case ARG_KUBE_BACKOFF: {
-                        char *end;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (*end || end == optarg || v == 0 || v > 86400000)
-                                return log_error_errno(
-                                        EINVAL, "--%s: not a positive number: '%s'.",
-                                        c == ARG_KUBE_IDLE ? "kube-watch-idle" : "kube-backoff-max", optarg);
-                        if (c == ARG_KUBE_IDLE)
-                                arg_kube_idle_sec = (unsigned) v;
-                        else
-                                arg_kube_backoff_max_msec = (unsigned) v;
+                        r = parse_positive("kube-watch-idle", optarg, &arg_kube_idle_sec);
+                        if (r < 0)
+                                return r;
                         break;
-                }
+                case ARG_KUBE_BACKOFF:
+                        r = parse_positive("kube-backoff-max", optarg, &arg_kube_backoff_max_msec);
+                        if (r < 0)
+                                return r;
+                        break;
                 case ARG_LOG_LEVEL:
                         r = log_level_from_string(optarg);
                         if (r < 0)
@@ -145,26 +173,20 @@ static int parse_argv(int argc, char *argv[]) {
                         arg_check_config = true;
                         break;
                 case ARG_CGROUP_ROOT:
+                        r = parse_absolute("cgroup-root", optarg, &arg_cgroup_root);
+                        if (r < 0)
+                                return r;
+                        break;
                 case ARG_SYSCTL_ROOT:
-                        if (optarg[0] != '/')
-                                return log_error_errno(EINVAL, "--%s: must be an absolute path, not '%s'.",
-                                                       c == ARG_CGROUP_ROOT ? "cgroup-root" : "sysctl-root",
-                                                       optarg);
-                        if (c == ARG_CGROUP_ROOT)
-                                arg_cgroup_root = optarg;
-                        else
-                                arg_sysctl_root = optarg;
+                        r = parse_absolute("sysctl-root", optarg, &arg_sysctl_root);
+                        if (r < 0)
+                                return r;
                         break;
-                case ARG_BENCH_VARIANT: {
-                        const char *bad = NULL;
-                        if (sampler_bench_variant_from_string(optarg, &arg_bench_variant, &bad) < 0)
-                                return log_error_errno(EINVAL, "--bench-bpf-variant: unknown part '%.*s'.",
-                                                       (int) strcspn(bad, ","), bad);
-                        log_warning("Running a benchmark variant of the BPF program (%s): "
-                                    "its profiles are not complete.",
-                                    optarg);
+                case ARG_BENCH_VARIANT:
+                        r = parse_bench_variant(optarg);
+                        if (r < 0)
+                                return r;
                         break;
-                }
                 case '?':
                         return -EINVAL;
                 default:

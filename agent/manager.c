@@ -11,22 +11,18 @@
 
 #include "cgroup-util.h"
 #include "fileio.h"
-#include "checkpoint.h"
-#include "journal.h"
+#include "sessions.h"
+#include "base.h"
 #include "kube-cgroup.h"
 #include "log.h"
 #include "machine-config.h"
 #include "manager.h"
-#include "manager-kube.h"
-#include "manager-machine.h"
-#include "manager-profileconfig.h"
-#include "manager-bus.h"
-#include "manager-control.h"
-#include "manager-http.h"
-#include "manager-reports.h"
-#include "metrics.h"
-#include "proc-event-queue.h"
-#include "session.h"
+#include "kube.h"
+#include "machine.h"
+#include "control.h"
+#include "http.h"
+#include "manager-rooms.h"
+#include "sampling.h"
 
 static void config_ref_free(ConfigRef *c) {
         config_free(c->config);
@@ -911,6 +907,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
         m->checkpoint_dir_fd = -EBADF;
+        m->session_events = &manager_session_events;
         r = report_retry_init(&m->report_retry);
         if (r < 0)
                 return r;

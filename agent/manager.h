@@ -4,25 +4,17 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "cgroup-watch.h"
+#include "base.h"
 #include "config.h"
 #include "counters.h"
-#include "debuginfod-fetcher.h"
+#include "sampling.h"
 #include "hashmap.h"
 #include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
 #include "log.h"
 #include "machine-select.h"
-#include "proc-event-queue.h"
-#include "process.h"
-#include "python.h"
 #include "report-retry.h"
-#include "sample-park.h"
-#include "sampler.h"
-#include "symbolizer.h"
-#include "unwinder.h"
-#include "worker.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
@@ -270,6 +262,9 @@ typedef struct Manager {
         struct HttpServer *http;
         struct ManagerMetrics *metrics;
         struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
+        /* What the sessions room announces to the rooms above it
+         * (session-events.h), wired in manager-rooms.c. */
+        const struct SessionEvents *session_events;
 
         sd_event_source *drain_timer;
         sd_event_source *machine_timer;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* bench/go-symbols: what Go symbols (common/symbols/gopclntab.c through
- * common/symbols/elf-symtab.c and agent/symbolizer.c) cost on a big stripped
+ * common/symbols/elf-symtab.c and agent/sampling/symbolizer.c) cost on a big stripped
  * Go binary. Usage: cgprof-bench-go-symbols [FILE [N]]
  * Default: /usr/bin/prometheus (Debian's, 50 MB, Go 1.19, stripped), else
  * /usr/bin/promtool; N = 100000 random addresses.

@@ -337,14 +337,74 @@ static int record_print(const Ctl *c, const Record *rec, const char *command) {
         return EXIT_SUCCESS;
 }
 
+/* The transient cgroup, below the root: cgprof-record.slice/record-<pid>-<random>, and the target that
+ * names it. */
+static int record_cgroup_name(char **ret_rel, char **ret_target) {
+        _cleanup_free_ char *rel = NULL, *target = NULL;
+        sd_id128_t rnd;
+
+        (void) sd_id128_randomize(&rnd);
+        if (asprintf(&rel, RECORD_SLICE "/record-%d-%08" PRIx32, (int) getpid(), (uint32_t) rnd.qwords[0]) <
+                    0 ||
+            asprintf(&target, "cgroup:%s", rel) < 0)
+                return -ENOMEM;
+        *ret_rel = TAKE_PTR(rel);
+        *ret_target = TAKE_PTR(target);
+        return 0;
+}
+
+/* Signals are taken by the event loop from here on; the child gets the old mask back before exec. */
+static int record_block_signals(sigset_t *ret_old) {
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        return sigprocmask(SIG_BLOCK, &mask, ret_old);
+}
+
+/* Go (closing *go_fd). EOF on the status pipe: exec succeeded. */
+static int record_release(int *go_fd, int st_fd, const char *command) {
+        int child_error = 0;
+
+        if (write(*go_fd, "x", 1) != 1)
+                return log_error_errno(errno, "Failed to release the command: %m");
+        *go_fd = safe_close(*go_fd);
+        if (read(st_fd, &child_error, sizeof(child_error)) == sizeof(child_error))
+                return log_error_errno(child_error, "Failed to execute %s: %m", command);
+        return 0;
+}
+
+/* Runs the loop until the command exits (or a signal, or --duration, stops the session); *event is
+ * the caller's, freed after the bus lets go of it. */
+static int record_loop(Ctl *c, Record *rec, sd_event **event) {
+        int r;
+
+        if ((r = sd_event_new(event)) < 0 ||
+            (r = sd_event_add_child(*event, NULL, rec->pid, WEXITED, on_record_child, rec)) < 0 ||
+            (r = sd_event_add_signal(*event, NULL, SIGINT, on_record_signal, rec)) < 0 ||
+            (r = sd_event_add_signal(*event, NULL, SIGTERM, on_record_signal, rec)) < 0 ||
+            (r = sd_event_add_signal(*event, NULL, SIGHUP, on_record_signal, rec)) < 0 ||
+            (c->duration_usec > 0 &&
+             (r = sd_event_add_time_relative(*event, NULL, CLOCK_MONOTONIC, c->duration_usec, 0,
+                                             on_record_duration, rec)) < 0) ||
+            (r = sd_bus_attach_event(c->bus, *event, SD_EVENT_PRIORITY_NORMAL)) < 0)
+                return log_error_errno(r, "Failed to set up the event loop: %m");
+        r = sd_event_loop(*event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}
+
 int verb_record(Ctl *c, char **command) {
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_free_ char *root = NULL, *rel = NULL, *target = NULL, *profile = NULL, *id = NULL;
         _cleanup_close_ int root_fd = -EBADF, cg_fd = -EBADF;
         int go[2] = { -EBADF, -EBADF }, st[2] = { -EBADF, -EBADF };
         _cleanup_(record_done) Record rec = { .ctl = c, .pid = -1 };
-        sigset_t mask, old_mask;
-        sd_id128_t rnd;
+        sigset_t old_mask;
         int r, ret = EXIT_FAILURE, child_error = 0;
         ssize_t n;
 
@@ -362,10 +422,7 @@ int verb_record(Ctl *c, char **command) {
         root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return log_error_errno(errno, "Failed to open %s: %m", root), EXIT_FAILURE;
-        (void) sd_id128_randomize(&rnd);
-        if (asprintf(&rel, RECORD_SLICE "/record-%d-%08" PRIx32, (int) getpid(), (uint32_t) rnd.qwords[0]) <
-                    0 ||
-            asprintf(&target, "cgroup:%s", rel) < 0)
+        if (record_cgroup_name(&rel, &target) < 0)
                 return log_oom(), EXIT_FAILURE;
         r = record_cgroup_create(root_fd, root, rel);
         if (r != 0)
@@ -376,15 +433,7 @@ int verb_record(Ctl *c, char **command) {
                 goto remove_cgroup;
         }
 
-        /* Signals are taken by the event loop from here on; the child gets
-         * the old mask back before exec. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
-            pipe2(st, O_CLOEXEC) < 0) {
+        if (record_block_signals(&old_mask) < 0 || pipe2(go, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
                 log_error_errno(errno, "Failed to set up the command: %m");
                 goto remove_cgroup;
         }
@@ -417,35 +466,8 @@ int verb_record(Ctl *c, char **command) {
         rec.session_id = id;
         rec.cgroup = rel;
 
-        /* Go. EOF on the status pipe: exec succeeded. */
-        if (write(go[1], "x", 1) != 1) {
-                log_error_errno(errno, "Failed to release the command: %m");
+        if (record_release(&go[1], st[0], command[0]) < 0 || record_loop(c, &rec, &event) < 0)
                 goto stop;
-        }
-        go[1] = safe_close(go[1]);
-        n = read(st[0], &child_error, sizeof(child_error));
-        if (n == sizeof(child_error)) {
-                log_error_errno(child_error, "Failed to execute %s: %m", command[0]);
-                goto stop;
-        }
-
-        if ((r = sd_event_new(&event)) < 0 ||
-            (r = sd_event_add_child(event, NULL, rec.pid, WEXITED, on_record_child, &rec)) < 0 ||
-            (r = sd_event_add_signal(event, NULL, SIGINT, on_record_signal, &rec)) < 0 ||
-            (r = sd_event_add_signal(event, NULL, SIGTERM, on_record_signal, &rec)) < 0 ||
-            (r = sd_event_add_signal(event, NULL, SIGHUP, on_record_signal, &rec)) < 0 ||
-            (c->duration_usec > 0 &&
-             (r = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, c->duration_usec, 0,
-                                             on_record_duration, &rec)) < 0) ||
-            (r = sd_bus_attach_event(c->bus, event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
-                log_error_errno(r, "Failed to set up the event loop: %m");
-                goto stop;
-        }
-        r = sd_event_loop(event);
-        if (r < 0) {
-                log_error_errno(r, "Event loop failed: %m");
-                goto stop;
-        }
         rec.pid = -1; /* reaped by the child source */
         ret = EXIT_SUCCESS;
 

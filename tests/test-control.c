@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The pure parts of the control API (agent/manager-control.c): target
+/* The pure parts of the control API (agent/control/manager-control.c): target
  * specs, and listing reports from summary.json files. */
 #include <fcntl.h>
 #include <sys/stat.h>

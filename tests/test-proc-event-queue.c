@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* agent/proc-event-queue.c and agent/sample-park.c: process events come
+/* agent/sampling/proc-event-queue.c and agent/sampling/sample-park.c: process events come
  * back to the loop in order, each with its process's mappings read on the
  * worker and waiting in the maps cache (no read on the loop); a PID is
  * pending while an event of it is queued; parked samples keep copies of

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* agent/worker.c: jobs run off the loop's thread, in submission order, and
+/* agent/base/worker.c: jobs run off the loop's thread, in submission order, and
  * come back to the loop (through its eventfd) once run; flush waits for
  * all; freeing hands back the ones that never ran. */
 #include <fcntl.h>

@@ -115,3 +115,30 @@ int cg_attach_fd(int cgroup_fd, pid_t pid) {
                 return negative_errno();
         return 0;
 }
+
+int cgroup_path_normalize(const char *path, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        const char *b = path, *e;
+
+        while (*b == '/')
+                b++;
+        e = b + strlen(b);
+        while (e > b && e[-1] == '/')
+                e--;
+        if (e == b)
+                return -EINVAL;
+        p = strndup(b, (size_t) (e - b));
+        if (!p)
+                return -ENOMEM;
+        for (const char *c = p;;) {
+                const char *slash = strchr(c, '/');
+                size_t len = slash ? (size_t) (slash - c) : strlen(c);
+                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return -EINVAL;
+                if (!slash)
+                        break;
+                c = slash + 1;
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}

@@ -24,3 +24,8 @@ int cg_attach_fd(int cgroup_fd, pid_t pid);
 
 /* Unescapes mountinfo's octal escapes (\040 for a space) in place. */
 void mountinfo_unescape(char *s);
+
+/* A cgroup path relative to the root: leading and trailing slashes
+ * dropped; the components left must be names (no "", "." or ".."), and
+ * there must be one at least (not the root). -EINVAL otherwise. */
+int cgroup_path_normalize(const char *path, char **ret);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for what the agent reads at start to recover
- * checkpoints (agent/checkpoint-parse.c, called by agent/checkpoint.c): a
+ * checkpoints (agent/sessions/checkpoint-parse.c, called by agent/sessions/checkpoint.c): a
  * registry entry (STATE_DIR/checkpoints/SESSION_ID), and a checkpoint's
  * summary.json, marked "interrupted" by rewriting it.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for kubeconfig files (agent/kube-config.c: libyaml's
+/* libFuzzer target for kubeconfig files (agent/kube/kube-config.c: libyaml's
  * loader and what is read from its tree, base64 data included).
  *
  * The input is the file; it is written into a private temporary directory

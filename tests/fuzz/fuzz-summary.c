@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the two readers of a report's summary.json: the
- * report listing (agent/control-report.c, for ListReports and `cgprofctl
+ * report listing (agent/sessions/control-report.c, for ListReports and `cgprofctl
  * reports`, over up to 10,000 files) and report conversion
  * (common/report-convert.c, for `cgprofctl report DIR`).
  *

@@ -428,7 +428,7 @@ class Churn:
         """The agent's sessions counted four ways: its status counters,
         summary.json files under report_dir, and its journal entries (by
         MESSAGE_ID, from its PID). The agent sends an entry to stderr
-        instead when no journal socket is there (agent/journal.c): on this
+        instead when no journal socket is there (agent/base/journal.c): on this
         shared machine another test may stop the journald in use and start
         its own, so the entries of agent_log (its stderr) count too."""
         st = self.status_end

@@ -12,7 +12,7 @@ from cgproflib import skip, wait_for
 
 SOCKET = "/run/systemd/journal/socket"
 JOURNALD = "/lib/systemd/systemd-journald"
-# agent/journal.h's CGPROF_MESSAGE_SESSION_*.
+# agent/base/journal.h's CGPROF_MESSAGE_SESSION_*.
 MSG_START = "22a9421dda4449b4a16d369fcaece6bf"
 MSG_END = "1a54d886fa99449d8c335898f05aa9fe"
 MSG_FAILURE = "67da3839196441e9bd8eab33f19bd0ae"

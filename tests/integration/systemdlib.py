@@ -20,7 +20,7 @@ SOURCE = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(os.path.dirname(__file
 # Where the unit and its sandbox are documented ("Installing on a host
 # (systemd)"), with the scores the tests hold it to.
 OPERATIONS_DOC = os.path.join(SOURCE, "docs", "operations.md")
-JOURNAL_H = os.path.join(SOURCE, "agent", "journal.h")
+JOURNAL_H = os.path.join(SOURCE, "agent", "base", "journal.h")
 UNIT = "cgprofd.service"
 # The Kubernetes-mode drop-in: installed as an example (with --prefix=/usr,
 # at DROPIN_EXAMPLE), enabled by copying it into DROPIN_DIR.

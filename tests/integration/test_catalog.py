@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The journal message catalog (systemd/cgprof.catalog):
-- every CGPROF_MESSAGE_* of agent/journal.h has an entry (and nothing
+- every CGPROF_MESSAGE_* of agent/base/journal.h has an entry (and nothing
   else does), with Subject, Defined-By: cgprof, Support and Documentation,
   and every @FIELD@ it uses is one that kind of entry always carries;
 - `journalctl --root=TMP --update-catalog` accepts the installed file and
@@ -24,7 +24,7 @@ from cgproflib import (BUILD, Agent, Cgroup, log, main, profile, read_sysctl, sk
 from systemdlib import build_options, install, message_ids, parse_catalog, run
 from journallib import ensure_journald, journal, stop_journald
 
-# The fields each kind of entry always carries (agent/journal.c): a catalog
+# The fields each kind of entry always carries (agent/base/journal.c): a catalog
 # text may only substitute these (a missing field would show as its name).
 SESSION = {"CGPROF_EVENT", "CGPROF_SESSION", "CGPROF_PROFILE", "CGPROF_TARGET", "CGPROF_CGROUP"}
 MACHINE = {"CGPROF_EVENT", "CGPROF_SYSCTL", "CGPROF_OLD_VALUE", "CGPROF_NEW_VALUE", "CGPROF_NODE"}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The Kubernetes client (agent/kube-client.h: KubeWatch) through the probe
+"""The Kubernetes client (agent/kube/kube-client.h: KubeWatch) through the probe
 program tests/kube-watch-probe, against
 
 - a REAL kube-apiserver v1.20.2 + etcd (kubelib.KubeCluster): list+watch of

@@ -30,7 +30,7 @@ OTHER_NODE = "node-other"
 LABEL = "cgprof.io/tuning"
 PARANOID = "kernel.perf_event_paranoid"
 MLOCK = "kernel.perf_event_mlock_kb"
-# agent/journal.h
+# agent/base/journal.h
 MSG_APPLY = "30bae784dc024758944a1b223fbeff2d"
 MSG_RESTORE = "43b5e54dc6a144ee89f3469a3b47b339"
 

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* /metrics: the agent's state in Prometheus' text exposition format
+ * (metrics.h). Read from the same places as GetStatus (manager-status.c). */
+#include "cgprof-version.h"
+#include "exposition.h"
+#include "http-server.h"
+#include "metrics.h"
+#include "process-metrics.h"
+#include "sessions.h"
+
+/* Seconds, as microseconds. */
+static const uint64_t dispatch_bounds[] = { 100,    500,    1000,   5000,    10000,   25000,  50000,
+                                            100000, 250000, 500000, 1000000, 2500000, 5000000 };
+static const uint64_t drain_bounds[] = { 1000,   5000,   10000,   25000,   50000,   100000,
+                                         250000, 500000, 1000000, 2500000, 5000000, 10000000 };
+static const uint64_t report_bounds[] = { 5000,   10000,   25000,   50000,   100000,   250000,
+                                          500000, 1000000, 2500000, 5000000, 10000000, 30000000 };
+
+int manager_metrics_init(Manager *m) {
+        ManagerMetrics *x = calloc(1, sizeof(ManagerMetrics));
+        int r;
+
+        if (!x)
+                return -ENOMEM;
+        counter_table_init(&x->profiles, METRICS_LABELS_MAX);
+        counter_table_init(&x->ended, METRICS_LABELS_MAX);
+        counter_table_init(&x->failed, METRICS_LABELS_MAX);
+        counter_table_init(&x->sysctls, METRICS_LABELS_MAX);
+        counter_table_init(&x->pull, METRICS_LABELS_MAX);
+        m->metrics = x;
+        r = histogram_init(&m->loop.dispatch_histogram, dispatch_bounds, ELEMENTSOF(dispatch_bounds));
+        if (r >= 0)
+                r = histogram_init(&m->drain_timing.histogram, drain_bounds, ELEMENTSOF(drain_bounds));
+        if (r >= 0)
+                r = histogram_init(&m->report_timing.histogram, report_bounds, ELEMENTSOF(report_bounds));
+        return r;
+}
+
+void manager_metrics_free(Manager *m) {
+        if (!m->metrics)
+                return;
+        counter_table_done(&m->metrics->profiles);
+        counter_table_done(&m->metrics->ended);
+        counter_table_done(&m->metrics->failed);
+        counter_table_done(&m->metrics->sysctls);
+        counter_table_done(&m->metrics->pull);
+        free(m->metrics);
+        m->metrics = NULL;
+}
+
+void manager_count_session_failed(Manager *m, const char *reason) {
+        m->sessions_failed++;
+        if (m->metrics)
+                (void) counter_table_add(&m->metrics->failed, reason, 0, 1);
+}
+
+void metrics_session_ended(Manager *m, const char *reason) {
+        if (m->metrics)
+                (void) counter_table_add(&m->metrics->ended, reason, 0, 1);
+}
+
+void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change) {
+        if (m->metrics && change >= 0 && change < _MACHINE_CHANGE_MAX)
+                (void) counter_table_add(&m->metrics->sysctls, sysctl, (unsigned) change, 1);
+}
+
+void metrics_pull_request(Manager *m, const char *code) {
+        if (m->metrics)
+                (void) counter_table_add(&m->metrics->pull, code, 0, 1);
+}
+
+/* A session's counters now, never below what was shown before: a session's
+ * unsymbolized frames go down when late symbols arrive, its CPU time may be
+ * read from another source at its end. Counters must not. */
+static void session_counts(Session *s, const SamplerSessionStats *st,
+                           uint64_t v[static COUNTER_TABLE_COLUMNS]) {
+        uint64_t cpu = s->cpu_usage_last > s->cpu_usage_start ? s->cpu_usage_last - s->cpu_usage_start : 0;
+
+        memset(v, 0, COUNTER_TABLE_COLUMNS * sizeof(uint64_t));
+        v[PROFILE_SAMPLES] = profile_data_total(s->data);
+        v[PROFILE_LOST] = s->stack_lost + (st ? st->lost : 0);
+        /* As summary.json's samples.expected. */
+        v[PROFILE_EXPECTED] =
+                (uint64_t) (((unsigned __int128) s->profile->frequency * cpu + USEC_PER_SEC / 2) /
+                            USEC_PER_SEC);
+        v[PROFILE_COLLISIONS] = st ? st->collisions : 0;
+        v[PROFILE_UNSYMBOLIZED_FRAMES] = s->frames_unsymbolized;
+        for (size_t i = 0; i < COUNTER_TABLE_COLUMNS; i++) {
+                v[i] = MAX(v[i], s->metrics_seen[i]);
+                s->metrics_seen[i] = v[i];
+        }
+}
+
+void metrics_session_final(Session *s, const SamplerSessionStats *st) {
+        Manager *m = s->manager;
+        uint64_t v[COUNTER_TABLE_COLUMNS];
+        CounterEntry *e;
+
+        if (!m->metrics)
+                return;
+        session_counts(s, st, v);
+        e = counter_table_get(&m->metrics->profiles, s->profile->name);
+        if (!e)
+                return;
+        for (size_t i = 0; i < COUNTER_TABLE_COLUMNS; i++)
+                e->values[i] += v[i];
+}
+
+/* ---- the exposition ---- */
+
+static void write_sessions(Manager *m, MetricsWriter *w) {
+        uint64_t by_state[_SESSION_STATE_MAX] = {};
+
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (m->sessions[i]->state < _SESSION_STATE_MAX)
+                        by_state[m->sessions[i]->state]++;
+        metrics_family(
+                w, "cgprof_sessions", METRIC_GAUGE,
+                "Sessions the agent holds, by state (new, armed: waiting for a manual start, running).");
+        for (SessionState st = 0; st < _SESSION_STATE_MAX; st++)
+                if (st != SESSION_ENDED)
+                        metrics_sample_u64(w, METRICS_LABELS({ "state", session_state_to_string(st) }),
+                                           by_state[st]);
+        metrics_counter_u64(w, "cgprof_sessions_started_total", "Sessions that started sampling.",
+                            m->sessions_started);
+        metrics_counter_table(w, "cgprof_sessions_ended_total",
+                              "Sessions that ended with their report written, by reason.", "reason",
+                              &m->metrics->ended, 0);
+        metrics_counter_table(w, "cgprof_sessions_failed_total",
+                              "Sessions that could not be created (create), started (start) or whose report "
+                              "could not be written (report).",
+                              "reason", &m->metrics->failed, 0);
+        metrics_counter_u64(w, "cgprof_sessions_discarded_total",
+                            "Provisional sessions discarded (a pod's sandbox, not a container).",
+                            m->sessions_discarded);
+        metrics_gauge(w, "cgprof_sessions_waiting_for_fds",
+                      "Cgroups whose session waits for file descriptors to start.",
+                      (double) m->sessions_fd_starved);
+        metrics_gauge(w, "cgprof_cgroups_watched", "Cgroups the agent watches.",
+                      m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0);
+}
+
+static void write_profiles(Manager *m, MetricsWriter *w) {
+        static const struct {
+                const char *name, *help;
+        } families[_PROFILE_COUNTERS_MAX] = {
+                [PROFILE_SAMPLES] = { "cgprof_samples_total",
+                                      "Samples collected, by profile (as summary.json's samples.total)." },
+                [PROFILE_LOST] = { "cgprof_samples_lost_total",
+                                   "Samples seen in the kernel but lost, by profile." },
+                [PROFILE_EXPECTED] = { "cgprof_samples_expected_total",
+                                       "Samples expected from the cgroups' CPU time at the profile's "
+                                       "frequency, by profile." },
+                [PROFILE_COLLISIONS] = { "cgprof_stack_collisions_total",
+                                         "Stack map collisions, by profile." },
+                [PROFILE_UNSYMBOLIZED_FRAMES] = { "cgprof_unsymbolized_frames_total",
+                                                  "Frames left unsymbolized, weighted by samples, by "
+                                                  "profile." },
+        };
+        CounterTable t;
+
+        /* The sessions that ended, plus the running ones as they are now. */
+        if (counter_table_copy(&t, &m->metrics->profiles) < 0) {
+                for (size_t i = 0; i < _PROFILE_COUNTERS_MAX; i++)
+                        metrics_family(w, families[i].name, METRIC_COUNTER, families[i].help);
+                return;
+        }
+        for (size_t i = 0; i < m->n_sessions; i++) {
+                Session *s = m->sessions[i];
+                _cleanup_(sampler_session_stats_done) SamplerSessionStats st = {};
+                uint64_t v[COUNTER_TABLE_COLUMNS];
+                CounterEntry *e;
+
+                if (s->state != SESSION_RUNNING || !s->data)
+                        continue;
+                bool have_stats = m->sampler && sampler_session_stats(m->sampler, s->slot, &st) >= 0;
+                session_counts(s, have_stats ? &st : NULL, v);
+                e = counter_table_get(&t, s->profile->name);
+                for (size_t k = 0; e && k < COUNTER_TABLE_COLUMNS; k++)
+                        e->values[k] += v[k];
+        }
+        for (size_t i = 0; i < _PROFILE_COUNTERS_MAX; i++)
+                metrics_counter_table(w, families[i].name, families[i].help, "profile", &t, (unsigned) i);
+        counter_table_done(&t);
+}
+
+static void write_bpf(Manager *m, MetricsWriter *w) {
+        uint64_t ns = 0, runs = 0;
+        bool ok = m->sampler && sampler_prog_stats(m->sampler, &ns, &runs) >= 0;
+
+        metrics_family(w, "cgprof_bpf_program_run_seconds_total", METRIC_COUNTER,
+                       "Time the sampling BPF program ran (needs kernel.bpf_stats_enabled=1).");
+        if (ok)
+                metrics_sample(w, NULL, 0, (double) ns / 1e9);
+        metrics_family(w, "cgprof_bpf_program_runs_total", METRIC_COUNTER,
+                       "Runs of the sampling BPF program (needs kernel.bpf_stats_enabled=1).");
+        if (ok)
+                metrics_sample_u64(w, NULL, 0, runs);
+}
+
+static void write_timings(Manager *m, MetricsWriter *w) {
+        metrics_family(
+                w, "cgprof_drain_duration_seconds", METRIC_HISTOGRAM,
+                "Drains of the sampler's maps: the maps read, every sample symbolized (on the event loop).");
+        metrics_histogram(w, NULL, 0, &m->drain_timing.histogram);
+        metrics_family(w, "cgprof_report_write_duration_seconds", METRIC_HISTOGRAM,
+                       "Report directories written (all formats, fsync()ed; on the report worker).");
+        metrics_histogram(w, NULL, 0, &m->report_timing.histogram);
+        metrics_family(w, "cgprof_event_loop_dispatch_duration_seconds", METRIC_HISTOGRAM,
+                       "How long each event loop dispatch kept the loop (wall time): the latency it adds to "
+                       "everything else.");
+        metrics_histogram(w, NULL, 0, &m->loop.dispatch_histogram);
+        metrics_gauge(w, "cgprof_report_queue_directories", "Report directories queued or being written.",
+                      (double) m->report_queue_writes);
+}
+
+static void write_machine(Manager *m, MetricsWriter *w) {
+        metrics_counter_table(w, "cgprof_machine_config_applies_total",
+                              "machineConfig sysctls set, by sysctl.", "sysctl", &m->metrics->sysctls,
+                              MACHINE_CHANGE_APPLY);
+        metrics_counter_table(w, "cgprof_machine_config_drift_repairs_total",
+                              "machineConfig sysctls found changed by someone else and set back, by sysctl.",
+                              "sysctl", &m->metrics->sysctls, MACHINE_CHANGE_DRIFT);
+        metrics_counter_table(
+                w, "cgprof_machine_config_refusals_total",
+                "machineConfig sysctls that could not be set (refused or the write failed), by sysctl.",
+                "sysctl", &m->metrics->sysctls, MACHINE_CHANGE_REFUSED);
+}
+
+static void write_kube(Manager *m, MetricsWriter *w) {
+        struct {
+                const char *resource;
+                KubeWatch *w;
+        } watches[] = {
+                { "pods", m->kube_pod_watch },
+                { "namespaces", m->kube_ns_watch },
+                { "profileconfigs", m->kube_pc_watch },
+        };
+        KubeWatchStats st[ELEMENTSOF(watches)];
+        size_t n = 0;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (m->kube)
+                for (size_t i = 0; i < ELEMENTSOF(watches); i++)
+                        if (watches[i].w) {
+                                kube_watch_stats(watches[i].w, &st[i]);
+                                n = i + 1;
+                        }
+#define KUBE_FAMILY(name, type, help, expr)                                                            \
+        do {                                                                                           \
+                metrics_family(w, name, type, help);                                                   \
+                for (size_t i = 0; i < n; i++)                                                         \
+                        if (watches[i].w)                                                              \
+                                metrics_sample(w, METRICS_LABELS({ "resource", watches[i].resource }), \
+                                               (double) (expr));                                       \
+        } while (0)
+        KUBE_FAMILY("cgprof_kube_watch_connected", METRIC_GAUGE,
+                    "1 when the watch has listed its resource and is watching it.", st[i].synced ? 1 : 0);
+        KUBE_FAMILY("cgprof_kube_watch_relists_total", METRIC_COUNTER, "Lists after the first one.",
+                    st[i].relists);
+        KUBE_FAMILY("cgprof_kube_watch_gone_total", METRIC_COUNTER,
+                    "HTTP 410 Gone answers (a resourceVersion or continue token too old).", st[i].gone);
+        KUBE_FAMILY("cgprof_kube_watch_reconnects_total", METRIC_COUNTER, "Watch reconnects after errors.",
+                    st[i].reconnects);
+        KUBE_FAMILY("cgprof_kube_watch_events_total", METRIC_COUNTER, "Watch events handled.", st[i].events);
+        metrics_family(w, "cgprof_kube_watch_last_event_age_seconds", METRIC_GAUGE,
+                       "Seconds since the watch's last list, event or bookmark.");
+        for (size_t i = 0; i < n; i++)
+                if (watches[i].w && st[i].last_event_usec > 0)
+                        metrics_sample(w, METRICS_LABELS({ "resource", watches[i].resource }),
+                                       (double) (now - MIN(now, st[i].last_event_usec)) / 1e6);
+#undef KUBE_FAMILY
+}
+
+/* The report index (manager-reports.h): what reportDir holds, and what retention removed. */
+static void write_reports(Manager *m, MetricsWriter *w) {
+        ManagerReportsStats st;
+
+        manager_reports_stats(m, &st);
+        if (st.ready) {
+                metrics_gauge(w, "cgprof_reports", "Reports in reportDir (the agent's index of it).",
+                              (double) st.reports);
+                metrics_gauge(w, "cgprof_reports_bytes", "Bytes of the report files in reportDir.",
+                              (double) st.bytes);
+        }
+        metrics_family(w, "cgprof_reports_removed_total", METRIC_COUNTER,
+                       "Reports removed by reportRetention, by reason (age, count, bytes).");
+        for (ReportRemoval r = 0; r < _REPORT_REMOVAL_MAX; r++)
+                metrics_sample_u64(w, &(const MetricLabel){ "reason", report_removal_to_string(r) }, 1,
+                                   st.removed[r]);
+        metrics_counter_u64(w, "cgprof_reports_removed_bytes_total",
+                            "Bytes of the report files removed by reportRetention.", st.removed_bytes);
+        metrics_counter_u64(w, "cgprof_reports_remove_failures_total",
+                            "Reports reportRetention failed to remove from the disk.", st.remove_failed);
+}
+
+int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
+        _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
+        HttpServerStats hs;
+        int r;
+
+        if (!m->metrics)
+                return -ENODATA;
+        r = metrics_writer_new(&w);
+        if (r < 0)
+                return r;
+        metrics_family(w, "cgprof_info", METRIC_GAUGE,
+                       "The agent's version, node and attach mode (value 1).");
+        metrics_sample(w,
+                       METRICS_LABELS({ "version", CGPROF_VERSION }, { "node", strempty(m->node_name) },
+                                      { "attach_mode", sampler_mode_to_string(m->opts.attach_mode) }),
+                       1);
+        write_sessions(m, w);
+        write_profiles(m, w);
+        write_bpf(m, w);
+        write_timings(m, w);
+        write_machine(m, w);
+        write_kube(m, w);
+        write_reports(m, w);
+        http_server_stats(m->http, &hs);
+        metrics_counter_u64(w, "cgprof_http_requests_total", "HTTP requests answered (before this one).",
+                            hs.requests);
+        metrics_counter_u64(w, "cgprof_http_requests_abandoned_total",
+                            "Requests waiting for their answer (a profile pull) whose client hung up.",
+                            hs.abandoned);
+        metrics_counter_u64(w, "cgprof_http_stalled_runs_total",
+                            "Listener runs that found only TLS handshakes waiting for bytes (paced, not "
+                            "repeated at once).",
+                            hs.stalled_runs);
+        if (m->pull)
+                metrics_counter_table(w, "cgprof_http_pprof_requests_total",
+                                      "Profile pulls and report requests answered, by HTTP status code.",
+                                      "code", &m->metrics->pull, 0);
+        process_metrics_write(w, "/proc/self");
+        return metrics_writer_finish(w, ret, ret_size);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "counters.h"
+#include "machine-config.h"
+#include "manager.h"
+#include "sampling.h"
+
+/* The agent's Prometheus metrics (/metrics, docs/metrics.md): what the
+ * Manager, the sessions, the sampler, the watches and the event loop
+ * count, written in the text exposition format. The counters GetStatus
+ * shows are read where it reads them; what it does not keep is counted
+ * here: per-profile sample counters (sessions that ended, plus the
+ * running ones, never going down), sessions by end and failure reason,
+ * and machineConfig changes by sysctl. Everything is bounded: at most
+ * METRICS_LABELS_MAX values per label, the rest as "_other". */
+
+#define METRICS_LABELS_MAX 256U
+
+/* The per-profile counters (columns of ManagerMetrics.profiles). */
+enum {
+        PROFILE_SAMPLES,
+        PROFILE_LOST,
+        PROFILE_EXPECTED,
+        PROFILE_COLLISIONS,
+        PROFILE_UNSYMBOLIZED_FRAMES,
+        _PROFILE_COUNTERS_MAX,
+};
+
+typedef struct ManagerMetrics {
+        CounterTable profiles; /* by profile name: of the sessions that ended */
+        CounterTable ended; /* by end reason */
+        CounterTable failed; /* by reason: create, start, report */
+        CounterTable sysctls; /* by sysctl, columns MachineChange */
+        CounterTable pull; /* profile pulls (manager-pull.c) by HTTP status code */
+} ManagerMetrics;
+
+/* Allocates m->metrics and gives the Manager's timings their histogram buckets. */
+int manager_metrics_init(Manager *m);
+void manager_metrics_free(Manager *m);
+
+/* A session's counters, added to its profile's once it stopped (st: its
+ * sampler stats; NULL when they were not read). */
+void metrics_session_final(Session *s, const SamplerSessionStats *st);
+/* A session ended with its report written. */
+void metrics_session_ended(Manager *m, const char *reason);
+void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change);
+/* A pull request (/debug/pprof/profile, /targets, /reports...) answered with HTTP status 'code'. */
+void metrics_pull_request(Manager *m, const char *code);
+
+/* The exposition, malloc()ed. */
+int metrics_exposition(Manager *m, char **ret, size_t *ret_size);

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "control.h"
+#include "http.h"
+#include "manager-rooms.h"
+
+static void on_session_started(Manager *m, Session *s) {
+        manager_bus_session_started(m, s);
+}
+
+static void on_session_stopped(Manager *m, Session *s, const SamplerSessionStats *st) {
+        metrics_session_final(s, st);
+}
+
+static void on_session_ended(Manager *m, Session *s, const char *reason, const char *report_dirs, int error,
+                             uint64_t samples) {
+        if (error >= 0)
+                metrics_session_ended(m, reason);
+        manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
+        manager_pull_session_ended(m, s->id_string, report_dirs, error);
+}
+
+const SessionEvents manager_session_events = {
+        .started = on_session_started,
+        .stopped = on_session_stopped,
+        .ended = on_session_ended,
+};

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "sessions.h"
+
+/* How the rooms below hear of each other without calling upward: the
+ * tables of callbacks the Manager gives them (manager-rooms.c). */
+
+/* A session's start and end, to the bus, the pull waiters and /metrics. */
+extern const SessionEvents manager_session_events;

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Owns: the sessions (running and armed), their samples and symbols, their end, checkpoints, the reports
+ * written on the report worker and retried, and the reports of reportDir: their index (listings, lookups)
+ * and their retention.
+ * May call: the sampling and base rooms (sampling.h, base.h), common/; and for now the Manager (manager.h).
+ * Called by: the Manager (drains, starts and ends sessions), the kube, control and http rooms. */
+#pragma once
+
+#include "checkpoint.h"
+#include "control-report.h"
+#include "manager-reports.h"
+#include "report-index.h"
+#include "report-list.h"
+#include "report-retry.h"
+#include "session.h"
+#include "session-events.h"
