@@ -545,7 +545,8 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
                 MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                 (size_t) HTTP_SERVER_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-                s->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, http_tls_retrieve, MHD_OPTION_END);
+                s->tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, opts->tls_priorities,
+                MHD_OPTION_HTTPS_CERT_CALLBACK, http_tls_retrieve, MHD_OPTION_END);
         if (!s->daemon)
                 return -EIO; /* MHD logged why */
         TAKE_FD(fd);

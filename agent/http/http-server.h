@@ -37,6 +37,7 @@ typedef struct HttpServerOptions {
         /* HTTPS (GnuTLS through libmicrohttpd): both or neither. Reloaded
          * when the files change (http-tls.h), without a restart. */
         const char *tls_cert_file, *tls_key_file;
+        const char *tls_priorities; /* GnuTLS priority string (checked by the config) */
 } HttpServerOptions;
 
 /* A handler's answer: status, content type (static) and body (malloc()ed,

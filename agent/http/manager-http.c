@@ -32,6 +32,7 @@ int manager_http_start(Manager *m) {
                 .timeout_sec = (unsigned) (c->http.timeout_usec / USEC_PER_SEC),
                 .tls_cert_file = c->http.tls_cert_file,
                 .tls_key_file = c->http.tls_key_file,
+                .tls_priorities = c->http.tls_priorities ?: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES,
         };
         r = http_server_new(m->event, &o, &m->http);
         if (r < 0)
@@ -55,7 +56,8 @@ void manager_http_reload(Manager *m, const Config *new_config) {
                                        c->http.timeout_usec != new_config->http.timeout_usec ||
                                        c->http.pprof != new_config->http.pprof ||
                                        !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
-                                       !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file))))
+                                       !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file) ||
+                                       !streq_ptr(c->http.tls_priorities, new_config->http.tls_priorities))))
                 log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
 }
 

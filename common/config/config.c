@@ -12,6 +12,7 @@
 #include <wctype.h>
 
 #include <cjson/cJSON.h>
+#include <gnutls/gnutls.h>
 
 #include "config.h"
 #include "key-path.h"
@@ -123,6 +124,7 @@ Config *config_free(Config *c) {
         strv_free(c->debuginfod_urls);
         free(c->http.listen);
         free(c->http.tls_cert_file);
+        free(c->http.tls_priorities);
         free(c->http.tls_key_file);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
@@ -1451,6 +1453,35 @@ static int dispatch_report_retention(const cJSON *j, const char *path, void *bas
         return json_dispatch(j, path, fields, base, error);
 }
 
+/* A GnuTLS priority string that GnuTLS takes, and that allows no TLS
+ * before 1.2 (the error names where it went wrong). */
+static int dispatch_tls_priorities(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                   char **error) {
+        gnutls_priority_t p = NULL;
+        const char *at = NULL, *err = NULL;
+        const unsigned *protocols;
+        int n, r;
+
+        if (!cJSON_IsString(j) || !j->valuestring[0])
+                return key_path_error(error, path, "must be a GnuTLS priority string (e.g. \"%s\")",
+                                      CONFIG_HTTP_DEFAULT_TLS_PRIORITIES);
+        r = gnutls_priority_init2(&p, j->valuestring, &at, 0);
+        if (r < 0)
+                return key_path_error(error, path, "GnuTLS does not take \"%s\": %s at \"%.32s\"", j->valuestring,
+                                      gnutls_strerror(r), strempty(at));
+        n = gnutls_priority_protocol_list(p, &protocols);
+        for (int i = 0; i < n && !err; i++)
+                if (protocols[i] == GNUTLS_SSL3 || protocols[i] == GNUTLS_TLS1_0 || protocols[i] == GNUTLS_TLS1_1)
+                        err = gnutls_protocol_get_name(protocols[i]);
+        gnutls_priority_deinit(p);
+        if (n <= 0)
+                return key_path_error(error, path, "\"%s\" allows no TLS version", j->valuestring);
+        if (err)
+                return key_path_error(error, path, "\"%s\" allows %s: only TLS 1.2 and later are served",
+                                      j->valuestring, err);
+        return dispatch_string(j, path, base, f, error);
+}
+
 static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         static const JsonField fields[] = {
                 { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
@@ -1459,6 +1490,7 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
                 { "pprof", dispatch_bool, offsetof(Config, http.pprof) },
                 { "tlsCertFile", dispatch_tls_file, offsetof(Config, http.tls_cert_file) },
                 { "tlsKeyFile", dispatch_tls_file, offsetof(Config, http.tls_key_file) },
+                { "tlsPriorities", dispatch_tls_priorities, offsetof(Config, http.tls_priorities) },
                 {},
         };
         Config *c = base;

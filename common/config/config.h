@@ -56,6 +56,12 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
+/* "http.tlsPriorities" by default (a GnuTLS priority string): TLS 1.2 and
+ * 1.3 only, forward-secret key exchange (ECDHE, DHE) and AEAD ciphers
+ * only: no static RSA, no CBC, no TLS 1.0/1.1. */
+#define CONFIG_HTTP_DEFAULT_TLS_PRIORITIES                                                            \
+        "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-PSK:-DHE-PSK:-RSA-PSK:-ECDHE-PSK:-CIPHER-ALL:" \
+        "+CHACHA20-POLY1305:+AES-256-GCM:+AES-128-GCM:-MAC-ALL:+AEAD"
 /* "reportRetention": the report directory's budget by default (0 in the
  * config: no bound of that kind). */
 #define CONFIG_RETENTION_DEFAULT_MAX_REPORTS 10000U
@@ -148,6 +154,7 @@ typedef struct Config {
                 uint64_t timeout_usec; /* idle connections are closed after this; whole seconds, >= 1s */
                 bool pprof; /* profiles over HTTP (docs/pull.md); default false */
                 char *tls_cert_file, *tls_key_file; /* PEM files (absolute paths), both or neither */
+                char *tls_priorities; /* GnuTLS priority string; NULL: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES */
         } http;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */

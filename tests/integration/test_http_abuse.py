@@ -12,6 +12,11 @@ RSS and open fds are read from /proc around each case: asserted only as
   on 16 connections: the agent does not spin (it did at 100 % of a core:
   libmicrohttpd 0.9.75 never saw the EAGAIN of GnuTLS's handshake reads),
   and a real TLS request is still answered meanwhile.
+- TLS 1.2 and later only, forward-secret AEAD suites (the default
+  http.tlsPriorities): a TLS 1.0 or 1.1 client, or one offering only
+  static-RSA AES128-SHA, is refused; an ECDHE-GCM TLS 1.2 client and a TLS
+  1.3 one are served. A priority string GnuTLS does not take, or one that
+  allows TLS 1.0, is a config error naming http.tlsPriorities.
 - Pulls whose client hangs up before anything was sampled (an empty
   cgroup): no report directory is written for them, the end is still in
   the log; an abandoned pull of a busy cgroup still writes its report
@@ -113,6 +118,50 @@ def test_tls_half_record_no_spin():
     finally:
         for s in socks:
             s.close()
+        agent.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def handshake(port, *args):
+    """The protocol and cipher an openssl client got from the listener, or None when refused."""
+    r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-brief", *args],
+                       input="", capture_output=True, text=True, timeout=30)
+    if "CONNECTION ESTABLISHED" not in r.stderr:
+        return None
+    proto = re.search(r"Protocol version: (\S+)", r.stderr)
+    cipher = re.search(r"Ciphersuite: (\S+)", r.stderr)
+    return (proto.group(1) if proto else "?", cipher.group(1) if cipher else "?")
+
+
+def test_tls_versions_and_suites():
+    from test_pull import check_config
+    for bad, what in (("NORMAL:+FROBNICATE", "GnuTLS does not take"), ("NORMAL:+VERS-TLS1.0", "only TLS 1.2 and later"),
+                      ("", "priority string")):
+        rc, err = check_config({"http": {"listen": "127.0.0.1:9469", "tlsPriorities": bad}}, "--no-kubernetes")
+        assert rc != 0 and "http.tlsPriorities" in err and what in err, (bad, err)
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-tlsv-")
+    cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+    c, k = make_cert(tmp, "server")
+    install(c, k, cert, key)
+    port = free_port()
+    agent = Agent({"http": {"listen": f"127.0.0.1:{port}", "tlsCertFile": cert, "tlsKeyFile": key}})
+    try:
+        agent.start()
+        # A client that offers only what must be refused (SECLEVEL=0: the
+        # client itself would refuse TLS 1.0/1.1 otherwise).
+        for args in (["-tls1", "-cipher", "DEFAULT:@SECLEVEL=0"], ["-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"],
+                     ["-tls1_2", "-cipher", "AES128-SHA:@SECLEVEL=0"], ["-tls1_2", "-cipher", "AES128-SHA256"],
+                     ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA256"]):
+            got = handshake(port, *args)
+            assert got is None, f"{args}: served {got}"
+        for args, want in ((["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"], ("TLSv1.2", "ECDHE-RSA-AES128-GCM-SHA256")),
+                           (["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"], ("TLSv1.2", "ECDHE-RSA-CHACHA20-POLY1305")),
+                           (["-tls1_3"], ("TLSv1.3", None))):
+            got = handshake(port, *args)
+            assert got and got[0] == want[0] and (want[1] is None or got[1] == want[1]), (args, got)
+        log("TLS 1.0, 1.1, static RSA and CBC refused; ECDHE-GCM/ChaCha20 on TLS 1.2 and TLS 1.3 served")
+        assert agent.stop() == 0
+    finally:
         agent.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -265,4 +314,5 @@ def test_retention_and_paging():
 
 
 if __name__ == "__main__":
-    main([test_tls_half_record_no_spin, test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])
+    main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_abandoned_empty_pulls_write_nothing,
+          test_retention_and_paging])
