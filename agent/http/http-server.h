@@ -38,6 +38,12 @@ typedef struct HttpServerOptions {
          * when the files change (http-tls.h), without a restart. */
         const char *tls_cert_file, *tls_key_file;
         const char *tls_priorities; /* GnuTLS priority string (checked by the config) */
+        /* A listener that asks no token (a loopback address or a Unix
+         * socket, without Kubernetes): requests of web pages refused, and
+         * on TCP a Host other than the loopback names and allowed_hosts
+         * (NULL-terminated, may be NULL) too (http-guard.h). */
+        bool local;
+        char *const *allowed_hosts;
 } HttpServerOptions;
 
 /* A handler's answer: status, content type (static) and body (malloc()ed,
@@ -76,6 +82,10 @@ const char *http_request_query(const HttpRequest *req, const char *key);
 /* The name of a query argument not in 'allowed' (NULL-terminated), or NULL. */
 const char *http_request_unknown_query(const HttpRequest *req, const char *const *allowed);
 const char *http_request_header(const HttpRequest *req, const char *name);
+/* The first query argument without a value ("?seconds", no '='), or NULL. */
+const char *http_request_valueless_query(const HttpRequest *req);
+/* How many times the request has the header (name: any case). */
+unsigned http_request_header_count(const HttpRequest *req, const char *name);
 /* Takes 'body' (malloc()ed; freed on failure too). The request is done with
  * for its caller after this. */
 int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body, size_t size);

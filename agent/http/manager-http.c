@@ -33,6 +33,9 @@ int manager_http_start(Manager *m) {
                 .tls_cert_file = c->http.tls_cert_file,
                 .tls_key_file = c->http.tls_key_file,
                 .tls_priorities = c->http.tls_priorities ?: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES,
+                /* No Kubernetes, no token: only local programs (http-guard.h). */
+                .local = !m->kube && config_http_is_local(c),
+                .allowed_hosts = c->http.allowed_hosts,
         };
         r = http_server_new(m->event, &o, &m->http);
         if (r < 0)

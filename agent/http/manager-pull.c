@@ -234,6 +234,18 @@ static void profile_start(PullRequest *p) {
         Session *s;
         int r;
 
+        /* Without Kubernetes no token is asked: whoever reaches the
+         * listener profiles what the config targets, not any cgroup of
+         * the host (perf_event_paranoid would stop a local user from
+         * profiling another's processes; the agent is root), unless the
+         * config says so. */
+        if (!p->pull->auth && p->query.cgroup && !m->config->config->http.pull_any_cgroup &&
+            !manager_host_target(m, p->query.cgroup))
+                return request_reply_text(
+                        p, MHD_HTTP_FORBIDDEN,
+                        "Forbidden: cgroup %s is not a target of this agent's configuration "
+                        "(\"http\": {\"pullAnyCgroup\": true} allows any cgroup).\n",
+                        p->query.cgroup);
         r = pull_query_target(&p->query, &target);
         if (r < 0)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
@@ -627,12 +639,22 @@ static void on_auth_done(HttpAuthResult result, const char *message, void *userd
         case HTTP_AUTH_UNAUTHENTICATED:
                 return request_reply_text(p, MHD_HTTP_UNAUTHORIZED, "Unauthorized: %s.\n", message);
         case HTTP_AUTH_DENIED:
+                /* A download's refusal says the same whether the session has
+                 * a report or not, and whose: no probing for IDs. */
+                if (p->kind == PULL_DOWNLOAD) {
+                        log_debug("http: download of session %s refused: %s", p->session_id, message);
+                        return request_reply_text(
+                                p, MHD_HTTP_FORBIDDEN,
+                                "Forbidden: this token may not read a report of session %s.\n",
+                                p->session_id);
+                }
                 return request_reply_text(p, MHD_HTTP_FORBIDDEN, "Forbidden: %s.\n", message);
         default:
+                /* Why (the API server's address, libcurl's error) is for the log only. */
                 log_full(log_ratelimit_level(&p->pull->log, now_usec(CLOCK_MONOTONIC), LOG_WARNING),
                          "http: cannot authorize a request: %s", message);
                 return request_reply_text(p, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                          "The API server could not authorize the request: %s.\n", message);
+                                          "The request could not be authorized now; try again later.\n");
         }
         then = p->kind == PULL_PROFILE   ? profile_start
                : p->kind == PULL_TARGETS ? targets_answer
@@ -748,6 +770,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 p->kind = PULL_PROFILE;
                 if (http_request_is_head(req)) {
                         /* A HEAD would start a session for nothing. */
+                        (void) http_request_add_header(req, MHD_HTTP_HEADER_ALLOW, "GET");
                         request_reply_text(p, MHD_HTTP_METHOD_NOT_ALLOWED, "Use GET for a profile.\n");
                         return 0;
                 }
@@ -777,6 +800,12 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 request_reply_text(p, MHD_HTTP_BAD_REQUEST, "Unknown query argument \"%.64s\".\n", unknown);
                 return 0;
         }
+        unknown = http_request_valueless_query(req);
+        if (unknown) {
+                request_reply_text(p, MHD_HTTP_BAD_REQUEST,
+                                   "Query argument \"%.64s\" has no value (%.64s=...).\n", unknown, unknown);
+                return 0;
+        }
         if (p->kind == PULL_PROFILE) {
                 r = pull_query_parse(query_get, req, &p->query, &error);
                 if (r < 0) {
@@ -803,6 +832,12 @@ static int on_pull(HttpRequest *req, void *userdata) {
         }
 
         if (pull->auth) {
+                /* Two tokens: which one would be checked is not for us to guess. */
+                if (http_request_header_count(req, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+                        request_reply_text(p, MHD_HTTP_BAD_REQUEST,
+                                           "Bad request: more than one Authorization header.\n");
+                        return 0;
+                }
                 r = bearer_token(req, &p->token);
                 if (r == -ENOMEM) {
                         request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");

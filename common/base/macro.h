@@ -100,6 +100,17 @@ static inline size_t strv_length(char *const *l) {
         return n;
 }
 
+/* A copy of l (NULL: an empty strv), or NULL without memory. */
+static inline char **strv_copy(char *const *l) {
+        size_t n = strv_length(l);
+        char **c = calloc(n + 1, sizeof(char *));
+
+        for (size_t i = 0; c && i < n; i++)
+                if (!(c[i] = strdup(l[i])))
+                        return strv_free(c);
+        return c;
+}
+
 /* Frees a secret string (a token, a key) after zeroing it; takes NULL. */
 static inline void erase_and_free(char *s) {
         if (!s)

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "key-path.h"
+#include "pull-query.h"
 #include "fileio.h"
 #include "socket-address.h"
 #include "duration.h"
@@ -125,6 +126,7 @@ Config *config_free(Config *c) {
         free(c->http.listen);
         free(c->http.tls_cert_file);
         free(c->http.tls_priorities);
+        strv_free(c->http.allowed_hosts);
         free(c->http.tls_key_file);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
@@ -1467,11 +1469,12 @@ static int dispatch_tls_priorities(const cJSON *j, const char *path, void *base,
                                       CONFIG_HTTP_DEFAULT_TLS_PRIORITIES);
         r = gnutls_priority_init2(&p, j->valuestring, &at, 0);
         if (r < 0)
-                return key_path_error(error, path, "GnuTLS does not take \"%s\": %s at \"%.32s\"", j->valuestring,
-                                      gnutls_strerror(r), strempty(at));
+                return key_path_error(error, path, "GnuTLS does not take \"%s\": %s at \"%.32s\"",
+                                      j->valuestring, gnutls_strerror(r), strempty(at));
         n = gnutls_priority_protocol_list(p, &protocols);
         for (int i = 0; i < n && !err; i++)
-                if (protocols[i] == GNUTLS_SSL3 || protocols[i] == GNUTLS_TLS1_0 || protocols[i] == GNUTLS_TLS1_1)
+                if (protocols[i] == GNUTLS_SSL3 || protocols[i] == GNUTLS_TLS1_0 ||
+                    protocols[i] == GNUTLS_TLS1_1)
                         err = gnutls_protocol_get_name(protocols[i]);
         gnutls_priority_deinit(p);
         if (n <= 0)
@@ -1480,6 +1483,23 @@ static int dispatch_tls_priorities(const cJSON *j, const char *path, void *base,
                 return key_path_error(error, path, "\"%s\" allows %s: only TLS 1.2 and later are served",
                                       j->valuestring, err);
         return dispatch_string(j, path, base, f, error);
+}
+
+/* A host name (DNS subdomain, lower case) a loopback listener answers to. */
+static const char *check_allowed_host(const char *s, char *const *l, size_t n) {
+        if (!kube_name_is_dns_subdomain(s))
+                return "\"%s\" is not a host name (lower-case DNS name)";
+        for (size_t k = 0; k < n; k++)
+                if (streq(l[k], s))
+                        return "duplicate host \"%s\"";
+        return NULL;
+}
+
+static int dispatch_allowed_hosts(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                  char **error) {
+        if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_HTTP_ALLOWED_HOSTS_MAX)
+                return key_path_error(error, path, "at most %d host names", CONFIG_HTTP_ALLOWED_HOSTS_MAX);
+        return parse_strv(j, path, base, f, /* allow_empty= */ true, check_allowed_host, error);
 }
 
 static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
@@ -1491,6 +1511,8 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
                 { "tlsCertFile", dispatch_tls_file, offsetof(Config, http.tls_cert_file) },
                 { "tlsKeyFile", dispatch_tls_file, offsetof(Config, http.tls_key_file) },
                 { "tlsPriorities", dispatch_tls_priorities, offsetof(Config, http.tls_priorities) },
+                { "allowedHosts", dispatch_allowed_hosts, offsetof(Config, http.allowed_hosts) },
+                { "pullAnyCgroup", dispatch_bool, offsetof(Config, http.pull_any_cgroup) },
                 {},
         };
         Config *c = base;
@@ -1504,6 +1526,19 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
                                       "required with %s",
                                       c->http.tls_cert_file ? "http.tlsCertFile" : "http.tlsKeyFile");
         return 0;
+}
+
+bool config_http_is_local(const Config *c) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+
+        if (!c || !c->http.listen || socket_address_parse(c->http.listen, &sa, &len, NULL) < 0)
+                return false;
+        return sa.ss_family == AF_UNIX ||
+               (sa.ss_family == AF_INET &&
+                (ntohl(((const struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127) ||
+               (sa.ss_family == AF_INET6 &&
+                IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) &sa)->sin6_addr));
 }
 
 int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error) {
@@ -1522,11 +1557,7 @@ int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error) {
         }
         if (socket_address_parse(c->http.listen, &sa, &len, NULL) < 0)
                 return key_path_error(ret_error, "http.listen", "\"%s\": not an address", c->http.listen);
-        if (sa.ss_family == AF_UNIX ||
-            (sa.ss_family == AF_INET &&
-             (ntohl(((const struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127) ||
-            (sa.ss_family == AF_INET6 &&
-             IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) &sa)->sin6_addr)))
+        if (config_http_is_local(c))
                 return 0;
         return key_path_error(
                 ret_error, "http.listen",

@@ -56,10 +56,11 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
+#define CONFIG_HTTP_ALLOWED_HOSTS_MAX 16
 /* "http.tlsPriorities" by default (a GnuTLS priority string): TLS 1.2 and
  * 1.3 only, forward-secret key exchange (ECDHE, DHE) and AEAD ciphers
  * only: no static RSA, no CBC, no TLS 1.0/1.1. */
-#define CONFIG_HTTP_DEFAULT_TLS_PRIORITIES                                                            \
+#define CONFIG_HTTP_DEFAULT_TLS_PRIORITIES                                                               \
         "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-PSK:-DHE-PSK:-RSA-PSK:-ECDHE-PSK:-CIPHER-ALL:" \
         "+CHACHA20-POLY1305:+AES-256-GCM:+AES-128-GCM:-MAC-ALL:+AEAD"
 /* "reportRetention": the report directory's budget by default (0 in the
@@ -155,6 +156,12 @@ typedef struct Config {
                 bool pprof; /* profiles over HTTP (docs/pull.md); default false */
                 char *tls_cert_file, *tls_key_file; /* PEM files (absolute paths), both or neither */
                 char *tls_priorities; /* GnuTLS priority string; NULL: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES */
+                /* Without Kubernetes, on loopback: the host names the
+                 * listener answers to besides 127.0.0.1, localhost and [::1]. */
+                char **allowed_hosts;
+                /* Without Kubernetes: pulls of any cgroup, not only those
+                 * the targets select (default false). */
+                bool pull_any_cgroup;
         } http;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */
@@ -173,6 +180,8 @@ int config_load_file(const char *path, Config **ret, char **ret_error);
 /* What "http" may do in the agent's mode: with Kubernetes, "pprof" needs
  * TLS; without, "pprof" listens on a loopback address only. -EINVAL with
  * a message naming the key path ("http.tlsCertFile: ...") otherwise. */
+/* Whether http.listen is a Unix socket or a loopback address. */
+bool config_http_is_local(const Config *c);
 int config_check_http_mode(const Config *c, bool kubernetes, char **ret_error);
 /* The spec of a ProfileConfig object (cgprof.io/v1, docs/configuration.md
  * "Per-namespace configuration"): profiles, defaultProfileRef and targets

@@ -17,6 +17,14 @@ RSS and open fds are read from /proc around each case: asserted only as
   static-RSA AES128-SHA, is refused; an ECDHE-GCM TLS 1.2 client and a TLS
   1.3 one are served. A priority string GnuTLS does not take, or one that
   allows TLS 1.0, is a config error naming http.tlsPriorities.
+- Requests as RFC 7230 wants them, and none a web page sends: %00 in the
+  path or the query is 400 (it truncated the path); GET with
+  Content-Length: 0 is served; HEAD on the profile is 405 with Allow: GET;
+  a bad Content-Length gets one status line; HTTP/1.1 without Host is 400;
+  "?seconds" without a value is 400. On loopback, a Host that does not name
+  the listener (DNS rebinding) is 403 unless in http.allowedHosts, and so
+  are requests with Origin or Sec-Fetch-Site: cross-site (CSRF); a cgroup
+  no target selects is 403 unless http.pullAnyCgroup.
 - Pulls whose client hangs up before anything was sampled (an empty
   cgroup): no report directory is written for them, the end is still in
   the log; an abandoned pull of a busy cgroup still writes its report
@@ -166,6 +174,86 @@ def test_tls_versions_and_suites():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def raw(port, request):
+    """The raw answer (bytes) to a raw request on 127.0.0.1:port."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return out
+            out += b
+
+
+def status_of(answer):
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else None
+
+
+def test_request_quirks_and_guard():
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-quirks-")
+    port = free_port()
+    cg = Cgroup(f"cgprof-test-abuse-q-{os.getpid()}")
+    agent = Agent({"profiles": [profile(name="pull", start="manual")], "defaultProfileRef": "pull",
+                   "targets": [{"name": "t", "profileRef": "pull", "cgroupPatterns": [cg.rel]}],
+                   "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "allowedHosts": ["node-a.example"]}},
+                  tmp=tmp)
+
+    def get(path, *headers, version="1.1", host="localhost"):
+        h = "".join(f"{x}\r\n" for x in headers)
+        host_line = f"Host: {host}\r\n" if host else ""
+        return raw(port, f"GET {path} HTTP/{version}\r\n{host_line}{h}Connection: close\r\n\r\n".encode())
+
+    try:
+        agent.start()
+        proc = workload(cg, 60)
+        ans = get(f"/debug/pprof/profile?seconds=1&cgroup={cg.rel}")
+        assert status_of(ans) == 200, ans[:300]
+        sid = json.loads(get("/reports").split(b"\r\n\r\n", 1)[1])[0]["session"]
+        assert status_of(get(f"/reports/{sid}/summary.json")) == 200
+        # %00: the path it cut was served before.
+        for path in (f"/reports/{sid}/summary.json%00.x", f"/reports?namespace=a%00b",
+                     f"/debug/pprof/profile?seconds=1&cgroup={cg.rel}%00x"):
+            ans = get(path)
+            assert status_of(ans) == 400 and b"%00" in ans, (path, ans[:300])
+        assert status_of(get("/metrics", "Content-Length: 0")) == 200
+        assert status_of(get("/metrics", "Content-Length: 5")) == 413
+        ans = raw(port, f"HEAD /debug/pprof/profile?seconds=1&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n"
+                        "Connection: close\r\n\r\n".encode())
+        assert status_of(ans) == 405 and re.search(rb"(?im)^Allow: GET\r$", ans), ans[:300]
+        # libmicrohttpd 0.9.75 answers this one itself, and writes its
+        # status line and headers twice before closing (its bug: docs/pull.md).
+        ans = get("/metrics", "Content-Length: abc")
+        assert status_of(ans) == 400 and b"Content-Length" in ans, ans[:500]
+        ans = get("/metrics", host=None)
+        assert status_of(ans) == 400, ans[:300]
+        ans = get(f"/debug/pprof/profile?seconds&cgroup={cg.rel}")
+        assert status_of(ans) == 400 and b"seconds" in ans, ans[:300]
+        # Who may reach it: local programs, not pages.
+        for host in ("localhost", f"localhost:{port}", "127.0.0.1", f"127.0.0.1:{port}", "node-a.example"):
+            assert status_of(get("/metrics", host=host)) == 200, host
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1:1", "localhost.evil.example"):
+            ans = get("/reports", host=host)
+            assert status_of(ans) == 403 and b"Host" in ans, (host, ans[:300])
+        assert status_of(get("/metrics", host=None, version="1.0")) == 403
+        for header in ("Origin: http://evil.example", "Origin: null", "Sec-Fetch-Site: cross-site",
+                       "Sec-Fetch-Site: same-site"):
+            ans = get(f"/debug/pprof/profile?seconds=1&cgroup={cg.rel}", header)
+            assert status_of(ans) == 403 and b"web pages" in ans, (header, ans[:300])
+        assert status_of(get("/metrics", "Sec-Fetch-Site: none")) == 200
+        # A cgroup of the host no target selects.
+        ans = get("/debug/pprof/profile?seconds=1&cgroup=system.slice")
+        assert status_of(ans) == 403 and b"pullAnyCgroup" in ans, ans[:300]
+        log("%00, Content-Length, HEAD, Host, Origin, Sec-Fetch-Site and untargeted cgroups answered as they should")
+        proc.kill()
+        proc.wait()
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def hang_up_pull(agent, sock, cg):
     """A pull of 300 s on cg, its client gone once its session runs; the session's ID."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -185,7 +273,7 @@ def test_abandoned_empty_pulls_write_nothing():
     cg = Cgroup(f"cgprof-test-abuse-empty-{os.getpid()}")
     sock = os.path.join(tmp, "pull.sock")
     agent = Agent({"profiles": [profile(name="pull")], "defaultProfileRef": "pull",
-                   "http": {"listen": f"unix:{sock}", "pprof": True}})
+                   "http": {"listen": f"unix:{sock}", "pprof": True, "pullAnyCgroup": True}})
     try:
         agent.start()
         n = 20
@@ -247,7 +335,7 @@ def test_retention_and_paging():
     cg = Cgroup(f"cgprof-test-abuse-ret-{os.getpid()}")
     agent = Agent({"profiles": [profile(name="pull")], "defaultProfileRef": "pull", "reportDir": report_dir,
                    "reportRetention": {"maxReports": 20, "maxAge": "240h", "maxBytes": 0},
-                   "http": {"listen": f"unix:{sock}", "pprof": True}}, tmp=tmp)
+                   "http": {"listen": f"unix:{sock}", "pprof": True, "pullAnyCgroup": True}}, tmp=tmp)
     try:
         agent.start()
         wait_for(lambda: "Indexed 30 reports" in agent.log(), what="the index loaded")
@@ -314,5 +402,5 @@ def test_retention_and_paging():
 
 
 if __name__ == "__main__":
-    main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_abandoned_empty_pulls_write_nothing,
-          test_retention_and_paging])
+    main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_request_quirks_and_guard,
+          test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])

@@ -142,9 +142,12 @@ def test_host_loopback_and_tls_reload():
     c1, k1 = make_cert(tmp, "first")
     install(c1, k1, cert, key)
     agent = Agent({
-        # A pull runs the default profile's event and frequency.
-        "profiles": [profile(name="pull", frequency=999)],
+        # A pull runs the default profile's event and frequency; without
+        # Kubernetes only what the targets select may be pulled ("manual":
+        # the target starts nothing by itself).
+        "profiles": [profile(name="pull", frequency=999, start="manual")],
         "defaultProfileRef": "pull",
+        "targets": [{"name": "pulled", "profileRef": "pull", "cgroupPatterns": [cg.rel]}],
         "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key},
     })
     base = f"https://127.0.0.1:{port}"
@@ -181,8 +184,9 @@ def test_host_loopback_and_tls_reload():
                         ("cgroup=x&frobnicate=1", "frobnicate"), ("namespace=A_B&pod=p", "namespace")):
             st, body = curl(f"{base}/debug/pprof/profile?{q}", cacert=cert)
             assert st == 400 and what in body.decode(), (q, st, body)
+        # A cgroup no target selects: 403 without "pullAnyCgroup".
         st, body = curl(f"{base}/debug/pprof/profile?seconds=1&cgroup=no/such/cgroup", cacert=cert)
-        assert st == 404, (st, body)
+        assert st == 403 and b"pullAnyCgroup" in body, (st, body)
         r = subprocess.run(["curl", "-sS", "-I", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", cert,
                             f"{base}/debug/pprof/profile?seconds=1&cgroup={cg.rel}"], capture_output=True, text=True,
                            timeout=60)
@@ -265,7 +269,7 @@ def test_host_unix_socket():
     cg = Cgroup(f"cgprof-test-pull-unix-{os.getpid()}")
     sock = os.path.join(tmp, "pull.sock")
     agent = Agent({"profiles": [profile(name="pull", frequency=999)], "defaultProfileRef": "pull",
-                   "http": {"listen": f"unix:{sock}", "pprof": True}})
+                   "http": {"listen": f"unix:{sock}", "pprof": True, "pullAnyCgroup": True}})
     try:
         agent.start()
         st = os.stat(sock)
@@ -401,6 +405,12 @@ def test_kubernetes_rbac():
             assert "www-authenticate: bearer" in r.stdout.lower(), r.stdout
             st, body = pull("team-a", "not-a-token")
             assert st == 401, (st, body)
+            # Two tokens: refused, not the first one taken.
+            r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", cert,
+                                "-H", "Authorization: Bearer not-a-token", "-H", f"Authorization: Bearer {token}",
+                                f"{base}/debug/pprof/profile?seconds=1&namespace=team-a&pod=team-a-app"],
+                               capture_output=True, text=True, timeout=60)
+            assert r.stdout == "400", (r.stdout, r.stderr)
             # A host cgroup, or what spans namespaces, needs nodes/profile.
             st, body = curl(f"{base}/debug/pprof/profile?seconds=1&cgroup={pods['team-a'][1].rel}", token=token,
                             cacert=cert)
@@ -424,11 +434,15 @@ def test_kubernetes_rbac():
             assert st == 200 and {r["namespace"] for r in json.loads(body)} == {"team-a"}, (st, body)
             st, body = curl(f"{base}/reports/{by_ns['team-a']}/profile.pb.gz", token=token, cacert=cert)
             assert st == 200 and body[:2] == b"\x1f\x8b", (st, body[:300])
-            st, body = curl(f"{base}/reports/{by_ns['team-b']}/profile.pb.gz", token=token, cacert=cert)
-            assert st == 403, (st, body)
-            # An unknown session: 404 only to who may see the node's reports.
-            st, body = curl(f"{base}/reports/{'a' * 32}/profile.pb.gz", token=token, cacert=cert)
-            assert st == 403, (st, body)
+            st, known = curl(f"{base}/reports/{by_ns['team-b']}/profile.pb.gz", token=token, cacert=cert)
+            assert st == 403, (st, known)
+            # An unknown session: 404 only to who may see the node's reports;
+            # to others the same 403 as a known one's, and nothing of whose.
+            st, unknown = curl(f"{base}/reports/{'a' * 32}/profile.pb.gz", token=token, cacert=cert)
+            assert st == 403, (st, unknown)
+            assert known.replace(by_ns["team-b"].encode(), b"ID") == unknown.replace(b"a" * 32, b"ID"), \
+                (known, unknown)
+            assert b"team-b" not in known, known
             st, body = curl(f"{base}/reports/{'a' * 32}/profile.pb.gz", token=kc.token, cacert=cert)
             assert st == 404, (st, body)
 
