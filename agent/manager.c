@@ -668,12 +668,32 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* ---- config ---- */
 
-static int manager_open_report_dir(Manager *m, const char *dir) {
+/* reportDir, made if missing, and checked as sshd's StrictModes checks
+ * its files: who can write there (or above it) could plant a summary.json
+ * for a session, or change a report before it is read. */
+static int manager_open_report_dir(Manager *m, const Config *c, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *where = NULL;
+        const char *dir = c->report_dir, *why = NULL;
         int r;
 
         r = mkdir_p(dir, 0755);
         if (r < 0)
+                return r;
+        r = path_check_trusted(dir, geteuid(), &why, &where);
+        if (r == -EPERM) {
+                if (c->report_dir_strict_modes) {
+                        if (asprintf(ret_error,
+                                     "reportDir: %s is %s: whoever can write there could plant or change "
+                                     "reports (\"reportDirStrictModes\": false allows it)",
+                                     where, why) < 0)
+                                *ret_error = NULL;
+                        return r;
+                }
+                log_warning("reportDir: %s is %s: whoever can write there could plant or change reports "
+                            "(reportDirStrictModes is false).",
+                            where, why);
+        } else if (r < 0)
                 return r;
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -715,10 +735,10 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
                 log_error_errno(r, "Invalid configuration %s%s", message,
                                 initial ? "" : " (keeping the last good one)");
         } else {
-                r = manager_open_report_dir(m, c->report_dir);
+                r = manager_open_report_dir(m, c, &message);
                 if (r < 0) {
-                        if (asprintf(&message, "Failed to open report directory %s: %s", c->report_dir,
-                                     strerror(-r)) < 0)
+                        if (!message && asprintf(&message, "Failed to open report directory %s: %s",
+                                                 c->report_dir, strerror(-r)) < 0)
                                 return log_oom();
                         log_error_errno(r, "%s%s", message,
                                         initial ? "" : " (keeping the last good configuration)");

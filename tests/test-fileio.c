@@ -336,4 +336,55 @@ TEST(mkdir_p) {
         ASSERT_OK(mkdir_p("/", 0755));
 }
 
+TEST(path_check_trusted) {
+        _cleanup_tmpdir_ char *t = make_tmpdir(); /* 0700, in the sticky /tmp */
+        _cleanup_free_ char *a = NULL, *ab = NULL, *where = NULL;
+        const char *why = NULL;
+        uid_t uid = geteuid();
+
+        ASSERT_TRUE(asprintf(&a, "%s/a", t) > 0);
+        ASSERT_TRUE(asprintf(&ab, "%s/a/b", t) > 0);
+        ASSERT_OK(mkdir(a, 0755));
+        ASSERT_OK(mkdir(ab, 0755));
+        ASSERT_OK(path_check_trusted(ab, uid, &why, &where));
+
+        /* The directory itself writable by others. */
+        ASSERT_OK(chmod(ab, 0775));
+        ASSERT_ERROR(path_check_trusted(ab, uid, &why, &where), EPERM);
+        ASSERT_STREQ(where, ab);
+        ASSERT_STREQ(why, "writable by group or others");
+        where = mfree(where);
+        ASSERT_OK(chmod(ab, 0755));
+
+        /* One above it writable by others: not sticky, refused; sticky, trusted. */
+        ASSERT_OK(chmod(a, 0777));
+        ASSERT_ERROR(path_check_trusted(ab, uid, &why, &where), EPERM);
+        ASSERT_STREQ(where, a);
+        ASSERT_STREQ(why, "writable by group or others, and not sticky");
+        where = mfree(where);
+        ASSERT_OK(chmod(a, 01777));
+        ASSERT_OK(path_check_trusted(ab, uid, &why, &where));
+
+        /* Through a symlink: its target is what is checked. */
+        _cleanup_free_ char *link = NULL;
+        ASSERT_TRUE(asprintf(&link, "%s/link", t) > 0);
+        ASSERT_OK(symlink(ab, link));
+        ASSERT_OK(path_check_trusted(link, uid, &why, &where));
+        ASSERT_OK(chmod(ab, 0757));
+        ASSERT_ERROR(path_check_trusted(link, uid, &why, &where), EPERM);
+        ASSERT_STREQ(where, ab);
+        where = mfree(where);
+        ASSERT_OK(chmod(ab, 0755));
+
+        /* Owned by another user (root only can chown). */
+        if (uid == 0) {
+                ASSERT_OK(chown(ab, 65534, 65534));
+                ASSERT_ERROR(path_check_trusted(ab, 0, &why, &where), EPERM);
+                ASSERT_STREQ(why, "owned by another user");
+                where = mfree(where);
+                ASSERT_OK(path_check_trusted(ab, 65534, &why, &where));
+        }
+        ASSERT_ERROR(path_check_trusted("/nonexistent/x", uid, &why, &where), ENOENT);
+}
+
 DEFINE_TEST_MAIN

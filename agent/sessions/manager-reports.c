@@ -53,9 +53,18 @@ static void load_run(WorkerJob *job) {
         j->usec = now_usec(CLOCK_MONOTONIC) - t0;
 }
 
+static void load_apply(Manager *m, LoadJob *j, bool ran);
+
 static void load_done(WorkerJob *job, bool ran) {
         LoadJob *j = (LoadJob *) job;
         Manager *m = j->manager;
+
+        load_apply(m, j, ran);
+        /* A stopping agent exits once the worker is idle: this may have been its last job. */
+        manager_reports_written(m);
+}
+
+static void load_apply(Manager *m, LoadJob *j, bool ran) {
         ManagerReports *x = m->reports;
         int r = ran ? j->error : -ECANCELED;
 

@@ -410,3 +410,53 @@ int write_string_file_atomic_at(int dirfd, const char *name, const char *s) {
                 return -EINVAL;
         return write_file_atomic_at(dirfd, name, write_string_cb, (void *) s);
 }
+
+/* Why the directory at 'dir' is not to be trusted, or NULL ('last': the
+ * directory itself, not one above it). */
+static int untrusted_reason(const char *dir, bool last, uid_t uid, const char **ret) {
+        struct stat st;
+
+        if (stat(dir, &st) < 0)
+                return negative_errno();
+        if (!S_ISDIR(st.st_mode))
+                *ret = "not a directory";
+        else if (st.st_uid != 0 && st.st_uid != uid)
+                *ret = "owned by another user";
+        else if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX)))
+                /* Sticky above: only the owner (root or uid, checked for
+                 * the next one) may rename or remove what lies in it. */
+                *ret = last ? "writable by group or others" : "writable by group or others, and not sticky";
+        else
+                *ret = NULL;
+        return 0;
+}
+
+int path_check_trusted(const char *path, uid_t uid, const char **ret_why, char **ret_where) {
+        _cleanup_free_ char *real = realpath(path, NULL);
+        size_t n;
+
+        if (!real)
+                return negative_errno();
+        n = strlen(real);
+        /* Each directory from "/" down: the prefixes that end before a '/', and the whole. */
+        for (size_t i = 0; i <= n; i++) {
+                _cleanup_free_ char *dir = NULL;
+                const char *why;
+                int r;
+
+                if ((i > 0 && i < n && real[i] != '/') || (i == n && n == 1))
+                        continue;
+                dir = strndup(real, i == 0 ? 1 : i);
+                if (!dir)
+                        return -ENOMEM;
+                r = untrusted_reason(dir, i == n, uid, &why);
+                if (r < 0)
+                        return r;
+                if (why) {
+                        *ret_why = why;
+                        *ret_where = TAKE_PTR(dir);
+                        return -EPERM;
+                }
+        }
+        return 0;
+}

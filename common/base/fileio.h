@@ -39,3 +39,13 @@ int mkdir_p(const char *path, mode_t mode);
 typedef int (*WriteCallback)(FILE *f, void *userdata);
 int write_file_atomic_at(int dirfd, const char *name, WriteCallback cb, void *userdata);
 int write_string_file_atomic_at(int dirfd, const char *name, const char *s);
+
+/* Whether the directory 'path' (absolute) is safe to trust, as sshd's
+ * StrictModes has it: the directory and each one above it (after
+ * realpath()) is owned by root or 'uid', and none is writable by group or
+ * others, except a directory with the sticky bit (/tmp) above one that is
+ * owned by root or 'uid' (there nobody else may rename or remove it).
+ * 0 when it is; -EPERM with *ret_why (static text) and *ret_where (the
+ * directory at fault, malloc()ed) when not; another negative errno when a
+ * directory cannot be looked at. */
+int path_check_trusted(const char *path, uid_t uid, const char **ret_why, char **ret_where);

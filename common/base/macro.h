@@ -80,6 +80,12 @@ static inline void fclosep(FILE **f) {
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+/* free(p), and NULL to assign back: p = mfree(p). */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 /* A strv is a NULL-terminated array of malloc()ed strings. */
 static inline char **strv_free(char **l) {
         if (!l)

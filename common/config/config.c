@@ -1599,6 +1599,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
         static const JsonField fields[] = {
                 { "reportDir", dispatch_report_dir, offsetof(Config, report_dir) },
                 { "reportRetention", dispatch_report_retention },
+                { "reportDirStrictModes", dispatch_bool, offsetof(Config, report_dir_strict_modes) },
                 { "machineConfig", dispatch_machine_config },
                 { "restoreMachineConfig", dispatch_bool, offsetof(Config, restore_machine_config) },
                 { "machineConfigInterval", dispatch_positive_duration,
@@ -1627,6 +1628,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .enable_default = false,
                 .unwind_table_rows = CONFIG_DEFAULT_UNWIND_TABLE_ROWS,
                 .http.max_connections = CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS,
+                .report_dir_strict_modes = true,
                 .report_retention.max_reports = CONFIG_RETENTION_DEFAULT_MAX_REPORTS,
                 .report_retention.max_bytes = CONFIG_RETENTION_DEFAULT_MAX_BYTES,
                 .report_retention.max_age_usec = CONFIG_RETENTION_DEFAULT_MAX_AGE_USEC,
@@ -1677,7 +1679,7 @@ static int config_namespaced_from_json(const cJSON *spec, const char *path, cons
         static const char *const cluster_only[] = {
                 "reportDir",     "machineConfig",   "restoreMachineConfig", "machineConfigInterval",
                 "enableDefault", "unwindTableRows", "debuginfodUrls",       "http",
-                "nodeLabels",    "reportRetention",
+                "nodeLabels",    "reportRetention", "reportDirStrictModes",
         };
         static const JsonField fields[] = {
                 { "defaultProfileRef", dispatch_name, offsetof(Config, default_profile_ref) },

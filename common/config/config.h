@@ -127,6 +127,9 @@ typedef struct MachineSetting {
 
 typedef struct Config {
         char *report_dir; /* absolute path */
+        /* Refuse a reportDir that group or others may write, or one below
+         * such a directory (not sticky), as sshd's StrictModes (default true). */
+        bool report_dir_strict_modes;
         MachineSetting *machine_config;
         size_t n_machine_config;
         bool restore_machine_config; /* default true */

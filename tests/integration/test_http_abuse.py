@@ -25,6 +25,10 @@ RSS and open fds are read from /proc around each case: asserted only as
   the listener (DNS rebinding) is 403 unless in http.allowedHosts, and so
   are requests with Origin or Sec-Fetch-Site: cross-site (CSRF); a cgroup
   no target selects is 403 unless http.pullAnyCgroup.
+- A reportDir below a directory others may write (not sticky), or one
+  group-writable itself, is refused at start, naming the directory (who
+  writes there could plant a summary.json and take over a session's
+  downloads); "reportDirStrictModes": false starts with a warning.
 - Pulls whose client hangs up before anything was sampled (an empty
   cgroup): no report directory is written for them, the end is still in
   the log; an abandoned pull of a busy cgroup still writes its report
@@ -254,6 +258,44 @@ def test_request_quirks_and_guard():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_report_dir_strict_modes():
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-strict-")
+    shared = os.path.join(tmp, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o777)
+    report_dir = os.path.join(shared, "reports")
+    try:
+        for strict, own_mode in ((True, None), (True, 0o775), (False, None)):
+            if own_mode is not None:
+                os.chmod(shared, 0o755)
+                os.makedirs(report_dir, exist_ok=True)
+                os.chmod(report_dir, own_mode)
+            config = {"reportDir": report_dir}
+            if not strict:
+                os.chmod(shared, 0o777)
+                config["reportDirStrictModes"] = False
+            agent_tmp = os.path.join(tmp, f"agent-{strict}-{own_mode}")
+            os.mkdir(agent_tmp)
+            agent = Agent(config, tmp=agent_tmp)
+            try:
+                if strict:
+                    agent.start(wait_ready=False)
+                    rc = agent.proc.wait(timeout=60)
+                    where = shared if own_mode is None else report_dir
+                    assert rc != 0 and f"reportDir: {where} is writable by group or others" in agent.log(), \
+                        agent.log()[-2000:]
+                else:
+                    agent.start()
+                    assert f"reportDir: {shared} is writable by group or others, and not sticky" in agent.log(), \
+                        agent.log()[-2000:]
+                    assert agent.stop() == 0
+            finally:
+                agent.kill()
+        log("reportDir below a world-writable directory, or group-writable: refused; allowed when not strict")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def hang_up_pull(agent, sock, cg):
     """A pull of 300 s on cg, its client gone once its session runs; the session's ID."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -403,4 +445,4 @@ def test_retention_and_paging():
 
 if __name__ == "__main__":
     main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_request_quirks_and_guard,
-          test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])
+          test_report_dir_strict_modes, test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])
