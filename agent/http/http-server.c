@@ -34,6 +34,7 @@ struct HttpRequest {
         const char *content_type;
         char *body;
         size_t size;
+        int fd; /* the answer is this file's bytes (size of them), when >= 0 */
         char *headers[HTTP_REQUEST_HEADERS_MAX][2]; /* more headers of the answer: name, value */
         size_t n_headers;
         HttpRequestCancel cancel;
@@ -175,16 +176,25 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, const HttpRequest *req,
-                             unsigned status, const char *content_type, char *body, size_t size) {
+static enum MHD_Result reply(HttpServer *s, struct MHD_Connection *c, HttpRequest *req, unsigned status,
+                             const char *content_type, char *body, size_t size) {
         struct MHD_Response *r;
         enum MHD_Result ret;
 
-        r = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
-        if (!r) {
+        if (req && req->fd >= 0) {
+                /* Streamed from the file (sendfile() without TLS), a
+                 * buffer at a time: memory does not grow with its size. */
                 free(body);
-                return MHD_NO; /* MHD closes the connection */
+                r = MHD_create_response_from_fd64(req->size, req->fd);
+                if (r)
+                        req->fd = -EBADF; /* MHD closes it */
+        } else {
+                r = MHD_create_response_from_buffer(size, body, MHD_RESPMEM_MUST_FREE);
+                if (!r)
+                        free(body);
         }
+        if (!r)
+                return MHD_NO; /* MHD closes the connection */
         (void) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         for (size_t i = 0; req && i < req->n_headers; i++)
                 (void) MHD_add_response_header(r, req->headers[i][0], req->headers[i][1]);
@@ -223,6 +233,7 @@ static void request_free(HttpRequest *req) {
                 free(req->headers[i][0]);
                 free(req->headers[i][1]);
         }
+        safe_close(req->fd);
         free(req->body);
         free(req->path);
         free(req);
@@ -293,6 +304,7 @@ static enum MHD_Result on_request_async(HttpServer *s, struct MHD_Connection *c,
                 return MHD_NO;
         req->server = s;
         req->connection = c;
+        req->fd = -EBADF;
         req->head = streq(method, MHD_HTTP_METHOD_HEAD);
         req->path = strdup(url);
         if (!req->path) {
@@ -513,7 +525,7 @@ int http_request_reply(HttpRequest *req, unsigned status, const char *content_ty
         req->status = status;
         req->content_type = content_type;
         req->body = body;
-        req->size = body ? size : 0;
+        req->size = body || req->fd >= 0 ? size : 0;
         req->cancel = NULL;
         req->hangup = sd_event_source_disable_unref(req->hangup);
         if (req->suspended) {
@@ -548,6 +560,16 @@ int http_request_add_header(HttpRequest *req, const char *name, const char *valu
         req->headers[req->n_headers][1] = v;
         req->n_headers++;
         return 0;
+}
+
+int http_request_reply_fd(HttpRequest *req, unsigned status, const char *content_type, int fd,
+                          uint64_t size) {
+        if (!req || req->replied) {
+                safe_close(fd);
+                return -EALREADY;
+        }
+        req->fd = fd;
+        return http_request_reply(req, status, content_type, NULL, size);
 }
 
 int http_request_reply_text(HttpRequest *req, unsigned status, const char *text) {

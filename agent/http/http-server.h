@@ -90,6 +90,9 @@ unsigned http_request_header_count(const HttpRequest *req, const char *name);
  * for its caller after this. */
 int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body, size_t size);
 int http_request_reply_text(HttpRequest *req, unsigned status, const char *text);
+/* The answer is a file's first 'size' bytes, streamed (takes fd, closed on failure too). */
+int http_request_reply_fd(HttpRequest *req, unsigned status, const char *content_type, int fd,
+                          uint64_t size);
 /* A header of the answer besides Content-Type (at most HTTP_REQUEST_HEADERS_MAX), before the reply. */
 #define HTTP_REQUEST_HEADERS_MAX 4U
 int http_request_add_header(HttpRequest *req, const char *name, const char *value);

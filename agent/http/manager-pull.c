@@ -54,8 +54,8 @@ typedef struct PullJob {
         char *message;
         int error;
         ControlReport *found; /* download: in list */
-        char *body;
-        size_t size;
+        int fd; /* the file read: opened on the worker, streamed from the loop */
+        uint64_t size;
 } PullJob;
 
 struct PullRequest {
@@ -73,8 +73,8 @@ struct PullRequest {
         ReportCursor after; /* /reports: after the page that ended there */
         char *session_id; /* the session started, or the one asked for */
         char *file;
-        char *body; /* a download's, once found */
-        size_t size;
+        int fd; /* a download's file, once found (-EBADF: none) */
+        uint64_t size;
         uint64_t start_usec;
 };
 
@@ -98,7 +98,7 @@ static void pull_job_free(PullJob *j) {
         free(j->file);
         free(j->path);
         free(j->message);
-        free(j->body);
+        safe_close(j->fd);
         free(j);
 }
 
@@ -123,7 +123,7 @@ static void request_free(PullRequest *p) {
         free(p->namespace);
         free(p->session_id);
         free(p->file);
-        free(p->body);
+        safe_close(p->fd);
         free(p);
 }
 
@@ -160,16 +160,32 @@ static void on_http_cancel(void *userdata, HttpCancelReason reason) {
         request_release(p);
 }
 
+static void request_answered(PullRequest *p, unsigned status);
+
 static void request_reply(PullRequest *p, unsigned status, const char *content_type, char *body,
                           size_t size) {
-        Manager *m = p->pull ? p->pull->manager : NULL;
-        char code[16];
-
         if (p->req) {
                 (void) http_request_reply(p->req, status, content_type, body, size);
                 p->req = NULL;
         } else
                 free(body);
+        request_answered(p, status);
+}
+
+/* A file's bytes, streamed (takes fd). */
+static void request_reply_file(PullRequest *p, const char *content_type, int fd, uint64_t size) {
+        if (p->req) {
+                (void) http_request_reply_fd(p->req, MHD_HTTP_OK, content_type, fd, size);
+                p->req = NULL;
+        } else
+                safe_close(fd);
+        request_answered(p, MHD_HTTP_OK);
+}
+
+static void request_answered(PullRequest *p, unsigned status) {
+        Manager *m = p->pull ? p->pull->manager : NULL;
+        char code[16];
+
         if (m) {
                 snprintf(code, sizeof(code), "%u", status);
                 metrics_pull_request(m, code);
@@ -289,6 +305,7 @@ void manager_pull_session_ended(Manager *m, const char *id, const char *report_d
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
         }
         j->dir_fd = -EBADF;
+        j->fd = -EBADF;
         j->request = p;
         j->manager = m;
         p->job = j;
@@ -365,7 +382,8 @@ static void pull_job_run(WorkerJob *job) {
         size_t l;
 
         if (j->path) {
-                j->error = read_regular_file_max(AT_FDCWD, j->path, PULL_FILE_MAX, &j->body, &j->size);
+                j->fd = open_regular_file(AT_FDCWD, j->path, &j->size);
+                j->error = MIN(j->fd, 0);
                 return;
         }
         l = strlen(j->dir_path);
@@ -403,7 +421,8 @@ static void pull_job_run(WorkerJob *job) {
                 j->error = fd;
                 return;
         }
-        j->error = read_regular_file_max(fd, j->file, PULL_FILE_MAX, &j->body, &j->size);
+        j->fd = open_regular_file(fd, j->file, &j->size);
+        j->error = MIN(j->fd, 0);
 }
 
 static void download_authorized(PullRequest *p);
@@ -497,7 +516,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                         request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Failed to read %s: %s\n",
                                            j->path, strerror(-j->error));
                 else
-                        request_reply(p, MHD_HTTP_OK, PPROF_TYPE, TAKE_PTR(j->body), j->size);
+                        request_reply_file(p, PPROF_TYPE, TAKE_FD(j->fd), j->size);
                 pull_job_free(j);
                 /* A stopping agent exits once the worker is idle: this job may have been its last. */
                 manager_reports_written(m);
@@ -533,7 +552,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                         .name = x->pod,
                 };
         if (x && j->error >= 0) {
-                p->body = TAKE_PTR(j->body);
+                p->fd = TAKE_FD(j->fd);
                 p->size = j->size;
         } else if (x && j->error != -ENOENT && j->error != -ELOOP && j->error != -EPERM) {
                 log_full_errno(log_ratelimit_level(&p->pull->log, now_usec(CLOCK_MONOTONIC), LOG_WARNING),
@@ -541,7 +560,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                                p->file, p->session_id);
         }
         /* at points into j->list: authorized (its strings copied) before j goes. */
-        request_authorize(p, &at, p->body ? download_authorized : not_found);
+        request_authorize(p, &at, p->fd >= 0 ? download_authorized : not_found);
         pull_job_free(j);
         manager_reports_written(m);
 }
@@ -552,7 +571,7 @@ static void download_authorized(PullRequest *p) {
                            : endswith(p->file, ".gz")  ? PPROF_TYPE
                                                        : "text/plain; charset=utf-8";
 
-        request_reply(p, MHD_HTTP_OK, type, TAKE_PTR(p->body), p->size);
+        request_reply_file(p, type, TAKE_FD(p->fd), p->size);
 }
 
 static void job_submit(PullRequest *p, const char *filter) {
@@ -572,6 +591,7 @@ static void job_submit(PullRequest *p, const char *filter) {
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
         j->request = p;
         j->manager = m;
+        j->fd = -EBADF;
         j->dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
         j->dir_path = strdup(strempty(m->report_dir));
         j->filter = strdup(strempty(filter));
@@ -659,7 +679,7 @@ static void on_auth_done(HttpAuthResult result, const char *message, void *userd
         then = p->kind == PULL_PROFILE   ? profile_start
                : p->kind == PULL_TARGETS ? targets_answer
                : p->kind == PULL_REPORTS ? reports_start
-               : p->body                 ? download_authorized
+               : p->fd >= 0              ? download_authorized
                                          : not_found;
         then(p);
 }
@@ -759,6 +779,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 return -ENOMEM;
         p->pull = pull;
         p->req = req;
+        p->fd = -EBADF;
         p->start_usec = now_usec(CLOCK_MONOTONIC);
         LIST_PREPEND(pull->requests, p);
         pull->n_requests++;

@@ -18,8 +18,9 @@
  * nothing is asked (config_check_http_mode()). Requests wait for their
  * answer suspended, never holding the loop. */
 
-/* A file served is read whole (a report's pprof is a few MiB at most). */
-#define PULL_FILE_MAX (64U * 1024U * 1024U)
+/* A file served is opened on the report worker and streamed from it on
+ * the loop (libmicrohttpd's fd responses): memory per download is a
+ * buffer, whatever the file's size. */
 #define PULL_PENDING_MAX 64U
 /* /reports: reports per page, by default and at most (?limit=). */
 #define PULL_REPORTS_PAGE 1000U

@@ -7,6 +7,22 @@
 
 #define READ_FULL_FILE_MAX ((size_t) 64 * 1024 * 1024)
 
+int open_regular_file(int dirfd, const char *path, uint64_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if (ret_size)
+                *ret_size = (uint64_t) st.st_size;
+        return TAKE_FD(fd);
+}
+
 static int read_full_file_flags(int dirfd, const char *path, size_t max, bool regular, char **ret,
                                 size_t *ret_size) {
         _cleanup_close_ int fd = -EBADF;
@@ -18,17 +34,15 @@ static int read_full_file_flags(int dirfd, const char *path, size_t max, bool re
         if (max == 0)
                 max = READ_FULL_FILE_MAX;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (regular ? O_NOFOLLOW | O_NONBLOCK : 0));
-        if (fd < 0)
-                return negative_errno();
-        if (regular) {
-                struct stat st;
-
-                if (fstat(fd, &st) < 0)
-                        return negative_errno();
-                if (!S_ISREG(st.st_mode))
-                        return -EBADFD;
+        if (regular)
+                fd = open_regular_file(dirfd, path, NULL);
+        else {
+                fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        fd = negative_errno();
         }
+        if (fd < 0)
+                return fd;
 
         /* Read until EOF rather than trusting st_size: procfs and sysfs files
          * report 0. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdint.h>
+
 #include <sys/types.h>
 
 #include "macro.h"
@@ -12,6 +14,8 @@ int read_full_file_max(int dirfd, const char *path, size_t max, char **ret, size
  * a regular file only, not through a symlink (-ELOOP), never blocking on a
  * FIFO nor touching a device (-EBADFD). */
 int read_regular_file_max(int dirfd, const char *path, size_t max, char **ret, size_t *ret_size);
+/* Opens such a file (the same checks) for reading: its fd, and its size. */
+int open_regular_file(int dirfd, const char *path, uint64_t *ret_size);
 int read_full_file(const char *path, char **ret, size_t *ret_size);
 int read_full_file_at(int dirfd, const char *path, char **ret, size_t *ret_size);
 /* Reads the first line, without the trailing newline. */

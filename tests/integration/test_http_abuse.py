@@ -29,6 +29,10 @@ RSS and open fds are read from /proc around each case: asserted only as
   group-writable itself, is refused at start, naming the directory (who
   writes there could plant a summary.json and take over a session's
   downloads); "reportDirStrictModes": false starts with a warning.
+- Downloads are streamed from the file: 40 clients that do not read a
+  60 MiB report's file hold the agent's RSS within a few MiB of where it
+  was (it held each file whole before: +280 MB), one that reads gets every
+  byte, and fds come back when they go.
 - Pulls whose client hangs up before anything was sampled (an empty
   cgroup): no report directory is written for them, the end is still in
   the log; an abandoned pull of a busy cgroup still writes its report
@@ -296,6 +300,59 @@ def test_report_dir_strict_modes():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def test_downloads_streamed():
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-dl-")
+    report_dir = os.path.join(tmp, "reports")
+    sid = plant_report(report_dir, "big/r", time.time_ns() // 1000, size=60 * 1024 * 1024)
+    port = free_port()
+    agent = Agent({"reportDir": report_dir, "reportRetention": {"maxBytes": 0},
+                   "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "maxConnections": 64}}, tmp=tmp)
+    socks = []
+    try:
+        agent.start()
+        pid = agent.proc.pid
+        wait_for(lambda: "Indexed 1 reports" in agent.log(), what="the index loaded")
+        request = f"GET /reports/{sid}/profile.folded HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+        # One whole download: every byte.
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            s.sendall(request)
+            data = b""
+            while len(data) < 60 * 1024 * 1024 + 100:
+                b = s.recv(1 << 20)
+                if not b:
+                    break
+                data += b
+                if b"\r\n\r\n" in data and len(data.split(b"\r\n\r\n", 1)[1]) >= 60 * 1024 * 1024:
+                    break
+            head, body = data.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 200") and body == b"x" * (60 * 1024 * 1024), head
+        fds0, rss0 = open_fds(pid), rss_kib(pid)
+        for _ in range(40):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.sendall(request)
+            socks.append(s)
+        time.sleep(3)
+        rss = rss_kib(pid)
+        log(f"40 stalled downloads of a 60 MiB file: agent RSS {rss0 / 1024:.1f} -> {rss / 1024:.1f} MiB")
+        assert rss - rss0 < 32 * 1024, f"RSS grew by {(rss - rss0) / 1024:.1f} MiB"
+        for s in socks:
+            s.close()
+        socks = []
+        wait_for(lambda: open_fds(pid) <= fds0, timeout=30, what="the agent's fds back to their count")
+        assert agent.stop() == 0
+    finally:
+        for s in socks:
+            s.close()
+        agent.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def hang_up_pull(agent, sock, cg):
     """A pull of 300 s on cg, its client gone once its session runs; the session's ID."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -445,4 +502,5 @@ def test_retention_and_paging():
 
 if __name__ == "__main__":
     main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_request_quirks_and_guard,
-          test_report_dir_strict_modes, test_abandoned_empty_pulls_write_nothing, test_retention_and_paging])
+          test_report_dir_strict_modes, test_downloads_streamed, test_abandoned_empty_pulls_write_nothing,
+          test_retention_and_paging])
