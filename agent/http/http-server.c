@@ -10,6 +10,7 @@
 
 #include "http-guard.h"
 #include "http-server.h"
+#include "http-slots.h"
 #include "http-tls.h"
 #include "log.h"
 #include "socket-address.h"
@@ -60,6 +61,8 @@ struct HttpServer {
         char *unix_path; /* the socket file, removed when the listener goes */
         HttpServerStats stats;
         uint64_t events; /* connections opened and closed, requests begun: what a run did besides I/O */
+        HttpSlots slots; /* the connections (http-slots.h) */
+        sd_event_source *head_timer; /* the next head deadline */
 };
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -83,7 +86,8 @@ static unsigned http_server_connections(HttpServer *s) {
 }
 
 static void http_server_run(HttpServer *s) {
-        bool full = http_server_connections(s) >= s->max_connections;
+        unsigned limit = s->max_connections + HTTP_SERVER_SLOTS_HEADROOM;
+        bool full = http_server_connections(s) >= limit;
         uint64_t events = s->events;
         HttpTlsIo io = {};
 
@@ -95,7 +99,7 @@ static void http_server_run(HttpServer *s) {
          * set, and puts it back at the start of its next run: when this run
          * freed a slot, that next run is now, or connections waiting in the
          * backlog would wait for an event that never comes. */
-        if (full && http_server_connections(s) < s->max_connections && MHD_run(s->daemon) != MHD_YES)
+        if (full && http_server_connections(s) < limit && MHD_run(s->daemon) != MHD_YES)
                 log_debug("http: MHD_run() failed.");
         /* Over TLS: a run that only read nothing (http-tls.h) and did
          * nothing else did not make MHD's "run again at once" true. */
@@ -126,8 +130,61 @@ static void http_server_arm(HttpServer *s, bool stalled) {
 
 /* What the server keeps of a connection (its socket context). */
 typedef struct HttpConn {
+        HttpSlot slot; /* in the server's slots until taken back or closed */
+        bool in_slots;
         bool bad_escape; /* its request's line had a %00 (unescape()) */
 } HttpConn;
+
+/* Takes a connection back: out of the slots, its socket shut down; MHD
+ * finds it closed at its next run and frees it (on_connection(CLOSED)). */
+static void conn_drop(HttpServer *s, HttpConn *conn) {
+        http_slots_remove(&s->slots, &conn->slot);
+        conn->in_slots = false;
+        (void) shutdown(conn->slot.fd, SHUT_RDWR);
+}
+
+static void head_timer_arm(HttpServer *s) {
+        uint64_t at = http_slots_next_expiry(&s->slots, HTTP_SERVER_HEAD_DEADLINE_USEC);
+
+        if (at == UINT64_MAX) {
+                (void) sd_event_source_set_enabled(s->head_timer, SD_EVENT_OFF);
+                return;
+        }
+        if (sd_event_source_set_time(s->head_timer, at) < 0 ||
+            sd_event_source_set_enabled(s->head_timer, SD_EVENT_ONESHOT) < 0)
+                log_warning("http: failed to arm the head deadline's timer.");
+}
+
+/* Connections that waited HTTP_SERVER_HEAD_DEADLINE_USEC for a request's
+ * head go, however slowly its bytes came (each resets MHD's idle timeout:
+ * slowloris). */
+static int on_head_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        HttpServer *s = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        HttpSlot *slot;
+
+        while ((slot = http_slots_oldest_waiting(&s->slots, NULL)) &&
+               slot->since + HTTP_SERVER_HEAD_DEADLINE_USEC <= now) {
+                conn_drop(s, (HttpConn *) slot);
+                s->stats.head_timeouts++;
+        }
+        head_timer_arm(s);
+        return 0;
+}
+
+/* A new connection past max_connections: the one that has waited longest
+ * for its head goes, so that a new client (a scrape) always gets in. When
+ * all of them serve requests, MHD's own limit (max_connections plus
+ * HTTP_SERVER_SLOTS_HEADROOM) applies. */
+static void slots_make_room(HttpServer *s, const HttpConn *new) {
+        HttpSlot *victim;
+
+        while (s->slots.n > s->max_connections &&
+               (victim = http_slots_oldest_waiting(&s->slots, &new->slot))) {
+                conn_drop(s, (HttpConn *) victim);
+                s->stats.evicted++;
+        }
+}
 
 static HttpConn *conn_of(struct MHD_Connection *c) {
         const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -137,14 +194,32 @@ static HttpConn *conn_of(struct MHD_Connection *c) {
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
         HttpServer *s = cls;
+        HttpConn *conn;
 
         s->events++;
         if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-                free(*socket_context);
+                conn = *socket_context;
+                if (conn && conn->in_slots) {
+                        http_slots_remove(&s->slots, &conn->slot);
+                        head_timer_arm(s);
+                }
+                free(conn);
                 *socket_context = NULL;
                 return;
         }
-        *socket_context = calloc(1, sizeof(HttpConn)); /* NULL: its checks are skipped, not its request */
+        conn = *socket_context =
+                calloc(1, sizeof(HttpConn)); /* NULL: its checks are skipped, not its request */
+        if (conn) {
+                const union MHD_ConnectionInfo *fd =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+                if (fd && fd->connect_fd >= 0) {
+                        http_slots_add(&s->slots, &conn->slot, fd->connect_fd, now_usec(CLOCK_MONOTONIC));
+                        conn->in_slots = true;
+                        slots_make_room(s, conn);
+                        head_timer_arm(s);
+                }
+        }
         if (s->tls) {
                 const union MHD_ConnectionInfo *i =
                         MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -386,10 +461,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         HttpResponse resp = {};
         const HttpRoute *route;
         const char *text = NULL;
+        HttpConn *conn = conn_of(c);
         unsigned status;
         int r;
 
         s->events++;
+        /* Its head is in: the connection serves a request now. */
+        if (conn && conn->in_slots && !conn->slot.busy) {
+                http_slots_set_busy(&s->slots, &conn->slot, true, 0);
+                head_timer_arm(s);
+        }
         if (*con_cls) {
                 /* A suspended request, resumed by its reply. */
                 HttpRequest *req = *con_cls;
@@ -424,7 +505,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
+        HttpServer *s = cls;
         HttpRequest *req = *con_cls;
+        HttpConn *conn = conn_of(c);
+
+        /* Waiting for the next request's head (keep-alive), from now. */
+        if (conn && conn->in_slots && conn->slot.busy) {
+                http_slots_set_busy(&s->slots, &conn->slot, false, now_usec(CLOCK_MONOTONIC));
+                head_timer_arm(s);
+        }
 
         if (!req)
                 return;
@@ -697,10 +786,12 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
         s->daemon = MHD_start_daemon(
                 MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME | (s->tls ? MHD_USE_TLS : 0), 0,
                 NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, opts->max_connections,
-                MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (size_t) HTTP_SERVER_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+                MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                opts->max_connections + HTTP_SERVER_SLOTS_HEADROOM, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                opts->max_connections_per_client, MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_sec,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) HTTP_SERVER_MEMORY_LIMIT,
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+                MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
                 /* RFC 7230 as a server must: Host in HTTP/1.1, no space in the target. */
                 MHD_OPTION_STRICT_FOR_CLIENT, 1, s->tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END,
                 opts->tls_priorities, MHD_OPTION_HTTPS_CERT_CALLBACK, http_tls_retrieve, MHD_OPTION_END);
@@ -719,6 +810,12 @@ int http_server_new(sd_event *event, const HttpServerOptions *opts, HttpServer *
                                        s);
         if (r < 0)
                 return r;
+        r = sd_event_add_time(event, &s->head_timer, CLOCK_MONOTONIC, UINT64_MAX, 100 * USEC_PER_MSEC,
+                              on_head_timer, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(s->head_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->head_timer, "http-head-deadline");
         (void) sd_event_source_set_description(s->timer, "http-timer");
         http_server_arm(s, false);
         *ret = TAKE_PTR(s);
@@ -730,6 +827,7 @@ HttpServer *http_server_free(HttpServer *s) {
                 return NULL;
         s->io = sd_event_source_disable_unref(s->io);
         s->timer = sd_event_source_disable_unref(s->timer);
+        s->head_timer = sd_event_source_disable_unref(s->head_timer);
         if (s->daemon) {
                 /* Suspended requests: their owners forget them, MHD closes them. */
                 for (HttpRequest *req = s->requests; req; req = req->next)

@@ -24,6 +24,13 @@
 /* How soon MHD runs again after a run that only found TLS handshakes
  * waiting (http-tls.h), instead of at once. */
 #define HTTP_SERVER_STALL_MSEC 250U
+/* How long a connection may take to send a request's line and headers,
+ * however slowly (each byte resets libmicrohttpd's idle timeout). */
+#define HTTP_SERVER_HEAD_DEADLINE_USEC (10 * USEC_PER_SEC)
+/* Connections libmicrohttpd accepts beyond max_connections: past
+ * max_connections the one that has waited longest for its head is taken
+ * back (http-slots.h); these are for when all of them serve requests. */
+#define HTTP_SERVER_SLOTS_HEADROOM 16U
 /* The status of a request whose client hung up before its answer (nginx's
  * 499: counted among the errors, never read by anyone). */
 #define HTTP_STATUS_CLIENT_CLOSED_REQUEST 499U
@@ -33,6 +40,7 @@ typedef struct HttpServer HttpServer;
 typedef struct HttpServerOptions {
         const char *listen; /* "ADDRESS:PORT" (socket-address.h) */
         unsigned max_connections;
+        unsigned max_connections_per_client; /* from one address (0: no limit); not on a Unix socket */
         unsigned timeout_sec;
         /* HTTPS (GnuTLS through libmicrohttpd): both or neither. Reloaded
          * when the files change (http-tls.h), without a restart. */
@@ -105,6 +113,8 @@ typedef struct HttpServerStats {
         uint64_t abandoned; /* waiting requests whose client hung up */
         uint64_t tls_reloads; /* new certificate/key pairs loaded */
         uint64_t stalled_runs; /* runs that found only TLS handshakes waiting for bytes (http-tls.h) */
+        uint64_t evicted; /* connections waiting for a head taken back for a new one (http-slots.h) */
+        uint64_t head_timeouts; /* connections that waited HTTP_SERVER_HEAD_DEADLINE_USEC for a head */
 } HttpServerStats;
 
 /* Binds and listens (-EADDRINUSE and friends), and serves from 'event'. */

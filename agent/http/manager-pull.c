@@ -769,7 +769,10 @@ static int on_pull(HttpRequest *req, void *userdata) {
 
         if (!pull)
                 return http_request_reply_text(req, MHD_HTTP_NOT_FOUND, "Not found.\n");
-        if (pull->n_requests >= PULL_PENDING_MAX) {
+        /* Waiting pulls hold connections: at most half of them, so that
+         * scrapes and listings always find room. */
+        if (pull->n_requests >=
+            MIN(PULL_PENDING_MAX, MAX(m->config->config->http.max_connections / 2, 1U))) {
                 metrics_pull_request(m, "503");
                 return http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
                                                "Too many profile requests at once; try again later.\n");

@@ -323,6 +323,13 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         metrics_counter_u64(w, "cgprof_http_requests_abandoned_total",
                             "Requests waiting for their answer (a profile pull) whose client hung up.",
                             hs.abandoned);
+        metrics_counter_u64(w, "cgprof_http_connections_evicted_total",
+                            "Connections waiting for a request's head taken back for a new connection past "
+                            "maxConnections.",
+                            hs.evicted);
+        metrics_counter_u64(w, "cgprof_http_head_timeouts_total",
+                            "Connections closed for taking over 10 s to send a request's line and headers.",
+                            hs.head_timeouts);
         metrics_counter_u64(w, "cgprof_http_stalled_runs_total",
                             "Listener runs that found only TLS handshakes waiting for bytes (paced, not "
                             "repeated at once).",

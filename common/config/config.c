@@ -1411,6 +1411,17 @@ static int dispatch_max_connections(const cJSON *j, const char *path, void *base
         return 0;
 }
 
+static int dispatch_max_connections_per_client(const cJSON *j, const char *path, void *base,
+                                               const JsonField *f, char **error) {
+        uint64_t v;
+
+        if (json_integer(j, 0, CONFIG_HTTP_MAX_CONNECTIONS_MAX, &v) < 0)
+                return key_path_error(error, path, "must be an integer 0..%u (0: no limit)",
+                                      CONFIG_HTTP_MAX_CONNECTIONS_MAX);
+        *(unsigned *) FIELD(base, f) = (unsigned) v;
+        return 0;
+}
+
 static int dispatch_http_timeout(const cJSON *j, const char *path, void *base, const JsonField *f,
                                  char **error) {
         uint64_t *u = FIELD(base, f);
@@ -1506,6 +1517,8 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
         static const JsonField fields[] = {
                 { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
                 { "maxConnections", dispatch_max_connections, offsetof(Config, http.max_connections) },
+                { "maxConnectionsPerClient", dispatch_max_connections_per_client,
+                  offsetof(Config, http.max_connections_per_client) },
                 { "timeout", dispatch_http_timeout, offsetof(Config, http.timeout_usec) },
                 { "pprof", dispatch_bool, offsetof(Config, http.pprof) },
                 { "tlsCertFile", dispatch_tls_file, offsetof(Config, http.tls_cert_file) },
@@ -1628,6 +1641,7 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .enable_default = false,
                 .unwind_table_rows = CONFIG_DEFAULT_UNWIND_TABLE_ROWS,
                 .http.max_connections = CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS,
+                .http.max_connections_per_client = CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
                 .report_dir_strict_modes = true,
                 .report_retention.max_reports = CONFIG_RETENTION_DEFAULT_MAX_REPORTS,
                 .report_retention.max_bytes = CONFIG_RETENTION_DEFAULT_MAX_BYTES,

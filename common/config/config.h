@@ -55,7 +55,8 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_MACHINE_CONFIG_MAX 64
 #define CONFIG_NODE_SELECTOR_VALUES_MAX 64
 /* "http": the metrics listener's defaults and limits. */
-#define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 16U
+#define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 64U
+#define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 16U
 #define CONFIG_HTTP_ALLOWED_HOSTS_MAX 16
 /* "http.tlsPriorities" by default (a GnuTLS priority string): TLS 1.2 and
  * 1.3 only, forward-secret key exchange (ECDHE, DHE) and AEAD ciphers
@@ -155,6 +156,8 @@ typedef struct Config {
         struct {
                 char *listen; /* "ADDRESS:PORT" (socket-address.h) */
                 unsigned max_connections; /* default CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS */
+                /* From one IP address; default CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS_PER_CLIENT, 0: no limit. */
+                unsigned max_connections_per_client;
                 uint64_t timeout_usec; /* idle connections are closed after this; whole seconds, >= 1s */
                 bool pprof; /* profiles over HTTP (docs/pull.md); default false */
                 char *tls_cert_file, *tls_key_file; /* PEM files (absolute paths), both or neither */

@@ -29,6 +29,11 @@ RSS and open fds are read from /proc around each case: asserted only as
   group-writable itself, is refused at start, naming the directory (who
   writes there could plant a summary.json and take over a session's
   downloads); "reportDirStrictModes": false starts with a warning.
+- Slots: a slowloris of 200 connections trickling header bytes, with
+  long pulls waiting, leaves /metrics answering (past maxConnections the
+  connection that waited longest for its head is taken back); none waits
+  longer than the 10 s head deadline; one IP address holds at most
+  maxConnectionsPerClient, and pulls at most half of the slots (503).
 - Downloads are streamed from the file: 40 clients that do not read a
   60 MiB report's file hold the agent's RSS within a few MiB of where it
   was (it held each file whole before: +280 MB), one that reads gets every
@@ -95,7 +100,7 @@ def test_tls_half_record_no_spin():
     port = free_port()
     agent = Agent({"profiles": [profile(name="pull")], "defaultProfileRef": "pull",
                    "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert,
-                            "tlsKeyFile": key, "maxConnections": 32}})
+                            "tlsKeyFile": key, "maxConnections": 32, "maxConnectionsPerClient": 0}})
     socks = []
     try:
         agent.start()
@@ -297,6 +302,110 @@ def test_report_dir_strict_modes():
                 agent.kill()
         log("reportDir below a world-writable directory, or group-writable: refused; allowed when not strict")
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def metric(text, name):
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def get_from(port, path, source="127.0.0.1", timeout=30):
+    """(status, body) of a GET from a given loopback source address."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0)) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    return status_of(out), out.split(b"\r\n\r\n", 1)[-1]
+
+
+def test_slots_slowloris():
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-slots-")
+    port = free_port()
+    cgs = [Cgroup(f"cgprof-test-abuse-slots-{os.getpid()}-{i}") for i in range(17)]
+    agent = Agent({"profiles": [profile(name="pull")], "defaultProfileRef": "pull",
+                   "http": {"listen": f"127.0.0.1:{port}", "pprof": True, "pullAnyCgroup": True,
+                            "maxConnections": 32, "maxConnectionsPerClient": 0, "timeout": "60s"}}, tmp=tmp)
+    socks, pulls = [], []
+    try:
+        agent.start()
+        # 16 long pulls (half of 32), of 16 cgroups: they wait; a 17th is 503.
+        for cg in cgs[:16]:
+            p = socket.create_connection(("127.0.0.1", port), timeout=10)
+            p.sendall(f"GET /debug/pprof/profile?seconds=60&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                      .encode())
+            pulls.append(p)
+        wait_for(lambda: len(json.loads(agent.ctl("--json", "sessions").stdout)) == 16 or None,
+                 what="the 16 pulls' sessions running")
+        st, body = get_from(port, f"/debug/pprof/profile?seconds=1&cgroup={cgs[16].rel}")
+        assert st == 503, (st, body)
+        # 200 connections trickling a request's head, a byte a second.
+        t0 = time.monotonic()
+        for _ in range(200):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.setblocking(False)
+            socks.append(s)
+        answered = 0
+        for second in range(3):
+            for s in socks:
+                try:
+                    s.send(b"G")
+                except OSError:
+                    pass
+            st, body = get_from(port, "/metrics")
+            assert st == 200 and b"cgprof_sessions_started_total" in body, (st, body[:200])
+            answered += 1
+            time.sleep(1)
+        text = get_from(port, "/metrics")[1].decode()
+        evicted = metric(text, "cgprof_http_connections_evicted_total")
+        log(f"200 slowloris connections + 16 waiting pulls: /metrics answered {answered} of 3, "
+            f"{evicted:.0f} connections taken back")
+        assert evicted and evicted >= 150, text[-2000:]
+        # The survivors that keep trickling are cut at the head deadline.
+        wait_for(lambda: (metric(get_from(port, "/metrics")[1].decode(), "cgprof_http_head_timeouts_total") or 0) > 0,
+                 timeout=30, what="a head deadline")
+        for s in socks:
+            s.close()
+        socks = []
+        for p in pulls:
+            p.close()
+        pulls = []
+        assert agent.stop() == 0
+    finally:
+        for s in socks + pulls:
+            s.close()
+        agent.cleanup()
+        for cg in cgs:
+            cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_per_client_limit():
+    tmp = tempfile.mkdtemp(prefix="cgprof-abuse-perip-")
+    port = free_port()
+    agent = Agent({"http": {"listen": f"127.0.0.1:{port}", "maxConnectionsPerClient": 4}}, tmp=tmp)
+    socks = []
+    try:
+        agent.start()
+        for _ in range(4):
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        time.sleep(0.5)
+        # A 5th from the same address is refused at once; another address is served.
+        extra = socket.create_connection(("127.0.0.1", port), timeout=10)
+        extra.settimeout(10)
+        assert extra.recv(1) == b"", "a 5th connection from one address was kept"
+        extra.close()
+        st, _ = get_from(port, "/metrics", source="127.0.0.2")
+        assert st == 200
+        assert agent.stop() == 0
+    finally:
+        for s in socks:
+            s.close()
+        agent.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -502,5 +611,5 @@ def test_retention_and_paging():
 
 if __name__ == "__main__":
     main([test_tls_half_record_no_spin, test_tls_versions_and_suites, test_request_quirks_and_guard,
-          test_report_dir_strict_modes, test_downloads_streamed, test_abandoned_empty_pulls_write_nothing,
+          test_report_dir_strict_modes, test_slots_slowloris, test_per_client_limit, test_downloads_streamed, test_abandoned_empty_pulls_write_nothing,
           test_retention_and_paging])
