@@ -537,11 +537,44 @@ static void set_cfa_expression(FrameState *st, const UnwindArch *a, const uint8_
         st->cfa.kind = CFA_KIND_EXPR;
 }
 
+/* A DW_CFA_advance_loc* or DW_CFA_set_loc moved the location by delta
+ * (code alignment factors, or bytes when in_bytes): the state so far holds
+ * from *loc up to the new location, a row for b when it lies in [*loc,
+ * end). Returns 1 once past 'end' (the rest describes addresses outside the
+ * FDE), 0 to go on, -EBADMSG on an overflow, -E2BIG/-ENOMEM from the
+ * table. */
+static int advance_loc(Builder *b, const UnwindArch *a, const Cie *cie, const FrameState *st, uint64_t delta,
+                       bool in_bytes, uint64_t end, uint64_t *loc) {
+        int r;
+
+        if (!in_bytes && __builtin_mul_overflow(delta, cie->code_align, &delta))
+                return -EBADMSG;
+        if (delta > UINT64_MAX - *loc)
+                return -EBADMSG;
+        if (!b || delta == 0) {
+                *loc += delta;
+                return 0;
+        }
+        if (*loc < end) {
+                r = builder_push(b, *loc, state_to_row(a, st));
+                if (r < 0)
+                        return r;
+        }
+        *loc += delta;
+        return *loc >= end;
+}
+
 /* Runs a CFA program. For a CIE (b == NULL) the initial instructions: no
  * rows, *state becomes the CIE's initial state. For an FDE: rows from
  * 'start' up to 'end' (exclusive) go to b; the program stops once past
  * 'end'. Returns -EBADMSG on anything malformed or unknown (the entry is
- * then skipped), -E2BIG/-ENOMEM from the table. */
+ * then skipped), -E2BIG/-ENOMEM from the table.
+ *
+ * Over 100 lines on purpose: a table-driven interpreter of the DWARF
+ * call-frame instructions, whose one switch (a short case per opcode,
+ * reading its operands and changing the state) is its natural shape; split,
+ * the cases would scatter over helpers that all need the cursor, the state,
+ * the remember stack and the location. */
 static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, const Cie *cie,
                        const uint8_t *insns, const uint8_t *insns_end, uint64_t start, uint64_t end,
                        FrameState *state) {
@@ -705,24 +738,11 @@ static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, c
                         return -EBADMSG;
                 if (!advance)
                         continue;
-
-                if (!in_bytes && __builtin_mul_overflow(delta, cie->code_align, &delta))
-                        return -EBADMSG;
-                if (delta > UINT64_MAX - loc)
-                        return -EBADMSG;
-                if (!b || delta == 0) {
-                        loc += delta;
-                        continue;
-                }
-                /* The state so far holds from loc up to the new location. */
-                if (loc < end) {
-                        r = builder_push(b, loc, state_to_row(a, &st));
-                        if (r < 0)
-                                return r;
-                }
-                loc += delta;
-                if (loc >= end)
-                        break; /* the rest describes addresses outside the FDE */
+                r = advance_loc(b, a, cie, &st, delta, in_bytes, end, &loc);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        break;
         }
 
         if (b && loc < end) {
