@@ -957,22 +957,10 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         return 0;
 }
 
-int manager_startup(Manager *m) {
+/* SIGTERM and SIGINT stop the agent, SIGHUP reloads the config. */
+static int manager_setup_signals(Manager *m) {
         sigset_t mask;
         int r;
-
-        m->start_usec = now_usec(CLOCK_REALTIME);
-        m->start_monotonic = now_usec(CLOCK_MONOTONIC);
-
-        r = manager_load_config(m, true, NULL);
-        if (r < 0)
-                return r;
-
-        r = mkdir_p(m->state_dir, 0700);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create state directory %s: %m", m->state_dir);
-        /* Reports a crashed run left partial (before any session starts). */
-        manager_checkpoint_setup(m);
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -986,19 +974,13 @@ int manager_startup(Manager *m) {
                 r = sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handlers: %m");
+        return 0;
+}
 
-        r = worker_new(m->event, "cgprofd-reports", WORKER_NICE_BACKGROUND, &m->report_worker);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the thread that writes reports: %m");
-        /* The report index's walk is the worker's first job. */
-        r = manager_reports_start(m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the report index: %m");
-
-        /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
-        r = manager_machine_start(m);
-        if (r < 0)
-                return r;
+/* What names the frames: the process reader, the maps cache, the
+ * symbolizer (with debuginfod) and the kernel's symbols. */
+static int manager_setup_symbols(Manager *m) {
+        int r;
 
         r = process_reader_new(&m->process_reader);
         if (r < 0)
@@ -1015,6 +997,13 @@ int manager_startup(Manager *m) {
          * in the first drain of the first session. */
         ResolvedFrame rf;
         (void) symbolizer_resolve_kernel(m->symbolizer, 0, &rf);
+        return 0;
+}
+
+/* What samples: the BPF sampler, the unwinder and the Python frame walk
+ * on its maps, the process events and the drain timer. */
+static int manager_setup_sampler(Manager *m) {
+        int r;
 
         SamplerOptions sampler_opts = {
                 .mode = m->opts.attach_mode,
@@ -1052,6 +1041,12 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the drain timer: %m");
         (void) sd_event_source_set_description(m->drain_timer, "drain");
+        return 0;
+}
+
+/* The cgroup v2 hierarchy: --cgroup-root's, or the one this process sees. */
+static int manager_open_cgroup_root(Manager *m) {
+        int r;
 
         if (m->opts.cgroup_root) {
                 /* --cgroup-root: e.g. the host's hierarchy mounted into a container. */
@@ -1080,6 +1075,52 @@ int manager_startup(Manager *m) {
                         return log_error_errno(errno, "Failed to open %s: %m", m->cgroup_root);
         }
         log_info("cgroup v2 hierarchy at %s.", m->cgroup_root);
+        return 0;
+}
+
+int manager_startup(Manager *m) {
+        int r;
+
+        m->start_usec = now_usec(CLOCK_REALTIME);
+        m->start_monotonic = now_usec(CLOCK_MONOTONIC);
+
+        r = manager_load_config(m, true, NULL);
+        if (r < 0)
+                return r;
+
+        r = mkdir_p(m->state_dir, 0700);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create state directory %s: %m", m->state_dir);
+        /* Reports a crashed run left partial (before any session starts). */
+        manager_checkpoint_setup(m);
+
+        r = manager_setup_signals(m);
+        if (r < 0)
+                return r;
+
+        r = worker_new(m->event, "cgprofd-reports", WORKER_NICE_BACKGROUND, &m->report_worker);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the thread that writes reports: %m");
+        /* The report index's walk is the worker's first job. */
+        r = manager_reports_start(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the report index: %m");
+
+        /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
+        r = manager_machine_start(m);
+        if (r < 0)
+                return r;
+
+        r = manager_setup_symbols(m);
+        if (r < 0)
+                return r;
+        r = manager_setup_sampler(m);
+        if (r < 0)
+                return r;
+
+        r = manager_open_cgroup_root(m);
+        if (r < 0)
+                return r;
 
         /* Scans existing cgroups (starting sessions for matching ones) and watches for new ones. */
         r = cgroup_watch_new(m->event, m->cgroup_root, on_cgroup, m, &m->cgroup_watch);

@@ -612,6 +612,138 @@ static int mapping_key_cmp(const void *a, const void *b) {
         return memcmp(a, b, sizeof(struct cgprof_mapping_key));
 }
 
+/* pm's table and bias (also v's, the map entry's) where its file has a
+ * load bias at start. */
+static void mapping_set_bias(ProcMapping *pm, struct cgprof_mapping *v, uint64_t start, uint64_t pgoff) {
+        uint64_t bias;
+
+        if (file_load_bias(pm->file, start, pgoff, &bias) >= 0) {
+                v->table = pm->file->table;
+                v->bias = bias + pm->file->base;
+                pm->bias = v->bias;
+        }
+}
+
+/* One reading of a process's mappings, what carries from one entry to the
+ * next. */
+typedef struct MapsLoad {
+        ProcMapping *maps;
+        size_t n_maps, allocated_maps;
+        struct cgprof_mapping_key *keys;
+        size_t n_keys, allocated_keys;
+        ProcMapsEntry last; /* the last file-backed entry opened, and ... */
+        UnwindFile *last_file; /* ... its file (a file mapped again and again is opened once) */
+        size_t left_out, run;
+} MapsLoad;
+
+static void maps_load_done(MapsLoad *l) {
+        free(l->maps);
+        free(l->keys);
+}
+
+/* The file of entry e into pm (its table and bias also into v): the file
+ * of the entry before when same_file, the file e maps, or the vDSO;
+ * pm->describe says which, or why none. */
+static void maps_load_file(UnwindProcess *p, MapsLoad *l, const ProcMapsEntry *e, bool same_file,
+                           ProcMapping *pm, struct cgprof_mapping *v) {
+        Unwinder *u = p->unwinder;
+
+        if (same_file) {
+                /* The file of the entry before: no open() again. */
+                pm->file = file_ref(u, l->last_file);
+                pm->describe = pm->file->describe;
+                if (pm->file->table != 0)
+                        mapping_set_bias(pm, v, e->start, e->pgoff);
+        } else if (proc_maps_entry_file_backed(e)) {
+                _cleanup_close_ int fd = proc_maps_open_file("/proc", p->pid, e);
+                l->last_file = NULL;
+                if (fd >= 0 && file_get(u, fd, e->path, &pm->file) >= 0) {
+                        l->last = *e;
+                        l->last_file = pm->file;
+                        pm->describe = pm->file->describe;
+                        if (pm->file->table != 0)
+                                mapping_set_bias(pm, v, e->start, e->pgoff);
+                } else
+                        pm->describe = "not loaded: the file could not be opened";
+        } else if (streq(e->path, "[vdso]") && (pm->file = vdso_get(u, e->end - e->start))) {
+                pm->describe = pm->file->describe;
+                mapping_set_bias(pm, v, e->start, 0);
+        } else
+                pm->describe = e->path[0] ? "none" : "anonymous";
+}
+
+/* Executable entry e of the process's maps: a mapping, and its map
+ * entries in the walker's map; or left out, beyond the bounds. */
+static int maps_load_entry(UnwindProcess *p, MapsLoad *l, const ProcMapsEntry *e) {
+        Unwinder *u = p->unwinder;
+        ProcMapping pm = { .start = e->start, .end = e->end };
+        struct cgprof_mapping v = { .start = e->start, .end = e->end };
+        size_t first_key = l->n_keys;
+        int r;
+
+        if (l->n_maps >= PROCESS_MAPPINGS_MAX || l->n_keys >= PROCESS_KEYS_MAX) {
+                l->left_out++;
+                return 0;
+        }
+        bool same_file = l->last_file && proc_maps_entry_file_backed(e) && e->major == l->last.major &&
+                         e->minor == l->last.minor && e->inode == l->last.inode &&
+                         e->deleted == l->last.deleted;
+        l->run = same_file ? l->run + 1 : 0;
+        if (l->run >= PROCESS_SAME_FILE_RUN_MAX) {
+                l->left_out++;
+                return 0;
+        }
+        maps_load_file(p, l, e, same_file, &pm, &v);
+
+        if (l->n_maps == l->allocated_maps) {
+                size_t na = MAX(l->allocated_maps * 2, (size_t) 32);
+                ProcMapping *a = reallocarray(l->maps, na, sizeof(*a));
+                if (!a) {
+                        file_unref(u, pm.file);
+                        return -ENOMEM;
+                }
+                l->maps = a;
+                l->allocated_maps = na;
+        }
+        l->maps[l->n_maps++] = pm;
+
+        r = keys_add_range(&l->keys, &l->n_keys, &l->allocated_keys, (uint32_t) p->pid, e->start, e->end);
+        if (r < 0)
+                return r;
+        for (size_t k = first_key; k < l->n_keys; k++)
+                if (bpf_map_update_elem(u->maps.mappings_fd, &l->keys[k], &v, BPF_ANY) < 0)
+                        u->stats.mapping_entries_failed++;
+        return 0;
+}
+
+/* A reading that left mappings out: warned about and counted once, until
+ * one fits again. */
+static void process_note_capped(UnwindProcess *p, size_t left_out) {
+        if (left_out > 0 && !p->capped) {
+                log_warning(
+                        "PID %d has more executable mappings than the walker loads (%zu left out: beyond %d "
+                        "mappings, %d map entries, or %d of one file in a row): frames in those end its "
+                        "stacks.",
+                        (int) p->pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_KEYS_MAX,
+                        PROCESS_SAME_FILE_RUN_MAX);
+                p->unwinder->stats.processes_capped++;
+        }
+        p->capped = left_out > 0;
+}
+
+/* Drops the old entries the new ones did not replace (on failure, !ok:
+ * the new ones the old ones do not have). */
+static void process_drop_stale_keys(UnwindProcess *p, MapsLoad *l, bool ok) {
+        struct cgprof_mapping_key *stale = ok ? p->keys : l->keys, *kept = ok ? l->keys : p->keys;
+        size_t n_stale = ok ? p->n_keys : l->n_keys, n_kept = ok ? l->n_keys : p->n_keys;
+
+        if (n_kept > 0)
+                qsort(kept, n_kept, sizeof(*kept), mapping_key_cmp);
+        for (size_t i = 0; i < n_stale; i++)
+                if (n_kept == 0 || !bsearch(&stale[i], kept, n_kept, sizeof(*kept), mapping_key_cmp))
+                        (void) bpf_map_delete_elem(p->unwinder->maps.mappings_fd, &stale[i]);
+}
+
 /* (Re)reads the process's mappings. The new entries go in before the old
  * ones that are gone come out, and the process stays ready throughout: a
  * reload after a dlopen() does not make its samples pending. */
@@ -619,14 +751,10 @@ static int process_load(UnwindProcess *p) {
         Unwinder *u = p->unwinder;
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
-        _cleanup_free_ ProcMapping *maps = NULL;
-        _cleanup_free_ struct cgprof_mapping_key *keys = NULL;
-        size_t alloc = 0, n_maps = 0, allocated_maps = 0, n_keys = 0, allocated_keys = 0;
+        _cleanup_(maps_load_done) MapsLoad l = {};
+        size_t alloc = 0;
         struct cgprof_unwind_proc ready = { .start_time = p->start_time };
         uint32_t pid = (uint32_t) p->pid;
-        ProcMapsEntry last = {}; /* the last file-backed entry opened, and ... */
-        UnwindFile *last_file = NULL; /* ... its file (a file mapped again and again is opened once) */
-        size_t left_out = 0, run = 0;
         int r = 0;
 
         p->loaded_usec = now_usec(CLOCK_MONOTONIC);
@@ -637,119 +765,30 @@ static int process_load(UnwindProcess *p) {
 
         while (getline(&line, &alloc, f) > 0) {
                 ProcMapsEntry e;
-                ProcMapping pm = {};
-                struct cgprof_mapping v;
-                size_t first_key = n_keys;
 
                 if (proc_maps_parse_line(line, &e) < 0 || !proc_maps_entry_executable(&e))
                         continue;
                 if (e.start > 0x00007fffffffffffULL)
                         continue; /* [vsyscall]: not user space the walker reads */
-                if (n_maps >= PROCESS_MAPPINGS_MAX || n_keys >= PROCESS_KEYS_MAX) {
-                        left_out++;
-                        continue;
-                }
-
-                pm.start = e.start;
-                pm.end = e.end;
-                v = (struct cgprof_mapping){ .start = e.start, .end = e.end };
-                bool same_file = last_file && proc_maps_entry_file_backed(&e) && e.major == last.major &&
-                                 e.minor == last.minor && e.inode == last.inode && e.deleted == last.deleted;
-                run = same_file ? run + 1 : 0;
-                if (run >= PROCESS_SAME_FILE_RUN_MAX) {
-                        left_out++;
-                        continue;
-                }
-                if (same_file) {
-                        /* The file of the entry before: no open() again. */
-                        uint64_t bias;
-                        pm.file = file_ref(u, last_file);
-                        pm.describe = pm.file->describe;
-                        if (pm.file->table != 0 && file_load_bias(pm.file, e.start, e.pgoff, &bias) >= 0) {
-                                v.table = pm.file->table;
-                                v.bias = bias + pm.file->base;
-                                pm.bias = v.bias;
-                        }
-                } else if (proc_maps_entry_file_backed(&e)) {
-                        _cleanup_close_ int fd = proc_maps_open_file("/proc", p->pid, &e);
-                        last_file = NULL;
-                        if (fd >= 0 && file_get(u, fd, e.path, &pm.file) >= 0) {
-                                last = e;
-                                last_file = pm.file;
-                                uint64_t bias;
-                                pm.describe = pm.file->describe;
-                                if (pm.file->table != 0 &&
-                                    file_load_bias(pm.file, e.start, e.pgoff, &bias) >= 0) {
-                                        v.table = pm.file->table;
-                                        v.bias = bias + pm.file->base;
-                                        pm.bias = v.bias;
-                                }
-                        } else
-                                pm.describe = "not loaded: the file could not be opened";
-                } else if (streq(e.path, "[vdso]") && (pm.file = vdso_get(u, e.end - e.start))) {
-                        uint64_t bias;
-                        pm.describe = pm.file->describe;
-                        if (file_load_bias(pm.file, e.start, 0, &bias) >= 0) {
-                                v.table = pm.file->table;
-                                v.bias = bias + pm.file->base;
-                                pm.bias = v.bias;
-                        }
-                } else
-                        pm.describe = e.path[0] ? "none" : "anonymous";
-
-                if (n_maps == allocated_maps) {
-                        size_t na = MAX(allocated_maps * 2, (size_t) 32);
-                        ProcMapping *a = reallocarray(maps, na, sizeof(*a));
-                        if (!a) {
-                                file_unref(u, pm.file);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        maps = a;
-                        allocated_maps = na;
-                }
-                maps[n_maps++] = pm;
-
-                r = keys_add_range(&keys, &n_keys, &allocated_keys, pid, e.start, e.end);
+                r = maps_load_entry(p, &l, &e);
                 if (r < 0)
                         break;
-                for (size_t k = first_key; k < n_keys; k++)
-                        if (bpf_map_update_elem(u->maps.mappings_fd, &keys[k], &v, BPF_ANY) < 0)
-                                u->stats.mapping_entries_failed++;
         }
         if (r >= 0 && ferror(f))
                 r = errno == ESRCH ? -ESRCH : -EIO;
         /* What the read itself left out (the same bounds). */
-        left_out += proc_maps_cache_dropped(u->maps_cache, "/proc", p->pid);
-        if (r >= 0 && n_maps == 0)
+        l.left_out += proc_maps_cache_dropped(u->maps_cache, "/proc", p->pid);
+        if (r >= 0 && l.n_maps == 0)
                 /* A zombie, or in the middle of exec(): the exec() or its
                  * first sample will tell us again. */
                 r = -EAGAIN;
-        if (r >= 0 && left_out > 0 && !p->capped)
-                log_warning(
-                        "PID %d has more executable mappings than the walker loads (%zu left out: beyond %d "
-                        "mappings, %d map entries, or %d of one file in a row): frames in those end its "
-                        "stacks.",
-                        (int) p->pid, left_out, PROCESS_MAPPINGS_MAX, PROCESS_KEYS_MAX,
-                        PROCESS_SAME_FILE_RUN_MAX);
-        if (r >= 0) {
-                if (left_out > 0 && !p->capped)
-                        u->stats.processes_capped++;
-                p->capped = left_out > 0;
-        }
+        if (r >= 0)
+                process_note_capped(p, l.left_out);
 
-        /* Drop the old entries the new ones did not replace (on failure:
-         * the new ones the old ones do not have). */
-        struct cgprof_mapping_key *stale = r >= 0 ? p->keys : keys, *kept = r >= 0 ? keys : p->keys;
-        size_t n_stale = r >= 0 ? p->n_keys : n_keys, n_kept = r >= 0 ? n_keys : p->n_keys;
-        if (n_kept > 0)
-                qsort(kept, n_kept, sizeof(*kept), mapping_key_cmp);
-        for (size_t i = 0; i < n_stale; i++)
-                if (n_kept == 0 || !bsearch(&stale[i], kept, n_kept, sizeof(*kept), mapping_key_cmp))
-                        (void) bpf_map_delete_elem(u->maps.mappings_fd, &stale[i]);
+        process_drop_stale_keys(p, &l, r >= 0);
         if (r < 0) {
-                for (size_t i = 0; i < n_maps; i++)
-                        file_unref(u, maps[i].file);
+                for (size_t i = 0; i < l.n_maps; i++)
+                        file_unref(u, l.maps[i].file);
                 return r;
         }
 
@@ -757,10 +796,10 @@ static int process_load(UnwindProcess *p) {
                 file_unref(u, p->mappings[i].file);
         free(p->mappings);
         free(p->keys);
-        p->mappings = TAKE_PTR(maps);
-        p->n_mappings = n_maps;
-        p->keys = TAKE_PTR(keys);
-        p->n_keys = n_keys;
+        p->mappings = TAKE_PTR(l.maps);
+        p->n_mappings = l.n_maps;
+        p->keys = TAKE_PTR(l.keys);
+        p->n_keys = l.n_keys;
 
         /* Everything in place: the walker may use the tables. */
         if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)

@@ -168,20 +168,8 @@ typedef struct Merge {
         NameScopeMap enabled, disabled;
 } Merge;
 
-static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes,
-                       size_t n_scopes, Merge *mg, KubeRules *ret) {
-        _cleanup_(kube_rules_done) KubeRules r = {};
-        size_t max = cluster->n_targets;
-        int k;
-
-        for (size_t i = 0; i < n_scopes; i++)
-                max += scopes[i].config->n_targets;
-        r.rules = calloc(max + 1, sizeof(KubeRule));
-        mg->slots = calloc(max + 1, sizeof(NameScope));
-        if (!r.rules || !mg->slots)
-                return -ENOMEM;
-
-        /* The names switched off, by the first object that does. */
+/* The names switched off, by the first object that does. */
+static int rules_collect_disabled(const KubeScope *scopes, size_t n_scopes, Merge *mg) {
         for (size_t s = 0; s < n_scopes; s++)
                 for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
                         const Target *d = &scopes[s].config->targets[j];
@@ -189,7 +177,12 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                             add_enabled(&mg->disabled, &mg->slots[mg->n_slots++], d->name, (int) s) < 0)
                                 return -ENOMEM;
                 }
+        return 0;
+}
 
+/* The cluster config's pod targets, in order: disabled ones too, and those
+ * a ProfileConfig switches off (disabled_by). */
+static int rules_add_cluster(const Config *cluster, const KubeScope *scopes, Merge *mg, KubeRules *r) {
         for (size_t i = 0; i < cluster->n_targets; i++) {
                 const Target *t = &cluster->targets[i];
                 KubeRule *x;
@@ -197,7 +190,7 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
 
                 if (!kube_target_is_pod_rule(t))
                         continue;
-                x = &r.rules[r.n_rules++];
+                x = &r->rules[r->n_rules++];
                 *x = (KubeRule){
                         .target = t,
                         .profile = scope_profile(cluster, scopes, KUBE_SCOPE_CLUSTER,
@@ -214,16 +207,23 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                                                      KUBE_SCOPE_CLUSTER) < 0)
                         return -ENOMEM;
         }
+        return 0;
+}
 
-        /* enableDefault: the cluster's switch, the namespace's defaultProfileRef. */
-        r.enable_default = cluster->enable_default;
-        r.default_rule = (KubeRule){
+/* enableDefault: the cluster's switch, the namespace's defaultProfileRef
+ * (the first ProfileConfig's that sets one; another that sets a different
+ * one is an error). */
+static int rules_set_default(const Config *cluster, const char *namespace, const KubeScope *scopes,
+                             size_t n_scopes, KubeRules *r) {
+        int def_scope = KUBE_SCOPE_CLUSTER, k;
+
+        r->enable_default = cluster->enable_default;
+        r->default_rule = (KubeRule){
                 .target = &kube_default_target,
                 .target_scope = KUBE_SCOPE_CLUSTER,
                 .profile_scope = KUBE_SCOPE_CLUSTER,
                 .disabled_by = KUBE_SCOPE_CLUSTER,
         };
-        int def_scope = KUBE_SCOPE_CLUSTER;
         for (size_t s = 0; s < n_scopes; s++) {
                 const char *ref = scopes[s].config->default_profile_ref;
                 if (!ref)
@@ -237,7 +237,7 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                         if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[def_scope].name) < 0)
                                 return -ENOMEM;
                         k = add_error(
-                                &r, (int) s, NULL, with,
+                                r, (int) s, NULL, with,
                                 "ProfileConfig %s/%s: defaultProfileRef \"%s\" is ignored: ProfileConfig "
                                 "%s/%s sets \"%s\" for namespace %s.",
                                 namespace, scopes[s].name, ref, namespace, scopes[def_scope].name,
@@ -247,79 +247,100 @@ static int rules_build(const Config *cluster, const char *namespace, const KubeS
                 }
         }
         if (def_scope != KUBE_SCOPE_CLUSTER)
-                r.default_rule.profile = scope_profile(cluster, scopes, def_scope,
-                                                       scopes[def_scope].config->default_profile_ref,
-                                                       &r.default_rule.profile_scope);
-        if (!r.default_rule.profile)
-                r.default_rule.profile = config_find_profile(cluster, cluster->default_profile_ref);
+                r->default_rule.profile = scope_profile(cluster, scopes, def_scope,
+                                                        scopes[def_scope].config->default_profile_ref,
+                                                        &r->default_rule.profile_scope);
+        if (!r->default_rule.profile)
+                r->default_rule.profile = config_find_profile(cluster, cluster->default_profile_ref);
+        return 0;
+}
 
-        for (size_t s = 0; s < n_scopes; s++) {
-                const Config *c = scopes[s].config;
+/* Enabled target t of scope s: a rule, or an error that says why it is
+ * left out (an enabled target of that name came first, or it has no
+ * profile). */
+static int rules_add_scope_target(const Config *cluster, const char *namespace, const KubeScope *scopes,
+                                  size_t s, const Target *t, Merge *mg, KubeRules *r) {
+        const Config *c = scopes[s].config;
+        const char *ref;
+        const Profile *p;
+        int other, ps;
 
-                for (size_t j = 0; j < c->n_targets; j++) {
-                        const Target *t = &c->targets[j];
-                        const char *ref;
-                        const Profile *p;
-                        int other, ps;
+        other = find_enabled(&mg->enabled, t->name);
+        if (other == KUBE_SCOPE_CLUSTER)
+                return add_error(r, (int) s, t->name, "the cluster config",
+                                 "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
+                                 "config's target \"%s\" applies in namespace %s too (disable it "
+                                 "in a ProfileConfig to replace it).",
+                                 namespace, scopes[s].name, t->name, t->name, namespace);
+        if (other >= 0) {
+                _cleanup_free_ char *with = NULL;
+                if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[other].name) < 0)
+                        return -ENOMEM;
+                return add_error(r, (int) s, t->name, with,
+                                 "ProfileConfig %s/%s: target \"%s\" is left out: ProfileConfig "
+                                 "%s/%s has an enabled target of that name in namespace %s.",
+                                 namespace, scopes[s].name, t->name, namespace, scopes[other].name,
+                                 namespace);
+        }
+        /* Its profileRef, its object's defaultProfileRef, or the namespace's default. */
+        ref = t->profile_ref ?: c->default_profile_ref;
+        if (ref)
+                p = scope_profile(cluster, scopes, (int) s, ref, &ps);
+        else {
+                ref = r->default_rule.profile ? r->default_rule.profile->name : "(none)";
+                p = r->default_rule.profile;
+                ps = r->default_rule.profile_scope;
+        }
+        if (!p)
+                return add_error(r, (int) s, t->name, NULL,
+                                 "ProfileConfig %s/%s: target \"%s\" is left out: no profile "
+                                 "named \"%s\" in it or in the cluster config.",
+                                 namespace, scopes[s].name, t->name, ref);
+        r->rules[r->n_rules++] = (KubeRule){
+                .target = t,
+                .profile = p,
+                .target_scope = (int) s,
+                .profile_scope = ps,
+                .disabled_by = KUBE_SCOPE_CLUSTER,
+        };
+        if (add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name, (int) s) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static int rules_build(const Config *cluster, const char *namespace, const KubeScope *scopes,
+                       size_t n_scopes, Merge *mg, KubeRules *ret) {
+        _cleanup_(kube_rules_done) KubeRules r = {};
+        size_t max = cluster->n_targets;
+        int k;
+
+        for (size_t i = 0; i < n_scopes; i++)
+                max += scopes[i].config->n_targets;
+        r.rules = calloc(max + 1, sizeof(KubeRule));
+        mg->slots = calloc(max + 1, sizeof(NameScope));
+        if (!r.rules || !mg->slots)
+                return -ENOMEM;
+
+        k = rules_collect_disabled(scopes, n_scopes, mg);
+        if (k < 0)
+                return k;
+        k = rules_add_cluster(cluster, scopes, mg, &r);
+        if (k < 0)
+                return k;
+        k = rules_set_default(cluster, namespace, scopes, n_scopes, &r);
+        if (k < 0)
+                return k;
+        /* The scopes' enabled targets, in scope order. */
+        for (size_t s = 0; s < n_scopes; s++)
+                for (size_t j = 0; j < scopes[s].config->n_targets; j++) {
+                        const Target *t = &scopes[s].config->targets[j];
 
                         if (t->disabled)
                                 continue;
-                        other = find_enabled(&mg->enabled, t->name);
-                        if (other == KUBE_SCOPE_CLUSTER) {
-                                k = add_error(
-                                        &r, (int) s, t->name, "the cluster config",
-                                        "ProfileConfig %s/%s: target \"%s\" is left out: the cluster "
-                                        "config's target \"%s\" applies in namespace %s too (disable it "
-                                        "in a ProfileConfig to replace it).",
-                                        namespace, scopes[s].name, t->name, t->name, namespace);
-                                if (k < 0)
-                                        return k;
-                                continue;
-                        }
-                        if (other >= 0) {
-                                _cleanup_free_ char *with = NULL;
-                                if (asprintf(&with, "ProfileConfig %s/%s", namespace, scopes[other].name) <
-                                    0)
-                                        return -ENOMEM;
-                                k = add_error(
-                                        &r, (int) s, t->name, with,
-                                        "ProfileConfig %s/%s: target \"%s\" is left out: ProfileConfig "
-                                        "%s/%s has an enabled target of that name in namespace %s.",
-                                        namespace, scopes[s].name, t->name, namespace, scopes[other].name,
-                                        namespace);
-                                if (k < 0)
-                                        return k;
-                                continue;
-                        }
-                        /* Its profileRef, its object's defaultProfileRef, or the namespace's default. */
-                        ref = t->profile_ref ?: c->default_profile_ref;
-                        if (ref)
-                                p = scope_profile(cluster, scopes, (int) s, ref, &ps);
-                        else {
-                                ref = r.default_rule.profile ? r.default_rule.profile->name : "(none)";
-                                p = r.default_rule.profile;
-                                ps = r.default_rule.profile_scope;
-                        }
-                        if (!p) {
-                                k = add_error(&r, (int) s, t->name, NULL,
-                                              "ProfileConfig %s/%s: target \"%s\" is left out: no profile "
-                                              "named \"%s\" in it or in the cluster config.",
-                                              namespace, scopes[s].name, t->name, ref);
-                                if (k < 0)
-                                        return k;
-                                continue;
-                        }
-                        r.rules[r.n_rules++] = (KubeRule){
-                                .target = t,
-                                .profile = p,
-                                .target_scope = (int) s,
-                                .profile_scope = ps,
-                                .disabled_by = KUBE_SCOPE_CLUSTER,
-                        };
-                        if (add_enabled(&mg->enabled, &mg->slots[mg->n_slots++], t->name, (int) s) < 0)
-                                return -ENOMEM;
+                        k = rules_add_scope_target(cluster, namespace, scopes, s, t, mg, &r);
+                        if (k < 0)
+                                return k;
                 }
-        }
 
         *ret = r;
         r = (KubeRules){};

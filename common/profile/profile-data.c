@@ -946,68 +946,37 @@ static int relocate_probe(const ProfileData *d, ProfileResolveFunc resolve, void
         return 0;
 }
 
-int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
-                          ProfileData **ret, ProfileRelocateStats *ret_stats) {
-        _cleanup_(profile_data_freep) ProfileData *p = NULL;
-        /* Per frame and location of d: its copy in p (PROFILE_NONE: not yet);
-         * per location, the process it was last resolved for and the
-         * location that gave in p (PROFILE_NONE: unresolved for it). */
-        _cleanup_free_ uint32_t *frame_map = NULL, *keep_loc = NULL, *memo_process = NULL, *memo_loc = NULL,
-                                *frames = NULL, *locations = NULL;
-        _cleanup_free_ bool *named = NULL; /* per location of d: resolved for some process */
-        ProfileRelocateStats stats = {};
-        size_t max_frames = 0, n_loc = MAX(d ? d->n_locations : 0, (size_t) 1);
-        int r;
+/* The candidates' samples into stats->candidates (and stacks_before/after
+ * as d has them); returns the most frames of a stack of d. */
+static size_t relocate_count(const ProfileData *d, ProfileRelocateStats *stats) {
+        size_t max_frames = 0;
 
-        if (!d || !resolve || !ret)
-                return -EINVAL;
-
-        stats.stacks_before = stats.stacks_after = d->n_stacks;
+        stats->stacks_before = stats->stacks_after = d->n_stacks;
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *st = &d->stacks[i];
 
                 max_frames = MAX(max_frames, (size_t) st->n_frames);
                 for (uint32_t k = 0; k < st->n_frames; k++)
                         if (relocate_candidate(d, st, k))
-                                stats.candidates += st->count;
+                                stats->candidates += st->count;
         }
-        if (stats.candidates == 0) {
-                *ret = NULL;
-                if (ret_stats)
-                        *ret_stats = stats;
-                return 0;
-        }
+        return max_frames;
+}
 
-        memo_process = malloc(n_loc * sizeof(uint32_t));
-        if (!memo_process)
-                return -ENOMEM;
-        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
-        r = relocate_probe(d, resolve, userdata, memo_process, &stats);
-        if (r <= 0) {
-                if (r == 0) {
-                        *ret = NULL;
-                        if (ret_stats)
-                                *ret_stats = stats;
-                }
-                return r;
-        }
-        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+/* Nothing to relocate: d stays as it is. */
+static int relocate_nothing(ProfileData **ret, ProfileRelocateStats *ret_stats,
+                            const ProfileRelocateStats *stats) {
+        *ret = NULL;
+        if (ret_stats)
+                *ret_stats = *stats;
+        return 0;
+}
 
-        p = profile_data_new();
-        frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
-        keep_loc = malloc(n_loc * sizeof(uint32_t));
-        memo_loc = malloc(n_loc * sizeof(uint32_t));
-        frames = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
-        locations = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
-        named = calloc(n_loc, sizeof(bool));
-        if (!p || !frame_map || !keep_loc || !memo_loc || !frames || !locations || !named)
-                return -ENOMEM;
-        memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
-        memset(keep_loc, 0xff, n_loc * sizeof(uint32_t));
-        memset(memo_loc, 0xff, n_loc * sizeof(uint32_t));
+/* Copies the processes and mappings of d into p. They keep their indices:
+ * sessions hold process indices, and a mapping carries its counters. */
+static int relocate_copy_processes_mappings(const ProfileData *d, ProfileData *p) {
+        int r;
 
-        /* Processes and mappings keep their indices: sessions hold process
-         * indices, and a mapping carries its counters. */
         for (size_t i = 0; i < d->n_processes; i++) {
                 const ProfileProcess *pp = &d->processes[i];
                 uint32_t idx;
@@ -1038,82 +1007,182 @@ int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void
                 p->mappings[idx].sp_cfa_frames = m->sp_cfa_frames;
                 p->mappings[idx].fp_cfa_frames = m->fp_cfa_frames;
         }
+        return 0;
+}
 
-        for (size_t i = 0; i < d->n_stacks; i++) {
-                const ProfileStack *st = &d->stacks[i];
+/* A relocation of d into p under way (the arrays are profile_data_relocate()'s). */
+typedef struct Relocation {
+        const ProfileData *d;
+        ProfileData *p;
+        ProfileResolveFunc resolve;
+        void *userdata;
+        /* Per frame and location of d: its copy in p (PROFILE_NONE: not yet);
+         * per location, the process it was last resolved for and the
+         * location that gave in p (PROFILE_NONE: unresolved for it). */
+        uint32_t *frame_map, *keep_loc, *memo_process, *memo_loc;
+        bool *named; /* per location of d: resolved for some process */
+        uint32_t *frames, *locations; /* the stack being copied */
+        ProfileRelocateStats *stats;
+} Relocation;
 
-                for (uint32_t k = 0; k < st->n_frames; k++) {
-                        uint32_t f = st->frames[k], l = st->locations ? st->locations[k] : PROFILE_NONE;
+/* Resolves candidate location l of d for process, once per location and
+ * process in a row: x->memo_loc[l] becomes its named copy in p, or
+ * PROFILE_NONE. */
+static int relocate_resolve(Relocation *x, uint32_t process, uint32_t l) {
+        const ProfileLocation *ol = &x->d->locations[l];
+        ProfileFrameName fn = {};
+        uint32_t nf;
+        int r;
 
-                        if (relocate_candidate(d, st, k)) {
-                                if (memo_process[l] != st->process) {
-                                        ProfileFrameName fn = {};
-                                        uint32_t nf;
+        if (x->memo_process[l] == process)
+                return 0;
+        x->stats->calls++;
+        r = x->resolve(x->userdata, process, ol, &fn);
+        if (r < 0)
+                return r;
+        x->memo_process[l] = process;
+        if (!frame_name_valid(r, &fn)) {
+                x->memo_loc[l] = PROFILE_NONE;
+                return 0;
+        }
+        r = profile_data_intern_frame(x->p, fn.name, fn.module, fn.kind, &nf);
+        if (r < 0)
+                return r;
+        if (!x->named[l])
+                x->stats->locations_resolved++;
+        x->named[l] = true;
+        return profile_data_intern_location(x->p, ol->address, ol->mapping, nf, &x->memo_loc[l]);
+}
 
-                                        stats.calls++;
-                                        r = resolve(userdata, st->process, &d->locations[l], &fn);
-                                        if (r < 0)
-                                                return r;
-                                        memo_process[l] = st->process;
-                                        if (frame_name_valid(r, &fn)) {
-                                                const ProfileLocation *ol = &d->locations[l];
+/* Frame f and location l of d as they were: their copies in p (each made
+ * once) into *ret_frame and, unless l is PROFILE_NONE, *ret_location. */
+static int relocate_keep(Relocation *x, uint32_t f, uint32_t l, uint32_t *ret_frame,
+                         uint32_t *ret_location) {
+        int r;
 
-                                                r = profile_data_intern_frame(p, fn.name, fn.module, fn.kind,
-                                                                              &nf);
-                                                if (r < 0)
-                                                        return r;
-                                                if (!named[l])
-                                                        stats.locations_resolved++;
-                                                named[l] = true;
-                                                r = profile_data_intern_location(p, ol->address, ol->mapping,
-                                                                                 nf, &memo_loc[l]);
-                                                if (r < 0)
-                                                        return r;
-                                        } else
-                                                memo_loc[l] = PROFILE_NONE;
-                                }
-                                if (memo_loc[l] != PROFILE_NONE) {
-                                        stats.resolved += st->count;
-                                        locations[k] = memo_loc[l];
-                                        frames[k] = p->locations[memo_loc[l]].frame;
-                                        continue;
-                                }
-                                /* Still unresolved (for this process): as it was. */
-                        }
+        if (x->frame_map[f] == PROFILE_NONE) {
+                const Frame *fr = &x->d->frames[f];
 
-                        if (frame_map[f] == PROFILE_NONE) {
-                                const Frame *fr = &d->frames[f];
+                r = profile_data_intern_frame_full(x->p, fr->name, fr->module, fr->file, fr->kind,
+                                                   &x->frame_map[f]);
+                if (r < 0)
+                        return r;
+        }
+        *ret_frame = x->frame_map[f];
+        if (l == PROFILE_NONE)
+                return 0;
+        if (x->keep_loc[l] == PROFILE_NONE) {
+                const ProfileLocation *ol = &x->d->locations[l];
+                uint32_t into = PROFILE_NONE;
 
-                                r = profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
-                                                                   fr->kind, &frame_map[f]);
-                                if (r < 0)
-                                        return r;
-                        }
-                        frames[k] = frame_map[f];
-                        if (l == PROFILE_NONE)
-                                continue;
-                        if (keep_loc[l] == PROFILE_NONE) {
-                                const ProfileLocation *ol = &d->locations[l];
-
-                                uint32_t into = PROFILE_NONE;
-
-                                /* What it was inlined into came right before it in the
-                                 * stack, and was kept (an inlined call is never
-                                 * unresolved): its copy. */
-                                if (ol->inlined_into != PROFILE_NONE) {
-                                        into = keep_loc[ol->inlined_into];
-                                        if (into == PROFILE_NONE)
-                                                return -EINVAL;
-                                }
-                                r = profile_data_intern_location_full(p, ol->address, ol->mapping, frames[k],
-                                                                      ol->line, into, &keep_loc[l]);
-                                if (r < 0)
-                                        return r;
-                        }
-                        locations[k] = keep_loc[l];
+                /* What it was inlined into came right before it in the
+                 * stack, and was kept (an inlined call is never
+                 * unresolved): its copy. */
+                if (ol->inlined_into != PROFILE_NONE) {
+                        into = x->keep_loc[ol->inlined_into];
+                        if (into == PROFILE_NONE)
+                                return -EINVAL;
                 }
-                r = profile_data_add_stack_full(p, st->process, frames, st->locations ? locations : NULL,
-                                                st->n_frames, st->truncated, st->count);
+                r = profile_data_intern_location_full(x->p, ol->address, ol->mapping, *ret_frame, ol->line,
+                                                      into, &x->keep_loc[l]);
+                if (r < 0)
+                        return r;
+        }
+        *ret_location = x->keep_loc[l];
+        return 0;
+}
+
+/* Copies stack st of d into p: the candidates that resolve now named,
+ * every other frame as it was. */
+static int relocate_stack(Relocation *x, const ProfileStack *st) {
+        int r;
+
+        for (uint32_t k = 0; k < st->n_frames; k++) {
+                uint32_t f = st->frames[k], l = st->locations ? st->locations[k] : PROFILE_NONE;
+
+                if (relocate_candidate(x->d, st, k)) {
+                        r = relocate_resolve(x, st->process, l);
+                        if (r < 0)
+                                return r;
+                        if (x->memo_loc[l] != PROFILE_NONE) {
+                                x->stats->resolved += st->count;
+                                x->locations[k] = x->memo_loc[l];
+                                x->frames[k] = x->p->locations[x->memo_loc[l]].frame;
+                                continue;
+                        }
+                        /* Still unresolved (for this process): as it was. */
+                }
+                r = relocate_keep(x, f, l, &x->frames[k], &x->locations[k]);
+                if (r < 0)
+                        return r;
+        }
+        return profile_data_add_stack_full(x->p, st->process, x->frames, st->locations ? x->locations : NULL,
+                                           st->n_frames, st->truncated, st->count);
+}
+
+int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,
+                          ProfileData **ret, ProfileRelocateStats *ret_stats) {
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+        /* The arrays of Relocation (what each holds: there). */
+        _cleanup_free_ uint32_t *frame_map = NULL, *keep_loc = NULL, *memo_process = NULL, *memo_loc = NULL,
+                                *frames = NULL, *locations = NULL;
+        _cleanup_free_ bool *named = NULL;
+        ProfileRelocateStats stats = {};
+        size_t max_frames, n_loc = MAX(d ? d->n_locations : 0, (size_t) 1);
+        Relocation x;
+        int r;
+
+        if (!d || !resolve || !ret)
+                return -EINVAL;
+
+        max_frames = relocate_count(d, &stats);
+        if (stats.candidates == 0)
+                return relocate_nothing(ret, ret_stats, &stats);
+
+        memo_process = malloc(n_loc * sizeof(uint32_t));
+        if (!memo_process)
+                return -ENOMEM;
+        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+        r = relocate_probe(d, resolve, userdata, memo_process, &stats);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return relocate_nothing(ret, ret_stats, &stats);
+        memset(memo_process, 0xff, n_loc * sizeof(uint32_t));
+
+        p = profile_data_new();
+        frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        keep_loc = malloc(n_loc * sizeof(uint32_t));
+        memo_loc = malloc(n_loc * sizeof(uint32_t));
+        frames = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
+        locations = malloc(MAX(max_frames, (size_t) 1) * sizeof(uint32_t));
+        named = calloc(n_loc, sizeof(bool));
+        if (!p || !frame_map || !keep_loc || !memo_loc || !frames || !locations || !named)
+                return -ENOMEM;
+        memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
+        memset(keep_loc, 0xff, n_loc * sizeof(uint32_t));
+        memset(memo_loc, 0xff, n_loc * sizeof(uint32_t));
+
+        r = relocate_copy_processes_mappings(d, p);
+        if (r < 0)
+                return r;
+
+        x = (Relocation){
+                .d = d,
+                .p = p,
+                .resolve = resolve,
+                .userdata = userdata,
+                .frame_map = frame_map,
+                .keep_loc = keep_loc,
+                .memo_process = memo_process,
+                .memo_loc = memo_loc,
+                .named = named,
+                .frames = frames,
+                .locations = locations,
+                .stats = &stats,
+        };
+        for (size_t i = 0; i < d->n_stacks; i++) {
+                r = relocate_stack(&x, &d->stacks[i]);
                 if (r < 0)
                         return r;
         }

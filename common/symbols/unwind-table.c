@@ -537,11 +537,44 @@ static void set_cfa_expression(FrameState *st, const UnwindArch *a, const uint8_
         st->cfa.kind = CFA_KIND_EXPR;
 }
 
+/* A DW_CFA_advance_loc* or DW_CFA_set_loc moved the location by delta
+ * (code alignment factors, or bytes when in_bytes): the state so far holds
+ * from *loc up to the new location, a row for b when it lies in [*loc,
+ * end). Returns 1 once past 'end' (the rest describes addresses outside the
+ * FDE), 0 to go on, -EBADMSG on an overflow, -E2BIG/-ENOMEM from the
+ * table. */
+static int advance_loc(Builder *b, const UnwindArch *a, const Cie *cie, const FrameState *st, uint64_t delta,
+                       bool in_bytes, uint64_t end, uint64_t *loc) {
+        int r;
+
+        if (!in_bytes && __builtin_mul_overflow(delta, cie->code_align, &delta))
+                return -EBADMSG;
+        if (delta > UINT64_MAX - *loc)
+                return -EBADMSG;
+        if (!b || delta == 0) {
+                *loc += delta;
+                return 0;
+        }
+        if (*loc < end) {
+                r = builder_push(b, *loc, state_to_row(a, st));
+                if (r < 0)
+                        return r;
+        }
+        *loc += delta;
+        return *loc >= end;
+}
+
 /* Runs a CFA program. For a CIE (b == NULL) the initial instructions: no
  * rows, *state becomes the CIE's initial state. For an FDE: rows from
  * 'start' up to 'end' (exclusive) go to b; the program stops once past
  * 'end'. Returns -EBADMSG on anything malformed or unknown (the entry is
- * then skipped), -E2BIG/-ENOMEM from the table. */
+ * then skipped), -E2BIG/-ENOMEM from the table.
+ *
+ * Over 100 lines on purpose: a table-driven interpreter of the DWARF
+ * call-frame instructions, whose one switch (a short case per opcode,
+ * reading its operands and changing the state) is its natural shape; split,
+ * the cases would scatter over helpers that all need the cursor, the state,
+ * the remember stack and the location. */
 static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, const Cie *cie,
                        const uint8_t *insns, const uint8_t *insns_end, uint64_t start, uint64_t end,
                        FrameState *state) {
@@ -705,24 +738,11 @@ static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, c
                         return -EBADMSG;
                 if (!advance)
                         continue;
-
-                if (!in_bytes && __builtin_mul_overflow(delta, cie->code_align, &delta))
-                        return -EBADMSG;
-                if (delta > UINT64_MAX - loc)
-                        return -EBADMSG;
-                if (!b || delta == 0) {
-                        loc += delta;
-                        continue;
-                }
-                /* The state so far holds from loc up to the new location. */
-                if (loc < end) {
-                        r = builder_push(b, loc, state_to_row(a, &st));
-                        if (r < 0)
-                                return r;
-                }
-                loc += delta;
-                if (loc >= end)
-                        break; /* the rest describes addresses outside the FDE */
+                r = advance_loc(b, a, cie, &st, delta, in_bytes, end, &loc);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        break;
         }
 
         if (b && loc < end) {
@@ -872,24 +892,14 @@ static int fde_compare(const void *a, const void *b) {
         return CMP(x->offset, y->offset);
 }
 
-static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable **ret) {
+/* Walk 1: the CIEs (in section order, so sorted by offset). A bad one is
+ * kept, marked bad, for its FDEs to be skipped. */
+static int parse_cies(const UnwindArch *a, const FrameSection *s, UnwindTable *t, Cie **ret, size_t *ret_n) {
         _cleanup_free_ Cie *cies = NULL;
-        _cleanup_free_ Fde *fdes = NULL;
-        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
-        size_t n_cies = 0, n_cies_allocated = 0, n_fdes = 0, n_fdes_allocated = 0, off;
-        Builder b = {};
-        uint64_t prev_end = 0;
-        bool any_row = false;
+        size_t n_cies = 0, n_cies_allocated = 0, off = 0;
         Entry e;
         int r;
 
-        t = calloc(1, sizeof(UnwindTable));
-        if (!t)
-                return -ENOMEM;
-        t->source = s->eh ? UNWIND_SOURCE_EH_FRAME : UNWIND_SOURCE_DEBUG_FRAME;
-
-        /* Walk 1: the CIEs (in section order, so sorted by offset). */
-        off = 0;
         while ((r = next_entry(s, &off, &e)) > 0) {
                 if (e.bad) {
                         t->stats.n_bad_entries++;
@@ -912,27 +922,43 @@ static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable
                 t->stats.n_bad_entries++;
         }
 
-        /* Walk 2: the FDEs' headers. */
-        off = 0;
+        *ret = TAKE_PTR(cies);
+        *ret_n = n_cies;
+        return 0;
+}
+
+/* The section offset of the CIE an FDE's CIE pointer names: -EBADMSG when
+ * it points outside the section. */
+static int fde_cie_offset(const FrameSection *s, const Entry *e, size_t *ret) {
+        if (s->eh) {
+                /* Relative to the CIE pointer field, backwards. */
+                if (e->id > e->id_offset)
+                        return -EBADMSG;
+                *ret = e->id_offset - (size_t) e->id;
+        } else {
+                if (e->id >= s->size)
+                        return -EBADMSG;
+                *ret = (size_t) e->id;
+        }
+        return 0;
+}
+
+/* Walk 2: the FDEs' headers, each with its (valid) CIE. */
+static int parse_fdes(const FrameSection *s, UnwindTable *t, const Cie *cies, size_t n_cies, Fde **ret,
+                      size_t *ret_n) {
+        _cleanup_free_ Fde *fdes = NULL;
+        size_t n_fdes = 0, n_fdes_allocated = 0, off = 0;
+        Entry e;
+
         while (next_entry(s, &off, &e) > 0) {
                 const Cie *cie;
                 size_t cie_offset;
 
                 if (e.bad || entry_is_cie(s, &e))
                         continue;
-                if (s->eh) {
-                        /* Relative to the CIE pointer field, backwards. */
-                        if (e.id > e.id_offset) {
-                                t->stats.n_bad_entries++;
-                                continue;
-                        }
-                        cie_offset = e.id_offset - (size_t) e.id;
-                } else {
-                        if (e.id >= s->size) {
-                                t->stats.n_bad_entries++;
-                                continue;
-                        }
-                        cie_offset = (size_t) e.id;
+                if (fde_cie_offset(s, &e, &cie_offset) < 0) {
+                        t->stats.n_bad_entries++;
+                        continue;
                 }
                 cie = n_cies > 0 ? bsearch(&cie_offset, cies, n_cies, sizeof(Cie), cie_find_compare) : NULL;
                 if (!cie || cie->bad) {
@@ -952,15 +978,25 @@ static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable
                 n_fdes++;
         }
 
-        if (n_fdes == 0)
-                return t->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
+        *ret = TAKE_PTR(fdes);
+        *ret_n = n_fdes;
+        return 0;
+}
 
-        /* Walk the FDEs by address, each program once. */
+/* Walk 3: the FDEs by address, each program once, into b, with a row of
+ * nothing in each gap between them and at the end of the last one
+ * (*ret_end). On failure b->rows is the caller's to free. */
+static int build_rows(const UnwindArch *a, const FrameSection *s, UnwindTable *t, Fde *fdes, size_t n_fdes,
+                      Builder *b, uint64_t *ret_end) {
+        uint64_t prev_end = 0;
+        bool any_row = false;
+        int r;
+
         qsort(fdes, n_fdes, sizeof(Fde), fde_compare);
         for (size_t i = 0; i < n_fdes; i++) {
                 const Fde *f = &fdes[i];
-                size_t saved_rows = b.n_rows, saved_raw = b.n_raw;
-                uint64_t saved_base = b.base;
+                size_t saved_rows = b->n_rows, saved_raw = b->n_raw;
+                uint64_t saved_base = b->base;
 
                 if (f->start == f->end) {
                         t->stats.n_fdes++;
@@ -972,63 +1008,91 @@ static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable
                         continue;
                 }
                 if (!any_row)
-                        b.base = f->start;
-                if (f->end - b.base > UINT32_MAX) {
-                        r = -E2BIG;
-                        goto fail;
-                }
+                        b->base = f->start;
+                if (f->end - b->base > UINT32_MAX)
+                        return -E2BIG;
 
                 /* A gap between the previous FDE and this one. */
                 if (any_row && prev_end < f->start) {
-                        r = builder_push(&b, prev_end, (struct cgprof_unwind_row){});
+                        r = builder_push(b, prev_end, (struct cgprof_unwind_row){});
                         if (r < 0)
-                                goto fail;
+                                return r;
                 }
 
-                r = run_program(&b, a, s, f->cie, f->insns, f->insns_end, f->start, f->end, NULL);
+                r = run_program(b, a, s, f->cie, f->insns, f->insns_end, f->start, f->end, NULL);
                 if (r == -EBADMSG) {
                         log_debug("Skipping FDE at offset 0x%zx: bad CFA program.", f->offset);
                         t->stats.n_bad_entries++;
-                        b.n_rows = saved_rows;
-                        b.n_raw = saved_raw;
-                        b.base = saved_base;
+                        b->n_rows = saved_rows;
+                        b->n_raw = saved_raw;
+                        b->base = saved_base;
                         continue;
                 }
                 if (r < 0)
-                        goto fail;
+                        return r;
 
                 t->stats.n_fdes++;
                 prev_end = f->end;
                 any_row = true;
         }
 
-        if (!any_row) {
-                r = t->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
-                goto fail;
-        }
+        if (!any_row)
+                return t->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
 
         /* The end of the last FDE. */
-        r = builder_push(&b, prev_end, (struct cgprof_unwind_row){});
+        r = builder_push(b, prev_end, (struct cgprof_unwind_row){});
         if (r < 0)
-                goto fail;
+                return r;
+        *ret_end = prev_end;
+        return 0;
+}
 
-        t->base = b.base;
-        t->end = prev_end;
-        t->n_rows = b.n_rows;
-        t->stats.n_rows_raw = b.n_raw;
-        t->rows = b.n_rows < b.n_allocated ? reallocarray(b.rows, b.n_rows, sizeof(*b.rows)) : b.rows;
+/* t takes the rows of b (shrunk to fit when it can), up to end. */
+static void table_take_rows(UnwindTable *t, Builder *b, uint64_t end) {
+        t->base = b->base;
+        t->end = end;
+        t->n_rows = b->n_rows;
+        t->stats.n_rows_raw = b->n_raw;
+        t->rows = b->n_rows < b->n_allocated ? reallocarray(b->rows, b->n_rows, sizeof(*b->rows)) : b->rows;
         if (!t->rows)
-                t->rows = b.rows; /* could not shrink: keep the larger block */
+                t->rows = b->rows; /* could not shrink: keep the larger block */
         for (size_t i = 0; i < t->n_rows; i++)
                 if (CGPROF_UNWIND_CFA(t->rows[i].rule) == CGPROF_CFA_UNSUPPORTED)
                         t->stats.n_unsupported_rows++;
+}
+
+static int parse_section(const UnwindArch *a, const FrameSection *s, UnwindTable **ret) {
+        _cleanup_free_ Cie *cies = NULL;
+        _cleanup_free_ Fde *fdes = NULL;
+        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
+        size_t n_cies, n_fdes;
+        Builder b = {};
+        uint64_t end;
+        int r;
+
+        t = calloc(1, sizeof(UnwindTable));
+        if (!t)
+                return -ENOMEM;
+        t->source = s->eh ? UNWIND_SOURCE_EH_FRAME : UNWIND_SOURCE_DEBUG_FRAME;
+
+        r = parse_cies(a, s, t, &cies, &n_cies);
+        if (r < 0)
+                return r;
+        r = parse_fdes(s, t, cies, n_cies, &fdes, &n_fdes);
+        if (r < 0)
+                return r;
+        if (n_fdes == 0)
+                return t->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
+
+        r = build_rows(a, s, t, fdes, n_fdes, &b, &end);
+        if (r < 0) {
+                free(b.rows);
+                return r;
+        }
+        table_take_rows(t, &b, end);
 
         *ret = TAKE_PTR(t);
         return 0;
-
-fail:
-        free(b.rows);
-        return r;
 }
 
 UnwindTable *unwind_table_free(UnwindTable *t) {
