@@ -209,29 +209,31 @@ void journal_profile_config(JournalProfileConfigEvent ev, const JournalProfileCo
         fields_done(&f);
 }
 
-void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) {
-        _cleanup_free_ char *message = FORMAT_MESSAGE(format);
+/* A report's entry: the fields it has (NULL ones left out). */
+static void report_entry(const EntryKind *kind, int priority, const JournalReportFields *rf,
+                         const char *message) {
         Fields f = {};
 
-        fields_add_kind(&f, &(const EntryKind){ CGPROF_MESSAGE_REPORT_INTERRUPTED, "report-interrupted" });
+        fields_add_kind(&f, kind);
         fields_add(&f, "CGPROF_SESSION", rf->session);
         fields_add(&f, "CGPROF_REPORT", rf->report);
         fields_add(&f, "CGPROF_REASON", rf->reason);
         fields_add(&f, "CGPROF_CHECKPOINT", rf->checkpoint);
         fields_add(&f, "CGPROF_CGROUP", rf->cgroup);
-        fields_send(&f, LOG_WARNING, message ?: "interrupted report");
+        fields_send(&f, priority, message);
         fields_done(&f);
+}
+
+void journal_report_interrupted(const JournalReportFields *rf, const char *format, ...) {
+        _cleanup_free_ char *message = FORMAT_MESSAGE(format);
+
+        report_entry(&(const EntryKind){ CGPROF_MESSAGE_REPORT_INTERRUPTED, "report-interrupted" },
+                     LOG_WARNING, rf, message ?: "interrupted report");
 }
 
 void journal_report_removed(const JournalReportFields *rf, const char *format, ...) {
         _cleanup_free_ char *message = FORMAT_MESSAGE(format);
-        Fields f = {};
 
-        fields_add_kind(&f, &(const EntryKind){ CGPROF_MESSAGE_REPORT_REMOVED, "report-removed" });
-        fields_add(&f, "CGPROF_SESSION", rf->session);
-        fields_add(&f, "CGPROF_REPORT", rf->report);
-        fields_add(&f, "CGPROF_REASON", rf->reason);
-        fields_add(&f, "CGPROF_CGROUP", rf->cgroup);
-        fields_send(&f, LOG_INFO, message ?: "report removed");
-        fields_done(&f);
+        report_entry(&(const EntryKind){ CGPROF_MESSAGE_REPORT_REMOVED, "report-removed" }, LOG_INFO, rf,
+                     message ?: "report removed");
 }

@@ -2,40 +2,17 @@
 /* A pulled profile's query: see pull-query.h. */
 #include <stdarg.h>
 
+#include "cgroup-util.h"
 #include "key-path.h"
 #include "pull-query.h"
 
 #define PULL_CGROUP_MAX 4096U
 
-/* As the control API reads a cgroup: leading and trailing '/' dropped,
- * components that are names (no "", "." or ".."), not the root. */
+/* As the control API reads a cgroup (cgroup_path_normalize()), not too long. */
 static int cgroup_normalize(const char *path, char **ret) {
-        const char *b = path, *e;
-        char *p;
-
         if (strlen(path) > PULL_CGROUP_MAX)
                 return -EINVAL;
-        while (*b == '/')
-                b++;
-        e = b + strlen(b);
-        while (e > b && e[-1] == '/')
-                e--;
-        if (e == b)
-                return -EINVAL;
-        for (const char *c = b; c < e;) {
-                const char *slash = memchr(c, '/', (size_t) (e - c));
-                size_t len = slash ? (size_t) (slash - c) : (size_t) (e - c);
-                if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-                        return -EINVAL;
-                if (!slash)
-                        break;
-                c = slash + 1;
-        }
-        p = strndup(b, (size_t) (e - b));
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
+        return cgroup_path_normalize(path, ret);
 }
 
 void pull_query_done(PullQuery *q) {

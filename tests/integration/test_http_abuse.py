@@ -65,7 +65,7 @@ import uuid
 
 from cgproflib import Agent, Cgroup, log, main, profile, wait_for, workload
 from journallib import ensure_journald, process_journal, stop_journald
-from test_pull import curl, curl_unix, free_port, install, make_cert
+from test_pull import curl, curl_unix, free_port, hang_up_pull, install, make_cert
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -462,15 +462,9 @@ def test_downloads_streamed():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def hang_up_pull(agent, sock, cg):
-    """A pull of 300 s on cg, its client gone once its session runs; the session's ID."""
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(sock)
-    c.sendall(f"GET /debug/pprof/profile?seconds=300&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
-              .encode())
-    sid = wait_for(lambda: next((s["id"] for s in json.loads(agent.ctl("--json", "sessions").stdout)
-                                 if s.get("cgroup") == cg.rel), None), what="the pull's session")
-    c.close()
+def hang_up_pull_ended(agent, sock, cg):
+    """test_pull's hang-up, and the session's end; its ID."""
+    sid = hang_up_pull(agent, sock, cg)
     wait_for(lambda: not [s for s in json.loads(agent.ctl("--json", "sessions").stdout) if s["id"] == sid],
              what=f"session {sid} to end")
     return sid
@@ -485,7 +479,7 @@ def test_abandoned_empty_pulls_write_nothing():
     try:
         agent.start()
         n = 20
-        ids = [hang_up_pull(agent, sock, cg) for _ in range(n)]
+        ids = [hang_up_pull_ended(agent, sock, cg) for _ in range(n)]
         # Every end is in the log, none wrote a report.
         wait_for(lambda: all(f"Session {sid} for cgroup {cg.rel} ended (stopped) with no samples" in agent.log()
                              for sid in ids), what="the sessions' ends logged")

@@ -232,19 +232,25 @@ def test_host_loopback_and_tls_reload():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def hang_up_pull(agent, sock, cg):
+    """A pull of 300 s on cg over the Unix socket, its client gone once its
+    session runs (the pull is waiting for it); the session's ID."""
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(sock)
+    c.sendall(f"GET /debug/pprof/profile?seconds=300&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+              .encode())
+    sid = wait_for(lambda: next((s["id"] for s in json.loads(agent.ctl("--json", "sessions").stdout)
+                                 if s.get("cgroup") == cg.rel), None), what="the pull's session")
+    c.close()
+    return sid
+
+
 def check_hang_up(agent, sock, cg):
     """A client that hangs up while its pull of 300 s waits stops the
     session: it ends "stopped" (not "duration", 300 s later), its report is
     written, and the abandoned request is counted."""
     before = {s["session"] for s in agent.summaries()}
-    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.connect(sock)
-    c.sendall(f"GET /debug/pprof/profile?seconds=300&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
-              .encode())
-    # The session runs: the pull is waiting for it.
-    sid = wait_for(lambda: next((s["id"] for s in json.loads(agent.ctl("--json", "sessions").stdout)
-                                 if s.get("cgroup") == cg.rel), None), what="the pull's session")
-    c.close()
+    sid = hang_up_pull(agent, sock, cg)
     report = agent.wait_summary(lambda s: s["session"] == sid and s["session"] not in before,
                                 what="the abandoned pull's report")
     assert report["endReason"] == "stopped", report["endReason"]
