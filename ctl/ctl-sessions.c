@@ -34,13 +34,21 @@ static void session_list_done(SessionList *l) {
         sd_bus_message_unref(l->reply);
 }
 
-/* Returns 0 or an exit status. */
-static int list_sessions(Ctl *c, SessionList *ret) {
+/* Returns 0 or an exit status. An optional listing that fails is empty
+ * (logged at debug level): what needs it only less, the call after it says
+ * why when the agent cannot be reached. */
+static int list_sessions(Ctl *c, bool optional, SessionList *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         SessionList l = {};
         int r;
 
         r = ctl_call(c, "ListSessions", &error, &l.reply, "");
+        if (r < 0 && optional) {
+                log_debug("Failed to list sessions, going on without: %s",
+                          sd_bus_error_is_set(&error) ? strna(error.message) : strerror(-r));
+                *ret = (SessionList){};
+                return 0;
+        }
         if (r < 0)
                 return call_failed(&error, r, "Failed to list sessions");
         r = sd_bus_message_enter_container(l.reply, 'a', "(ssssssssttt)");
@@ -61,6 +69,11 @@ static int list_sessions(Ctl *c, SessionList *ret) {
         }
         if (r < 0) {
                 session_list_done(&l);
+                if (optional) {
+                        log_debug_errno(r, "Failed to parse the sessions, going on without: %m");
+                        *ret = (SessionList){};
+                        return 0;
+                }
                 return log_error_errno(r, "Failed to parse the sessions: %m"), EXIT_FAILURE;
         }
         *ret = l;
@@ -178,7 +191,7 @@ int verb_sessions(Ctl *c, char **args) {
         _cleanup_(session_list_done) SessionList l = {};
         int r;
 
-        r = list_sessions(c, &l);
+        r = list_sessions(c, false, &l);
         if (r != 0)
                 return r;
         return print_sessions(c, l.items, l.n);
@@ -275,7 +288,7 @@ int verb_start(Ctl *c, char **args) {
                 return r;
 
         /* Its progress (a session of a short duration may be gone already). */
-        r = list_sessions(c, &l);
+        r = list_sessions(c, true, &l);
         s = r == 0 ? session_list_find(&l, id) : NULL;
         if (c->json) {
                 if (s)
@@ -401,8 +414,10 @@ int verb_stop(Ctl *c, char **args) {
         const char *id, *dir;
         int r;
 
-        /* What they did so far; the stop itself reports only the directory. */
-        r = list_sessions(c, &l);
+        /* What they did so far; the stop itself reports only the directory.
+         * A whole ID, or --all, needs no more from the listing: whatever is
+         * in it (a name) cannot stop a stop. */
+        r = list_sessions(c, c->all || strlen(args[0]) == SD_ID128_STRING_MAX - 1, &l);
         if (r != 0)
                 return r;
         if (c->all)

@@ -39,6 +39,25 @@ TEST(counter_and_gauge) {
                         "cgprof_g 1e+300\n");
 }
 
+/* A name that is not UTF-8 (a node's): U+FFFD for each invalid byte, in
+ * label values and help texts alike. */
+TEST(not_utf8) {
+        _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
+        _cleanup_free_ char *s = NULL, *e = NULL;
+
+        ASSERT_OK(metrics_writer_new(&w));
+        metrics_family(w, "cgprof_info", METRIC_GAUGE, "Node \xff.");
+        metrics_sample(w, METRICS_LABELS({ "node", "node-\xff" }, { "profile", "caf\xc3\xa9\xe2\x82\"" }),
+                       1);
+        s = finish(w);
+        ASSERT_STREQ(s, "# HELP cgprof_info Node \xef\xbf\xbd.\n"
+                        "# TYPE cgprof_info gauge\n"
+                        "cgprof_info{node=\"node-\xef\xbf\xbd\",profile="
+                        "\"caf\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\\\"\"} 1\n");
+        ASSERT_OK(metrics_escape("\xc0\\", true, &e));
+        ASSERT_STREQ(e, "\xef\xbf\xbd\\\\");
+}
+
 TEST(histogram) {
         static const uint64_t bounds[] = { 500, 1000, 2500000 };
         _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;

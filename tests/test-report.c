@@ -2,8 +2,12 @@
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 
+#include <fcntl.h>
+
+#include "fileio.h"
 #include "report.h"
 #include "profile-fixture.h"
+#include "template.h"
 #include "tests.h"
 
 #define process fixture_process
@@ -451,6 +455,77 @@ TEST(summary_minimal) {
         ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "processes")), 0);
         ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "files")), 0);
         ASSERT_TRUE(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "reportDir")));
+}
+
+static bool text_is_utf8(const char *s, size_t n) {
+        return strlen(s) == n && utf8_is_valid(s);
+}
+
+/* A cgroup, node and process named with bytes that are not UTF-8 (a
+ * delegated subtree lets anyone mkdir one): every format of the report
+ * directory is valid UTF-8, each invalid byte U+FFFD, as the process names
+ * and frames of profile data have them. */
+TEST(write_dir_names_not_utf8) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        char dir[] = "/tmp/cgprof-test-report-XXXXXX";
+        ReportSummaryInfo info = {
+                .session_id = "0123456789abcdef0123456789abcdef",
+                .profile = "p",
+                .target = "t\xc3",
+                .cgroup = "cgprof-test/probe-\xff\xfe",
+                .node = "node-\xff",
+                .namespace = "ns\xed\xa0\x80",
+                .pod = "pod",
+                .container = "c",
+                .start_usec = 5 * USEC_PER_SEC,
+                .end_usec = 6 * USEC_PER_SEC,
+                .frequency = 99,
+                .event = "cpu-clock",
+                .attach_mode = "cpu",
+                .end_reason = "stopped",
+                .report_dir = "/reports/probe-\xff",
+        };
+        const char *files[] = { "summary.json", "profile.folded", "flame.svg", "profile.speedscope.json" };
+        _cleanup_close_ int fd = -EBADF;
+        uint32_t p, f;
+
+        p = process(d, 300, "probe-\xff\xfe", "probe-\xff\xfe --x");
+        f = frame(d, "main", "probe-\xff", FRAME_USER);
+        add(d, p, 5, 1, f);
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(report_write_dir(fd, (1u << _REPORT_FORMAT_MAX) - 1, d, &info));
+        /* The caller's names are its own still. */
+        ASSERT_STREQ(info.cgroup, "cgprof-test/probe-\xff\xfe");
+        ASSERT_NULL(info.formats);
+
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_free_ char *text = NULL;
+                size_t n = 0;
+
+                ASSERT_OK(read_full_file_at(fd, files[i], &text, &n));
+                if (!text_is_utf8(text, n)) {
+                        fprintf(stderr, "%s is not valid UTF-8\n", files[i]);
+                        abort();
+                }
+                if (streq(files[i], "summary.json")) {
+                        j = cJSON_Parse(text);
+                        ASSERT_NOT_NULL(j);
+                }
+                ASSERT_OK(unlinkat(fd, files[i], 0));
+        }
+        ASSERT_OK(unlinkat(fd, "profile.pb.gz", 0));
+        ASSERT_OK(rmdir(dir));
+
+        ASSERT_STREQ(get_string(j, "cgroup"), "cgprof-test/probe-\xef\xbf\xbd\xef\xbf\xbd");
+        ASSERT_STREQ(get_string(j, "node"), "node-\xef\xbf\xbd");
+        ASSERT_STREQ(get_string(j, "target"), "t\xef\xbf\xbd");
+        ASSERT_STREQ(get_string(j, "namespace"), "ns\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+        ASSERT_STREQ(get_string(j, "reportDir"), "/reports/probe-\xef\xbf\xbd");
+        const cJSON *procs = cJSON_GetObjectItemCaseSensitive(j, "processes");
+        ASSERT_STREQ(get_string(cJSON_GetArrayItem(procs, 0), "comm"), "probe-\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 /* summary.json as conversion reads it: counts out of a uint64_t's range are

@@ -320,4 +320,65 @@ TEST(utf8) {
                         "b\xc3\xa9");
 }
 
+/* The one escaping of names that are not UTF-8 (template.h): each invalid
+ * byte becomes U+FFFD, valid text is kept as it is. */
+TEST(utf8_make_valid) {
+        const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "", "" },
+                { "probe", "probe" },
+                { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+                /* Valid already, U+FFFD and systemd's own escapes included. */
+                { "a\xef\xbf\xbd\\x2d", "a\xef\xbf\xbd\\x2d" },
+                { "probe-\xff\xfe", "probe-\xef\xbf\xbd\xef\xbf\xbd" },
+                { "node-\xff", "node-\xef\xbf\xbd" },
+                { "\x80", "\xef\xbf\xbd" }, /* a lone continuation byte */
+                { "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" }, /* overlong '/' */
+                { "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* a surrogate */
+                { "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* > U+10FFFF */
+                /* A truncated sequence: each of its bytes; what follows stays. */
+                { "\xe2\x82x", "\xef\xbf\xbd\xef\xbf\xbdx" },
+                { "\xe2\x82\"", "\xef\xbf\xbd\xef\xbf\xbd\"" },
+                { "end\xc3", "end\xef\xbf\xbd" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *s = utf8_make_valid(cases[i].in), *t = NULL, *u = NULL;
+                const char *p = cases[i].in;
+                bool valid = streq(cases[i].in, cases[i].out);
+
+                ASSERT_STREQ(s, cases[i].out);
+                ASSERT_TRUE(utf8_is_valid(s));
+                ASSERT_EQ(utf8_is_valid(cases[i].in), valid);
+
+                /* utf8_ensure_valid(): no copy of a valid string. */
+                ASSERT_OK(utf8_ensure_valid(&p, &t));
+                ASSERT_STREQ(p, cases[i].out);
+                ASSERT_TRUE(valid ? p == cases[i].in && !t : p == t);
+
+                /* utf8_make_valid_take(): the same string when valid. */
+                u = strdup(cases[i].in);
+                ASSERT_NOT_NULL(u);
+                char *v = u;
+                u = utf8_make_valid_take(u);
+                ASSERT_STREQ(u, cases[i].out);
+                if (valid)
+                        ASSERT_TRUE(u == v);
+        }
+
+        const char *n = NULL;
+        char *c = NULL;
+        ASSERT_TRUE(utf8_is_valid(NULL));
+        ASSERT_NULL(utf8_make_valid(NULL));
+        ASSERT_NULL(utf8_make_valid_take(NULL));
+        ASSERT_OK(utf8_ensure_valid(&n, &c));
+        ASSERT_TRUE(!n && !c);
+
+        /* A whole text made valid is each of its strings made valid: JSON
+         * and the exposition are escaped after they are written. */
+        _cleanup_free_ char *doc = utf8_make_valid("{\"cgroup\":\"a\xe2\x82\",\"node\":\"n\xff\"}");
+        ASSERT_STREQ(doc, "{\"cgroup\":\"a\xef\xbf\xbd\xef\xbf\xbd\",\"node\":\"n\xef\xbf\xbd\"}");
+}
+
 DEFINE_TEST_MAIN

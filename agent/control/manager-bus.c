@@ -5,7 +5,9 @@
  * credentials are checked) and, when a system bus is reachable, as
  * io.cgprof.Agent1 on it (systemd/io.cgprof.Agent1.conf lets only root own
  * and call it; sd-bus also checks the caller there). This file only
- * marshals: the operations are in manager-control.c. */
+ * marshals: the operations are in manager-control.c. Every string goes
+ * out valid UTF-8 (bus-valid.h): a workload's or node's name that is not
+ * (a cgroup made with other bytes) never fails a call. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <sys/un.h>
 
 #include "bus-api.h"
+#include "bus-valid.h"
 #include "cgprof-version.h"
 #include "fileio.h"
 #include "log.h"
@@ -27,17 +30,18 @@
 
 /* Appends the n elements of list as an array of the struct signature sig
  * ("(ss)"): each one as the arguments after the signature, expressions of
- * `_e` (a pointer to the element). Returns 0 or a negative errno. */
-#define BUS_APPEND_ARRAY(m, sig, list, n, ...)                           \
-        ({                                                               \
-                int _r = sd_bus_message_open_container(m, 'a', sig);     \
-                for (size_t _i = 0; _r >= 0 && _i < (n); _i++) {         \
-                        const __typeof__((list)[0]) *_e = &(list)[_i];   \
-                        _r = sd_bus_message_append(m, sig, __VA_ARGS__); \
-                }                                                        \
-                if (_r >= 0)                                             \
-                        _r = sd_bus_message_close_container(m);          \
-                _r;                                                      \
+ * `_e` (a pointer to the element), its strings made valid UTF-8. Returns 0
+ * or a negative errno. */
+#define BUS_APPEND_ARRAY(m, sig, list, n, ...)                         \
+        ({                                                             \
+                int _r = sd_bus_message_open_container(m, 'a', sig);   \
+                for (size_t _i = 0; _r >= 0 && _i < (n); _i++) {       \
+                        const __typeof__((list)[0]) *_e = &(list)[_i]; \
+                        _r = bus_append_valid(m, sig, __VA_ARGS__);    \
+                }                                                      \
+                if (_r >= 0)                                           \
+                        _r = sd_bus_message_close_container(m);        \
+                _r;                                                    \
         })
 
 /* A control error as a D-Bus error of bus-api.h. */
@@ -59,45 +63,45 @@ static int bus_reply_error(sd_bus_error *error, int r, const char *message) {
         default:
                 name = CGPROF_ERROR_FAILED;
         }
-        return sd_bus_error_setf(error, name, "%s", message ?: strerror(-r));
+        return bus_error_set_valid(error, name, message ?: strerror(-r));
 }
 
 /* ---- properties ---- */
 
 static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return sd_bus_message_append(reply, "s", CGPROF_VERSION);
+        return bus_append_valid(reply, "s", CGPROF_VERSION);
 }
 
 static int property_get_node(sd_bus *bus, const char *path, const char *interface, const char *property,
                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", strempty(m->node_name));
+        return bus_append_valid(reply, "s", strempty(m->node_name));
 }
 
 static int property_get_uptime(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return sd_bus_message_append(reply, "t", manager_uptime_usec(userdata));
+        return bus_append_valid(reply, "t", manager_uptime_usec(userdata));
 }
 
 static int property_get_active_sessions(sd_bus *bus, const char *path, const char *interface,
                                         const char *property, sd_bus_message *reply, void *userdata,
                                         sd_bus_error *error) {
-        return sd_bus_message_append(reply, "u", manager_active_sessions(userdata));
+        return bus_append_valid(reply, "u", manager_active_sessions(userdata));
 }
 
 static int property_get_config_path(sd_bus *bus, const char *path, const char *interface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", m->config_path);
+        return bus_append_valid(reply, "s", m->config_path);
 }
 
 static int property_get_last_config_load(sd_bus *bus, const char *path, const char *interface,
                                          const char *property, sd_bus_message *reply, void *userdata,
                                          sd_bus_error *error) {
         Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", m->last_config_load ?: "ok");
+        return bus_append_valid(reply, "s", m->last_config_load ?: "ok");
 }
 
 static int property_get_machine_config(sd_bus *bus, const char *path, const char *interface,
@@ -122,7 +126,7 @@ static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *
         _cleanup_free_ char *json = manager_status_json(m);
         if (!json)
                 return -ENOMEM;
-        return sd_bus_reply_method_return(msg, "s", json);
+        return bus_reply_valid(msg, "s", json);
 }
 
 #define _cleanup_bus_message_ _cleanup_(sd_bus_message_unrefp)
@@ -194,7 +198,7 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "bss", (int) check.targeted, check.target, check.profile);
+                r = bus_append_valid(reply, "bss", (int) check.targeted, check.target, check.profile);
         if (r >= 0)
                 r = BUS_APPEND_ARRAY(reply, "(ss)", check.reasons, check.n_reasons, _e->target, _e->reason);
         return reply_send(reply, r);
@@ -211,8 +215,8 @@ static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_b
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "sss", strempty(m->node_name), check.labels,
-                                          check.labels_source);
+                r = bus_append_valid(reply, "sss", strempty(m->node_name), check.labels,
+                                     check.labels_source);
         if (r >= 0)
                 r = BUS_APPEND_ARRAY(reply, "(ssssss)", check.sysctls, check.n_sysctls, _e->name,
                                      _e->desired, _e->entry, _e->selector, _e->actual, _e->state);
@@ -231,7 +235,7 @@ static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = manager_start_session(userdata, target, profile, duration_usec, &id, &message);
         if (r < 0)
                 return bus_reply_error(error, r, message);
-        return sd_bus_reply_method_return(msg, "s", id);
+        return bus_reply_valid(msg, "s", id);
 }
 
 /* An error reply to a call answered later (its handler returned already). */
@@ -259,7 +263,7 @@ static void on_session_stopped(void *userdata, const char *session_id, const cha
                 bus_reply_error_later(msg, error == -ENOMEM ? -EIO : error, message);
                 return;
         }
-        r = sd_bus_reply_method_return(msg, "s", strempty(report_dirs));
+        r = bus_reply_valid(msg, "s", strempty(report_dirs));
         if (r < 0)
                 log_debug_errno(r, "Failed to reply to StopSession (the caller left?): %m");
 }
@@ -288,7 +292,7 @@ static void on_all_stopped(void *userdata, char **report_dirs) {
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_append_strv(reply, dirs);
+                r = bus_append_strv_valid(reply, dirs);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         if (r < 0)
@@ -440,7 +444,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
         r = manager_reload(userdata, &message);
         if (r < 0)
-                return sd_bus_error_setf(error, CGPROF_ERROR_FAILED, "%s", message ?: strerror(-r));
+                return bus_error_set_valid(error, CGPROF_ERROR_FAILED, message ?: strerror(-r));
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -492,7 +496,7 @@ static const sd_bus_vtable agent_vtable[] = {
 /* ---- signals ---- */
 
 static void emit_one(sd_bus *bus, const char *member, const char *types, va_list ap) {
-        int r = sd_bus_emit_signalv(bus, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, member, types, ap);
+        int r = bus_emit_signal_validv(bus, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, member, types, ap);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit %s, ignoring: %m", member);
 }

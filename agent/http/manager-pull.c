@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "pull-query.h"
 #include "report-format.h"
+#include "template.h"
 #include "base.h"
 
 #define JSON_TYPE "application/json"
@@ -207,15 +208,15 @@ static _printf_(3, 4) void request_reply_text(PullRequest *p, unsigned status, c
         va_start(ap, fmt);
         n = vasprintf(&body, fmt, ap);
         va_end(ap);
-        if (n < 0) {
-                body = NULL;
-                n = 0;
-        }
+        body = n < 0 ? NULL : utf8_make_valid_take(body); /* it says charset=utf-8 */
+        n = body ? (int) strlen(body) : 0;
         request_reply(p, status, "text/plain; charset=utf-8", body, (size_t) n);
 }
 
+/* cJSON writes a string's bytes as they are: the text is made valid UTF-8
+ * after (a cgroup or pod name that is not gets U+FFFD per invalid byte). */
 static void request_reply_json(PullRequest *p, cJSON *j) {
-        char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+        char *s = j ? utf8_make_valid_take(cJSON_PrintUnformatted(j)) : NULL;
 
         cJSON_Delete(j);
         if (!s)

@@ -293,11 +293,18 @@ void manager_reports_free(Manager *m) {
 }
 
 void manager_reports_add(Manager *m, const ReportWrite *w, const char *report_dir) {
+        _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
         ManagerReports *x = m->reports;
-        const ReportSummaryInfo *i = &w->info;
+        const ReportSummaryInfo *i = &valid.info;
 
         if (!x || !x->index || !w->full || !streq_ptr(report_dir, x->dir))
                 return; /* written to another reportDir (before a reload) */
+        /* The names as its summary.json says them (valid UTF-8), as the
+         * index loaded from the disk has them; the directory as it is. */
+        if (report_valid_info(&w->info, &valid) < 0) {
+                log_oom();
+                return;
+        }
         ControlReport rep = {
                 .session = (char *) strempty(i->session_id),
                 .report_dir = w->full,

@@ -132,6 +132,40 @@ char *utf8_make_valid(const char *s) {
         return r;
 }
 
+bool utf8_is_valid(const char *s) {
+        if (!s)
+                return true;
+        for (size_t k; *s; s += k) {
+                k = utf8_valid_char_len(s);
+                if (k == 0)
+                        return false;
+        }
+        return true;
+}
+
+int utf8_ensure_valid(const char **s, char **ret_copy) {
+        char *c;
+
+        if (!*s || utf8_is_valid(*s))
+                return 0;
+        c = utf8_make_valid(*s);
+        if (!c)
+                return -ENOMEM;
+        *ret_copy = c;
+        *s = c;
+        return 0;
+}
+
+char *utf8_make_valid_take(char *s) {
+        char *c;
+
+        if (utf8_is_valid(s))
+                return s;
+        c = utf8_make_valid(s);
+        free(s);
+        return c;
+}
+
 /* The largest length <= max at which s (of length n) can be cut without
  * splitting a UTF-8 sequence. */
 static size_t utf8_truncate_len(const char *s, size_t n, size_t max) {

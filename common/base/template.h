@@ -47,13 +47,32 @@ bool template_is_per_process(const char *tmpl);
 /* Sanitizes one value into a single safe path component (malloc()ed). */
 char *path_component_sanitize(const char *value);
 
+/* UTF-8. Every name that leaves the agent (D-Bus, JSON, Prometheus, report
+ * files) is valid UTF-8, escaped in one way: each byte that is not part of a
+ * valid UTF-8 sequence becomes U+FFFD (EF BF BD), the replacement character,
+ * as in the process names and frames of profile data (docs/control.md,
+ * "Names that are not UTF-8"). A valid string is left as it is. Invalid bytes
+ * are only ever replaced, never dropped, and a valid sequence never contains
+ * an ASCII byte: so making a whole JSON or exposition text valid gives the
+ * same text as making each of its strings valid. */
+
 /* Length (1..4) of the valid UTF-8 character at the start of the
  * NUL-terminated s, or 0 when s is empty or starts with an invalid sequence
  * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
 size_t utf8_valid_char_len(const char *s);
+/* Whether s is valid UTF-8 (NULL is). */
+bool utf8_is_valid(const char *s);
 /* A malloc()ed copy of s with every byte that is not part of a valid UTF-8
  * sequence replaced by U+FFFD. NULL for NULL or on OOM. */
 char *utf8_make_valid(const char *s);
+/* Points *s (unless NULL) at a valid UTF-8 string: itself when it is valid
+ * (*ret_copy untouched), else a malloc()ed copy made valid, also stored in
+ * *ret_copy for the caller to free. 0 or -ENOMEM. */
+int utf8_ensure_valid(const char **s, char **ret_copy);
+/* Takes the malloc()ed s and returns it if it is valid UTF-8 (or NULL), else
+ * a copy made valid, freeing s. NULL on OOM (s freed). For a whole text, as
+ * cJSON_Print() returns it. */
+char *utf8_make_valid_take(char *s);
 
 /* 8 random alphanumerics + NUL into buf[9]. */
 void random_uid(char buf[static 9]);

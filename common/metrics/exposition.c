@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "exposition.h"
+#include "template.h"
 
 struct MetricsWriter {
         FILE *f;
@@ -95,10 +96,15 @@ bool metrics_label_name_valid(const char *name) {
 }
 
 int metrics_escape(const char *s, bool label_value, char **ret) {
+        _cleanup_free_ char *valid = NULL;
         size_t n = 0;
         char *o, *p;
 
+        /* The exposition is UTF-8: a name that is not (a node's, a
+         * profile's) gets U+FFFD for each invalid byte, as on D-Bus. */
         s = s ?: "";
+        if (utf8_ensure_valid(&s, &valid) < 0)
+                return -ENOMEM;
         for (const char *c = s; *c; c++)
                 n += (*c == '\\' || *c == '\n' || (label_value && *c == '"')) ? 2 : 1;
         o = p = malloc(n + 1);

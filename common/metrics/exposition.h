@@ -60,7 +60,8 @@ void metrics_gauge(MetricsWriter *w, const char *name, const char *help, double 
 void metrics_counter_table(MetricsWriter *w, const char *name, const char *help, const char *label,
                            const CounterTable *t, unsigned column);
 
-/* Escapes a label value (\\, \", \n) or a help text (\\, \n). */
+/* Escapes a label value (\\, \", \n) or a help text (\\, \n), made valid
+ * UTF-8 first (utf8_make_valid(): each invalid byte becomes U+FFFD). */
 int metrics_escape(const char *s, bool label_value, char **ret);
 bool metrics_name_valid(const char *name);
 bool metrics_label_name_valid(const char *name);

@@ -288,15 +288,6 @@ ProfileData *profile_data_free(ProfileData *d) {
         return NULL;
 }
 
-static bool utf8_is_valid(const char *s) {
-        for (size_t k; *s; s += k) {
-                k = utf8_valid_char_len(s);
-                if (k == 0)
-                        return false;
-        }
-        return true;
-}
-
 /* A malloc()ed valid UTF-8 copy of s. */
 static char *strdup_utf8(const char *s) {
         return utf8_is_valid(s) ? strdup(s) : utf8_make_valid(s);
@@ -313,17 +304,6 @@ static int string_update(char **field, const char *s, char *(*dup)(const char *)
                 return -ENOMEM;
         free(*field);
         *field = c;
-        return 0;
-}
-
-/* Points *s (if not NULL) at a valid UTF-8 string: itself, or a malloc()ed copy made valid in *ret_copy. */
-static int utf8_ensure_valid(const char **s, char **ret_copy) {
-        if (!*s || utf8_is_valid(*s))
-                return 0;
-        *ret_copy = utf8_make_valid(*s);
-        if (!*ret_copy)
-                return -ENOMEM;
-        *s = *ret_copy;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "fileio.h"
 #include "report.h"
+#include "template.h"
 
 static const ReportFormatInfo report_formats[_REPORT_FORMAT_MAX] = {
         [REPORT_FORMAT_FOLDED] = { REPORT_FORMAT_FOLDED, "profile.folded", report_write_folded_info },
@@ -28,11 +29,59 @@ static int write_cb(FILE *f, void *userdata) {
         return c->format->write(f, c->data, c->info);
 }
 
-int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSummaryInfo *info) {
+void report_valid_info_done(ReportValidInfo *v) {
+        for (size_t i = 0; i < ELEMENTSOF(v->owned); i++)
+                free(v->owned[i]);
+        *v = (ReportValidInfo){};
+}
+
+int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret) {
+        ReportSummaryInfo *c = &ret->info;
+        const char **fields[] = {
+                &c->session_id,
+                &c->profile,
+                &c->target,
+                &c->profile_config,
+                &c->cgroup,
+                &c->namespace,
+                &c->pod,
+                &c->container,
+                &c->container_id,
+                &c->node,
+                &c->event,
+                &c->requested_event,
+                &c->event_fallback_reason,
+                &c->attach_mode,
+                &c->end_reason,
+                &c->interrupted_reason,
+                &c->cpu_usage_source,
+                &c->report_dir,
+                &c->unwind.mode,
+        };
+        _Static_assert(ELEMENTSOF(fields) == ELEMENTSOF(ret->owned), "a copy for each string");
+
+        *ret = (ReportValidInfo){ .info = *info };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                if (utf8_ensure_valid(fields[i], &ret->owned[i]) < 0) {
+                        report_valid_info_done(ret);
+                        return -ENOMEM;
+                }
+        return 0;
+}
+
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const ReportSummaryInfo *in) {
+        _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
         const char *files[_REPORT_FORMAT_MAX + 1] = {};
+        ReportSummaryInfo *info;
         size_t n = 0;
         int r;
 
+        /* Every format with the same names, valid UTF-8 (the profile data's
+         * are already). */
+        r = report_valid_info(in, &valid);
+        if (r < 0)
+                return r;
+        info = &valid.info;
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (formats & (1u << f))
                         files[n++] = report_formats[f].file;
@@ -60,6 +109,5 @@ finish:
                  * would take a report without summary.json for a whole one). */
                 for (size_t i = 0; i < n; i++)
                         (void) unlinkat(dirfd, files[i], 0);
-        info->formats = NULL;
         return r;
 }

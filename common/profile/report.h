@@ -109,10 +109,21 @@ typedef struct ReportFormatInfo {
 /* The file and writer of a format (NULL for an invalid one). */
 const ReportFormatInfo *report_format_info(ReportFormat f);
 
+/* A copy of a ReportSummaryInfo whose strings are valid UTF-8: each invalid
+ * byte of a name (a cgroup's, a node's) becomes U+FFFD, as in the profile
+ * data's process names and frames; the other strings are info's own. */
+typedef struct ReportValidInfo {
+        ReportSummaryInfo info;
+        char *owned[19]; /* the copies made valid */
+} ReportValidInfo;
+int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret);
+void report_valid_info_done(ReportValidInfo *v);
+
 /* Writes every format in the mask (1u << ReportFormat) into the directory,
- * each atomically, summary.json last (info->formats is set to the files
- * while writing). Stops at the first error. */
-int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, ReportSummaryInfo *info);
+ * each atomically, summary.json last (the files it lists are the mask's).
+ * The names of info are written valid UTF-8 (report_valid_info()). Stops at
+ * the first error. */
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const ReportSummaryInfo *info);
 
 /* Readers, for re-rendering existing reports (cgprofctl report). The pprof
  * reader restores what the writer wrote: frames, addresses, mappings and
