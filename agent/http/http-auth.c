@@ -190,7 +190,7 @@ static void on_token_review(KubeRequest *r, long status, int error, void *userda
         failure = review_failure(r, "TokenReview", status, error);
         if (failure)
                 return check_finish(c, HTTP_AUTH_FAILED, failure);
-        k = kube_token_review_parse(c->body, c->size, &authenticated, &c->user, &perror);
+        k = kube_token_review_parse(c->body, c->size, NULL, &authenticated, &c->user, &perror);
         if (k < 0)
                 return check_finish(c, HTTP_AUTH_FAILED, perror ?: "TokenReview: cannot read the answer");
         if (!authenticated)
@@ -263,7 +263,7 @@ int http_auth_check(HttpAuth *a, const char *token, const KubeResourceAttributes
                 check_free(c);
                 return -ENOMEM;
         }
-        r = kube_token_review_request(token, &json);
+        r = kube_token_review_request(token, NULL, &json);
         if (r >= 0) {
                 a->stats.token_reviews++;
                 r = kube_client_post(a->kube, "/apis/authentication.k8s.io/v1/tokenreviews", json,
