@@ -35,6 +35,8 @@ typedef struct PullRequest PullRequest;
 struct ManagerPull {
         Manager *manager;
         HttpAuth *auth; /* NULL without Kubernetes: loopback only, no token asked */
+        RateLimit *pulls; /* profile pulls, by user (without Kubernetes: by address) */
+        uint64_t pulls_limited;
         PullRequest *requests;
         unsigned n_requests;
         LogRateLimit log;
@@ -261,6 +263,12 @@ static void profile_start(PullRequest *p) {
                         "Forbidden: cgroup %s is not a target of this agent's configuration "
                         "(\"http\": {\"pullAnyCgroup\": true} allows any cgroup).\n",
                         p->query.cgroup);
+        /* Pulls per user (the token's; without Kubernetes, the address's). */
+        uint64_t wait = 0;
+        if (!rate_limit_take(p->pull->pulls, p->user ?: p->source, now_usec(CLOCK_MONOTONIC), &wait)) {
+                p->pull->pulls_limited++;
+                return request_reply_too_many(p, wait, "profile pulls by this user");
+        }
         r = pull_query_target(&p->query, &target);
         if (r < 0)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
@@ -922,8 +930,9 @@ int manager_pull_start(Manager *m) {
                 return log_oom();
         pull->manager = m;
         pull->log = (LogRateLimit){ .interval_usec = 10 * USEC_PER_SEC };
-        r = 0;
-        if (m->kube)
+        r = rate_limit_new(c->http.pull_rate_limit.per_second, c->http.pull_rate_limit.burst, PULL_USERS_MAX,
+                           &pull->pulls);
+        if (r >= 0 && m->kube)
                 r = http_auth_new(m->kube,
                                   &(const HttpAuthOptions){
                                           .audiences = c->http.token_audiences,
@@ -932,6 +941,7 @@ int manager_pull_start(Manager *m) {
                                   },
                                   &pull->auth);
         if (r < 0) {
+                rate_limit_free(pull->pulls);
                 free(pull);
                 return log_error_errno(r, "Failed to set up the authorization of pulled profiles: %m");
         }
@@ -964,6 +974,18 @@ void manager_pull_stop(Manager *m) {
                 request_release(p);
         }
         http_auth_free(pull->auth);
+        rate_limit_free(pull->pulls);
         free(pull);
         m->pull = NULL;
+}
+
+void manager_pull_stats(Manager *m, PullStats *ret) {
+        ManagerPull *pull = m ? m->pull : NULL;
+
+        *ret = (PullStats){};
+        if (!pull)
+                return;
+        ret->kubernetes = pull->auth != NULL;
+        http_auth_stats(pull->auth, &ret->auth);
+        ret->pulls_limited = pull->pulls_limited;
 }
