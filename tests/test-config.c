@@ -505,6 +505,57 @@ TEST(http_pprof) {
                    "http.listen: \"unix:x.sock\": a Unix socket must be");
 }
 
+TEST(http_limits) {
+        Config *c = parse_ok("{\"http\": {\"listen\": \":1\"}}");
+
+        /* Defaults: no audiences (the API server's), both limits on. */
+        ASSERT_NULL(c->http.token_audiences);
+        ASSERT_TRUE(c->http.review_rate_limit.per_second == CONFIG_HTTP_DEFAULT_REVIEWS_PER_SECOND);
+        ASSERT_EQ(c->http.review_rate_limit.burst, CONFIG_HTTP_DEFAULT_REVIEW_BURST);
+        ASSERT_TRUE(c->http.pull_rate_limit.per_second == CONFIG_HTTP_DEFAULT_PULLS_PER_SECOND);
+        ASSERT_EQ(c->http.pull_rate_limit.burst, CONFIG_HTTP_DEFAULT_PULL_BURST);
+        config_free(c);
+
+        c = parse_ok("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": [\"cgprof\", "
+                     "\"https://kubernetes.default.svc\"], \"reviewRateLimit\": {\"perSecond\": 0.5}, "
+                     "\"pullRateLimit\": {\"perSecond\": 0, \"burst\": 7}}}");
+        ASSERT_STREQ(c->http.token_audiences[0], "cgprof");
+        ASSERT_STREQ(c->http.token_audiences[1], "https://kubernetes.default.svc");
+        ASSERT_NULL(c->http.token_audiences[2]);
+        /* A key left out keeps its default. */
+        ASSERT_TRUE(c->http.review_rate_limit.per_second == 0.5);
+        ASSERT_EQ(c->http.review_rate_limit.burst, CONFIG_HTTP_DEFAULT_REVIEW_BURST);
+        ASSERT_TRUE(c->http.pull_rate_limit.per_second == 0);
+        ASSERT_EQ(c->http.pull_rate_limit.burst, 7);
+        config_free(c);
+
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": \"cgprof\"}}",
+                   "http.tokenAudiences: must be an array");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": []}}", "http.tokenAudiences: ");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": [\"\"]}}",
+                   "http.tokenAudiences[0]: must not be empty");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": [\"a\", \"a\"]}}",
+                   "http.tokenAudiences[1]: duplicate audience \"a\"");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": [\"a\\nb\"]}}",
+                   "http.tokenAudiences[0]: \"a\nb\" has a control character");
+        check_fail("{\"http\": {\"listen\": \":1\", \"tokenAudiences\": [1]}}",
+                   "http.tokenAudiences[0]: must be a string");
+        check_fail("{\"http\": {\"listen\": \":1\", \"reviewRateLimit\": 10}}",
+                   "http.reviewRateLimit: must be an object");
+        check_fail("{\"http\": {\"listen\": \":1\", \"reviewRateLimit\": {\"perSecond\": -1}}}",
+                   "http.reviewRateLimit.perSecond: must be a number 0..1000000 (0: no limit)");
+        check_fail("{\"http\": {\"listen\": \":1\", \"pullRateLimit\": {\"perSecond\": \"10\"}}}",
+                   "http.pullRateLimit.perSecond: must be a number");
+        check_fail("{\"http\": {\"listen\": \":1\", \"pullRateLimit\": {\"perSecond\": 1e-9}}}",
+                   "http.pullRateLimit.perSecond: must be 0 (no limit) or at least one a day");
+        check_fail("{\"http\": {\"listen\": \":1\", \"pullRateLimit\": {\"burst\": 0}}}",
+                   "http.pullRateLimit.burst: must be an integer 1..1000000");
+        check_fail("{\"http\": {\"listen\": \":1\", \"pullRateLimit\": {\"burst\": 1.5}}}",
+                   "http.pullRateLimit.burst: must be an integer");
+        check_fail("{\"http\": {\"listen\": \":1\", \"pullRateLimit\": {\"rate\": 1}}}",
+                   "http.pullRateLimit.rate: unknown key");
+}
+
 TEST(debuginfod_urls) {
         Config *c = parse_ok("{\"debuginfodUrls\": [\"https://debuginfod.debian.net\", "
                              "\"http://127.0.0.1:8002/\", \"http://[::1]:8002/prefix\"]}");

@@ -604,6 +604,15 @@ const char *http_request_header(const HttpRequest *req, const char *name) {
         return req->in_handler ? MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name) : NULL;
 }
 
+const struct sockaddr *http_request_client_address(const HttpRequest *req) {
+        const union MHD_ConnectionInfo *i =
+                req && req->connection
+                        ? MHD_get_connection_info(req->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS)
+                        : NULL;
+
+        return i ? i->client_addr : NULL;
+}
+
 int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body,
                        size_t size) {
         if (!req || req->replied) {

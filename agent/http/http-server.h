@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <sys/socket.h>
 #include <systemd/sd-event.h>
 
 #include "macro.h"
@@ -94,6 +95,9 @@ const char *http_request_header(const HttpRequest *req, const char *name);
 const char *http_request_valueless_query(const HttpRequest *req);
 /* How many times the request has the header (name: any case). */
 unsigned http_request_header_count(const HttpRequest *req, const char *name);
+/* The client's address (MHD_CONNECTION_INFO_CLIENT_ADDRESS: AF_INET,
+ * AF_INET6, AF_UNIX), valid while the request is; NULL when unknown. */
+const struct sockaddr *http_request_client_address(const HttpRequest *req);
 /* Takes 'body' (malloc()ed; freed on failure too). The request is done with
  * for its caller after this. */
 int http_request_reply(HttpRequest *req, unsigned status, const char *content_type, char *body, size_t size);

@@ -52,18 +52,34 @@ int manager_http_start(Manager *m) {
         return manager_pull_start(m);
 }
 
+/* The keys of "http" that the pulls read at start: audiences and limits. */
+static bool http_limits_equal(const Config *a, const Config *b) {
+        size_t n = strv_length(a->http.token_audiences);
+
+        if (n != strv_length(b->http.token_audiences))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!streq(a->http.token_audiences[i], b->http.token_audiences[i]))
+                        return false;
+        return a->http.review_rate_limit.per_second == b->http.review_rate_limit.per_second &&
+               a->http.review_rate_limit.burst == b->http.review_rate_limit.burst &&
+               a->http.pull_rate_limit.per_second == b->http.pull_rate_limit.per_second &&
+               a->http.pull_rate_limit.burst == b->http.pull_rate_limit.burst;
+}
+
 void manager_http_reload(Manager *m, const Config *new_config) {
         const Config *c = m->config ? m->config->config : NULL;
         const char *a = c ? c->http.listen : NULL, *b = new_config->http.listen;
 
-        if (!streq_ptr(a, b) ||
-            (c && (c->http.max_connections != new_config->http.max_connections ||
-                   c->http.timeout_usec != new_config->http.timeout_usec ||
-                   c->http.max_connections_per_client != new_config->http.max_connections_per_client ||
-                   c->http.pprof != new_config->http.pprof ||
-                   !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
-                   !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file) ||
-                   !streq_ptr(c->http.tls_priorities, new_config->http.tls_priorities))))
+        if (!streq_ptr(a, b) || (c && (c->http.max_connections != new_config->http.max_connections ||
+                                       c->http.timeout_usec != new_config->http.timeout_usec ||
+                                       c->http.max_connections_per_client !=
+                                               new_config->http.max_connections_per_client ||
+                                       c->http.pprof != new_config->http.pprof ||
+                                       !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
+                                       !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file) ||
+                                       !streq_ptr(c->http.tls_priorities, new_config->http.tls_priorities) ||
+                                       !http_limits_equal(c, new_config))))
                 log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
 }
 

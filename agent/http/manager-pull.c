@@ -16,6 +16,7 @@
 #include "manager-pull.h"
 #include "metrics.h"
 #include "pull-query.h"
+#include "rate-limit.h"
 #include "report-format.h"
 #include "template.h"
 #include "base.h"
@@ -35,6 +36,8 @@ typedef struct PullRequest PullRequest;
 struct ManagerPull {
         Manager *manager;
         HttpAuth *auth; /* NULL without Kubernetes: loopback only, no token asked */
+        RateLimit *pulls; /* profile pulls, by user (without Kubernetes: by address) */
+        uint64_t pulls_limited;
         PullRequest *requests;
         unsigned n_requests;
         LogRateLimit log;
@@ -67,6 +70,8 @@ struct PullRequest {
         HttpAuthCheck *auth;
         PullJob *job; /* on the report worker */
         char *token; /* kept for a download: its authorization comes after the walk */
+        char *source; /* the client's address (rate_limit_source_key()) */
+        char *user; /* the token's user, once authorized */
         PullQuery query;
         char *namespace; /* listings: NULL for every namespace */
         size_t limit; /* /reports: a page's size */
@@ -120,6 +125,8 @@ static void request_free(PullRequest *p) {
         if (p->auth)
                 http_auth_check_cancel(p->auth);
         erase_and_free(p->token);
+        free(p->source);
+        free(p->user);
         pull_query_done(&p->query);
         free(p->namespace);
         free(p->session_id);
@@ -213,6 +220,16 @@ static _printf_(3, 4) void request_reply_text(PullRequest *p, unsigned status, c
         request_reply(p, status, "text/plain; charset=utf-8", body, (size_t) n);
 }
 
+/* 429 with Retry-After (whole seconds, at least 1): too many 'what'. */
+static void request_reply_too_many(PullRequest *p, uint64_t wait_usec, const char *what) {
+        char retry[16];
+
+        snprintf(retry, sizeof(retry), "%u", rate_limit_retry_after_sec(wait_usec));
+        if (p->req)
+                (void) http_request_add_header(p->req, "Retry-After", retry);
+        request_reply_text(p, MHD_HTTP_TOO_MANY_REQUESTS, "Too many %s; try again in %s s.\n", what, retry);
+}
+
 /* cJSON writes a string's bytes as they are: the text is made valid UTF-8
  * after (a cgroup or pod name that is not gets U+FFFD per invalid byte). */
 static void request_reply_json(PullRequest *p, cJSON *j) {
@@ -263,6 +280,12 @@ static void profile_start(PullRequest *p) {
                         "Forbidden: cgroup %s is not a target of this agent's configuration "
                         "(\"http\": {\"pullAnyCgroup\": true} allows any cgroup).\n",
                         p->query.cgroup);
+        /* Pulls per user (the token's; without Kubernetes, the address's). */
+        uint64_t wait = 0;
+        if (!rate_limit_take(p->pull->pulls, p->user ?: p->source, now_usec(CLOCK_MONOTONIC), &wait)) {
+                p->pull->pulls_limited++;
+                return request_reply_too_many(p, wait, "profile pulls by this user");
+        }
         r = pull_query_target(&p->query, &target);
         if (r < 0)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
@@ -649,14 +672,22 @@ static void download_start(PullRequest *p) {
 
 /* ---- authorization ---- */
 
-static void on_auth_done(HttpAuthResult result, const char *message, void *userdata) {
+static void on_auth_done(const HttpAuthOutcome *o, void *userdata) {
         PullRequest *p = userdata;
         void (*then)(PullRequest * p) = NULL;
+        const char *message = o->message;
 
         p->auth = NULL;
-        switch (result) {
+        switch (o->result) {
         case HTTP_AUTH_ALLOWED:
+                free(p->user);
+                p->user = strdup(o->username);
+                if (!p->user)
+                        return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
                 break;
+        case HTTP_AUTH_RATE_LIMITED:
+                return request_reply_too_many(p, o->retry_after_usec,
+                                              "requests to authorize from this address");
         case HTTP_AUTH_UNAUTHENTICATED:
                 return request_reply_text(p, MHD_HTTP_UNAUTHORIZED, "Unauthorized: %s.\n", message);
         case HTTP_AUTH_DENIED:
@@ -685,8 +716,9 @@ static void on_auth_done(HttpAuthResult result, const char *message, void *userd
         then(p);
 }
 
-/* Runs 'then' once the request's token may do 'at': at once without
- * Kubernetes (loopback only), or from the cache, else after the reviews. */
+/* Runs 'then' at once without Kubernetes (loopback only); else the
+ * request's token is checked for 'at' and on_auth_done() goes on, at once
+ * when the caches know, else after the reviews. */
 static void request_authorize(PullRequest *p, const KubeResourceAttributes *at,
                               void (*then)(PullRequest *p)) {
         ManagerPull *pull = p->pull;
@@ -694,7 +726,7 @@ static void request_authorize(PullRequest *p, const KubeResourceAttributes *at,
 
         if (!pull->auth)
                 return then(p);
-        r = http_auth_check(pull->auth, p->token, at, on_auth_done, p, &p->auth);
+        r = http_auth_check(pull->auth, p->token, p->source, at, on_auth_done, p, &p->auth);
         if (r == -E2BIG)
                 return request_reply_text(p, MHD_HTTP_UNAUTHORIZED,
                                           "Unauthorized: the token is too long.\n");
@@ -704,8 +736,7 @@ static void request_authorize(PullRequest *p, const KubeResourceAttributes *at,
                 return request_reply_text(p, MHD_HTTP_SERVICE_UNAVAILABLE,
                                           "Cannot authorize the request now.\n");
         }
-        if (r > 0)
-                return then(p);
+        /* Answered (on_auth_done(), at once from the caches, or later). */
 }
 
 /* ---- the handler ---- */
@@ -788,6 +819,12 @@ static int on_pull(HttpRequest *req, void *userdata) {
         LIST_PREPEND(pull->requests, p);
         pull->n_requests++;
         http_request_set_cancel(req, on_http_cancel, p);
+        char source[RATE_LIMIT_SOURCE_MAX];
+        p->source = strdup(rate_limit_source_key(http_request_client_address(req), source));
+        if (!p->source) {
+                request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                return 0;
+        }
 
         /* From here on every error is answered through p: never a
          * negative return, which would leave p holding the request. */
@@ -918,13 +955,20 @@ int manager_pull_start(Manager *m) {
                 return log_oom();
         pull->manager = m;
         pull->log = (LogRateLimit){ .interval_usec = 10 * USEC_PER_SEC };
-        if (m->kube) {
-                r = http_auth_new(m->kube, &pull->auth);
-                if (r < 0) {
-                        free(pull);
-                        return log_error_errno(r,
-                                               "Failed to set up the authorization of pulled profiles: %m");
-                }
+        r = rate_limit_new(c->http.pull_rate_limit.per_second, c->http.pull_rate_limit.burst, PULL_USERS_MAX,
+                           &pull->pulls);
+        if (r >= 0 && m->kube)
+                r = http_auth_new(m->kube,
+                                  &(const HttpAuthOptions){
+                                          .audiences = c->http.token_audiences,
+                                          .reviews_per_second = c->http.review_rate_limit.per_second,
+                                          .review_burst = c->http.review_rate_limit.burst,
+                                  },
+                                  &pull->auth);
+        if (r < 0) {
+                rate_limit_free(pull->pulls);
+                free(pull);
+                return log_error_errno(r, "Failed to set up the authorization of pulled profiles: %m");
         }
         m->pull = pull;
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
@@ -955,6 +999,18 @@ void manager_pull_stop(Manager *m) {
                 request_release(p);
         }
         http_auth_free(pull->auth);
+        rate_limit_free(pull->pulls);
         free(pull);
         m->pull = NULL;
+}
+
+void manager_pull_stats(Manager *m, PullStats *ret) {
+        ManagerPull *pull = m ? m->pull : NULL;
+
+        *ret = (PullStats){};
+        if (!pull)
+                return;
+        ret->kubernetes = pull->auth != NULL;
+        http_auth_stats(pull->auth, &ret->auth);
+        ret->pulls_limited = pull->pulls_limited;
 }

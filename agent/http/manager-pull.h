@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "http-auth.h"
 #include "manager.h"
 
 /* Profiles pulled over HTTP (docs/pull.md), on the config's "http"
@@ -25,11 +26,20 @@
 /* /reports: reports per page, by default and at most (?limit=). */
 #define PULL_REPORTS_PAGE 1000U
 #define PULL_REPORTS_PAGE_MAX 10000U
+/* Users (without Kubernetes: addresses) whose pulls are counted (http.pullRateLimit). */
+#define PULL_USERS_MAX 4096U
 
 typedef struct ManagerPull ManagerPull;
 
 /* Adds the routes to m->http (when the config asks for them). */
 int manager_pull_start(Manager *m);
 void manager_pull_stop(Manager *m);
+/* For /metrics. */
+typedef struct PullStats {
+        bool kubernetes; /* tokens reviewed: auth is counted */
+        HttpAuthStats auth;
+        uint64_t pulls_limited; /* 429: too many pulls by one user */
+} PullStats;
+void manager_pull_stats(Manager *m, PullStats *ret);
 /* A session ended (session-end.c): answers the request that started it, if any. */
 void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error);

@@ -4,6 +4,7 @@
 #include "cgprof-version.h"
 #include "exposition.h"
 #include "http-server.h"
+#include "manager-pull.h"
 #include "metrics.h"
 #include "process-metrics.h"
 #include "sessions.h"
@@ -294,6 +295,33 @@ static void write_reports(Manager *m, MetricsWriter *w) {
                             "Reports reportRetention failed to remove from the disk.", st.remove_failed);
 }
 
+/* What the pulls cost the API server, and what was refused for it. */
+static void write_pull_limits(Manager *m, MetricsWriter *w) {
+        PullStats ps;
+
+        manager_pull_stats(m, &ps);
+        metrics_family(w, "cgprof_http_rate_limited_total", METRIC_COUNTER,
+                       "Requests answered 429: reviews (too many requests to authorize from one client "
+                       "address), pulls (too many profile pulls by one user).");
+        metrics_sample_u64(w, &(const MetricLabel){ "what", "reviews" }, 1, ps.auth.rate_limited);
+        metrics_sample_u64(w, &(const MetricLabel){ "what", "pulls" }, 1, ps.pulls_limited);
+        if (!ps.kubernetes)
+                return;
+        metrics_family(w, "cgprof_http_auth_reviews_total", METRIC_COUNTER,
+                       "Reviews asked of the API server: token (TokenReview), access "
+                       "(SubjectAccessReview).");
+        metrics_sample_u64(w, &(const MetricLabel){ "kind", "token" }, 1, ps.auth.token_reviews);
+        metrics_sample_u64(w, &(const MetricLabel){ "kind", "access" }, 1, ps.auth.access_reviews);
+        metrics_family(w, "cgprof_http_auth_cache_hits_total", METRIC_COUNTER,
+                       "Lookups answered without asking the API server: token (a token's user), bad_token "
+                       "(a token not taken), decision (allowed or denied), in_flight (a review another "
+                       "request had asked).");
+        metrics_sample_u64(w, &(const MetricLabel){ "cache", "token" }, 1, ps.auth.token_hits);
+        metrics_sample_u64(w, &(const MetricLabel){ "cache", "bad_token" }, 1, ps.auth.bad_token_hits);
+        metrics_sample_u64(w, &(const MetricLabel){ "cache", "decision" }, 1, ps.auth.decision_hits);
+        metrics_sample_u64(w, &(const MetricLabel){ "cache", "in_flight" }, 1, ps.auth.joined);
+}
+
 int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
         HttpServerStats hs;
@@ -334,10 +362,12 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
                             "Listener runs that found only TLS handshakes waiting for bytes (paced, not "
                             "repeated at once).",
                             hs.stalled_runs);
-        if (m->pull)
+        if (m->pull) {
                 metrics_counter_table(w, "cgprof_http_pprof_requests_total",
                                       "Profile pulls and report requests answered, by HTTP status code.",
                                       "code", &m->metrics->pull, 0);
+                write_pull_limits(m, w);
+        }
         process_metrics_write(w, "/proc/self");
         return metrics_writer_finish(w, ret, ret_size);
 }

@@ -127,6 +127,7 @@ Config *config_free(Config *c) {
         free(c->http.tls_cert_file);
         free(c->http.tls_priorities);
         strv_free(c->http.allowed_hosts);
+        strv_free(c->http.token_audiences);
         free(c->http.tls_key_file);
         for (size_t i = 0; i < c->n_machine_config; i++)
                 machine_setting_done(&c->machine_config[i]);
@@ -1513,6 +1514,62 @@ static int dispatch_allowed_hosts(const cJSON *j, const char *path, void *base, 
         return parse_strv(j, path, base, f, /* allow_empty= */ true, check_allowed_host, error);
 }
 
+/* An audience of TokenReview's spec.audiences: a non-empty string without
+ * control characters (an issuer URL, a name such as "cgprof"). */
+static const char *check_audience(const char *s, char *const *l, size_t n) {
+        if (s[0] == 0)
+                return "must not be empty";
+        if (strlen(s) > 1024)
+                return "longer than 1024 characters";
+        for (const char *p = s; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        return "\"%s\" has a control character";
+        for (size_t k = 0; k < n; k++)
+                if (streq(l[k], s))
+                        return "duplicate audience \"%s\"";
+        return NULL;
+}
+
+static int dispatch_token_audiences(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        if (cJSON_IsArray(j) && cJSON_GetArraySize(j) > CONFIG_HTTP_TOKEN_AUDIENCES_MAX)
+                return key_path_error(error, path, "at most %d audiences", CONFIG_HTTP_TOKEN_AUDIENCES_MAX);
+        return parse_strv(j, path, base, f, /* allow_empty= */ false, check_audience, error);
+}
+
+static int dispatch_per_second(const cJSON *j, const char *path, void *base, const JsonField *f,
+                               char **error) {
+        if (!cJSON_IsNumber(j) || !(j->valuedouble >= 0 && j->valuedouble <= CONFIG_HTTP_RATE_MAX))
+                return key_path_error(error, path, "must be a number 0..%u (0: no limit)",
+                                      CONFIG_HTTP_RATE_MAX);
+        /* Under one a day is none: say so rather than round it. */
+        if (j->valuedouble > 0 && j->valuedouble < 1.0 / 86400)
+                return key_path_error(error, path, "must be 0 (no limit) or at least one a day (0.0000116)");
+        *(double *) FIELD(base, f) = j->valuedouble;
+        return 0;
+}
+
+static int dispatch_burst(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        uint64_t v;
+
+        if (json_integer(j, 1, CONFIG_HTTP_RATE_MAX, &v) < 0)
+                return key_path_error(error, path, "must be an integer 1..%u", CONFIG_HTTP_RATE_MAX);
+        *(unsigned *) FIELD(base, f) = (unsigned) v;
+        return 0;
+}
+
+/* {"perSecond": N, "burst": M}: either may be left out (its default). */
+static int dispatch_rate_limit(const cJSON *j, const char *path, void *base, const JsonField *f,
+                               char **error) {
+        static const JsonField fields[] = {
+                { "perSecond", dispatch_per_second, offsetof(ConfigRateLimit, per_second) },
+                { "burst", dispatch_burst, offsetof(ConfigRateLimit, burst) },
+                {},
+        };
+
+        return json_dispatch(j, path, fields, FIELD(base, f), error);
+}
+
 static int dispatch_http(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         static const JsonField fields[] = {
                 { "listen", dispatch_listen, offsetof(Config, http.listen), 0, true },
@@ -1526,6 +1583,9 @@ static int dispatch_http(const cJSON *j, const char *path, void *base, const Jso
                 { "tlsPriorities", dispatch_tls_priorities, offsetof(Config, http.tls_priorities) },
                 { "allowedHosts", dispatch_allowed_hosts, offsetof(Config, http.allowed_hosts) },
                 { "pullAnyCgroup", dispatch_bool, offsetof(Config, http.pull_any_cgroup) },
+                { "tokenAudiences", dispatch_token_audiences, offsetof(Config, http.token_audiences) },
+                { "reviewRateLimit", dispatch_rate_limit, offsetof(Config, http.review_rate_limit) },
+                { "pullRateLimit", dispatch_rate_limit, offsetof(Config, http.pull_rate_limit) },
                 {},
         };
         Config *c = base;
@@ -1647,6 +1707,10 @@ static int config_from_json(const cJSON *root, Config **ret, char **error) {
                 .report_retention.max_bytes = CONFIG_RETENTION_DEFAULT_MAX_BYTES,
                 .report_retention.max_age_usec = CONFIG_RETENTION_DEFAULT_MAX_AGE_USEC,
                 .http.timeout_usec = CONFIG_HTTP_DEFAULT_TIMEOUT_USEC,
+                .http.review_rate_limit = { CONFIG_HTTP_DEFAULT_REVIEWS_PER_SECOND,
+                                            CONFIG_HTTP_DEFAULT_REVIEW_BURST },
+                .http.pull_rate_limit = { CONFIG_HTTP_DEFAULT_PULLS_PER_SECOND,
+                                          CONFIG_HTTP_DEFAULT_PULL_BURST },
                 .default_profile_ref = strdup(CONFIG_DEFAULT_PROFILE_NAME),
         };
         if (!c->report_dir || !c->default_profile_ref)

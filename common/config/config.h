@@ -58,6 +58,23 @@ UnwindMode unwind_mode_from_string(const char *s);
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS 64U
 #define CONFIG_HTTP_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 16U
 #define CONFIG_HTTP_ALLOWED_HOSTS_MAX 16
+#define CONFIG_HTTP_TOKEN_AUDIENCES_MAX 16 /* KUBE_REVIEW_AUDIENCES_MAX */
+/* "http.reviewRateLimit": the requests of one client address that need the
+ * API server's reviews (a token or a decision not cached), and
+ * "http.pullRateLimit": the profile pulls of one user (docs/pull.md). A
+ * scraper of a whole node (the kubelet's 110 pods at most) every 10 s asks
+ * 11 a second on average, all at once at worst: well within both. */
+#define CONFIG_HTTP_DEFAULT_REVIEWS_PER_SECOND 20.0
+#define CONFIG_HTTP_DEFAULT_REVIEW_BURST 200U
+#define CONFIG_HTTP_DEFAULT_PULLS_PER_SECOND 20.0
+#define CONFIG_HTTP_DEFAULT_PULL_BURST 120U
+#define CONFIG_HTTP_RATE_MAX 1000000U /* perSecond and burst at most */
+
+/* A token bucket: burst at once, then per_second (0: no limit). */
+typedef struct ConfigRateLimit {
+        double per_second;
+        unsigned burst;
+} ConfigRateLimit;
 /* "http.tlsPriorities" by default (a GnuTLS priority string): TLS 1.2 and
  * 1.3 only, forward-secret key exchange (ECDHE, DHE) and AEAD ciphers
  * only: no static RSA, no CBC, no TLS 1.0/1.1. */
@@ -168,6 +185,12 @@ typedef struct Config {
                 /* Without Kubernetes: pulls of any cgroup, not only those
                  * the targets select (default false). */
                 bool pull_any_cgroup;
+                /* With Kubernetes: the audiences a bearer token must be
+                 * valid for (TokenReview's spec.audiences); NULL: the API
+                 * server's own. */
+                char **token_audiences;
+                ConfigRateLimit review_rate_limit; /* per client address */
+                ConfigRateLimit pull_rate_limit; /* per user (without Kubernetes: per address) */
         } http;
         char *default_profile_ref; /* default "default" */
         Profile *profiles; /* always contains the profile default_profile_ref names */

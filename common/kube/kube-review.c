@@ -21,6 +21,24 @@ void kube_user_info_done(KubeUserInfo *u) {
         *u = (KubeUserInfo){};
 }
 
+int kube_user_info_copy(const KubeUserInfo *src, KubeUserInfo *ret) {
+        _cleanup_(kube_user_info_done) KubeUserInfo u = {};
+
+        if (!src || !src->username || !ret)
+                return -EINVAL;
+        u.username = strdup(src->username);
+        u.uid = strdup(strempty(src->uid));
+        if (!u.username || !u.uid)
+                return -ENOMEM;
+        if (src->groups && !(u.groups = cJSON_Duplicate(src->groups, true)))
+                return -ENOMEM;
+        if (src->extra && !(u.extra = cJSON_Duplicate(src->extra, true)))
+                return -ENOMEM;
+        *ret = u;
+        u = (KubeUserInfo){};
+        return 0;
+}
+
 static int print_json(cJSON *root, char **ret_json) {
         char *s;
 
@@ -47,17 +65,29 @@ static cJSON *review_new(const char *api_version, const char *kind, cJSON **ret_
         return root;
 }
 
-int kube_token_review_request(const char *token, char **ret_json) {
-        cJSON *spec, *root;
+int kube_token_review_request(const char *token, char *const *audiences, char **ret_json) {
+        cJSON *spec, *root, *a = NULL;
 
         if (!token || !ret_json)
                 return -EINVAL;
         root = review_new("authentication.k8s.io/v1", "TokenReview", &spec);
-        if (root && !cJSON_AddStringToObject(spec, "token", token)) {
-                cJSON_Delete(root);
-                root = NULL;
+        if (root && !cJSON_AddStringToObject(spec, "token", token))
+                goto fail;
+        if (root && audiences && audiences[0]) {
+                if (!(a = cJSON_AddArrayToObject(spec, "audiences")))
+                        goto fail;
+                for (char *const *i = audiences; *i; i++) {
+                        cJSON *s = cJSON_CreateString(*i);
+                        if (!s || !cJSON_AddItemToArray(a, s)) {
+                                cJSON_Delete(s);
+                                goto fail;
+                        }
+                }
         }
         return print_json(root, ret_json);
+fail:
+        cJSON_Delete(root);
+        return -ENOMEM;
 }
 
 /* The "status" object of a review of 'kind', or NULL with *ret_error. */
@@ -142,10 +172,31 @@ static int parse_user(const cJSON *user, KubeUserInfo *ret, char **ret_error) {
         return 0;
 }
 
-int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticated, KubeUserInfo *ret_user,
-                            char **ret_error) {
+/* Whether status.audiences (an array of strings, checked) names one of want. */
+static int audiences_match(const cJSON *st, char *const *want, bool *ret, char **ret_error) {
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(st, "audiences"), *i;
+
+        *ret = false;
+        if (!have)
+                return 0;
+        if (!string_array(have, KUBE_REVIEW_GROUPS_MAX))
+                return error_message(ret_error, -EBADMSG,
+                                     "TokenReview: status.audiences is not an array of at most %u strings",
+                                     KUBE_REVIEW_GROUPS_MAX);
+        cJSON_ArrayForEach (i, have)
+                for (char *const *w = want; *w; w++)
+                        if (streq(i->valuestring, *w)) {
+                                *ret = true;
+                                return 0;
+                        }
+        return 0;
+}
+
+int kube_token_review_parse(const char *body, size_t size, char *const *audiences, bool *ret_authenticated,
+                            KubeUserInfo *ret_user, char **ret_error) {
         _cleanup_(cJSON_Deletep) cJSON *root = NULL;
         const cJSON *st, *auth;
+        bool match;
         int r;
 
         r = review_parse(body, size, "TokenReview", &root, &st, ret_error);
@@ -158,6 +209,15 @@ int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticat
         if (!cJSON_IsTrue(auth)) {
                 *ret_authenticated = false;
                 return 0;
+        }
+        if (audiences && audiences[0]) {
+                r = audiences_match(st, audiences, &match, ret_error);
+                if (r < 0)
+                        return r;
+                if (!match) {
+                        *ret_authenticated = false;
+                        return 0;
+                }
         }
         r = parse_user(cJSON_GetObjectItemCaseSensitive(st, "user"), ret_user, ret_error);
         if (r < 0)

@@ -23,6 +23,8 @@ typedef struct KubeUserInfo {
 } KubeUserInfo;
 
 void kube_user_info_done(KubeUserInfo *u);
+/* A deep copy of src into *ret (-ENOMEM). */
+int kube_user_info_copy(const KubeUserInfo *src, KubeUserInfo *ret);
 
 /* What a SubjectAccessReview asks: resourceAttributes when resource is
  * set; namespace "" for a cluster-scoped resource (nodes). */
@@ -30,11 +32,18 @@ typedef struct KubeResourceAttributes {
         const char *verb, *group, *resource, *subresource, *namespace, *name;
 } KubeResourceAttributes;
 
-int kube_token_review_request(const char *token, char **ret_json);
+/* audiences (NULL-terminated, may be NULL or empty): spec.audiences, the
+ * audiences the token must be valid for (the API server's own when none). */
+#define KUBE_REVIEW_AUDIENCES_MAX 16U
+int kube_token_review_request(const char *token, char *const *audiences, char **ret_json);
 /* 0 with *ret_authenticated and (when authenticated) *ret_user; -EBADMSG
- * with a message when the body is not a TokenReview's status. */
-int kube_token_review_parse(const char *body, size_t size, bool *ret_authenticated, KubeUserInfo *ret_user,
-                            char **ret_error);
+ * with a message when the body is not a TokenReview's status. With
+ * audiences (those of the request), a token is authenticated only when
+ * status.audiences names one of them (as Kubernetes' webhook token
+ * authenticator checks): an authenticator that ignored spec.audiences
+ * does not make a token of another audience valid here. */
+int kube_token_review_parse(const char *body, size_t size, char *const *audiences, bool *ret_authenticated,
+                            KubeUserInfo *ret_user, char **ret_error);
 
 int kube_access_review_request(const KubeUserInfo *user, const KubeResourceAttributes *a, char **ret_json);
 /* 0 with *ret_allowed; *ret_reason (malloc()ed, may be NULL) is the

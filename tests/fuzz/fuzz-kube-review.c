@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the API server's answers to the reviews that
  * authorize a pulled profile (common/kube/kube-review.c): the input is
- * read as a TokenReview and as a SubjectAccessReview. Each parses or fails
+ * read as a TokenReview (with and without audiences asked) and as a
+ * SubjectAccessReview. Each parses or fails
  * with -EBADMSG (with a message) or -ENOMEM; nothing malformed is ever
  * "authenticated" with a user lacking a name, or "allowed". An
  * authenticated user is then put in a SubjectAccessReview request, which
@@ -18,9 +19,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bool authenticated = false, allowed = false;
         int r;
 
-        r = kube_token_review_parse(text, size, &authenticated, &user, &error);
+        r = kube_token_review_parse(text, size, NULL, &authenticated, &user, &error);
         CHECK(r == 0 || r == -EBADMSG || r == -ENOMEM);
         CHECK(r != -EBADMSG || error);
+        {
+                /* With audiences asked: never more than without. */
+                char *const audiences[] = { (char *) "cgprof", NULL };
+                _cleanup_(kube_user_info_done) KubeUserInfo u2 = {};
+                _cleanup_free_ char *e2 = NULL;
+                bool a2 = false;
+                int r2 = kube_token_review_parse(text, size, audiences, &a2, &u2, &e2);
+
+                CHECK(r2 == 0 || r2 == -EBADMSG || r2 == -ENOMEM);
+                CHECK(r2 != 0 || !a2 || (r == 0 && authenticated));
+        }
         if (r == 0 && authenticated) {
                 const KubeResourceAttributes at = { .verb = "get",
                                                     .resource = "pods",

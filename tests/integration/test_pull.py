@@ -19,9 +19,16 @@ ServiceAccount of namespace team-a bound to a Role with get on pods/profile
 token (`kubectl create token`), shares checked with `go tool pprof`; team-b's
 pod is 403, no token is 401, a host cgroup is 403 (no nodes/profile),
 another namespace's report cannot be downloaded (403) and one of its own can;
-the pulls are counted in /metrics."""
+the pulls are counted in /metrics. What the reviews cost, by the API
+server's own count (apiserver_request_total) and the agent's: the same bad
+token 200 times is one TokenReview; one token for 200 pod names keeps 64
+of its decisions and evicts no other user's; a burst of pulls past the
+user's rate and distinct tokens past the address's rate are 429 with
+Retry-After (no review). http.tokenAudiences: a token made with --audience
+cgprof is taken, a default one 401."""
 
 import gzip
+import http.client
 import json
 import os
 import re
@@ -232,15 +239,18 @@ def test_host_loopback_and_tls_reload():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def hang_up_pull(agent, sock, cg):
+def hang_up_pull(agent, sock, cg, sampled=False):
     """A pull of 300 s on cg over the Unix socket, its client gone once its
-    session runs (the pull is waiting for it); the session's ID."""
+    session runs (the pull is waiting for it) and, with sampled, once it
+    has samples (a session nobody waits for writes a report only then);
+    the session's ID."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     c.connect(sock)
     c.sendall(f"GET /debug/pprof/profile?seconds=300&cgroup={cg.rel} HTTP/1.1\r\nHost: localhost\r\n\r\n"
               .encode())
     sid = wait_for(lambda: next((s["id"] for s in json.loads(agent.ctl("--json", "sessions").stdout)
-                                 if s.get("cgroup") == cg.rel), None), what="the pull's session")
+                                 if s.get("cgroup") == cg.rel and (not sampled or s.get("samples", 0) > 0)), None),
+                   what="the pull's session" + (" with samples" if sampled else ""))
     c.close()
     return sid
 
@@ -250,7 +260,7 @@ def check_hang_up(agent, sock, cg):
     session: it ends "stopped" (not "duration", 300 s later), its report is
     written, and the abandoned request is counted."""
     before = {s["session"] for s in agent.summaries()}
-    sid = hang_up_pull(agent, sock, cg)
+    sid = hang_up_pull(agent, sock, cg, sampled=True)
     report = agent.wait_summary(lambda s: s["session"] == sid and s["session"] not in before,
                                 what="the abandoned pull's report")
     assert report["endReason"] == "stopped", report["endReason"]
@@ -299,6 +309,196 @@ def test_host_unix_socket():
 
 
 # ---- Kubernetes ----
+
+class PullClient:
+    """GETs on one kept-alive TLS connection (a request costs about a
+    millisecond, not a curl): (status, headers (lower-case names), body)."""
+
+    def __init__(self, port, cacert):
+        self.port = port
+        self.ctx = ssl.create_default_context(cafile=cacert)
+        self.conn = None
+
+    def close(self):
+        if self.conn:
+            self.conn.close()
+        self.conn = None
+
+    def get(self, path, token=None):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        for attempt in range(2):
+            if not self.conn:
+                self.conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=60)
+            try:
+                self.conn.request("GET", path, headers=headers)
+                r = self.conn.getresponse()
+                body = r.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # A kept-alive connection the agent closed meanwhile: once more on a new one.
+                self.close()
+                if attempt:
+                    raise
+                continue
+            h = {k.lower(): v for k, v in r.getheaders()}
+            if h.get("connection", "").lower() == "close":
+                self.close()
+            return r.status, h, body
+
+
+def apiserver_reviews(kc):
+    """(TokenReviews, SubjectAccessReviews) the API server answered, by its own metrics."""
+    st, text = kc.api("GET", "/metrics", raw=True)
+    assert st == 200, (st, text[:300])
+    n = {"tokenreviews": 0, "subjectaccessreviews": 0}
+    for line in text.splitlines():
+        m = re.match(r'apiserver_request_total\{(.*)\} (\S+)$', line)
+        if m and 'verb="POST"' in m.group(1):
+            for r in n:
+                if f'resource="{r}"' in m.group(1):
+                    n[r] += int(float(m.group(2)))
+    return n["tokenreviews"], n["subjectaccessreviews"]
+
+
+def agent_metric(client, name, label):
+    """A sample of the agent's /metrics ({label} as written, e.g. 'kind="token"')."""
+    st, _, body = client.get("/metrics")
+    assert st == 200, st
+    m = re.search(rf'^{name}{{{label}}} (\d+)$', body.decode(), re.M)
+    assert m, f"{name}{{{label}}} not in /metrics"
+    return int(m.group(1))
+
+
+def agent_reviews(client):
+    return (agent_metric(client, "cgprof_http_auth_reviews_total", 'kind="token"'),
+            agent_metric(client, "cgprof_http_auth_reviews_total", 'kind="access"'))
+
+
+class ReviewCount:
+    """The reviews asked since it was made, (TokenReviews,
+    SubjectAccessReviews), by the API server's count once it equals the
+    agent's (the API server counts a request as it ends)."""
+
+    def __init__(self, kc, client):
+        self.kc, self.client = kc, client
+        self.api, self.agent = apiserver_reviews(kc), agent_reviews(client)
+
+    def since(self, what):
+        def same():
+            a, b = apiserver_reviews(self.kc), agent_reviews(self.client)
+            d = (a[0] - self.api[0], a[1] - self.api[1])
+            return d if d == (b[0] - self.agent[0], b[1] - self.agent[1]) else None
+        return wait_for(same, timeout=30, what=what)
+
+
+def check_review_costs(kc, port, cert):
+    """What pulls cost the API server, counted by it (and by the agent:
+    both counts move together). The agent runs with pullRateLimit
+    {perSecond: 0.01, burst: 250} and reviewRateLimit {perSecond: 0.01,
+    burst: 600}: no refill worth counting during the test."""
+    c = PullClient(port, cert)
+
+    # The same bad token 200 times: one TokenReview (remembered 5 s).
+    n = ReviewCount(kc, c)
+    t0 = time.monotonic()
+    for _ in range(200):
+        st, _, body = c.get("/targets?namespace=team-a", "not-a-valid-token")
+        assert st == 401, (st, body)
+    elapsed = time.monotonic() - t0
+    tr, sar = n.since("the bad token's reviews counted")
+    log(f"200 requests with the same bad token in {elapsed:.2f} s: {tr} TokenReview(s), {sar} "
+        f"SubjectAccessReview(s)")
+    assert sar == 0 and 1 <= tr <= 1 + int(elapsed / 5), (tr, elapsed)
+
+    # One user's decision cached (a new user's: its token and decision
+    # fresh, 10 s), then another user (scraper) asks for 200 pod names: 1
+    # TokenReview, 200 SubjectAccessReviews; it keeps its last 64
+    # decisions, and the first user's is still there.
+    tokens = {}
+    for sa in ("watcher", "scraper"):
+        kc.kubectl("create", "serviceaccount", sa, "-n", "team-a")
+        kc.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                  "metadata": {"name": f"cgprof-pull-{sa}", "namespace": "team-a"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cgprof-pull"},
+                  "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "team-a"}]})
+        tokens[sa] = kc.kubectl("create", "token", sa, "-n", "team-a").stdout.strip()
+    scraper = tokens["scraper"]
+    n = ReviewCount(kc, c)
+    t0 = time.monotonic()
+    st, _, body = c.get("/targets?namespace=team-a", tokens["watcher"])
+    assert st == 200 and n.since("the watcher's reviews counted") == (1, 1), (st, body)
+    n = ReviewCount(kc, c)
+    for i in range(200):
+        st, _, body = c.get(f"/debug/pprof/profile?seconds=1&namespace=team-a&pod=ghost-{i}", scraper)
+        assert st == 404, (i, st, body)
+    cost = n.since("the scraper's reviews counted")
+    log(f"200 pod names with one token in {time.monotonic() - t0:.2f} s: {cost[0]} TokenReview(s), "
+        f"{cost[1]} SubjectAccessReview(s)")
+    assert cost == (1, 200), cost
+    st, _, body = c.get("/targets?namespace=team-a", tokens["watcher"])
+    assert st == 200, (st, body)
+    assert time.monotonic() - t0 < 9, "too slow to tell the caches' 10 s from an eviction"
+    assert n.since("the watcher's request counted") == cost, "the watcher's cached decision was evicted"
+    st, _, _ = c.get("/debug/pprof/profile?seconds=1&namespace=team-a&pod=ghost-199", scraper)
+    assert st == 404 and n.since("the last name's") == cost, "the last decision not kept"
+    st, _, _ = c.get("/debug/pprof/profile?seconds=1&namespace=team-a&pod=ghost-0", scraper)
+    assert st == 404 and n.since("the first name's") == (1, 201), "more than the user's share of decisions kept"
+
+    # A burst of pulls past the scraper's rate: 429 with Retry-After, no
+    # session, no review (202 of its 250 taken above).
+    codes, retry = [], set()
+    for _ in range(80):
+        st, h, body = c.get("/debug/pprof/profile?seconds=1&namespace=team-a&pod=ghost-199", scraper)
+        codes.append(st)
+        if st == 429:
+            assert b"Too many profile pulls" in body, body
+            retry.add(h.get("retry-after"))
+    ok = sum(1 for x in codes if x != 429)
+    log(f"80 pulls at once past the rate: {ok} answered, {codes.count(429)} refused 429, Retry-After {retry}")
+    assert set(codes) <= {404, 429} and 45 <= ok <= 50 and codes[-1] == 429, codes
+    assert retry and all(r and r.isdigit() and int(r) >= 1 for r in retry), retry
+    # Another user's pulls are its own.
+    st, _, body = c.get("/debug/pprof/profile?seconds=1&namespace=team-a&pod=ghost-199", kc.token)
+    assert st == 404, (st, body)
+    assert agent_metric(c, "cgprof_http_rate_limited_total", 'what="pulls"') == codes.count(429)
+
+    # Distinct tokens from one address: each one a TokenReview until the
+    # address's burst is spent, then 429 with Retry-After and no review.
+    n = ReviewCount(kc, c)
+    codes = []
+    t0 = time.monotonic()
+    for i in range(500):
+        st, h, body = c.get("/targets?namespace=team-a", f"random-{os.getpid()}-{i}")
+        assert st in (401, 429) and (st == 401 or h.get("retry-after", "").isdigit()), (st, h, body)
+        codes.append(st)
+    tr, sar = n.since("the random tokens' reviews counted")
+    log(f"500 random tokens in {time.monotonic() - t0:.2f} s: {tr} TokenReviews, {codes.count(401)} answered "
+        f"401, {codes.count(429)} refused 429")
+    assert tr == codes.count(401) and sar == 0, (tr, codes.count(401))
+    assert codes.count(429) >= 50 and codes[-1] == 429, codes.count(429)
+    assert agent_metric(c, "cgprof_http_rate_limited_total", 'what="reviews"') == codes.count(429)
+    c.close()
+
+
+def check_token_audiences(kc, agent_for, port, cert, key):
+    """http.tokenAudiences ["cgprof"]: a token made for that audience is
+    taken, a default one (the API server's audience) is 401, and so is the
+    admin's static token."""
+    agent = agent_for({"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key,
+                       "tokenAudiences": ["cgprof"]})
+    base = f"https://127.0.0.1:{port}"
+    try:
+        agent.start()
+        own = kc.kubectl("create", "token", "puller", "-n", "team-a", "--audience", "cgprof").stdout.strip()
+        default = kc.kubectl("create", "token", "puller", "-n", "team-a").stdout.strip()
+        st, body = curl(f"{base}/targets?namespace=team-a", token=own, cacert=cert)
+        assert st == 200, (st, body)
+        st, body = curl(f"{base}/targets?namespace=team-a", token=default, cacert=cert)
+        assert st == 401, (st, body)
+        st, body = curl(f"{base}/targets?namespace=team-a", token=kc.token, cacert=cert)
+        assert st == 401, (st, body)
+        assert agent.stop() == 0
+    finally:
+        agent.cleanup()
 
 def role_objects(ns, sa):
     """The example of manifests/examples/pull-rbac.yaml, for namespace ns."""
@@ -369,7 +569,9 @@ def test_kubernetes_rbac():
         token = kc.kubectl("create", "token", "puller", "-n", "team-a").stdout.strip()
         assert token.count(".") == 2, "not a JWT"
 
-        agent = agent_for({"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key})
+        agent = agent_for({"listen": f"127.0.0.1:{port}", "pprof": True, "tlsCertFile": cert, "tlsKeyFile": key,
+                           "pullRateLimit": {"perSecond": 0.01, "burst": 250},
+                           "reviewRateLimit": {"perSecond": 0.01, "burst": 600}})
         base = f"https://127.0.0.1:{port}"
         try:
             agent.start()
@@ -470,10 +672,12 @@ def test_kubernetes_rbac():
             text = body.decode()
             for code in ("200", "401", "403"):
                 assert f'cgprof_http_pprof_requests_total{{code="{code}"}}' in text, code
+            check_review_costs(kc, port, cert)
             for ns, (pod, cg, proc) in pods.items():
                 proc.kill()
                 proc.wait()
             assert agent.stop() == 0
+            check_token_audiences(kc, agent_for, port, cert, key)
         finally:
             agent.cleanup()
             shutil.rmtree(tmp, ignore_errors=True)
