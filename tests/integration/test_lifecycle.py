@@ -196,7 +196,7 @@ def test_full_disk():
     tmp = tempfile.mkdtemp(prefix="cgprof-test-full-")
     small = os.path.join(tmp, "small")
     os.mkdir(small)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", small]).returncode != 0:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", small]).returncode != 0:
         os.rmdir(small)
         os.rmdir(tmp)
         from cgproflib import skip
