@@ -285,13 +285,19 @@ class Agent:
     def wait_notify(self, what, timeout=60):
         """Waits for a notify message sent since the last wait for the same one."""
         end = time.monotonic() + timeout
+        exited_at = None
         with self.notify_cv:
             while True:
                 if what in self.messages:
                     self.messages = self.messages[self.messages.index(what) + 1:]
                     return what
                 if self.proc.poll() is not None:
-                    raise AssertionError(f"cgprofd exited ({self.proc.returncode}) before {what}:\n{self.log()}")
+                    # Its last messages may still be in the socket, or read
+                    # by the reader thread and not yet listed (a busy
+                    # machine): the reader gets them; wait for it a while.
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at > 5:
+                        raise AssertionError(f"cgprofd exited ({self.proc.returncode}) before {what}:\n{self.log()}")
                 left = end - time.monotonic()
                 if left <= 0:
                     raise AssertionError(f"cgprofd did not send {what}:\n{self.log()}")
