@@ -71,15 +71,15 @@ void manager_http_reload(Manager *m, const Config *new_config) {
         const Config *c = m->config ? m->config->config : NULL;
         const char *a = c ? c->http.listen : NULL, *b = new_config->http.listen;
 
-        if (!streq_ptr(a, b) || (c && (c->http.max_connections != new_config->http.max_connections ||
-                                       c->http.timeout_usec != new_config->http.timeout_usec ||
-                                       c->http.max_connections_per_client !=
-                                               new_config->http.max_connections_per_client ||
-                                       c->http.pprof != new_config->http.pprof ||
-                                       !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
-                                       !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file) ||
-                                       !streq_ptr(c->http.tls_priorities, new_config->http.tls_priorities) ||
-                                       !http_limits_equal(c, new_config))))
+        if (!streq_ptr(a, b) ||
+            (c && (c->http.max_connections != new_config->http.max_connections ||
+                   c->http.timeout_usec != new_config->http.timeout_usec ||
+                   c->http.max_connections_per_client != new_config->http.max_connections_per_client ||
+                   c->http.pprof != new_config->http.pprof ||
+                   !streq_ptr(c->http.tls_cert_file, new_config->http.tls_cert_file) ||
+                   !streq_ptr(c->http.tls_key_file, new_config->http.tls_key_file) ||
+                   !streq_ptr(c->http.tls_priorities, new_config->http.tls_priorities) ||
+                   !http_limits_equal(c, new_config))))
                 log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
 }
 
