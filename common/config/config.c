@@ -650,6 +650,14 @@ static const char *pattern_check(const char *s, uint64_t epsilon_max, const char
                         }
                         continue;
                 case '|':
+                        /* Each alternative is one more epsilon branch in the
+                         * closures of what repeats its group: "(|||...|)+++"
+                         * after an anchor took glibc minutes (found by
+                         * fuzz-profileconfig). */
+                        group[depth].eps = cost_sat(group[depth].eps + 1);
+                        group[depth].weight = cost_sat(group[depth].weight + 1);
+                        if (cost_too_big(&group[depth], epsilon_max))
+                                return "";
                         continue;
                 }
                 /* One atom: a character, an escaped one, a bracket expression, an anchor. */
