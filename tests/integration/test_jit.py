@@ -35,7 +35,9 @@ MIN_NAMED = 500  # samples in the three functions: enough for 5 points to mean s
 
 NODE_APP = r"""
 'use strict';
-// Three hot functions with the same body, run for 5:3:2 iterations. The
+// Three hot functions with the same body, run for 5:3:2 iterations (a
+// round of ~10 us, far below the sampling period, so that the samples
+// cannot lock in step with it). The
 // driver is never optimized (so it inlines none of them) and each of them
 // is its own compiled function in the perf map.
 function hotAlpha(n) { let x = 0; for (let i = 0; i < n; i++) x = (x + i * 7) % 1000003; return x; }
@@ -44,17 +46,27 @@ function hotGamma(n) { let x = 0; for (let i = 0; i < n; i++) x = (x + i * 7) % 
 function drive(seconds) {
     const end = Date.now() + seconds * 1000;
     let s = 0;
-    while (Date.now() < end) { s += hotAlpha(50000); s += hotBeta(30000); s += hotGamma(20000); }
+    while (Date.now() < end) { s += hotAlpha(5000); s += hotBeta(3000); s += hotGamma(2000); }
     return s;
 }
 %NeverOptimizeFunction(drive);
+// Each optimized before the work starts, on this thread: left to the
+// concurrent compiler, the one optimized last runs slower code longest,
+// the more so on a loaded machine, and the 5:3:2 time shares drift.
+for (const f of [hotAlpha, hotBeta, hotGamma]) {
+    %PrepareFunctionForOptimization(f);
+    f(1000); f(1000);
+    %OptimizeFunctionOnNextCall(f);
+    f(1000);
+}
 console.log('ready');
 console.log('done', drive(Number(process.argv[2])));
 """
 
 JAVA_APP = r"""
 public class Hot {
-    // The same body three times, run for 5:3:2 iterations; the JVM is told
+    // The same body three times, run for 5:3:2 iterations (a round of
+    // ~10 us: the samples cannot lock in step with it); the JVM is told
     // not to inline them (-XX:CompileCommand=dontinline,Hot::hot*).
     static long hotAlpha(long n) { long x = 0; for (long i = 0; i < n; i++) x = (x + i * 7) % 1000003; return x; }
     static long hotBeta(long n) { long x = 0; for (long i = 0; i < n; i++) x = (x + i * 7) % 1000003; return x; }
@@ -64,7 +76,7 @@ public class Hot {
         long s = 0;
         System.out.println("ready");
         System.out.flush();
-        while (System.nanoTime() < end) { s += hotAlpha(50000); s += hotBeta(30000); s += hotGamma(20000); }
+        while (System.nanoTime() < end) { s += hotAlpha(5000); s += hotBeta(3000); s += hotGamma(2000); }
         System.out.println("done " + s);
     }
 }
@@ -246,6 +258,11 @@ def test_java_perfmap():
         report, agent, host_pid, nspid = profile_jit(
             "java", ["java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
                      "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Hot::hot*",
+                     # Compiled at once, in the final tier, the thread
+                     # waiting for it: otherwise each function spends a
+                     # while of its share in slower tiers, and on a loaded
+                     # machine the one compiled last runs slow longest.
+                     "-XX:-TieredCompilation", "-Xbatch",
                      "-cp", d, "Hot", "4"], "java", d, during=perfmap, seconds=4)
         shares(report, "java")
         assert_found_in_namespace(agent, report, host_pid, nspid)
