@@ -24,3 +24,32 @@ const SessionEvents manager_session_events = {
         .stopped = on_session_stopped,
         .ended = on_session_ended,
 };
+
+static const Config *machine_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config ? m->config->config : NULL;
+}
+
+static void on_machine_changed(void *userdata, const char *sysctl, MachineChange change) {
+        metrics_machine_change(userdata, sysctl, change);
+}
+
+static void on_machine_fatal(void *userdata, int error) {
+        manager_fatal(userdata, error);
+}
+
+int manager_machine_new(Manager *m) {
+        MachineRoomDeps deps = {
+                .event = m->event,
+                .node_name = m->node_name,
+                .state_dir = m->state_dir,
+                .sysctl_root = m->opts.sysctl_root,
+                .host = m->opts.no_kubernetes,
+                .config = machine_config,
+                .changed = on_machine_changed,
+                .fatal = on_machine_fatal,
+                .userdata = m,
+        };
+
+        return machine_room_new(&deps, &m->machine);
+}

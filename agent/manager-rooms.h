@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "machine.h"
+#include "manager.h"
 #include "sessions.h"
 
 /* How the rooms below hear of each other without calling upward: the
@@ -8,3 +10,7 @@
 
 /* A session's start and end, to the bus, the pull waiters and /metrics. */
 extern const SessionEvents manager_session_events;
+
+/* Creates the machine room (m->machine), with what it needs from the
+ * Manager: the event loop, the node, the config, /metrics. */
+int manager_machine_new(Manager *m);

@@ -788,10 +788,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 log_notice("debuginfodUrls changed: the agent keeps the servers it started with until it "
                            "restarts.");
         if (r >= 0) {
-                manager_machine_apply(m, MACHINE_CAUSE_CONFIG);
-                if (m->machine_timer)
-                        (void) sd_event_source_set_time_relative(
-                                m->machine_timer, m->config->config->machine_config_interval_usec);
+                machine_room_config_changed(m->machine);
                 manager_retarget(m);
                 manager_reports_config_changed(m);
         }
@@ -952,6 +949,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_metrics_init(m);
         if (r < 0)
                 return r;
+        r = manager_machine_new(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -1107,7 +1107,7 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the report index: %m");
 
         /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
-        r = manager_machine_start(m);
+        r = machine_room_start(m->machine);
         if (r < 0)
                 return r;
 
@@ -1226,7 +1226,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
 
-        manager_machine_restore(m);
+        machine_room_restore(m->machine);
         return 0;
 }
 
@@ -1255,7 +1255,7 @@ Manager *manager_free(Manager *m) {
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);
-        manager_machine_free(m);
+        m->machine = machine_room_free(m->machine);
         sd_event_source_disable_unref(m->proc_events);
         proc_event_queue_free(m->proc_event_queue);
         sample_park_done(&m->sample_park);

@@ -245,17 +245,9 @@ typedef struct Manager {
         bool kube_pcs_synced;
         long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
 
-        /* machineConfig on this node (manager-machine.c) and the agent's
-         * own Node, whose labels select its entries (manager-node.c). */
-        KubeWatch *kube_node_watch;
-        char **node_labels; /* the Node's last known labels (strv key, value, ...) */
-        bool node_read; /* the Node has been read once */
-        bool node_deleted; /* the Node was deleted (or does not exist): its last known labels stay */
-        bool machine_host; /* no Kubernetes: the config's nodeLabels are the labels */
-        bool node_forbidden_logged; /* a 403 on the Node was logged (once) */
-        MachineWants machine_wants; /* the entries that apply now */
-        struct MachineLast *machine_last; /* per sysctl: its last change (check) */
-        size_t n_machine_last;
+        /* machineConfig on this node and the agent's own Node, whose
+         * labels select its entries: the machine room's state (machine.h). */
+        struct MachineRoom *machine;
 
         /* /metrics (manager-http.c, metrics.c): the HTTP listener, and
          * what the metrics count beyond the counters above. */
@@ -267,7 +259,6 @@ typedef struct Manager {
         const struct SessionEvents *session_events;
 
         sd_event_source *drain_timer;
-        sd_event_source *machine_timer;
         sd_event_source *proc_events;
         sd_event_source *sigterm, *sigint, *sighup;
 

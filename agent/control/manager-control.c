@@ -16,6 +16,7 @@
 #include "machine-config.h"
 #include "manager.h"
 #include "kube.h"
+#include "machine.h"
 #include "manager-control.h"
 #include "sessions.h"
 
@@ -787,7 +788,7 @@ void control_sysctls_free(ControlSysctl *s, size_t n) {
 }
 
 int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
-        const MachineWants *w = &m->machine_wants;
+        const MachineWants *w = machine_room_wants(m->machine);
         ControlSysctl *list;
 
         /* What applies on this node (the entries its labels select). */

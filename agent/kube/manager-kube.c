@@ -400,7 +400,7 @@ int manager_kube_start(Manager *m) {
         int r;
 
         if (m->opts.no_kubernetes) {
-                manager_machine_host_mode(m);
+                machine_room_host_mode(m->machine);
                 return 0;
         }
 
@@ -414,7 +414,7 @@ int manager_kube_start(Manager *m) {
                         log_notice("Not in a Kubernetes cluster (no KUBERNETES_SERVICE_HOST) and no "
                                    "--kubeconfig: "
                                    "profiling host cgroups only.");
-                        manager_machine_host_mode(m);
+                        machine_room_host_mode(m->machine);
                         return 0;
                 }
                 if (r < 0)
@@ -440,7 +440,7 @@ int manager_kube_start(Manager *m) {
         if (r >= 0)
                 r = manager_kube_pc_start(m, m->kube, &opts);
         if (r >= 0)
-                r = manager_node_start(m, m->kube, &opts);
+                r = machine_room_node_start(m->machine, m->kube, &opts);
         if (r >= 0)
                 r = kube_watch_start(m->kube_ns_watch);
         if (r >= 0)
@@ -454,7 +454,7 @@ int manager_kube_start(Manager *m) {
 
 void manager_kube_free(Manager *m) {
         manager_kube_pc_free(m);
-        manager_node_free(m);
+        machine_room_node_stop(m->machine);
         m->kube_pod_watch = kube_watch_free(m->kube_pod_watch);
         m->kube_ns_watch = kube_watch_free(m->kube_ns_watch);
         m->kube = kube_client_free(m->kube);
@@ -484,7 +484,7 @@ int manager_kube_status(Manager *m, cJSON *j) {
                 if (r < 0)
                         return r;
         }
-        r = manager_node_status(m, k);
+        r = machine_room_node_status(m->machine, k);
         if (r < 0)
                 return r;
         return manager_kube_pc_status(m, k);
