@@ -24,23 +24,6 @@
 #include "manager-rooms.h"
 #include "sampling.h"
 
-static void config_ref_free(ConfigRef *c) {
-        config_free(c->config);
-        free(c);
-}
-
-DEFINE_TRIVIAL_REF_UNREF_FUNC(ConfigRef, config, config_ref_free);
-
-int config_ref_new(Config *config, ConfigRef **ret) {
-        ConfigRef *c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->n_ref = 1;
-        c->config = config;
-        *ret = c;
-        return 0;
-}
-
 /* ---- cgroup table ---- */
 
 static CgroupState *cgroup_state_find(Manager *m, const char *path) {

@@ -6,6 +6,7 @@
 
 #include "base.h"
 #include "config.h"
+#include "config-ref.h"
 #include "counters.h"
 #include "sampling.h"
 #include "hashmap.h"
@@ -26,47 +27,6 @@ typedef struct SessionEndRequest SessionEndRequest;
  * directories (space-separated for a per-process template; NULL when none
  * was written) or the error of writing them. */
 typedef void (*SessionEndedFunc)(void *userdata, const char *session_id, const char *report_dirs, int error);
-
-/* A loaded config, shared by the manager and the sessions started under it:
- * a session keeps the profile it started with across reloads. */
-typedef struct ConfigRef {
-        unsigned n_ref;
-        Config *config;
-} ConfigRef;
-
-int config_ref_new(Config *config /* owned on success */, ConfigRef **ret);
-ConfigRef *config_ref(ConfigRef *c);
-ConfigRef *config_unref(ConfigRef *c);
-DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigRef *, config_unref);
-
-/* A namespace's rules: the cluster config merged with the namespace's
- * ProfileConfig objects (manager-profileconfig.c). Sessions hold the set
- * they were started under, so their target and profile stay valid when the
- * objects change. namespace NULL: the cluster config alone (namespaces
- * without ProfileConfigs). */
-typedef struct KubeRuleSet {
-        unsigned n_ref;
-        char *namespace;
-        ConfigRef *cluster;
-        KubeRules rules;
-        KubeScope *scopes; /* oldest object first */
-        ConfigRef **scope_configs;
-        char **scope_names;
-        size_t n_scopes;
-} KubeRuleSet;
-
-KubeRuleSet *kube_rule_set_ref(KubeRuleSet *s);
-KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s);
-DEFINE_TRIVIAL_CLEANUP_FUNC(KubeRuleSet *, kube_rule_set_unref);
-
-/* What a session is started under. */
-typedef struct SessionRule {
-        const Target *target;
-        const Profile *profile; /* NULL: the target's, from the cluster config */
-        KubeRuleSet *rule_set; /* held by the session when set */
-        const char *profile_config; /* the ProfileConfig the target comes from (its name), or NULL */
-        bool namespaced_output; /* a ProfileConfig's profile: reports stay below {NAMESPACE}/ */
-} SessionRule;
 
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {

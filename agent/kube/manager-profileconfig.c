@@ -44,22 +44,6 @@ static void pc_free(ProfileConfigState *s) {
         free(s);
 }
 
-static void rule_set_free(KubeRuleSet *s) {
-        kube_rules_done(&s->rules);
-        for (size_t i = 0; i < s->n_scopes; i++) {
-                config_unref(s->scope_configs[i]);
-                free(s->scope_names[i]);
-        }
-        free(s->scope_configs);
-        free(s->scope_names);
-        free(s->scopes);
-        config_unref(s->cluster);
-        free(s->namespace);
-        free(s);
-}
-
-DEFINE_TRIVIAL_REF_UNREF_FUNC(KubeRuleSet, kube_rule_set, rule_set_free);
-
 static void rule_set_unref_void(KubeRuleSet *s) {
         kube_rule_set_unref(s);
 }
