@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "kube.h"
 #include "machine.h"
 #include "manager.h"
 #include "sessions.h"
@@ -14,3 +15,9 @@ extern const SessionEvents manager_session_events;
 /* Creates the machine room (m->machine), with what it needs from the
  * Manager: the event loop, the node, the config, /metrics. */
 int manager_machine_new(Manager *m);
+
+/* Creates the kube room (m->kube), with what it needs from the Manager: the
+ * event loop, the node, the options, the config; and what it announces:
+ * pods changed (manager-pods.c), the client is up (the machine room's Node
+ * watch). */
+int manager_kube_new(Manager *m);

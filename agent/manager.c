@@ -21,6 +21,7 @@
 #include "machine.h"
 #include "control.h"
 #include "http.h"
+#include "manager-pods.h"
 #include "manager-rooms.h"
 #include "sampling.h"
 
@@ -405,7 +406,7 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c) {
         if (c->session && c->session->requested)
                 return;
         /* Pod rules first for a container's cgroup; host rules otherwise. */
-        if (c->container && m->kube && manager_kube_reconcile_container(m, c))
+        if (c->container && kube_room_enabled(m->kube) && manager_pod_reconcile_container(m, c))
                 return;
 
         t = host_target_for(m->config->config, c->path);
@@ -742,7 +743,7 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         config_unref(m->config);
         m->config = ref;
         /* ProfileConfigs are merged with (and may name profiles of) the cluster config. */
-        r = manager_kube_rules_reload(m);
+        r = kube_room_rules_reload(m->kube);
         if (r < 0)
                 return log_oom();
         manager_set_last_config_load(m, "ok");
@@ -935,6 +936,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_machine_new(m);
         if (r < 0)
                 return r;
+        r = manager_kube_new(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -1114,9 +1118,11 @@ int manager_startup(Manager *m) {
                 manager_assign_cgroups_below(m, m->sessions[i]->cgroup);
 
         /* Kubernetes: pods and namespaces join the container cgroups as they are listed. */
-        r = manager_kube_start(m);
+        r = kube_room_start(m->kube);
         if (r < 0)
                 return r;
+        if (!kube_room_enabled(m->kube))
+                machine_room_host_mode(m->machine);
 
         r = manager_bus_listen(m);
         if (r < 0)
@@ -1127,7 +1133,7 @@ int manager_startup(Manager *m) {
                 _cleanup_free_ char *error = NULL;
 
                 /* What "http" may do depends on the mode, known only now. */
-                r = config_check_http_mode(m->config->config, m->kube != NULL, &error);
+                r = config_check_http_mode(m->config->config, kube_room_enabled(m->kube), &error);
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", m->config_path, error ?: strerror(-r));
         }
@@ -1231,7 +1237,8 @@ Manager *manager_free(Manager *m) {
         free(m->sessions);
         free(m->user_frame_cache);
         manager_bus_close(m);
-        manager_kube_free(m);
+        machine_room_node_stop(m->machine); /* watches through the kube room's client */
+        m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
         report_retry_done(&m->report_retry);

@@ -10,7 +10,6 @@
 #include "counters.h"
 #include "sampling.h"
 #include "hashmap.h"
-#include "kube-client.h"
 #include "kube-object.h"
 #include "kube-target.h"
 #include "log.h"
@@ -56,15 +55,6 @@ DEFINE_STRING_HASHMAP(SessionMap, session_map, Session);
 
 /* Sorts cgroups by path (the order every walk over them keeps). */
 void cgroup_states_sort(CgroupState **l, size_t n);
-
-/* The Kubernetes objects (manager-kube.c, manager-profileconfig.c). */
-typedef struct PodState PodState;
-typedef struct NsState NsState;
-typedef struct ProfileConfigState ProfileConfigState;
-DEFINE_STRING_HASHMAP(PodStateMap, pod_state_map, PodState);
-DEFINE_STRING_HASHMAP(NsStateMap, ns_state_map, NsState);
-DEFINE_STRING_HASHMAP(ProfileConfigStateMap, profile_config_state_map, ProfileConfigState);
-DEFINE_STRING_HASHMAP(KubeRuleSetMap, kube_rule_set_map, KubeRuleSet);
 
 #define LOOP_RECENT_SEC 10U
 
@@ -190,20 +180,9 @@ typedef struct Manager {
                 uint64_t usec_last, usec_max; /* how long a checkpoint kept the event loop */
         } checkpoints;
 
-        /* Kubernetes (manager-kube.c) */
-        KubeClient *kube;
-        char *kube_server;
-        KubeWatch *kube_pod_watch, *kube_ns_watch;
-        PodStateMap kube_pods; /* pods of this node by UID */
-        NsStateMap kube_namespaces; /* namespaces by name */
-        bool kube_pods_synced, kube_ns_synced;
-        /* ProfileConfig objects (manager-profileconfig.c) */
-        KubeWatch *kube_pc_watch;
-        ProfileConfigStateMap kube_pcs; /* by "namespace/name" */
-        KubeRuleSetMap kube_rule_sets; /* by namespace, for namespaces with ProfileConfigs */
-        KubeRuleSet *kube_cluster_rules; /* every other namespace */
-        bool kube_pcs_synced;
-        long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
+        /* Kubernetes: the client, pods, namespaces, ProfileConfigs and
+         * rule sets, the kube room's state (kube.h). */
+        struct KubeRoom *kube;
 
         /* machineConfig on this node and the agent's own Node, whose
          * labels select its entries: the machine room's state (machine.h). */

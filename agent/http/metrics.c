@@ -231,17 +231,17 @@ static void write_machine(Manager *m, MetricsWriter *w) {
 static void write_kube(Manager *m, MetricsWriter *w) {
         struct {
                 const char *resource;
-                KubeWatch *w;
+                const KubeWatch *w;
         } watches[] = {
-                { "pods", m->kube_pod_watch },
-                { "namespaces", m->kube_ns_watch },
-                { "profileconfigs", m->kube_pc_watch },
+                { "pods", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PODS) },
+                { "namespaces", kube_room_watch(m->kube, KUBE_ROOM_WATCH_NAMESPACES) },
+                { "profileconfigs", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PROFILE_CONFIGS) },
         };
         KubeWatchStats st[ELEMENTSOF(watches)];
         size_t n = 0;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (m->kube)
+        if (kube_room_enabled(m->kube))
                 for (size_t i = 0; i < ELEMENTSOF(watches); i++)
                         if (watches[i].w) {
                                 kube_watch_stats(watches[i].w, &st[i]);
