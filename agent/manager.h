@@ -10,10 +10,7 @@
 #include "counters.h"
 #include "sampling.h"
 #include "hashmap.h"
-#include "kube-object.h"
-#include "kube-target.h"
 #include "log.h"
-#include "machine-select.h"
 #include "report-retry.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
