@@ -16,6 +16,8 @@ static void on_session_ended(Manager *m, Session *s, const char *reason, const c
                              uint64_t samples) {
         if (error >= 0)
                 metrics_session_ended(m, reason);
+        else
+                metrics_session_failed(m, "report");
         manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
         manager_pull_session_ended(m, s->id_string, report_dirs, error);
 }

@@ -1276,6 +1276,11 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+void manager_count_session_failed(Manager *m, const char *reason) {
+        m->sessions_failed++;
+        metrics_session_failed(m, reason);
+}
+
 unsigned manager_active_sessions(Manager *m) {
         unsigned n = 0;
         for (size_t i = 0; i < m->n_sessions; i++)

@@ -128,7 +128,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         f.lost = e->lost;
         if (r < 0) {
                 f.error = r;
-                manager_count_session_failed(m, "report");
+                m->sessions_failed++; /* and in /metrics: SessionEvents.ended() */
                 journal_session(JOURNAL_SESSION_FAILURE, &f,
                                 "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
                                 s->cgroup, strerror(-r),
