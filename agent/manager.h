@@ -40,7 +40,7 @@ typedef struct CgroupState {
 DEFINE_STRING_HASHMAP(CgroupStateMap, cgroup_state_map, CgroupState);
 
 /* The container cgroups of one pod, in path order: what its pod's events
- * concern (manager-kube.c). */
+ * concern (manager-pods.c). */
 typedef struct PodCgroups {
         char pod_uid[37];
         CgroupState **cgroups;
