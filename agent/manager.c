@@ -909,7 +909,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->cgroup_root_fd = -EBADF;
         m->checkpoint_dir_fd = -EBADF;
         m->session_events = &manager_session_events;
-        r = report_retry_init(&m->report_retry);
+        r = report_retry_new(&m->report_retry);
         if (r < 0)
                 return r;
         m->config_path = strdup(opts->config_path);
@@ -1241,7 +1241,7 @@ Manager *manager_free(Manager *m) {
         m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
-        report_retry_done(&m->report_retry);
+        m->report_retry = report_retry_free(m->report_retry);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);

@@ -11,7 +11,6 @@
 #include "sampling.h"
 #include "hashmap.h"
 #include "log.h"
-#include "report-retry.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
@@ -169,7 +168,7 @@ typedef struct Manager {
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
         uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
-        ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
+        struct ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         struct {
                 uint64_t written, failed,

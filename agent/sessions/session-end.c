@@ -17,6 +17,7 @@
 #include "base.h"
 #include "log.h"
 #include "session-events.h"
+#include "report-retry.h"
 #include "report-writer.h"
 #include "session.h"
 
