@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "control.h"
 #include "http.h"
+#include "manager-pods.h"
 #include "manager-rooms.h"
 
 static void on_session_started(Manager *m, Session *s) {
@@ -15,6 +16,8 @@ static void on_session_ended(Manager *m, Session *s, const char *reason, const c
                              uint64_t samples) {
         if (error >= 0)
                 metrics_session_ended(m, reason);
+        else
+                metrics_session_failed(m, "report");
         manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
         manager_pull_session_ended(m, s->id_string, report_dirs, error);
 }
@@ -24,3 +27,69 @@ const SessionEvents manager_session_events = {
         .stopped = on_session_stopped,
         .ended = on_session_ended,
 };
+
+static const Config *machine_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config ? m->config->config : NULL;
+}
+
+static void on_machine_changed(void *userdata, const char *sysctl, MachineChange change) {
+        metrics_machine_change(userdata, sysctl, change);
+}
+
+static void on_machine_fatal(void *userdata, int error) {
+        manager_fatal(userdata, error);
+}
+
+int manager_machine_new(Manager *m) {
+        MachineRoomDeps deps = {
+                .event = m->event,
+                .node_name = m->node_name,
+                .state_dir = m->state_dir,
+                .sysctl_root = m->opts.sysctl_root,
+                .host = m->opts.no_kubernetes,
+                .config = machine_config,
+                .changed = on_machine_changed,
+                .fatal = on_machine_fatal,
+                .userdata = m,
+        };
+
+        return machine_room_new(&deps, &m->machine);
+}
+
+static ConfigRef *kube_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config;
+}
+
+static int on_kube_client_started(void *userdata, KubeClient *client, const KubeWatchOptions *opts) {
+        Manager *m = userdata;
+        return machine_room_node_start(m->machine, client, opts);
+}
+
+static int on_kube_status(void *userdata, cJSON *k) {
+        Manager *m = userdata;
+        return machine_room_node_status(m->machine, k);
+}
+
+static void on_pods_changed(void *userdata, const char *pod_uid, const char *namespace) {
+        manager_pods_changed(userdata, pod_uid, namespace);
+}
+
+int manager_kube_new(Manager *m) {
+        KubeRoomDeps deps = {
+                .event = m->event,
+                .node_name = m->node_name,
+                .kubeconfig = m->opts.kubeconfig,
+                .no_kubernetes = m->opts.no_kubernetes,
+                .idle_sec = m->opts.kube_idle_sec,
+                .backoff_max_msec = m->opts.kube_backoff_max_msec,
+                .config = kube_config,
+                .client_started = on_kube_client_started,
+                .status = on_kube_status,
+                .pods_changed = on_pods_changed,
+                .userdata = m,
+        };
+
+        return kube_room_new(&deps, &m->kube);
+}

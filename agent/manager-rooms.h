@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "kube.h"
+#include "machine.h"
+#include "manager.h"
 #include "sessions.h"
 
 /* How the rooms below hear of each other without calling upward: the
@@ -8,3 +11,13 @@
 
 /* A session's start and end, to the bus, the pull waiters and /metrics. */
 extern const SessionEvents manager_session_events;
+
+/* Creates the machine room (m->machine), with what it needs from the
+ * Manager: the event loop, the node, the config, /metrics. */
+int manager_machine_new(Manager *m);
+
+/* Creates the kube room (m->kube), with what it needs from the Manager: the
+ * event loop, the node, the options, the config; and what it announces:
+ * pods changed (manager-pods.c), the client is up (the machine room's Node
+ * watch). */
+int manager_kube_new(Manager *m);

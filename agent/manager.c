@@ -21,25 +21,9 @@
 #include "machine.h"
 #include "control.h"
 #include "http.h"
+#include "manager-pods.h"
 #include "manager-rooms.h"
 #include "sampling.h"
-
-static void config_ref_free(ConfigRef *c) {
-        config_free(c->config);
-        free(c);
-}
-
-DEFINE_TRIVIAL_REF_UNREF_FUNC(ConfigRef, config, config_ref_free);
-
-int config_ref_new(Config *config, ConfigRef **ret) {
-        ConfigRef *c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->n_ref = 1;
-        c->config = config;
-        *ret = c;
-        return 0;
-}
 
 /* ---- cgroup table ---- */
 
@@ -422,7 +406,7 @@ void manager_reconcile_cgroup(Manager *m, CgroupState *c) {
         if (c->session && c->session->requested)
                 return;
         /* Pod rules first for a container's cgroup; host rules otherwise. */
-        if (c->container && m->kube && manager_kube_reconcile_container(m, c))
+        if (c->container && kube_room_enabled(m->kube) && manager_pod_reconcile_container(m, c))
                 return;
 
         t = host_target_for(m->config->config, c->path);
@@ -759,7 +743,7 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         config_unref(m->config);
         m->config = ref;
         /* ProfileConfigs are merged with (and may name profiles of) the cluster config. */
-        r = manager_kube_rules_reload(m);
+        r = kube_room_rules_reload(m->kube);
         if (r < 0)
                 return log_oom();
         manager_set_last_config_load(m, "ok");
@@ -788,10 +772,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 log_notice("debuginfodUrls changed: the agent keeps the servers it started with until it "
                            "restarts.");
         if (r >= 0) {
-                manager_machine_apply(m, MACHINE_CAUSE_CONFIG);
-                if (m->machine_timer)
-                        (void) sd_event_source_set_time_relative(
-                                m->machine_timer, m->config->config->machine_config_interval_usec);
+                machine_room_config_changed(m->machine);
                 manager_retarget(m);
                 manager_reports_config_changed(m);
         }
@@ -928,7 +909,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->cgroup_root_fd = -EBADF;
         m->checkpoint_dir_fd = -EBADF;
         m->session_events = &manager_session_events;
-        r = report_retry_init(&m->report_retry);
+        r = report_retry_new(&m->report_retry);
         if (r < 0)
                 return r;
         m->config_path = strdup(opts->config_path);
@@ -950,6 +931,12 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 return r;
         r = manager_metrics_init(m);
+        if (r < 0)
+                return r;
+        r = manager_machine_new(m);
+        if (r < 0)
+                return r;
+        r = manager_kube_new(m);
         if (r < 0)
                 return r;
 
@@ -1107,7 +1094,7 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to set up the report index: %m");
 
         /* machineConfig first: perf_event_paranoid and friends may be what lets us sample. */
-        r = manager_machine_start(m);
+        r = machine_room_start(m->machine);
         if (r < 0)
                 return r;
 
@@ -1131,9 +1118,11 @@ int manager_startup(Manager *m) {
                 manager_assign_cgroups_below(m, m->sessions[i]->cgroup);
 
         /* Kubernetes: pods and namespaces join the container cgroups as they are listed. */
-        r = manager_kube_start(m);
+        r = kube_room_start(m->kube);
         if (r < 0)
                 return r;
+        if (!kube_room_enabled(m->kube))
+                machine_room_host_mode(m->machine);
 
         r = manager_bus_listen(m);
         if (r < 0)
@@ -1144,7 +1133,7 @@ int manager_startup(Manager *m) {
                 _cleanup_free_ char *error = NULL;
 
                 /* What "http" may do depends on the mode, known only now. */
-                r = config_check_http_mode(m->config->config, m->kube != NULL, &error);
+                r = config_check_http_mode(m->config->config, kube_room_enabled(m->kube), &error);
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", m->config_path, error ?: strerror(-r));
         }
@@ -1226,7 +1215,7 @@ int manager_run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
 
-        manager_machine_restore(m);
+        machine_room_restore(m->machine);
         return 0;
 }
 
@@ -1248,14 +1237,15 @@ Manager *manager_free(Manager *m) {
         free(m->sessions);
         free(m->user_frame_cache);
         manager_bus_close(m);
-        manager_kube_free(m);
+        machine_room_node_stop(m->machine); /* watches through the kube room's client */
+        m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
-        report_retry_done(&m->report_retry);
+        m->report_retry = report_retry_free(m->report_retry);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);
-        manager_machine_free(m);
+        m->machine = machine_room_free(m->machine);
         sd_event_source_disable_unref(m->proc_events);
         proc_event_queue_free(m->proc_event_queue);
         sample_park_done(&m->sample_park);
@@ -1284,6 +1274,11 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         free(m);
         return NULL;
+}
+
+void manager_count_session_failed(Manager *m, const char *reason) {
+        m->sessions_failed++;
+        metrics_session_failed(m, reason);
 }
 
 unsigned manager_active_sessions(Manager *m) {

@@ -6,15 +6,11 @@
 
 #include "base.h"
 #include "config.h"
+#include "config-ref.h"
 #include "counters.h"
 #include "sampling.h"
 #include "hashmap.h"
-#include "kube-client.h"
-#include "kube-object.h"
-#include "kube-target.h"
 #include "log.h"
-#include "machine-select.h"
-#include "report-retry.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/cgprof/state"
 #define DEFAULT_BUS_SOCKET "/run/cgprof/bus"
@@ -26,47 +22,6 @@ typedef struct SessionEndRequest SessionEndRequest;
  * directories (space-separated for a per-process template; NULL when none
  * was written) or the error of writing them. */
 typedef void (*SessionEndedFunc)(void *userdata, const char *session_id, const char *report_dirs, int error);
-
-/* A loaded config, shared by the manager and the sessions started under it:
- * a session keeps the profile it started with across reloads. */
-typedef struct ConfigRef {
-        unsigned n_ref;
-        Config *config;
-} ConfigRef;
-
-int config_ref_new(Config *config /* owned on success */, ConfigRef **ret);
-ConfigRef *config_ref(ConfigRef *c);
-ConfigRef *config_unref(ConfigRef *c);
-DEFINE_TRIVIAL_CLEANUP_FUNC(ConfigRef *, config_unref);
-
-/* A namespace's rules: the cluster config merged with the namespace's
- * ProfileConfig objects (manager-profileconfig.c). Sessions hold the set
- * they were started under, so their target and profile stay valid when the
- * objects change. namespace NULL: the cluster config alone (namespaces
- * without ProfileConfigs). */
-typedef struct KubeRuleSet {
-        unsigned n_ref;
-        char *namespace;
-        ConfigRef *cluster;
-        KubeRules rules;
-        KubeScope *scopes; /* oldest object first */
-        ConfigRef **scope_configs;
-        char **scope_names;
-        size_t n_scopes;
-} KubeRuleSet;
-
-KubeRuleSet *kube_rule_set_ref(KubeRuleSet *s);
-KubeRuleSet *kube_rule_set_unref(KubeRuleSet *s);
-DEFINE_TRIVIAL_CLEANUP_FUNC(KubeRuleSet *, kube_rule_set_unref);
-
-/* What a session is started under. */
-typedef struct SessionRule {
-        const Target *target;
-        const Profile *profile; /* NULL: the target's, from the cluster config */
-        KubeRuleSet *rule_set; /* held by the session when set */
-        const char *profile_config; /* the ProfileConfig the target comes from (its name), or NULL */
-        bool namespaced_output; /* a ProfileConfig's profile: reports stay below {NAMESPACE}/ */
-} SessionRule;
 
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
@@ -84,7 +39,7 @@ typedef struct CgroupState {
 DEFINE_STRING_HASHMAP(CgroupStateMap, cgroup_state_map, CgroupState);
 
 /* The container cgroups of one pod, in path order: what its pod's events
- * concern (manager-kube.c). */
+ * concern (manager-pods.c). */
 typedef struct PodCgroups {
         char pod_uid[37];
         CgroupState **cgroups;
@@ -96,15 +51,6 @@ DEFINE_STRING_HASHMAP(SessionMap, session_map, Session);
 
 /* Sorts cgroups by path (the order every walk over them keeps). */
 void cgroup_states_sort(CgroupState **l, size_t n);
-
-/* The Kubernetes objects (manager-kube.c, manager-profileconfig.c). */
-typedef struct PodState PodState;
-typedef struct NsState NsState;
-typedef struct ProfileConfigState ProfileConfigState;
-DEFINE_STRING_HASHMAP(PodStateMap, pod_state_map, PodState);
-DEFINE_STRING_HASHMAP(NsStateMap, ns_state_map, NsState);
-DEFINE_STRING_HASHMAP(ProfileConfigStateMap, profile_config_state_map, ProfileConfigState);
-DEFINE_STRING_HASHMAP(KubeRuleSetMap, kube_rule_set_map, KubeRuleSet);
 
 #define LOOP_RECENT_SEC 10U
 
@@ -222,7 +168,7 @@ typedef struct Manager {
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
         uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
-        ReportRetry report_retry; /* reports waiting to be written again (report-retry.c) */
+        struct ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         struct {
                 uint64_t written, failed,
@@ -230,32 +176,13 @@ typedef struct Manager {
                 uint64_t usec_last, usec_max; /* how long a checkpoint kept the event loop */
         } checkpoints;
 
-        /* Kubernetes (manager-kube.c) */
-        KubeClient *kube;
-        char *kube_server;
-        KubeWatch *kube_pod_watch, *kube_ns_watch;
-        PodStateMap kube_pods; /* pods of this node by UID */
-        NsStateMap kube_namespaces; /* namespaces by name */
-        bool kube_pods_synced, kube_ns_synced;
-        /* ProfileConfig objects (manager-profileconfig.c) */
-        KubeWatch *kube_pc_watch;
-        ProfileConfigStateMap kube_pcs; /* by "namespace/name" */
-        KubeRuleSetMap kube_rule_sets; /* by namespace, for namespaces with ProfileConfigs */
-        KubeRuleSet *kube_cluster_rules; /* every other namespace */
-        bool kube_pcs_synced;
-        long kube_pcs_unavailable; /* HTTP status of the failed LIST (404: no CRD, 403: no RBAC), 0 */
+        /* Kubernetes: the client, pods, namespaces, ProfileConfigs and
+         * rule sets, the kube room's state (kube.h). */
+        struct KubeRoom *kube;
 
-        /* machineConfig on this node (manager-machine.c) and the agent's
-         * own Node, whose labels select its entries (manager-node.c). */
-        KubeWatch *kube_node_watch;
-        char **node_labels; /* the Node's last known labels (strv key, value, ...) */
-        bool node_read; /* the Node has been read once */
-        bool node_deleted; /* the Node was deleted (or does not exist): its last known labels stay */
-        bool machine_host; /* no Kubernetes: the config's nodeLabels are the labels */
-        bool node_forbidden_logged; /* a 403 on the Node was logged (once) */
-        MachineWants machine_wants; /* the entries that apply now */
-        struct MachineLast *machine_last; /* per sysctl: its last change (check) */
-        size_t n_machine_last;
+        /* machineConfig on this node and the agent's own Node, whose
+         * labels select its entries: the machine room's state (machine.h). */
+        struct MachineRoom *machine;
 
         /* /metrics (manager-http.c, metrics.c): the HTTP listener, and
          * what the metrics count beyond the counters above. */
@@ -267,7 +194,6 @@ typedef struct Manager {
         const struct SessionEvents *session_events;
 
         sd_event_source *drain_timer;
-        sd_event_source *machine_timer;
         sd_event_source *proc_events;
         sd_event_source *sigterm, *sigint, *sighup;
 

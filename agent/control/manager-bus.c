@@ -210,7 +210,7 @@ static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_b
         Manager *m = userdata;
         int r;
 
-        r = manager_machine_check(m, &check);
+        r = machine_room_check(m->machine, &check);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);

@@ -16,6 +16,7 @@
 #include "machine-config.h"
 #include "manager.h"
 #include "kube.h"
+#include "machine.h"
 #include "manager-control.h"
 #include "sessions.h"
 
@@ -110,24 +111,15 @@ static void add_rule_set_targets(TargetList *l, const KubeRuleSet *set) {
         }
 }
 
-static int rule_set_namespace_cmp(const void *a, const void *b) {
-        return strcmp((*(KubeRuleSet *const *) a)->namespace, (*(KubeRuleSet *const *) b)->namespace);
-}
-
 /* The namespaces' targets, in namespace order. */
 static int add_rule_sets_targets(Manager *m, TargetList *l) {
         _cleanup_free_ KubeRuleSet **sets = NULL;
-        KubeRuleSet *set;
         size_t n = 0;
+        int r;
 
-        sets = reallocarray(NULL, MAX(kube_rule_set_map_size(&m->kube_rule_sets), (size_t) 1),
-                            sizeof(KubeRuleSet *));
-        if (!sets)
-                return -ENOMEM;
-        HASHMAP_FOREACH (set, kube_rule_set_map, &m->kube_rule_sets)
-                sets[n++] = set;
-        if (n > 1)
-                qsort(sets, n, sizeof(KubeRuleSet *), rule_set_namespace_cmp);
+        r = kube_room_rule_sets(m->kube, &sets, &n);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n && l->error >= 0; i++)
                 add_rule_set_targets(l, sets[i]);
         return l->error;
@@ -387,13 +379,13 @@ static int find_pod(Manager *m, const char *namespace, const char *name, const K
                     char **ret_error) {
         const KubePod *pod;
 
-        if (!m->kube)
+        if (!kube_room_enabled(m->kube))
                 return control_error(ret_error, -ENOENT,
                                      "Kubernetes is not enabled on this agent (--no-kubernetes, or not in a "
                                      "cluster): it knows no pod.");
-        pod = manager_kube_pod_by_name(m, namespace, name);
+        pod = kube_room_pod_by_name(m->kube, namespace, name);
         if (!pod) {
-                if (!m->kube_pods_synced)
+                if (!kube_room_pods_synced(m->kube))
                         return control_error(
                                 ret_error, -ENOENT,
                                 "Pod %s/%s is not known: the pods of node %s are not listed yet.", namespace,
@@ -457,13 +449,13 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
         if (kc && kc->id)
                 cs = manager_cgroup_find_container(m, pod->uid, kc->id);
         cgroup = cs ? cs->path : NULL;
-        ns = manager_kube_namespace(m, pod->namespace);
-        set = manager_kube_rule_set(m, pod->namespace);
+        ns = kube_room_namespace(m->kube, pod->namespace);
+        set = kube_room_rule_set(m->kube, pod->namespace);
 
-        /* The agent's own decision (manager_kube_reconcile_container()): pod rules
+        /* The agent's own decision (manager_pod_reconcile_container()): pod rules
          * (the cluster config's and the namespace's ProfileConfigs') and
          * enableDefault, else host rules on the container's cgroup. */
-        match = manager_kube_match(m, ns, pod, cname, cgroup, &rule);
+        match = kube_room_match(m->kube, ns, pod, cname, cgroup, &rule);
         if (match == KUBE_MATCH_YES) {
                 chosen = rule.target;
                 chosen_profile = rule.profile;
@@ -479,7 +471,7 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
         check.reasons = calloc(c->n_targets + set->rules.n_rules + 2, sizeof(ControlReason));
         if (!check.reasons)
                 return -ENOMEM;
-        if (!manager_kube_rules_ready(m))
+        if (!kube_room_rules_ready(m->kube))
                 check.reasons[n++] = (ControlReason){
                         .target = "ProfileConfigs",
                         .reason = "the ProfileConfig objects are not listed yet: no pod rule is decided",
@@ -660,8 +652,8 @@ static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, cons
 static bool rule_for(Manager *m, const CgroupState *c, const KubePod *pod, const KubeContainer *kc,
                      SessionRule *ret) {
         if (pod) {
-                KubeMatch match = manager_kube_match(m, manager_kube_namespace(m, pod->namespace), pod,
-                                                     kc ? kc->name : NULL, c->path, ret);
+                KubeMatch match = kube_room_match(m->kube, kube_room_namespace(m->kube, pod->namespace), pod,
+                                                  kc ? kc->name : NULL, c->path, ret);
                 if (match == KUBE_MATCH_YES)
                         return true;
                 if (match == KUBE_MATCH_UNDECIDED)
@@ -705,8 +697,8 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                         return control_error(ret_error, -ENOENT, "No cgroup %s below %s.", spec.cgroup,
                                              m->cgroup_root);
                 /* A container's cgroup: with its pod's metadata, when the pod's status names it. */
-                if (c->container && m->kube) {
-                        pod = manager_kube_pod(m, c->pod_uid);
+                if (c->container && kube_room_enabled(m->kube)) {
+                        pod = kube_room_pod(m->kube, c->pod_uid);
                         kc = pod ? kube_pod_find_container_id(pod, c->container_id) : NULL;
                         if (!kc)
                                 pod = NULL;
@@ -787,7 +779,7 @@ void control_sysctls_free(ControlSysctl *s, size_t n) {
 }
 
 int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
-        const MachineWants *w = &m->machine_wants;
+        const MachineWants *w = machine_room_wants(m->machine);
         ControlSysctl *list;
 
         /* What applies on this node (the entries its labels select). */

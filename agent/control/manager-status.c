@@ -159,8 +159,8 @@ char *manager_status_json(Manager *m) {
         cJSON_AddStringToObject(j, "reportDir", strempty(m->report_dir));
         cJSON_AddStringToObject(j, "cgroupRoot", strempty(m->cgroup_root));
         cJSON_AddStringToObject(j, "attachMode", sampler_mode_to_string(m->opts.attach_mode));
-        (void) manager_kube_status(m, j);
-        (void) manager_machine_status(m, j);
+        (void) kube_room_status(m->kube, j);
+        (void) machine_room_status(m->machine, j);
         cJSON_AddBoolToObject(j, "journal", journal_available());
         JSON_ADD_NUMBERS(
                 j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },

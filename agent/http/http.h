@@ -3,8 +3,8 @@
  * HTTP (pull).
  * May call: the control, sessions, kube and base rooms (their faces), common/ (metrics, kube); and for now
  * the Manager (manager.h).
- * Called by: the Manager (starts and stops the listener) and, for now, the sessions and machine rooms
- * (metrics, pull waiters: the KNOWN entries of scripts/check-rooms). */
+ * Called by: the Manager (starts and stops the listener; what the sessions and machine rooms announce,
+ * through their callbacks in manager-rooms.c: /metrics, the pull waiters). */
 #pragma once
 
 #include "manager-http.h"

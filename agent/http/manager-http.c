@@ -35,7 +35,7 @@ int manager_http_start(Manager *m) {
                 .tls_key_file = c->http.tls_key_file,
                 .tls_priorities = c->http.tls_priorities ?: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES,
                 /* No Kubernetes, no token: only local programs (http-guard.h). */
-                .local = !m->kube && config_http_is_local(c),
+                .local = !kube_room_enabled(m->kube) && config_http_is_local(c),
                 .allowed_hosts = c->http.allowed_hosts,
         };
         r = http_server_new(m->event, &o, &m->http);

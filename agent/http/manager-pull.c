@@ -369,9 +369,10 @@ static void targets_answer(PullRequest *p) {
         cJSON *j = cJSON_CreateObject(), *pods;
 
         if (!j || !cJSON_AddStringToObject(j, "node", m->node_name) ||
-            !cJSON_AddBoolToObject(j, "kubernetes", m->kube != NULL) ||
+            !cJSON_AddBoolToObject(j, "kubernetes", kube_room_enabled(m->kube)) ||
             !(pods = cJSON_AddArrayToObject(j, "pods")) ||
-            (m->kube && manager_kube_foreach_pod(m, p->namespace, add_pod, pods) < 0)) {
+            (kube_room_enabled(m->kube) &&
+             kube_room_foreach_pod(m->kube, p->namespace, add_pod, pods) < 0)) {
                 cJSON_Delete(j);
                 j = NULL;
         }
@@ -957,8 +958,8 @@ int manager_pull_start(Manager *m) {
         pull->log = (LogRateLimit){ .interval_usec = 10 * USEC_PER_SEC };
         r = rate_limit_new(c->http.pull_rate_limit.per_second, c->http.pull_rate_limit.burst, PULL_USERS_MAX,
                            &pull->pulls);
-        if (r >= 0 && m->kube)
-                r = http_auth_new(m->kube,
+        if (r >= 0 && kube_room_enabled(m->kube))
+                r = http_auth_new(kube_room_client(m->kube),
                                   &(const HttpAuthOptions){
                                           .audiences = c->http.token_audiences,
                                           .reviews_per_second = c->http.review_rate_limit.per_second,

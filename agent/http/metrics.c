@@ -17,6 +17,25 @@ static const uint64_t drain_bounds[] = { 1000,   5000,   10000,   25000,   50000
 static const uint64_t report_bounds[] = { 5000,   10000,   25000,   50000,   100000,   250000,
                                           500000, 1000000, 2500000, 5000000, 10000000, 30000000 };
 
+/* The per-profile counters (columns of ManagerMetrics.profiles). */
+enum {
+        PROFILE_SAMPLES,
+        PROFILE_LOST,
+        PROFILE_EXPECTED,
+        PROFILE_COLLISIONS,
+        PROFILE_UNSYMBOLIZED_FRAMES,
+        _PROFILE_COUNTERS_MAX,
+};
+
+/* What the metrics count beyond what the rooms keep (metrics.h). */
+struct ManagerMetrics {
+        CounterTable profiles; /* by profile name: of the sessions that ended */
+        CounterTable ended; /* by end reason */
+        CounterTable failed; /* by reason: create, start, report */
+        CounterTable sysctls; /* by sysctl, columns MachineChange */
+        CounterTable pull; /* profile pulls (manager-pull.c) by HTTP status code */
+};
+
 int manager_metrics_init(Manager *m) {
         ManagerMetrics *x = calloc(1, sizeof(ManagerMetrics));
         int r;
@@ -49,8 +68,7 @@ void manager_metrics_free(Manager *m) {
         m->metrics = NULL;
 }
 
-void manager_count_session_failed(Manager *m, const char *reason) {
-        m->sessions_failed++;
+void metrics_session_failed(Manager *m, const char *reason) {
         if (m->metrics)
                 (void) counter_table_add(&m->metrics->failed, reason, 0, 1);
 }
@@ -231,17 +249,17 @@ static void write_machine(Manager *m, MetricsWriter *w) {
 static void write_kube(Manager *m, MetricsWriter *w) {
         struct {
                 const char *resource;
-                KubeWatch *w;
+                const KubeWatch *w;
         } watches[] = {
-                { "pods", m->kube_pod_watch },
-                { "namespaces", m->kube_ns_watch },
-                { "profileconfigs", m->kube_pc_watch },
+                { "pods", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PODS) },
+                { "namespaces", kube_room_watch(m->kube, KUBE_ROOM_WATCH_NAMESPACES) },
+                { "profileconfigs", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PROFILE_CONFIGS) },
         };
         KubeWatchStats st[ELEMENTSOF(watches)];
         size_t n = 0;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (m->kube)
+        if (kube_room_enabled(m->kube))
                 for (size_t i = 0; i < ELEMENTSOF(watches); i++)
                         if (watches[i].w) {
                                 kube_watch_stats(watches[i].w, &st[i]);

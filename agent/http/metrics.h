@@ -17,23 +17,8 @@
 
 #define METRICS_LABELS_MAX 256U
 
-/* The per-profile counters (columns of ManagerMetrics.profiles). */
-enum {
-        PROFILE_SAMPLES,
-        PROFILE_LOST,
-        PROFILE_EXPECTED,
-        PROFILE_COLLISIONS,
-        PROFILE_UNSYMBOLIZED_FRAMES,
-        _PROFILE_COUNTERS_MAX,
-};
-
-typedef struct ManagerMetrics {
-        CounterTable profiles; /* by profile name: of the sessions that ended */
-        CounterTable ended; /* by end reason */
-        CounterTable failed; /* by reason: create, start, report */
-        CounterTable sysctls; /* by sysctl, columns MachineChange */
-        CounterTable pull; /* profile pulls (manager-pull.c) by HTTP status code */
-} ManagerMetrics;
+/* The counters (metrics.c): the http room's own, opaque to the others. */
+typedef struct ManagerMetrics ManagerMetrics;
 
 /* Allocates m->metrics and gives the Manager's timings their histogram buckets. */
 int manager_metrics_init(Manager *m);
@@ -44,6 +29,8 @@ void manager_metrics_free(Manager *m);
 void metrics_session_final(Session *s, const SamplerSessionStats *st);
 /* A session ended with its report written. */
 void metrics_session_ended(Manager *m, const char *reason);
+/* A session failed ("create", "start", "report"; manager_count_session_failed()). */
+void metrics_session_failed(Manager *m, const char *reason);
 void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change);
 /* A pull request (/debug/pprof/profile, /targets, /reports...) answered with HTTP status 'code'. */
 void metrics_pull_request(Manager *m, const char *code);

@@ -14,7 +14,7 @@
 #include "base.h"
 #include "kube-target.h"
 #include "log.h"
-#include "manager.h"
+#include "kube-room.h"
 #include "manager-kube.h"
 #include "manager-profileconfig.h"
 
@@ -44,22 +44,6 @@ static void pc_free(ProfileConfigState *s) {
         free(s);
 }
 
-static void rule_set_free(KubeRuleSet *s) {
-        kube_rules_done(&s->rules);
-        for (size_t i = 0; i < s->n_scopes; i++) {
-                config_unref(s->scope_configs[i]);
-                free(s->scope_names[i]);
-        }
-        free(s->scope_configs);
-        free(s->scope_names);
-        free(s->scopes);
-        config_unref(s->cluster);
-        free(s->namespace);
-        free(s);
-}
-
-DEFINE_TRIVIAL_REF_UNREF_FUNC(KubeRuleSet, kube_rule_set, rule_set_free);
-
 static void rule_set_unref_void(KubeRuleSet *s) {
         kube_rule_set_unref(s);
 }
@@ -82,15 +66,15 @@ static int by_key(const void *a, const void *b) {
 }
 
 /* The objects of a namespace (NULL: all), in key order ("namespace/name"). */
-static int collect(Manager *m, const char *namespace, ProfileConfigState ***ret, size_t *ret_n) {
+static int collect(KubeRoom *room, const char *namespace, ProfileConfigState ***ret, size_t *ret_n) {
         ProfileConfigState **list, *s;
         size_t n = 0;
 
-        list = reallocarray(NULL, MAX(profile_config_state_map_size(&m->kube_pcs), (size_t) 1),
+        list = reallocarray(NULL, MAX(profile_config_state_map_size(&room->pcs), (size_t) 1),
                             sizeof(ProfileConfigState *));
         if (!list)
                 return -ENOMEM;
-        HASHMAP_FOREACH (s, profile_config_state_map, &m->kube_pcs)
+        HASHMAP_FOREACH (s, profile_config_state_map, &room->pcs)
                 if (!namespace || streq(s->namespace, namespace))
                         list[n++] = s;
         if (n > 1)
@@ -108,7 +92,7 @@ static int by_age(const void *a, const void *b) {
         return k != 0 ? k : strcmp(x->name, y->name);
 }
 
-static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **objects, size_t n,
+static int rule_set_new(KubeRoom *room, const char *namespace, ProfileConfigState **objects, size_t n,
                         KubeRuleSet **ret) {
         _cleanup_(kube_rule_set_unrefp) KubeRuleSet *s = NULL;
         int r;
@@ -117,7 +101,7 @@ static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **
         if (!s)
                 return -ENOMEM;
         s->n_ref = 1;
-        s->cluster = config_ref(m->config);
+        s->cluster = config_ref(kube_room_config(room));
         if (namespace && !(s->namespace = strdup(namespace)))
                 return -ENOMEM;
         if (n > 0) {
@@ -136,15 +120,16 @@ static int rule_set_new(Manager *m, const char *namespace, ProfileConfigState **
                         (KubeScope){ .name = s->scope_names[i], .config = objects[i]->config->config };
                 s->n_scopes = i + 1;
         }
-        r = kube_rules_build(m->config->config, namespace ?: "", s->scopes, s->n_scopes, &s->rules);
+        r = kube_rules_build(kube_room_config(room)->config, namespace ?: "", s->scopes, s->n_scopes,
+                             &s->rules);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
 
-static KubeRuleSet *rule_set_find(Manager *m, const char *namespace) {
-        return kube_rule_set_map_get(&m->kube_rule_sets, namespace);
+static KubeRuleSet *rule_set_find(KubeRoom *room, const char *namespace) {
+        return kube_rule_set_map_get(&room->rule_sets, namespace);
 }
 
 static void log_rule_errors(const KubeRuleSet *s) {
@@ -162,7 +147,7 @@ static void log_rule_errors(const KubeRuleSet *s) {
 
 /* Builds the rule set of a namespace again from its objects (that have a
  * good version); a namespace left without any falls back to the cluster set. */
-static int rebuild_namespace(Manager *m, const char *namespace) {
+static int rebuild_namespace(KubeRoom *room, const char *namespace) {
         _cleanup_free_ ProfileConfigState **all = NULL;
         _cleanup_free_ char *ns = strdup(namespace);
         KubeRuleSet *old, *s = NULL;
@@ -171,7 +156,7 @@ static int rebuild_namespace(Manager *m, const char *namespace) {
 
         if (!ns)
                 return -ENOMEM;
-        r = collect(m, ns, &all, &n_all);
+        r = collect(room, ns, &all, &n_all);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_all; i++)
@@ -180,15 +165,15 @@ static int rebuild_namespace(Manager *m, const char *namespace) {
         if (n > 1) /* all is NULL when the namespace has no object left */
                 qsort(all, n, sizeof(*all), by_age);
 
-        old = kube_rule_set_map_remove(&m->kube_rule_sets, ns);
+        old = kube_rule_set_map_remove(&room->rule_sets, ns);
         kube_rule_set_unref(old);
         if (n == 0)
                 return 0;
 
-        r = rule_set_new(m, ns, all, n, &s);
+        r = rule_set_new(room, ns, all, n, &s);
         if (r < 0)
                 return r;
-        r = kube_rule_set_map_put(&m->kube_rule_sets, s->namespace, s);
+        r = kube_rule_set_map_put(&room->rule_sets, s->namespace, s);
         if (r < 0) {
                 kube_rule_set_unref(s);
                 return r;
@@ -197,24 +182,45 @@ static int rebuild_namespace(Manager *m, const char *namespace) {
         return 0;
 }
 
-KubeRuleSet *manager_kube_rule_set(Manager *m, const char *namespace) {
-        KubeRuleSet *s = namespace ? rule_set_find(m, namespace) : NULL;
-        return s ?: m->kube_cluster_rules;
+KubeRuleSet *kube_room_rule_set(KubeRoom *room, const char *namespace) {
+        KubeRuleSet *s = namespace ? rule_set_find(room, namespace) : NULL;
+        return s ?: room->cluster_rules;
 }
 
-bool manager_kube_rules_ready(Manager *m) {
-        return !m->kube_pc_watch || m->kube_pcs_synced || m->kube_pcs_unavailable != 0;
+static int rule_set_namespace_cmp(const void *a, const void *b) {
+        return strcmp((*(KubeRuleSet *const *) a)->namespace, (*(KubeRuleSet *const *) b)->namespace);
 }
 
-KubeMatch manager_kube_match(Manager *m, const KubeNamespace *ns, const KubePod *pod, const char *container,
-                             const char *cgroup, SessionRule *ret) {
-        KubeRuleSet *s = manager_kube_rule_set(m, pod->namespace);
+int kube_room_rule_sets(KubeRoom *room, KubeRuleSet ***ret, size_t *ret_n) {
+        KubeRuleSet **sets, *set;
+        size_t n = 0;
+
+        sets = reallocarray(NULL, MAX(kube_rule_set_map_size(&room->rule_sets), (size_t) 1),
+                            sizeof(KubeRuleSet *));
+        if (!sets)
+                return -ENOMEM;
+        HASHMAP_FOREACH (set, kube_rule_set_map, &room->rule_sets)
+                sets[n++] = set;
+        if (n > 1)
+                qsort(sets, n, sizeof(KubeRuleSet *), rule_set_namespace_cmp);
+        *ret = sets;
+        *ret_n = n;
+        return 0;
+}
+
+bool kube_room_rules_ready(KubeRoom *room) {
+        return !room->pc_watch || room->pcs_synced || room->pcs_unavailable != 0;
+}
+
+KubeMatch kube_room_match(KubeRoom *room, const KubeNamespace *ns, const KubePod *pod, const char *container,
+                          const char *cgroup, SessionRule *ret) {
+        KubeRuleSet *s = kube_room_rule_set(room, pod->namespace);
         const KubeRule *rule = NULL;
         KubeMatch match;
 
         if (!s)
                 return KUBE_MATCH_NO;
-        if (!manager_kube_rules_ready(m))
+        if (!kube_room_rules_ready(room))
                 return KUBE_MATCH_UNDECIDED;
         match = kube_rules_find(&s->rules, ns, pod, container, cgroup, &rule);
         if (match == KUBE_MATCH_YES && ret)
@@ -230,45 +236,40 @@ KubeMatch manager_kube_match(Manager *m, const KubeNamespace *ns, const KubePod 
         return match;
 }
 
-/* Sessions of pods in a namespace (NULL: every namespace) follow the new rules. */
-static void reconcile(Manager *m, const char *namespace) {
-        manager_kube_reconcile_namespace(m, namespace);
-}
-
 /* Every namespace with objects, each once (collect() is in key order). */
-static int rebuild_all(Manager *m) {
+static int rebuild_all(KubeRoom *room) {
         _cleanup_free_ ProfileConfigState **all = NULL;
         size_t n;
         int r;
 
-        r = collect(m, NULL, &all, &n);
+        r = collect(room, NULL, &all, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++)
                 if (i == 0 || !streq(all[i]->namespace, all[i - 1]->namespace)) {
-                        r = rebuild_namespace(m, all[i]->namespace);
+                        r = rebuild_namespace(room, all[i]->namespace);
                         if (r < 0)
                                 return r;
                 }
         return 0;
 }
 
-int manager_kube_rules_reload(Manager *m) {
+int kube_room_rules_reload(KubeRoom *room) {
         _cleanup_free_ ProfileConfigState **all = NULL;
         KubeRuleSet *cluster = NULL;
         size_t n;
         int r;
 
-        if (!m->config)
+        if (!kube_room_config(room))
                 return 0;
-        r = rule_set_new(m, NULL, NULL, 0, &cluster);
+        r = rule_set_new(room, NULL, NULL, 0, &cluster);
         if (r < 0)
                 return r;
-        kube_rule_set_unref(m->kube_cluster_rules);
-        m->kube_cluster_rules = cluster;
+        kube_rule_set_unref(room->cluster_rules);
+        room->cluster_rules = cluster;
 
         /* Objects may name the cluster's profiles: parse them again. */
-        r = collect(m, NULL, &all, &n);
+        r = collect(room, NULL, &all, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -279,7 +280,7 @@ int manager_kube_rules_reload(Manager *m) {
 
                 if (!s->spec)
                         continue;
-                r = config_parse_namespaced(s->spec, "spec", m->config->config, &c, &error);
+                r = config_parse_namespaced(s->spec, "spec", kube_room_config(room)->config, &c, &error);
                 if (r == -ENOMEM)
                         return r;
                 free(s->error);
@@ -297,13 +298,13 @@ int manager_kube_rules_reload(Manager *m) {
                 config_unref(s->config);
                 s->config = ref;
         }
-        return rebuild_all(m);
+        return rebuild_all(room);
 }
 
 /* ---- the watch ---- */
 
-static ProfileConfigState *pc_find(Manager *m, const char *key) {
-        return profile_config_state_map_get(&m->kube_pcs, key);
+static ProfileConfigState *pc_find(KubeRoom *room, const char *key) {
+        return profile_config_state_map_get(&room->pcs, key);
 }
 
 static const char *json_string(const cJSON *o, const char *key) {
@@ -311,25 +312,25 @@ static const char *json_string(const cJSON *o, const char *key) {
         return cJSON_IsString(j) ? j->valuestring : NULL;
 }
 
-static void pc_gone(Manager *m, ProfileConfigState *s) {
+static void pc_gone(KubeRoom *room, ProfileConfigState *s) {
         _cleanup_free_ char *ns = strdup(s->namespace), *msg = NULL;
         JournalProfileConfigFields f = { .namespace = s->namespace, .name = s->name, .change = "removed" };
 
         if (asprintf(&msg, "ProfileConfig %s removed: its targets and profiles no longer apply.", s->key) >=
             0)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
-        (void) profile_config_state_map_remove_value(&m->kube_pcs, s->key, s);
+        (void) profile_config_state_map_remove_value(&room->pcs, s->key, s);
         pc_free(s);
         if (!ns)
                 return (void) log_oom();
-        if (rebuild_namespace(m, ns) < 0)
+        if (rebuild_namespace(room, ns) < 0)
                 return (void) log_oom();
-        reconcile(m, ns);
+        kube_room_pods_changed(room, NULL, ns);
 }
 
 /* Returns whether the object is kept (the watch then says when a relist no longer reports it). */
 static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata) {
-        Manager *m = userdata;
+        KubeRoom *room = userdata;
         _cleanup_(config_freep) Config *c = NULL;
         _cleanup_free_ char *key = NULL, *error = NULL, *msg = NULL;
         const cJSON *meta = cJSON_GetObjectItemCaseSensitive(object, "metadata");
@@ -348,18 +349,18 @@ static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                 log_oom();
                 return false;
         }
-        s = pc_find(m, key);
+        s = pc_find(room, key);
 
         if (type == KUBE_EVENT_DELETED) {
                 if (s)
-                        pc_gone(m, s);
+                        pc_gone(room, s);
                 return false;
         }
 
         if (!s) {
                 s = calloc(1, sizeof(*s));
                 if (!s || !(s->key = strdup(key)) || !(s->namespace = strdup(namespace)) ||
-                    !(s->name = strdup(name)) || profile_config_state_map_put(&m->kube_pcs, s->key, s) < 0) {
+                    !(s->name = strdup(name)) || profile_config_state_map_put(&room->pcs, s->key, s) < 0) {
                         pc_free(s);
                         log_oom();
                         return false;
@@ -383,7 +384,7 @@ static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
         if (!spec)
                 r = -EINVAL, error = strdup("spec: required key is missing");
         else
-                r = config_parse_namespaced(spec, "spec", m->config->config, &c, &error);
+                r = config_parse_namespaced(spec, "spec", kube_room_config(room)->config, &c, &error);
         if (r == -ENOMEM) {
                 log_oom();
                 return true;
@@ -418,43 +419,43 @@ static bool on_pc_event(KubeEventType type, const cJSON *object, void *userdata)
                 journal_profile_config(JOURNAL_PROFILE_CONFIG_APPLIED, &f, msg);
 
         /* The first list is merged once, when complete (on_pc_synced()). */
-        if (!m->kube_pcs_synced)
+        if (!room->pcs_synced)
                 return true;
-        if (rebuild_namespace(m, namespace) < 0) {
+        if (rebuild_namespace(room, namespace) < 0) {
                 log_oom();
                 return true;
         }
-        reconcile(m, namespace);
+        kube_room_pods_changed(room, NULL, namespace);
         return true;
 }
 
 /* Deleted while the watch was down: the relist did not report it. */
 static void on_pc_vanished(const char *key, void *userdata) {
-        Manager *m = userdata;
-        ProfileConfigState *s = pc_find(m, key);
+        KubeRoom *room = userdata;
+        ProfileConfigState *s = pc_find(room, key);
 
         if (s)
-                pc_gone(m, s);
+                pc_gone(room, s);
 }
 
 static void on_pc_synced(void *userdata) {
-        Manager *m = userdata;
+        KubeRoom *room = userdata;
 
-        if (!m->kube_pcs_synced || m->kube_pcs_unavailable)
+        if (!room->pcs_synced || room->pcs_unavailable)
                 log_info("Listed the ProfileConfig objects: watching them.");
-        if (!m->kube_pcs_synced && rebuild_all(m) < 0)
+        if (!room->pcs_synced && rebuild_all(room) < 0)
                 return (void) log_oom();
-        m->kube_pcs_synced = true;
-        m->kube_pcs_unavailable = 0;
-        reconcile(m, NULL);
+        room->pcs_synced = true;
+        room->pcs_unavailable = 0;
+        kube_room_pods_changed(room, NULL, NULL);
 }
 
 static bool on_pc_list_failed(long status, const char *message, void *userdata) {
-        Manager *m = userdata;
+        KubeRoom *room = userdata;
 
         if (status != 404 && status != 403)
                 return false;
-        if (m->kube_pcs_unavailable != status) {
+        if (room->pcs_unavailable != status) {
                 if (status == 404)
                         log_notice("The ProfileConfig resource (cgprof.io/v1) is not installed: only the "
                                    "cluster config applies. Will look again.");
@@ -465,14 +466,14 @@ static bool on_pc_list_failed(long status, const char *message, void *userdata) 
                                 "(see manifests/base/rbac.yaml). Will try again.",
                                 strna(message));
         }
-        bool first = m->kube_pcs_unavailable == 0 && !m->kube_pcs_synced;
-        m->kube_pcs_unavailable = status;
+        bool first = room->pcs_unavailable == 0 && !room->pcs_synced;
+        room->pcs_unavailable = status;
         if (first)
-                reconcile(m, NULL); /* pods waited for the ProfileConfigs */
+                kube_room_pods_changed(room, NULL, NULL); /* pods waited for the ProfileConfigs */
         return true;
 }
 
-int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts) {
+int kube_room_pc_start(KubeRoom *room, const KubeWatchOptions *opts) {
         static const KubeWatchCallbacks cb = {
                 .event = on_pc_event,
                 .vanished = on_pc_vanished,
@@ -482,20 +483,20 @@ int manager_kube_pc_start(Manager *m, KubeClient *client, const KubeWatchOptions
         };
         int r;
 
-        r = kube_watch_new(client, PROFILE_CONFIG_PATH, NULL, opts, &cb, m, &m->kube_pc_watch);
+        r = kube_watch_new(room->client, PROFILE_CONFIG_PATH, NULL, opts, &cb, room, &room->pc_watch);
         if (r < 0)
                 return r;
-        return kube_watch_start(m->kube_pc_watch);
+        return kube_watch_start(room->pc_watch);
 }
 
-void manager_kube_pc_free(Manager *m) {
-        m->kube_pc_watch = kube_watch_free(m->kube_pc_watch);
-        profile_config_state_map_clear(&m->kube_pcs, pc_free);
-        kube_rule_set_map_clear(&m->kube_rule_sets, rule_set_unref_void);
-        m->kube_cluster_rules = kube_rule_set_unref(m->kube_cluster_rules);
+void kube_room_pc_free(KubeRoom *room) {
+        room->pc_watch = kube_watch_free(room->pc_watch);
+        profile_config_state_map_clear(&room->pcs, pc_free);
+        kube_rule_set_map_clear(&room->rule_sets, rule_set_unref_void);
+        room->cluster_rules = kube_rule_set_unref(room->cluster_rules);
 }
 
-int manager_kube_pc_status(Manager *m, cJSON *kube) {
+int kube_room_pc_status(KubeRoom *room, cJSON *kube) {
         _cleanup_free_ ProfileConfigState **all = NULL;
         cJSON *list, *o;
         size_t n;
@@ -505,16 +506,16 @@ int manager_kube_pc_status(Manager *m, cJSON *kube) {
         if (!o)
                 return -ENOMEM;
         KubeWatchStats st = {};
-        kube_watch_stats(m->kube_pc_watch, &st);
+        kube_watch_stats(room->pc_watch, &st);
         cJSON_AddBoolToObject(o, "synced", st.synced);
-        cJSON_AddNumberToObject(o, "unavailable", (double) m->kube_pcs_unavailable);
+        cJSON_AddNumberToObject(o, "unavailable", (double) room->pcs_unavailable);
         cJSON_AddStringToObject(o, "resourceVersion", strempty(st.resource_version));
         cJSON_AddNumberToObject(o, "events", (double) st.events);
 
         list = cJSON_AddArrayToObject(kube, "profileConfigs");
         if (!list)
                 return -ENOMEM;
-        r = collect(m, NULL, &all, &n);
+        r = collect(room, NULL, &all, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -530,7 +531,7 @@ int manager_kube_pc_status(Manager *m, cJSON *kube) {
                 cJSON_AddNumberToObject(p, "targets", s->config ? (double) s->config->config->n_targets : 0);
                 cJSON_AddNumberToObject(p, "profiles",
                                         s->config ? (double) s->config->config->n_profiles : 0);
-                KubeRuleSet *rs = rule_set_find(m, s->namespace);
+                KubeRuleSet *rs = rule_set_find(room, s->namespace);
                 cJSON *errs = cJSON_AddArrayToObject(p, "conflicts");
                 if (!errs)
                         return -ENOMEM;

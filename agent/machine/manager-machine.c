@@ -5,46 +5,41 @@
 #include "base.h"
 #include "log.h"
 #include "machine-config.h"
+#include "machine-room.h"
 #include "machine-select.h"
 #include "manager-machine.h"
-#include "http.h"
-
-/* The last change of a sysctl (for check). */
-struct MachineLast {
-        char *name;
-        MachineChange change;
-};
+#include "manager-node.h"
 
 /* What a change callback needs to say where a change comes from. */
 typedef struct MachineApplyContext {
-        Manager *m;
+        MachineRoom *room;
         const MachineWants *previous; /* the wanted set before this apply */
         MachineCause cause;
         bool stopping;
 } MachineApplyContext;
 
-static void machine_last_set(Manager *m, const char *name, MachineChange change) {
-        struct MachineLast *n;
+static void machine_last_set(MachineRoom *room, const char *name, MachineChange change) {
+        MachineLast *n;
 
-        for (size_t i = 0; i < m->n_machine_last; i++)
-                if (streq(m->machine_last[i].name, name)) {
-                        m->machine_last[i].change = change;
+        for (size_t i = 0; i < room->n_last; i++)
+                if (streq(room->last[i].name, name)) {
+                        room->last[i].change = change;
                         return;
                 }
-        n = reallocarray(m->machine_last, m->n_machine_last + 1, sizeof(*n));
+        n = reallocarray(room->last, room->n_last + 1, sizeof(*n));
         if (!n)
                 return (void) log_oom();
-        m->machine_last = n;
-        n[m->n_machine_last] = (struct MachineLast){ .name = strdup(name), .change = change };
-        if (!n[m->n_machine_last].name)
+        room->last = n;
+        n[room->n_last] = (MachineLast){ .name = strdup(name), .change = change };
+        if (!n[room->n_last].name)
                 return (void) log_oom();
-        m->n_machine_last++;
+        room->n_last++;
 }
 
-static const struct MachineLast *machine_last_get(Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_machine_last; i++)
-                if (streq(m->machine_last[i].name, name))
-                        return &m->machine_last[i];
+static const MachineLast *machine_last_get(MachineRoom *room, const char *name) {
+        for (size_t i = 0; i < room->n_last; i++)
+                if (streq(room->last[i].name, name))
+                        return &room->last[i];
         return NULL;
 }
 
@@ -70,71 +65,80 @@ static const char *change_reason(const MachineApplyContext *ctx, MachineChange c
 static void on_machine_change(const char *name, const char *old_value, const char *new_value,
                               MachineChange change, void *userdata) {
         MachineApplyContext *ctx = userdata;
-        Manager *m = ctx->m;
+        MachineRoom *room = ctx->room;
         _cleanup_free_ char *entry = NULL;
         const MachineWant *w;
 
         /* The entry that wants it now, or (restored) the one that wanted it. */
-        w = machine_wants_find(change == MACHINE_CHANGE_RESTORE ? ctx->previous : &m->machine_wants, name);
+        w = machine_wants_find(change == MACHINE_CHANGE_RESTORE ? ctx->previous : &room->wants, name);
         if (w)
                 entry = machine_entry_path(w->entry);
 
         JournalMachineFields f = {
-                .node = m->node_name,
+                .node = room->deps.node_name,
                 .entry = entry,
                 .selector = w ? w->selector : NULL,
                 .reason = change_reason(ctx, change, w && w->selector),
         };
         journal_machine_change(name, old_value, new_value, change, &f);
-        metrics_machine_change(m, name, change);
-        machine_last_set(m, name, change);
+        if (room->deps.changed)
+                room->deps.changed(room->deps.userdata, name, change);
+        machine_last_set(room, name, change);
 }
 
 /* The labels entries are matched against, and whether they are known. */
-static Labels machine_labels(Manager *m, bool *ret_known) {
-        if (m->machine_host) {
+static Labels machine_labels(MachineRoom *room, bool *ret_known) {
+        if (room->host) {
                 *ret_known = true;
-                return m->config->config->node_labels;
+                return machine_room_config(room)->node_labels;
         }
-        *ret_known = m->node_read;
-        return m->node_labels;
+        *ret_known = room->node_read;
+        return room->node_labels;
 }
 
-void manager_machine_apply(Manager *m, MachineCause cause) {
+void machine_room_apply(MachineRoom *room, MachineCause cause) {
         _cleanup_(machine_wants_done) MachineWants previous = {}, wants = {};
         _cleanup_free_ MachineSetting *settings = NULL;
         bool known;
-        Labels labels = machine_labels(m, &known);
+        Labels labels = machine_labels(room, &known);
         int r;
 
-        r = machine_wants_select(m->config->config, labels, known, &wants);
+        r = machine_wants_select(machine_room_config(room), labels, known, &wants);
         if (r >= 0)
                 r = machine_wants_settings(&wants, &settings);
         if (r < 0)
                 return (void) log_error_errno(r, "Failed to compute the machineConfig of node %s: %m",
-                                              m->node_name);
+                                              room->deps.node_name);
 
-        previous = m->machine_wants;
-        m->machine_wants = wants;
+        previous = room->wants;
+        room->wants = wants;
         wants = (MachineWants){};
 
-        MachineApplyContext ctx = { .m = m, .previous = &previous, .cause = cause };
-        r = machine_config_apply_keep(m->state_dir, m->opts.sysctl_root, settings, m->machine_wants.n,
-                                      m->machine_wants.pending, cause != MACHINE_CAUSE_TIMER,
-                                      on_machine_change, &ctx);
+        MachineApplyContext ctx = { .room = room, .previous = &previous, .cause = cause };
+        r = machine_config_apply_keep(room->deps.state_dir, room->deps.sysctl_root, settings, room->wants.n,
+                                      room->wants.pending, cause != MACHINE_CAUSE_TIMER, on_machine_change,
+                                      &ctx);
         if (r < 0)
                 log_error_errno(r, "Failed to apply machineConfig: %m");
 }
 
 static int on_machine_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        MachineRoom *room = userdata;
+        int r;
 
-        manager_machine_apply(m, MACHINE_CAUSE_TIMER);
-        return manager_rearm(m, s, m->config->config->machine_config_interval_usec, "machineConfig");
+        machine_room_apply(room, MACHINE_CAUSE_TIMER);
+        r = sd_event_source_set_time_relative(s, machine_room_config(room)->machine_config_interval_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ON);
+        if (r < 0) {
+                log_error_errno(r, "Failed to re-arm the %s timer, stopping the agent: %m", "machineConfig");
+                room->deps.fatal(room->deps.userdata, r);
+        }
+        return 0;
 }
 
-size_t manager_machine_n_scoped(Manager *m) {
-        const Config *c = m->config->config;
+size_t machine_room_n_scoped(MachineRoom *room) {
+        const Config *c = machine_room_config(room);
         size_t n = 0;
 
         for (size_t i = 0; i < c->n_machine_config; i++)
@@ -143,28 +147,25 @@ size_t manager_machine_n_scoped(Manager *m) {
         return n;
 }
 
-int manager_machine_start(Manager *m) {
+int machine_room_start(MachineRoom *room) {
         int r;
 
-        if (m->opts.no_kubernetes)
-                m->machine_host = true;
-
         /* First: perf_event_paranoid and friends may be what lets us sample. */
-        manager_machine_apply(m, MACHINE_CAUSE_CONFIG);
-        r = sd_event_add_time_relative(m->event, &m->machine_timer, CLOCK_MONOTONIC,
-                                       m->config->config->machine_config_interval_usec, USEC_PER_SEC,
-                                       on_machine_timer, m);
+        machine_room_apply(room, MACHINE_CAUSE_CONFIG);
+        r = sd_event_add_time_relative(room->deps.event, &room->timer, CLOCK_MONOTONIC,
+                                       machine_room_config(room)->machine_config_interval_usec, USEC_PER_SEC,
+                                       on_machine_timer, room);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the machineConfig timer: %m");
-        (void) sd_event_source_set_description(m->machine_timer, "machine-config");
+        (void) sd_event_source_set_description(room->timer, "machine-config");
         return 0;
 }
 
-void manager_machine_host_mode(Manager *m) {
-        if (m->machine_host)
+void machine_room_host_mode(MachineRoom *room) {
+        if (room->host)
                 return;
-        m->machine_host = true;
-        manager_machine_apply(m, MACHINE_CAUSE_LABELS);
+        room->host = true;
+        machine_room_apply(room, MACHINE_CAUSE_LABELS);
 }
 
 static bool labels_equal(Labels a, Labels b) {
@@ -186,76 +187,118 @@ static bool labels_equal(Labels a, Labels b) {
         return true;
 }
 
-void manager_machine_node_labels(Manager *m, char **labels) {
+void machine_room_node_labels(MachineRoom *room, char **labels) {
         _cleanup_strv_free_ char **l = labels;
         _cleanup_free_ char *text = NULL;
-        bool first = !m->node_read, was_deleted = m->node_deleted;
+        bool first = !room->node_read, was_deleted = room->node_deleted;
 
-        m->node_deleted = false;
-        if (!first && labels_equal(m->node_labels, l)) {
+        room->node_deleted = false;
+        if (!first && labels_equal(room->node_labels, l)) {
                 if (was_deleted)
-                        log_notice("Node %s is back.", m->node_name);
+                        log_notice("Node %s is back.", room->deps.node_name);
                 return;
         }
         (void) labels_to_string(l, &text);
-        strv_free(m->node_labels);
-        m->node_labels = TAKE_PTR(l);
-        m->node_read = true;
+        strv_free(room->node_labels);
+        room->node_labels = TAKE_PTR(l);
+        room->node_read = true;
         if (first)
                 log_notice("Read Node %s, labels {%s}: the machineConfig entries it selects apply now.",
-                           m->node_name, strna(text));
+                           room->deps.node_name, strna(text));
         else
-                log_notice("Node %s's labels changed to {%s}: machineConfig computed again.", m->node_name,
-                           strna(text));
-        if (m->machine_host)
+                log_notice("Node %s's labels changed to {%s}: machineConfig computed again.",
+                           room->deps.node_name, strna(text));
+        if (room->host)
                 return; /* nodeLabels decide */
-        manager_machine_apply(m, MACHINE_CAUSE_LABELS);
+        machine_room_apply(room, MACHINE_CAUSE_LABELS);
 }
 
-void manager_machine_node_deleted(Manager *m) {
+void machine_room_node_deleted(MachineRoom *room) {
         _cleanup_free_ char *text = NULL;
 
-        if (m->node_deleted)
+        if (room->node_deleted)
                 return;
-        m->node_deleted = true;
-        if (!m->node_read) {
+        room->node_deleted = true;
+        if (!room->node_read) {
                 log_warning("Node %s does not exist: only the machineConfig entries without nodeSelector "
                             "apply.",
-                            m->node_name);
+                            room->deps.node_name);
                 return;
         }
-        (void) labels_to_string(m->node_labels, &text);
+        (void) labels_to_string(room->node_labels, &text);
         log_warning("Node %s was deleted: machineConfig keeps going by its last known labels {%s}.",
-                    m->node_name, strna(text));
+                    room->deps.node_name, strna(text));
 }
 
-void manager_machine_restore(Manager *m) {
+void machine_room_restore(MachineRoom *room) {
         _cleanup_(machine_wants_done) MachineWants none = {};
         int r;
 
-        if (!m->config || !m->config->config->restore_machine_config)
+        if (!room || !machine_room_config(room) || !machine_room_config(room)->restore_machine_config)
                 return;
-        MachineApplyContext ctx = { .m = m, .previous = &m->machine_wants, .stopping = true };
-        r = machine_config_restore(m->state_dir, m->opts.sysctl_root, on_machine_change, &ctx);
+        MachineApplyContext ctx = { .room = room, .previous = &room->wants, .stopping = true };
+        r = machine_config_restore(room->deps.state_dir, room->deps.sysctl_root, on_machine_change, &ctx);
         if (r < 0)
                 log_error_errno(r, "Failed to restore machineConfig: %m");
 }
 
-void manager_machine_free(Manager *m) {
-        m->machine_timer = sd_event_source_disable_unref(m->machine_timer);
-        machine_wants_done(&m->machine_wants);
-        ARRAY_CLEAR(m->machine_last, m->n_machine_last, free(_e->name));
-        m->node_labels = strv_free(m->node_labels);
+int machine_room_new(const MachineRoomDeps *deps, MachineRoom **ret) {
+        _cleanup_(machine_room_freep) MachineRoom *room = NULL;
+
+        if (!deps->event || !deps->node_name || !deps->state_dir || !deps->config || !deps->fatal)
+                return -EINVAL;
+        room = calloc(1, sizeof(*room));
+        if (!room)
+                return -ENOMEM;
+        room->deps = *deps;
+        room->deps.node_name = room->deps.state_dir = room->deps.sysctl_root = NULL;
+        room->deps.event = sd_event_ref(deps->event);
+        room->host = deps->host;
+        if (!(room->deps.node_name = strdup(deps->node_name)) ||
+            !(room->deps.state_dir = strdup(deps->state_dir)) ||
+            (deps->sysctl_root && !(room->deps.sysctl_root = strdup(deps->sysctl_root))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(room);
+        return 0;
+}
+
+MachineRoom *machine_room_free(MachineRoom *room) {
+        if (!room)
+                return NULL;
+        machine_room_node_stop(room);
+        room->timer = sd_event_source_disable_unref(room->timer);
+        machine_wants_done(&room->wants);
+        ARRAY_CLEAR(room->last, room->n_last, free(_e->name));
+        strv_free(room->node_labels);
+        free((char *) room->deps.node_name);
+        free((char *) room->deps.state_dir);
+        free((char *) room->deps.sysctl_root);
+        sd_event_unref(room->deps.event);
+        free(room);
+        return NULL;
+}
+
+void machine_room_config_changed(MachineRoom *room) {
+        machine_room_apply(room, MACHINE_CAUSE_CONFIG);
+        if (room->timer)
+                (void) sd_event_source_set_time_relative(
+                        room->timer, machine_room_config(room)->machine_config_interval_usec);
+}
+
+const MachineWants *machine_room_wants(MachineRoom *room) {
+        return &room->wants;
 }
 
 /* ---- check and status ---- */
 
-static const char *labels_source(Manager *m) {
-        if (m->machine_host)
-                return m->config->config->node_labels ? "nodeLabels" : "none (a host without nodeLabels)";
-        if (!m->node_read)
-                return m->node_deleted ? "none (the Node does not exist)" : "none (the Node not read yet)";
-        return m->node_deleted ? "node (deleted: its last known labels)" : "node";
+static const char *labels_source(MachineRoom *room) {
+        if (room->host)
+                return machine_room_config(room)->node_labels ? "nodeLabels"
+                                                              : "none (a host without nodeLabels)";
+        if (!room->node_read)
+                return room->node_deleted ? "none (the Node does not exist)"
+                                          : "none (the Node not read yet)";
+        return room->node_deleted ? "node (deleted: its last known labels)" : "node";
 }
 
 void control_machine_check_done(ControlMachineCheck *c) {
@@ -279,9 +322,9 @@ static bool check_has(const ControlMachineCheck *c, const char *name) {
         return false;
 }
 
-static int check_add(Manager *m, ControlMachineCheck *c, const char *name) {
-        const MachineWant *w = machine_wants_find(&m->machine_wants, name);
-        const struct MachineLast *last = machine_last_get(m, name);
+static int check_add(MachineRoom *room, ControlMachineCheck *c, const char *name) {
+        const MachineWant *w = machine_wants_find(&room->wants, name);
+        const MachineLast *last = machine_last_get(room, name);
         _cleanup_free_ char *path = NULL;
         ControlMachineSysctl *s, *n;
 
@@ -294,7 +337,7 @@ static int check_add(Manager *m, ControlMachineCheck *c, const char *name) {
         s = &n[c->n_sysctls++];
         *s = (ControlMachineSysctl){};
 
-        if (sysctl_path(m->opts.sysctl_root, name, &path) >= 0)
+        if (sysctl_path(room->deps.sysctl_root, name, &path) >= 0)
                 (void) read_one_line_file(path, &s->actual);
         if (!s->actual)
                 s->actual = strdup("");
@@ -305,31 +348,31 @@ static int check_add(Manager *m, ControlMachineCheck *c, const char *name) {
         if (!s->actual || !s->name || !s->desired || !s->entry || !s->selector)
                 return -ENOMEM;
 
-        s->state = machine_sysctl_state(&m->machine_wants, name, s->actual[0] ? s->actual : NULL,
+        s->state = machine_sysctl_state(&room->wants, name, s->actual[0] ? s->actual : NULL,
                                         last ? last->change : _MACHINE_CHANGE_MAX);
         return 0;
 }
 
-int manager_machine_check(Manager *m, ControlMachineCheck *ret) {
+int machine_room_check(MachineRoom *room, ControlMachineCheck *ret) {
         _cleanup_(control_machine_check_done) ControlMachineCheck c = {};
-        const Config *cfg = m->config->config;
+        const Config *cfg = machine_room_config(room);
         bool known;
-        Labels labels = machine_labels(m, &known);
+        Labels labels = machine_labels(room, &known);
         int r;
 
         r = labels_to_string(labels, &c.labels);
         if (r < 0)
                 return r;
-        c.labels_source = labels_source(m);
+        c.labels_source = labels_source(room);
         /* Every sysctl an entry names (config order), then those changed
          * earlier that no entry names any more. */
         for (size_t i = 0; i < cfg->n_machine_config; i++) {
-                r = check_add(m, &c, cfg->machine_config[i].name);
+                r = check_add(room, &c, cfg->machine_config[i].name);
                 if (r < 0)
                         return r;
         }
-        for (size_t i = 0; i < m->n_machine_last; i++) {
-                r = check_add(m, &c, m->machine_last[i].name);
+        for (size_t i = 0; i < room->n_last; i++) {
+                r = check_add(room, &c, room->last[i].name);
                 if (r < 0)
                         return r;
         }
@@ -338,23 +381,23 @@ int manager_machine_check(Manager *m, ControlMachineCheck *ret) {
         return 0;
 }
 
-int manager_machine_status(Manager *m, cJSON *j) {
+int machine_room_status(MachineRoom *room, cJSON *j) {
         _cleanup_(control_machine_check_done) ControlMachineCheck c = {};
         cJSON *o, *a;
         int r;
 
-        r = manager_machine_check(m, &c);
+        r = machine_room_check(room, &c);
         if (r < 0)
                 return r;
         o = cJSON_AddObjectToObject(j, "machineConfig");
         if (!o)
                 return -ENOMEM;
-        cJSON_AddStringToObject(o, "node", strempty(m->node_name));
+        cJSON_AddStringToObject(o, "node", strempty(room->deps.node_name));
         cJSON_AddStringToObject(o, "labelsSource", c.labels_source);
         cJSON_AddStringToObject(o, "labels", c.labels);
-        cJSON_AddBoolToObject(o, "nodeRead", m->machine_host || m->node_read);
-        cJSON_AddBoolToObject(o, "nodeDeleted", m->node_deleted);
-        if (!m->machine_host && !m->node_read)
+        cJSON_AddBoolToObject(o, "nodeRead", room->host || room->node_read);
+        cJSON_AddBoolToObject(o, "nodeDeleted", room->node_deleted);
+        if (!room->host && !room->node_read)
                 cJSON_AddStringToObject(
                         o, "note", "the Node has not been read: only entries without nodeSelector apply");
         a = cJSON_AddArrayToObject(o, "sysctls");

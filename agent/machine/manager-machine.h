@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cjson/cJSON.h>
+#include <systemd/sd-event.h>
 
-#include "manager.h"
+#include "config.h"
+#include "machine-config.h"
+#include "machine-select.h"
+#include "macro.h"
 
 /* manager-machine.c: machineConfig on this node. The entries that apply
  * are those without nodeSelector and those whose nodeSelector matches the
@@ -23,22 +27,44 @@ typedef enum MachineCause {
         _MACHINE_CAUSE_MAX,
 } MachineCause;
 
-/* How many machineConfig entries have a nodeSelector. */
-size_t manager_machine_n_scoped(Manager *m);
+/* The room's state: the wanted set, the last changes, the Node's labels,
+ * the drift timer and the Node watch (machine-room.h, inside the room). */
+typedef struct MachineRoom MachineRoom;
+
+/* What the room needs from the rooms above it, which it does not call:
+ * the Manager fills it in (manager-rooms.c). */
+typedef struct MachineRoomDeps {
+        sd_event *event;
+        const char *node_name;
+        const char *state_dir; /* where the originals of the sysctls are saved */
+        const char *sysctl_root; /* NULL: /proc/sys */
+        bool host; /* no Kubernetes (--no-kubernetes): the config's nodeLabels are the labels */
+        /* The config now: it changes on reload (never NULL once loaded). */
+        const Config *(*config)(void *userdata);
+        /* A sysctl was changed (/metrics counts them); may be NULL. */
+        void (*changed)(void *userdata, const char *sysctl, MachineChange change);
+        /* The drift timer cannot be armed again: the agent stops (logged here). */
+        void (*fatal)(void *userdata, int error);
+        void *userdata;
+} MachineRoomDeps;
+
+/* The strings of deps are copied. */
+int machine_room_new(const MachineRoomDeps *deps, MachineRoom **ret);
+MachineRoom *machine_room_free(MachineRoom *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MachineRoom *, machine_room_free);
+
 /* The first apply and the drift timer. */
-int manager_machine_start(Manager *m);
+int machine_room_start(MachineRoom *r);
 /* Computes the wanted set and applies it. */
-void manager_machine_apply(Manager *m, MachineCause cause);
+void machine_room_apply(MachineRoom *r, MachineCause cause);
+/* The config was reloaded: applied again, the drift timer set to its interval. */
+void machine_room_config_changed(MachineRoom *r);
 /* There is no Kubernetes: the labels are the config's nodeLabels. */
-void manager_machine_host_mode(Manager *m);
-/* The Node's labels (strv key, value, ...; taken). Applies when they
- * differ from the last known ones, or are the first. */
-void manager_machine_node_labels(Manager *m, char **labels);
-/* The Node was deleted (or vanished): its last known labels stay. */
-void manager_machine_node_deleted(Manager *m);
+void machine_room_host_mode(MachineRoom *r);
 /* At exit, with restoreMachineConfig: every saved original written back. */
-void manager_machine_restore(Manager *m);
-void manager_machine_free(Manager *m);
+void machine_room_restore(MachineRoom *r);
+/* The entries that apply now. */
+const MachineWants *machine_room_wants(MachineRoom *r);
 
 /* Per sysctl, what `cgprofctl check` shows (CheckMachineConfig()). */
 typedef struct ControlMachineSysctl {
@@ -59,7 +85,7 @@ typedef struct ControlMachineCheck {
 } ControlMachineCheck;
 
 void control_machine_check_done(ControlMachineCheck *c);
-int manager_machine_check(Manager *m, ControlMachineCheck *ret);
+int machine_room_check(MachineRoom *r, ControlMachineCheck *ret);
 
 /* The "machineConfig" object of GetStatus. */
-int manager_machine_status(Manager *m, cJSON *j);
+int machine_room_status(MachineRoom *r, cJSON *j);

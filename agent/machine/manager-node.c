@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The agent's own Node: its labels select machineConfig entries. */
 #include "kube-object.h"
+#include "kube.h"
 #include "log.h"
+#include "machine-room.h"
 #include "manager-machine.h"
 #include "manager-node.h"
 
 static bool on_node_event(KubeEventType type, const cJSON *object, void *userdata) {
-        Manager *m = userdata;
+        MachineRoom *room = userdata;
         _cleanup_(kube_namespace_freep) KubeNamespace *node = NULL;
         _cleanup_free_ char *error = NULL;
         int r;
@@ -17,44 +19,44 @@ static bool on_node_event(KubeEventType type, const cJSON *object, void *userdat
                 log_warning("Skipping a Node the API sent that cannot be parsed: %s", strna(error));
                 return false;
         }
-        if (!streq(node->name, m->node_name))
+        if (!streq(node->name, room->deps.node_name))
                 return false; /* the field selector lets no other through */
 
         if (type == KUBE_EVENT_DELETED) {
-                manager_machine_node_deleted(m);
+                machine_room_node_deleted(room);
                 return false;
         }
-        manager_machine_node_labels(m, TAKE_PTR(node->labels));
+        machine_room_node_labels(room, TAKE_PTR(node->labels));
         return true;
 }
 
 /* Deleted while the watch was down. */
 static void on_node_vanished(const char *name, void *userdata) {
-        manager_machine_node_deleted(userdata);
+        machine_room_node_deleted(userdata);
 }
 
 static void on_node_synced(void *userdata) {
-        Manager *m = userdata;
+        MachineRoom *room = userdata;
 
         /* Listed, and there is no such Node (yet). */
-        if (!m->node_read)
-                manager_machine_node_deleted(m);
+        if (!room->node_read)
+                machine_room_node_deleted(room);
 }
 
 static bool on_node_list_failed(long http_status, const char *message, void *userdata) {
-        Manager *m = userdata;
+        MachineRoom *room = userdata;
 
         if (http_status != 403)
                 return false;
-        if (!m->node_read && !m->node_forbidden_logged)
+        if (!room->node_read && !room->node_forbidden_logged)
                 log_warning("Not allowed to read Node %s (RBAC: get, list, watch on nodes): only the "
                             "machineConfig entries without nodeSelector apply; trying again.",
-                            m->node_name);
-        m->node_forbidden_logged = true;
+                            room->deps.node_name);
+        room->node_forbidden_logged = true;
         return true;
 }
 
-int manager_node_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts) {
+int machine_room_node_start(MachineRoom *room, KubeClient *client, const KubeWatchOptions *opts) {
         static const KubeWatchCallbacks cb = {
                 .event = on_node_event,
                 .vanished = on_node_vanished,
@@ -65,26 +67,28 @@ int manager_node_start(Manager *m, KubeClient *client, const KubeWatchOptions *o
         _cleanup_free_ char *selector = NULL;
         int r;
 
-        if (manager_machine_n_scoped(m) > 0)
+        if (machine_room_n_scoped(room) > 0)
                 log_notice("Node %s not read yet: only the machineConfig entries without nodeSelector apply "
                            "until it is; %zu with nodeSelector wait.",
-                           m->node_name, manager_machine_n_scoped(m));
-        if (m->config->config->node_labels)
+                           room->deps.node_name, machine_room_n_scoped(room));
+        if (machine_room_config(room)->node_labels)
                 log_notice("nodeLabels in the config are not used: machineConfig goes by the labels of Node "
                            "%s.",
-                           m->node_name);
-        if (asprintf(&selector, "metadata.name=%s", m->node_name) < 0)
+                           room->deps.node_name);
+        if (asprintf(&selector, "metadata.name=%s", room->deps.node_name) < 0)
                 return -ENOMEM;
-        r = kube_watch_new(client, "/api/v1/nodes", selector, opts, &cb, m, &m->kube_node_watch);
+        r = kube_watch_new(client, "/api/v1/nodes", selector, opts, &cb, room, &room->node_watch);
         if (r < 0)
                 return r;
-        return kube_watch_start(m->kube_node_watch);
+        return kube_watch_start(room->node_watch);
 }
 
-void manager_node_free(Manager *m) {
-        m->kube_node_watch = kube_watch_free(m->kube_node_watch);
+void machine_room_node_stop(MachineRoom *room) {
+        if (!room)
+                return;
+        room->node_watch = kube_watch_free(room->node_watch);
 }
 
-int manager_node_status(Manager *m, cJSON *k) {
-        return kube_watch_stats_json(m->kube_node_watch, k, "nodeWatch");
+int machine_room_node_status(MachineRoom *room, cJSON *k) {
+        return kube_watch_stats_json(room->node_watch, k, "nodeWatch");
 }

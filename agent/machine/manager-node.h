@@ -3,13 +3,17 @@
 
 #include <cjson/cJSON.h>
 
-#include "manager.h"
+#include "manager-machine.h"
+
+typedef struct KubeClient KubeClient;
+typedef struct KubeWatchOptions KubeWatchOptions;
 
 /* manager-node.c: the agent's own Node object, list+watched
  * (fieldSelector=metadata.name=NODE) with the pod watch's reconnect and
  * 410 handling (kube-watch.c): its labels select machineConfig entries
  * (manager-machine.c). A deleted Node keeps its last known labels. */
-int manager_node_start(Manager *m, KubeClient *client, const KubeWatchOptions *opts);
-void manager_node_free(Manager *m);
+int machine_room_node_start(MachineRoom *r, KubeClient *client, const KubeWatchOptions *opts);
+/* The watch stopped (before the client it uses is freed). */
+void machine_room_node_stop(MachineRoom *r);
 /* Adds "nodeWatch" to the "kubernetes" object of GetStatus. */
-int manager_node_status(Manager *m, cJSON *k);
+int machine_room_node_status(MachineRoom *r, cJSON *k);

@@ -13,10 +13,21 @@
 
 static const uint64_t default_delays_usec[] = { 5 * USEC_PER_SEC, 30 * USEC_PER_SEC, 120 * USEC_PER_SEC };
 
-int report_retry_init(ReportRetry *q) {
+struct ReportRetry {
+        ReportWrite **pending; /* waiting for their next attempt, oldest first */
+        size_t n_pending;
+        size_t n_writing; /* attempts on the report worker now */
+        uint64_t bytes; /* estimated, of the pending reports' data */
+        sd_event_source *timer; /* at the earliest attempt due */
+        uint64_t delays_usec[REPORT_RETRY_MAX_DELAYS]; /* before attempt 2, 3, ... */
+        size_t n_delays;
+        uint64_t queued, written, dropped; /* counted in status */
+};
+
+/* Sets the delays (the default, or CGPROF_REPORT_RETRY_DELAYS). */
+static int report_retry_delays(ReportRetry *q) {
         const char *e = getenv("CGPROF_REPORT_RETRY_DELAYS");
 
-        *q = (ReportRetry){};
         if (!e || !*e) {
                 memcpy(q->delays_usec, default_delays_usec, sizeof(default_delays_usec));
                 q->n_delays = ELEMENTSOF(default_delays_usec);
@@ -39,16 +50,32 @@ int report_retry_init(ReportRetry *q) {
         return 0;
 }
 
-void report_retry_done(ReportRetry *q) {
+int report_retry_new(ReportRetry **ret) {
+        _cleanup_(report_retry_freep) ReportRetry *q = calloc(1, sizeof(ReportRetry));
+        int r;
+
+        if (!q)
+                return -ENOMEM;
+        r = report_retry_delays(q);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(q);
+        return 0;
+}
+
+ReportRetry *report_retry_free(ReportRetry *q) {
+        if (!q)
+                return NULL;
         ARRAY_CLEAR(q->pending, q->n_pending, report_write_free(*_e));
-        q->bytes = 0;
-        q->timer = sd_event_source_disable_unref(q->timer);
+        sd_event_source_disable_unref(q->timer);
+        free(q);
+        return NULL;
 }
 
 static void retry_arm(Manager *m);
 
 static void pending_drop(Manager *m, ReportWrite *w, const char *why) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
 
         log_error_errno(
                 w->error,
@@ -72,7 +99,7 @@ static int pending_append(ReportRetry *q, ReportWrite *w) {
 /* The attempts of a batch are done: what failed waits for its next
  * attempt, or is dropped after the last. */
 static void on_retry_written(Manager *m, ReportBatch *b, void *userdata) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         q->n_writing -= b->n_writes;
@@ -105,7 +132,7 @@ static void on_retry_written(Manager *m, ReportBatch *b, void *userdata) {
 
 /* Hands the reports due (all of them: 'all') to the worker as one batch. */
 static void retry_submit(Manager *m, bool all) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
         _cleanup_(report_batch_freep) ReportBatch *b = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         size_t k = 0;
@@ -144,7 +171,7 @@ static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void retry_arm(Manager *m) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
         uint64_t due = UINT64_MAX;
         int r;
 
@@ -174,7 +201,7 @@ static void retry_arm(Manager *m) {
 }
 
 int manager_report_retry_add(Manager *m, ReportWrite *w) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
         const char *why = NULL;
 
         if (m->stopping)
@@ -210,7 +237,7 @@ int manager_report_retry_add(Manager *m, ReportWrite *w) {
 }
 
 void manager_report_retry_flush(Manager *m) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
 
         if (q->n_pending > 0)
                 log_info("Stopping: one last attempt for %zu reports waiting to be written.", q->n_pending);
@@ -219,7 +246,7 @@ void manager_report_retry_flush(Manager *m) {
 }
 
 void manager_report_retry_status(Manager *m, cJSON *j) {
-        ReportRetry *q = &m->report_retry;
+        ReportRetry *q = m->report_retry;
         cJSON *o = cJSON_AddObjectToObject(j, "reportRetries");
 
         if (!o)

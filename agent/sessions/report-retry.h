@@ -23,20 +23,13 @@
 typedef struct Manager Manager;
 typedef struct ReportWrite ReportWrite;
 
-typedef struct ReportRetry {
-        ReportWrite **pending; /* waiting for their next attempt, oldest first */
-        size_t n_pending;
-        size_t n_writing; /* attempts on the report worker now */
-        uint64_t bytes; /* estimated, of the pending reports' data */
-        sd_event_source *timer; /* at the earliest attempt due */
-        uint64_t delays_usec[REPORT_RETRY_MAX_DELAYS]; /* before attempt 2, 3, ... */
-        size_t n_delays;
-        uint64_t queued, written, dropped; /* counted in status */
-} ReportRetry;
+/* The queue (report-retry.c), held by the Manager. */
+typedef struct ReportRetry ReportRetry;
 
-/* Sets the delays (the default, or CGPROF_REPORT_RETRY_DELAYS). */
-int report_retry_init(ReportRetry *q);
-void report_retry_done(ReportRetry *q);
+/* With the delays set: the default, or CGPROF_REPORT_RETRY_DELAYS. */
+int report_retry_new(ReportRetry **ret);
+ReportRetry *report_retry_free(ReportRetry *q);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ReportRetry *, report_retry_free);
 
 /* Queues the write that failed (its error says how): takes it. Dropped
  * (and counted) when the queue is full or the agent is stopping. Returns 1

@@ -17,6 +17,7 @@
 #include "base.h"
 #include "log.h"
 #include "session-events.h"
+#include "report-retry.h"
 #include "report-writer.h"
 #include "session.h"
 
@@ -128,7 +129,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         f.lost = e->lost;
         if (r < 0) {
                 f.error = r;
-                manager_count_session_failed(m, "report");
+                m->sessions_failed++; /* and in /metrics: SessionEvents.ended() */
                 journal_session(JOURNAL_SESSION_FAILURE, &f,
                                 "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
                                 s->cgroup, strerror(-r),

@@ -19,7 +19,8 @@ typedef struct SessionEvents {
          * discarded, and keeps what was counted of it while it ran). */
         void (*stopped)(Manager *m, Session *s, const SamplerSessionStats *st);
         /* Its report was written (report_dirs, error 0) or could not be
-         * (report_dirs NULL, error < 0); reason: why it ended. */
+         * (report_dirs NULL, error < 0: counted in sessionsFailed already);
+         * reason: why it ended. */
         void (*ended)(Manager *m, Session *s, const char *reason, const char *report_dirs, int error,
                       uint64_t samples);
 } SessionEvents;

@@ -4,6 +4,7 @@
 #include <systemd/sd-id128.h>
 
 #include "base.h"
+#include "config-ref.h"
 #include "manager.h"
 #include "profile-data.h"
 #include "report.h"
