@@ -28,6 +28,39 @@ const SessionEvents manager_session_events = {
         .ended = on_session_ended,
 };
 
+static const char *sessions_report_dir(void *userdata, int *ret_fd) {
+        Manager *m = userdata;
+        *ret_fd = m->report_dir_fd;
+        return strempty(m->report_dir);
+}
+
+static bool sessions_stopping(void *userdata) {
+        Manager *m = userdata;
+        return m->stopping;
+}
+
+static void on_sessions_reports_written(void *userdata) {
+        manager_reports_written(userdata);
+}
+
+static const Config *sessions_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config ? m->config->config : NULL;
+}
+
+int manager_sessions_room_new(Manager *m) {
+        SessionsRoomDeps deps = {
+                .event = m->event,
+                .report_dir = sessions_report_dir,
+                .config = sessions_config,
+                .stopping = sessions_stopping,
+                .reports_written = on_sessions_reports_written,
+                .userdata = m,
+        };
+
+        return sessions_room_new(&deps, &m->sessions_room);
+}
+
 static const Config *machine_config(void *userdata) {
         Manager *m = userdata;
         return m->config ? m->config->config : NULL;

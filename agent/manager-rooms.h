@@ -21,3 +21,8 @@ int manager_machine_new(Manager *m);
  * pods changed (manager-pods.c), the client is up (the machine room's Node
  * watch). */
 int manager_kube_new(Manager *m);
+
+/* Creates the sessions room's own state (m->sessions_room), with what it
+ * needs from the Manager: the event loop, reportDir, the config, whether
+ * the agent is stopping; and what it announces: reports written. */
+int manager_sessions_room_new(Manager *m);

@@ -774,7 +774,7 @@ int manager_reload(Manager *m, char **ret_error) {
         if (r >= 0) {
                 machine_room_config_changed(m->machine);
                 manager_retarget(m);
-                manager_reports_config_changed(m);
+                manager_reports_config_changed(m->sessions_room);
         }
         (void) sd_notify(false, "READY=1");
         return r;
@@ -860,7 +860,7 @@ static void manager_stop(Manager *m, int code) {
         (void) sd_notify(false, "STOPPING=1");
         /* Reports waiting to be written again: one last attempt, before the
          * sessions end (a session's report that fails now is not retried). */
-        manager_report_retry_flush(m);
+        manager_report_retry_flush(m->sessions_room);
         log_info("Stopping: ending %zu sessions.", m->n_sessions);
         m->exit_code = code;
         /* A few per loop iteration; the loop goes on (the watchdog, the
@@ -875,7 +875,7 @@ static void manager_stop(Manager *m, int code) {
 }
 
 void manager_reports_written(Manager *m) {
-        if (!m->stopping || m->n_sessions > 0 || worker_pending(m->report_worker) > 0)
+        if (!m->stopping || m->n_sessions > 0 || worker_pending(sessions_room_worker(m->sessions_room)) > 0)
                 return;
         if (sd_event_get_state(m->event) == SD_EVENT_FINISHED)
                 return;
@@ -909,9 +909,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->cgroup_root_fd = -EBADF;
         m->checkpoint_dir_fd = -EBADF;
         m->session_events = &manager_session_events;
-        r = report_retry_new(&m->report_retry);
-        if (r < 0)
-                return r;
         m->config_path = strdup(opts->config_path);
         m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
         m->bus_socket = strdup(opts->bus_socket ?: DEFAULT_BUS_SOCKET);
@@ -928,6 +925,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 return -ENOMEM;
 
         r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        r = manager_sessions_room_new(m);
         if (r < 0)
                 return r;
         r = manager_metrics_init(m);
@@ -1085,11 +1085,11 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
-        r = worker_new(m->event, "cgprofd-reports", WORKER_NICE_BACKGROUND, &m->report_worker);
+        r = sessions_room_start_worker(m->sessions_room);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the thread that writes reports: %m");
         /* The report index's walk is the worker's first job. */
-        r = manager_reports_start(m);
+        r = manager_reports_start(m->sessions_room);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the report index: %m");
 
@@ -1225,14 +1225,12 @@ Manager *manager_free(Manager *m) {
         /* Reports still being written (the loop failed): finished, and
          * announced while everything they announce to is still here. */
         manager_http_stop(m); /* no more scrapes of what is freed below */
-        if (m->report_worker)
-                worker_flush(m->report_worker);
+        sessions_room_flush(m->sessions_room);
         while (m->n_sessions > 0) {
                 Session *s = m->sessions[--m->n_sessions];
                 session_free(s);
         }
-        m->report_worker = worker_free(m->report_worker);
-        manager_reports_free(m);
+        sessions_room_stop_worker(m->sessions_room);
         manager_end_queue_free(m);
         free(m->sessions);
         free(m->user_frame_cache);
@@ -1241,7 +1239,7 @@ Manager *manager_free(Manager *m) {
         m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
-        m->report_retry = report_retry_free(m->report_retry);
+        m->sessions_room = sessions_room_free(m->sessions_room);
         safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);

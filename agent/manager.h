@@ -54,34 +54,6 @@ void cgroup_states_sort(CgroupState **l, size_t n);
 
 #define LOOP_RECENT_SEC 10U
 
-/* How long a kind of work took, over its runs (cgprofctl status), and
- * their histogram (/metrics; no buckets: not kept). */
-typedef struct Timing {
-        uint64_t count, usec_total, usec_max;
-        Histogram histogram;
-} Timing;
-
-static inline uint64_t timing_now(void) {
-        return now_usec(CLOCK_MONOTONIC);
-}
-
-/* Adds one run of 'usec'. */
-static inline void timing_record(Timing *t, uint64_t usec) {
-        t->count++;
-        t->usec_total += usec;
-        if (usec > t->usec_max)
-                t->usec_max = usec;
-        if (t->histogram.n_bounds > 0)
-                histogram_observe(&t->histogram, usec);
-}
-
-/* Adds one run that started at 'start' (timing_now()); returns its length. */
-static inline uint64_t timing_add(Timing *t, uint64_t start) {
-        uint64_t usec = timing_now() - start;
-        timing_record(t, usec);
-        return usec;
-}
-
 typedef struct ManagerOptions {
         const char *config_path;
         const char *state_dir;
@@ -131,16 +103,10 @@ typedef struct Manager {
                 Histogram dispatch_histogram; /* every dispatch's wall time (/metrics) */
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
-        /* A report directory written (all its formats, fsync()ed): at a
-         * session's end, a checkpoint or a retry. */
-        Timing report_timing;
-        /* Reports are written on this thread (report-writer.c); the
-         * directories queued or being written now, and how often a batch
-         * found the queue full and was written on the loop instead. */
-        Worker *report_worker;
-        struct ManagerReports *reports; /* the report index and retention (manager-reports.h) */
-        size_t report_queue_writes;
-        uint64_t report_queue_overflows;
+        /* The sessions room's own state (sessions-deps.h): so far the
+         * report worker, the reports queued on it and their timing, the
+         * report index and retention, the retry queue. */
+        struct SessionsRoom *sessions_room;
         /* Sessions to end, a few per loop iteration (session-end.c). */
         struct SessionEndRequest *end_queue;
         size_t n_end_queue, end_queue_head;
@@ -168,7 +134,6 @@ typedef struct Manager {
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
         uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
-        struct ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         struct {
                 uint64_t written, failed,

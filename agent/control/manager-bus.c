@@ -379,7 +379,8 @@ static int list_reports_from_index(Manager *m, sd_bus_message *msg, const char *
 
         r = control_report_filter_new(filter, since, &f, &message);
         if (r >= 0)
-                r = manager_reports_list(m, control_report_filter_match, f, NULL, 0, &l, &n, NULL);
+                r = manager_reports_list(m->sessions_room, control_report_filter_match, f, NULL, 0, &l, &n,
+                                         NULL);
         if (r < 0)
                 return bus_reply_error(error, r, message);
         list = calloc(MAX(n, 1U), sizeof(ControlReport));
@@ -407,7 +408,7 @@ static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_read(msg, "st", &filter, &since);
         if (r < 0)
                 return r;
-        if (manager_reports_ready(m))
+        if (manager_reports_ready(m->sessions_room))
                 return list_reports_from_index(m, msg, filter, since, error);
         if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
                 m->list_reports_refused++;
@@ -434,7 +435,7 @@ static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error
         }
         j->msg = sd_bus_message_ref(msg);
         m->list_reports_pending++;
-        worker_submit(m->report_worker, &j->job, list_reports_run, list_reports_done);
+        worker_submit(sessions_room_worker(m->sessions_room), &j->job, list_reports_run, list_reports_done);
         return 1;
 }
 

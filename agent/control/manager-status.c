@@ -61,12 +61,14 @@ static void loop_json(Manager *m, cJSON *j) {
 
 static void workers_json(Manager *m, cJSON *j) {
         WorkerStats ws;
+        size_t queued;
+        uint64_t overflows;
 
-        worker_stats(m->report_worker, &ws);
+        worker_stats(sessions_room_worker(m->sessions_room), &ws);
+        sessions_room_report_queue(m->sessions_room, &queued, &overflows);
         JSON_ADD_NUMBERS(j, "reportQueue", { "jobs", ws.pending }, { "jobsMax", ws.pending_max },
-                         { "directories", (double) m->report_queue_writes },
-                         { "waitMaxMsec", msec(ws.wait_usec_max) }, { "runMaxMsec", msec(ws.run_usec_max) },
-                         { "writtenOnLoop", (double) m->report_queue_overflows },
+                         { "directories", (double) queued }, { "waitMaxMsec", msec(ws.wait_usec_max) },
+                         { "runMaxMsec", msec(ws.run_usec_max) }, { "writtenOnLoop", (double) overflows },
                          { "listingsRefused", (double) m->list_reports_refused });
         JSON_ADD_NUMBERS(j, "checkpoints", { "written", (double) m->checkpoints.written },
                          { "failed", (double) m->checkpoints.failed },
@@ -74,7 +76,7 @@ static void workers_json(Manager *m, cJSON *j) {
                          { "maxMsec", msec(m->checkpoints.usec_max) },
                          { "interruptedFound", (double) m->checkpoints.interrupted });
         timing_json(j, "drains", &m->drain_timing);
-        timing_json(j, "reportWrites", &m->report_timing);
+        timing_json(j, "reportWrites", sessions_room_report_timing(m->sessions_room));
 }
 
 static void unwinder_json(Manager *m, cJSON *j) {
@@ -170,7 +172,7 @@ char *manager_status_json(Manager *m) {
                 { "sessionsFailed", (double) m->sessions_failed },
                 { "sessionsDiscarded", (double) m->sessions_discarded },
                 { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
-        manager_report_retry_status(m, j);
+        manager_report_retry_status(m->sessions_room, j);
         uint64_t maps_reads, maps_hits, maps_put;
         ProcEventQueueStats pq;
         proc_maps_cache_stats(m->maps_cache, &maps_reads, &maps_hits, &maps_put);

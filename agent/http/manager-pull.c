@@ -333,7 +333,7 @@ void manager_pull_session_ended(Manager *m, const char *id, const char *report_d
         j->request = p;
         j->manager = m;
         p->job = j;
-        worker_submit(m->report_worker, &j->job, pull_job_run, pull_job_done);
+        worker_submit(sessions_room_worker(m->sessions_room), &j->job, pull_job_run, pull_job_done);
 }
 
 static int add_pod(const KubePod *pod, void *userdata) {
@@ -483,8 +483,8 @@ static void reports_answer_index(PullRequest *p) {
 
         r = control_report_filter_new(strempty(p->namespace), 0, &f, &message);
         if (r >= 0)
-                r = manager_reports_list(m, control_report_filter_match, f, p->has_after ? &p->after : NULL,
-                                         p->limit, &l, &n, &more);
+                r = manager_reports_list(m->sessions_room, control_report_filter_match, f,
+                                         p->has_after ? &p->after : NULL, p->limit, &l, &n, &more);
         if (r < 0)
                 return request_reply_text(p, status_of_errno(r), "%s\n", message ?: strerror(-r));
         a = cJSON_CreateArray();
@@ -625,8 +625,10 @@ static void job_submit(PullRequest *p, const char *filter) {
                 j->file = strdup(p->file);
                 /* Found by the index: the worker reads the file, no walk. */
                 const ReportEntry *e =
-                        manager_reports_ready(m) ? manager_reports_find_session(m, p->session_id) : NULL;
-                if (manager_reports_ready(m)) {
+                        manager_reports_ready(m->sessions_room)
+                                ? manager_reports_find_session(m->sessions_room, p->session_id)
+                                : NULL;
+                if (manager_reports_ready(m->sessions_room)) {
                         j->indexed = true;
                         j->list = calloc(1, sizeof(ControlReport));
                         if (j->list && e) {
@@ -658,11 +660,11 @@ static void job_submit(PullRequest *p, const char *filter) {
         p->job = j;
         j->listing = true;
         m->list_reports_pending++;
-        worker_submit(m->report_worker, &j->job, pull_job_run, pull_job_done);
+        worker_submit(sessions_room_worker(m->sessions_room), &j->job, pull_job_run, pull_job_done);
 }
 
 static void reports_start(PullRequest *p) {
-        if (manager_reports_ready(p->pull->manager))
+        if (manager_reports_ready(p->pull->manager->sessions_room))
                 return reports_answer_index(p);
         job_submit(p, p->namespace);
 }

@@ -52,7 +52,8 @@ int manager_metrics_init(Manager *m) {
         if (r >= 0)
                 r = histogram_init(&m->drain_timing.histogram, drain_bounds, ELEMENTSOF(drain_bounds));
         if (r >= 0)
-                r = histogram_init(&m->report_timing.histogram, report_bounds, ELEMENTSOF(report_bounds));
+                r = histogram_init(&sessions_room_report_timing(m->sessions_room)->histogram, report_bounds,
+                                   ELEMENTSOF(report_bounds));
         return r;
 }
 
@@ -224,13 +225,16 @@ static void write_timings(Manager *m, MetricsWriter *w) {
         metrics_histogram(w, NULL, 0, &m->drain_timing.histogram);
         metrics_family(w, "cgprof_report_write_duration_seconds", METRIC_HISTOGRAM,
                        "Report directories written (all formats, fsync()ed; on the report worker).");
-        metrics_histogram(w, NULL, 0, &m->report_timing.histogram);
+        metrics_histogram(w, NULL, 0, &sessions_room_report_timing(m->sessions_room)->histogram);
         metrics_family(w, "cgprof_event_loop_dispatch_duration_seconds", METRIC_HISTOGRAM,
                        "How long each event loop dispatch kept the loop (wall time): the latency it adds to "
                        "everything else.");
         metrics_histogram(w, NULL, 0, &m->loop.dispatch_histogram);
+        size_t queued;
+        uint64_t overflows;
+        sessions_room_report_queue(m->sessions_room, &queued, &overflows);
         metrics_gauge(w, "cgprof_report_queue_directories", "Report directories queued or being written.",
-                      (double) m->report_queue_writes);
+                      (double) queued);
 }
 
 static void write_machine(Manager *m, MetricsWriter *w) {
@@ -295,7 +299,7 @@ static void write_kube(Manager *m, MetricsWriter *w) {
 static void write_reports(Manager *m, MetricsWriter *w) {
         ManagerReportsStats st;
 
-        manager_reports_stats(m, &st);
+        manager_reports_stats(m->sessions_room, &st);
         if (st.ready) {
                 metrics_gauge(w, "cgprof_reports", "Reports in reportDir (the agent's index of it).",
                               (double) st.reports);

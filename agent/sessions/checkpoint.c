@@ -139,11 +139,19 @@ void session_checkpoint_discard(Session *s) {
 
 /* ---- writing ---- */
 
+/* What a checkpoint's callback gets: the session it was of, by ID. */
+typedef struct CheckpointDone {
+        Manager *manager;
+        char id[SD_ID128_STRING_MAX];
+} CheckpointDone;
+
 /* A checkpoint's writes are done: counted, and logged when how it went
  * changed. The session may have ended meanwhile (its final report, queued
  * behind, replaces the checkpoint anyway). */
-static void on_checkpoint_written(Manager *m, ReportBatch *b, void *userdata) {
-        _cleanup_free_ char *id = userdata;
+static void on_checkpoint_written(SessionsRoom *room, ReportBatch *b, void *userdata) {
+        _cleanup_free_ CheckpointDone *done = userdata;
+        Manager *m = done->manager;
+        const char *id = done->id;
         uint64_t usec = now_usec(CLOCK_MONOTONIC) - b->job.submitted_usec;
         size_t written = 0;
         Session *s = NULL;
@@ -188,7 +196,8 @@ int session_checkpoint(Session *s) {
         size_t n_units = 0;
         ReportSummaryInfo info;
         TemplateVars vars;
-        char node_buf[256], *id;
+        char node_buf[256];
+        CheckpointDone *done;
         int r;
 
         if (s->state != SESSION_RUNNING)
@@ -211,12 +220,14 @@ int session_checkpoint(Session *s) {
         session_report_info(s, &st, NULL, "cpu.stat", now_usec(CLOCK_REALTIME), &info);
         session_report_vars(s, node_buf, &vars);
 
-        id = strdup(s->id_string);
-        if (!id)
+        done = calloc(1, sizeof(*done));
+        if (!done)
                 return log_oom();
-        r = report_batch_new(m, on_checkpoint_written, id, &b);
+        done->manager = m;
+        memcpy(done->id, s->id_string, sizeof(done->id));
+        r = report_batch_new(m->sessions_room, on_checkpoint_written, done, &b);
         if (r < 0) {
-                free(id);
+                free(done);
                 return log_oom();
         }
         r = session_report_units(s, &vars, &units, &n_units);

@@ -6,10 +6,10 @@
 
 #include "base.h"
 #include "log.h"
-#include "manager.h"
 #include "manager-reports.h"
 #include "report-list.h"
 #include "report-writer.h"
+#include "sessions-room.h"
 
 struct ManagerReports {
         ReportIndex *index;
@@ -20,13 +20,13 @@ struct ManagerReports {
         uint64_t removed[_REPORT_REMOVAL_MAX], removed_bytes, remove_failed;
 };
 
-static void retention_run(Manager *m);
+static void retention_run(SessionsRoom *room);
 
 /* ---- loading: a walk of reportDir on the report worker ---- */
 
 typedef struct LoadJob {
         WorkerJob job;
-        Manager *manager;
+        SessionsRoom *room;
         uint64_t generation;
         int dir_fd;
         char *dir_path;
@@ -53,19 +53,19 @@ static void load_run(WorkerJob *job) {
         j->usec = now_usec(CLOCK_MONOTONIC) - t0;
 }
 
-static void load_apply(Manager *m, LoadJob *j, bool ran);
+static void load_apply(SessionsRoom *room, LoadJob *j, bool ran);
 
 static void load_done(WorkerJob *job, bool ran) {
         LoadJob *j = (LoadJob *) job;
-        Manager *m = j->manager;
+        SessionsRoom *room = j->room;
 
-        load_apply(m, j, ran);
+        load_apply(room, j, ran);
         /* A stopping agent exits once the worker is idle: this may have been its last job. */
-        manager_reports_written(m);
+        sessions_room_reports_written(room);
 }
 
-static void load_apply(Manager *m, LoadJob *j, bool ran) {
-        ManagerReports *x = m->reports;
+static void load_apply(SessionsRoom *room, LoadJob *j, bool ran) {
+        ManagerReports *x = room->reports;
         int r = ran ? j->error : -ECANCELED;
 
         if (!x || j->generation != x->generation) {
@@ -95,38 +95,40 @@ static void load_apply(Manager *m, LoadJob *j, bool ran) {
                  (double) report_index_bytes(x->index) / (1024.0 * 1024.0), j->dir_path,
                  (double) j->usec / 1000.0);
         load_job_free(j);
-        retention_run(m);
+        retention_run(room);
 }
 
-static int load_start(Manager *m) {
-        ManagerReports *x = m->reports;
+static int load_start(SessionsRoom *room) {
+        ManagerReports *x = room->reports;
+        int dir_fd;
+        const char *dir = sessions_room_report_dir(room, &dir_fd);
         LoadJob *j;
 
         x->generation++;
         x->ready = false;
         x->index = report_index_free(x->index);
         free(x->dir);
-        x->dir = strdup(strempty(m->report_dir));
+        x->dir = strdup(dir);
         if (!x->dir)
                 return -ENOMEM;
         if (report_index_new(&x->index) < 0)
                 return -ENOMEM;
-        if (m->report_dir_fd < 0)
+        if (dir_fd < 0)
                 return 0; /* nothing to index: listings say they cannot open it */
 
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        j->manager = m;
+        j->room = room;
         j->generation = x->generation;
-        j->dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
+        j->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
         j->dir_path = strdup(x->dir);
         if (j->dir_fd < 0 || !j->dir_path) {
                 int r = j->dir_fd < 0 ? negative_errno() : -ENOMEM;
                 load_job_free(j);
                 return r;
         }
-        worker_submit(m->report_worker, &j->job, load_run, load_done);
+        worker_submit(room->report_worker, &j->job, load_run, load_done);
         return 0;
 }
 
@@ -134,7 +136,7 @@ static int load_start(Manager *m) {
 
 typedef struct RemoveJob {
         WorkerJob job;
-        Manager *manager;
+        SessionsRoom *room;
         int dir_fd;
         char *dir_path;
         ReportVictim *victims;
@@ -169,8 +171,8 @@ static void remove_run(WorkerJob *job) {
 
 static void remove_done(WorkerJob *job, bool ran) {
         RemoveJob *j = (RemoveJob *) job;
-        Manager *m = j->manager;
-        ManagerReports *x = m->reports;
+        SessionsRoom *room = j->room;
+        ManagerReports *x = room->reports;
 
         if (!ran)
                 remove_run(job);
@@ -204,18 +206,19 @@ static void remove_done(WorkerJob *job, bool ran) {
                                                             : "more bytes than maxBytes");
         }
         remove_job_free(j);
-        manager_reports_written(m);
+        sessions_room_reports_written(room);
 }
 
-static void retention_run(Manager *m) {
-        ManagerReports *x = m->reports;
-        const Config *c = m->config ? m->config->config : NULL;
+static void retention_run(SessionsRoom *room) {
+        ManagerReports *x = room->reports;
+        const Config *c = room->deps.config ? room->deps.config(room->deps.userdata) : NULL;
         ReportVictim *v = NULL;
         RemoveJob *j;
         size_t n = 0;
-        int r;
+        int dir_fd, r;
 
-        if (!x || !x->ready || !c || m->report_dir_fd < 0)
+        (void) sessions_room_report_dir(room, &dir_fd);
+        if (!x || !x->ready || !c || dir_fd < 0)
                 return;
         ReportRetention lim = {
                 .max_reports = c->report_retention.max_reports,
@@ -233,11 +236,11 @@ static void retention_run(Manager *m) {
         }
         j = calloc(1, sizeof(*j));
         if (j) {
-                j->manager = m;
+                j->room = room;
                 j->victims = v;
                 j->n = n;
                 j->errors = calloc(n, sizeof(int));
-                j->dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
+                j->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
                 j->dir_path = strdup(x->dir);
         }
         if (!j || !j->errors || j->dir_fd < 0 || !j->dir_path) {
@@ -250,38 +253,39 @@ static void retention_run(Manager *m) {
                 return;
         }
         log_debug("Retention: removing %zu reports of %s.", n, x->dir);
-        worker_submit(m->report_worker, &j->job, remove_run, remove_done);
+        worker_submit(room->report_worker, &j->job, remove_run, remove_done);
 }
 
 static int on_retention_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        SessionsRoom *room = userdata;
 
-        retention_run(m);
+        retention_run(room);
         (void) sd_event_source_set_time_relative(s, REPORTS_RETENTION_INTERVAL_USEC);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }
 
-/* ---- the Manager's side ---- */
+/* ---- what the rest of the agent calls ---- */
 
-int manager_reports_start(Manager *m) {
+int manager_reports_start(SessionsRoom *room) {
         ManagerReports *x;
         int r;
 
         x = calloc(1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
-        m->reports = x;
-        r = sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC, REPORTS_RETENTION_INTERVAL_USEC,
-                                       USEC_PER_SEC, on_retention_timer, m);
+        room->reports = x;
+        r = sd_event_add_time_relative(room->deps.event, &x->timer, CLOCK_MONOTONIC,
+                                       REPORTS_RETENTION_INTERVAL_USEC, USEC_PER_SEC, on_retention_timer,
+                                       room);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(x->timer, "report-retention");
-        return load_start(m);
+        return load_start(room);
 }
 
-void manager_reports_free(Manager *m) {
-        ManagerReports *x = m->reports;
+void manager_reports_free(SessionsRoom *room) {
+        ManagerReports *x = room->reports;
 
         if (!x)
                 return;
@@ -289,12 +293,12 @@ void manager_reports_free(Manager *m) {
         report_index_free(x->index);
         free(x->dir);
         free(x);
-        m->reports = NULL;
+        room->reports = NULL;
 }
 
-void manager_reports_add(Manager *m, const ReportWrite *w, const char *report_dir) {
+void manager_reports_add(SessionsRoom *room, const ReportWrite *w, const char *report_dir) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        ManagerReports *x = m->reports;
+        ManagerReports *x = room->reports;
         const ReportSummaryInfo *i = &valid.info;
 
         if (!x || !x->index || !w->full || !streq_ptr(report_dir, x->dir))
@@ -320,45 +324,46 @@ void manager_reports_add(Manager *m, const ReportWrite *w, const char *report_di
                 log_oom();
                 return;
         }
-        retention_run(m);
+        retention_run(room);
 }
 
-void manager_reports_config_changed(Manager *m) {
-        ManagerReports *x = m->reports;
+void manager_reports_config_changed(SessionsRoom *room) {
+        ManagerReports *x = room->reports;
 
         if (!x)
                 return;
-        if (!streq_ptr(x->dir, strempty(m->report_dir))) {
-                log_info("reportDir is now %s: indexing its reports.", strempty(m->report_dir));
-                if (load_start(m) < 0)
+        if (!streq_ptr(x->dir, sessions_room_report_dir(room, NULL))) {
+                log_info("reportDir is now %s: indexing its reports.", sessions_room_report_dir(room, NULL));
+                if (load_start(room) < 0)
                         log_oom();
                 return;
         }
-        retention_run(m);
+        retention_run(room);
 }
 
-bool manager_reports_ready(Manager *m) {
-        return m->reports && m->reports->ready && streq_ptr(m->reports->dir, strempty(m->report_dir));
+bool manager_reports_ready(SessionsRoom *room) {
+        return room->reports && room->reports->ready &&
+               streq_ptr(room->reports->dir, sessions_room_report_dir(room, NULL));
 }
 
-int manager_reports_list(Manager *m, ReportMatch match, void *userdata, const ReportCursor *after,
+int manager_reports_list(SessionsRoom *room, ReportMatch match, void *userdata, const ReportCursor *after,
                          size_t limit, const ReportEntry ***ret, size_t *ret_n, bool *ret_more) {
-        if (!manager_reports_ready(m))
+        if (!manager_reports_ready(room))
                 return -EAGAIN;
-        return report_index_list(m->reports->index, match, userdata, after, limit, ret, ret_n, ret_more);
+        return report_index_list(room->reports->index, match, userdata, after, limit, ret, ret_n, ret_more);
 }
 
-const ReportEntry *manager_reports_find_session(Manager *m, const char *session) {
-        return m->reports ? report_index_find_session(m->reports->index, session) : NULL;
+const ReportEntry *manager_reports_find_session(SessionsRoom *room, const char *session) {
+        return room->reports ? report_index_find_session(room->reports->index, session) : NULL;
 }
 
-void manager_reports_stats(Manager *m, ManagerReportsStats *ret) {
-        ManagerReports *x = m->reports;
+void manager_reports_stats(SessionsRoom *room, ManagerReportsStats *ret) {
+        ManagerReports *x = room->reports;
 
         *ret = (ManagerReportsStats){};
         if (!x)
                 return;
-        ret->ready = manager_reports_ready(m);
+        ret->ready = manager_reports_ready(room);
         ret->reports = report_index_count(x->index);
         ret->bytes = report_index_bytes(x->index);
         memcpy(ret->removed, x->removed, sizeof(ret->removed));

@@ -19,31 +19,31 @@
 
 #define REPORTS_RETENTION_INTERVAL_USEC (10 * 60 * USEC_PER_SEC)
 
-typedef struct Manager Manager;
+typedef struct SessionsRoom SessionsRoom;
 typedef struct ReportWrite ReportWrite;
 typedef struct ManagerReports ManagerReports;
 
-int manager_reports_start(Manager *m);
-void manager_reports_free(Manager *m);
+int manager_reports_start(SessionsRoom *r);
+void manager_reports_free(SessionsRoom *r);
 /* A report directory was written (a session's end, a checkpoint, a retry). */
-void manager_reports_add(Manager *m, const ReportWrite *w, const char *report_dir);
+void manager_reports_add(SessionsRoom *r, const ReportWrite *w, const char *report_dir);
 /* The configuration was reloaded: reportDir or reportRetention may have changed. */
-void manager_reports_config_changed(Manager *m);
+void manager_reports_config_changed(SessionsRoom *r);
 
 /* Whether the index holds the reports of the current reportDir (loaded):
  * until then listings walk the directory as they did. */
-bool manager_reports_ready(Manager *m);
+bool manager_reports_ready(SessionsRoom *r);
 /* A listing from the index (-EAGAIN until it is loaded): the reports that
  * 'match' (NULL: all; e.g. control_report_filter_match()), newest first,
  * after 'after' (NULL: from the newest), at most 'limit' (0: all). */
-int manager_reports_list(Manager *m, ReportMatch match, void *userdata, const ReportCursor *after,
+int manager_reports_list(SessionsRoom *r, ReportMatch match, void *userdata, const ReportCursor *after,
                          size_t limit, const ReportEntry ***ret, size_t *ret_n, bool *ret_more);
 /* The newest report of a session, or NULL. */
-const ReportEntry *manager_reports_find_session(Manager *m, const char *session);
+const ReportEntry *manager_reports_find_session(SessionsRoom *r, const char *session);
 
 typedef struct ManagerReportsStats {
         uint64_t reports, bytes; /* in the index now */
         uint64_t removed[_REPORT_REMOVAL_MAX], removed_bytes, remove_failed;
         bool ready;
 } ManagerReportsStats;
-void manager_reports_stats(Manager *m, ManagerReportsStats *ret);
+void manager_reports_stats(SessionsRoom *r, ManagerReportsStats *ret);

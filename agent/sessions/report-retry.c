@@ -7,9 +7,9 @@
 
 #include "duration.h"
 #include "log.h"
-#include "manager.h"
 #include "report-retry.h"
 #include "report-writer.h"
+#include "sessions-room.h"
 
 static const uint64_t default_delays_usec[] = { 5 * USEC_PER_SEC, 30 * USEC_PER_SEC, 120 * USEC_PER_SEC };
 
@@ -72,16 +72,16 @@ ReportRetry *report_retry_free(ReportRetry *q) {
         return NULL;
 }
 
-static void retry_arm(Manager *m);
+static void retry_arm(SessionsRoom *room);
 
-static void pending_drop(Manager *m, ReportWrite *w, const char *why) {
-        ReportRetry *q = m->report_retry;
+static void pending_drop(SessionsRoom *room, ReportWrite *w, const char *why) {
+        ReportRetry *q = room->report_retry;
 
         log_error_errno(
                 w->error,
                 "Dropped the report %s/%s of session %s (cgroup %s) after %u failed attempts%s%s: %m",
-                strempty(m->report_dir), w->dir, w->info.session_id, strna(w->info.cgroup), w->attempts,
-                why ? ", " : "", strempty(why));
+                sessions_room_report_dir(room, NULL), w->dir, w->info.session_id, strna(w->info.cgroup),
+                w->attempts, why ? ", " : "", strempty(why));
         q->dropped++;
         q->bytes -= w->bytes;
         report_write_free(w);
@@ -98,8 +98,8 @@ static int pending_append(ReportRetry *q, ReportWrite *w) {
 
 /* The attempts of a batch are done: what failed waits for its next
  * attempt, or is dropped after the last. */
-static void on_retry_written(Manager *m, ReportBatch *b, void *userdata) {
-        ReportRetry *q = m->report_retry;
+static void on_retry_written(SessionsRoom *room, ReportBatch *b, void *userdata) {
+        ReportRetry *q = room->report_retry;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         q->n_writing -= b->n_writes;
@@ -116,28 +116,28 @@ static void on_retry_written(Manager *m, ReportBatch *b, void *userdata) {
                 }
                 log_debug_errno(w->error, "Attempt %u to write the report %s failed: %m", w->attempts,
                                 strna(w->full));
-                if (m->stopping)
-                        pending_drop(m, w, "the agent is stopping");
+                if (sessions_room_stopping(room))
+                        pending_drop(room, w, "the agent is stopping");
                 /* attempts counts the first write, at the session's end. */
                 else if (w->attempts > q->n_delays)
-                        pending_drop(m, w, NULL);
+                        pending_drop(room, w, NULL);
                 else {
                         w->due_usec = now + q->delays_usec[w->attempts - 1];
                         if (pending_append(q, w) < 0)
-                                pending_drop(m, w, "out of memory");
+                                pending_drop(room, w, "out of memory");
                 }
         }
-        retry_arm(m);
+        retry_arm(room);
 }
 
 /* Hands the reports due (all of them: 'all') to the worker as one batch. */
-static void retry_submit(Manager *m, bool all) {
-        ReportRetry *q = m->report_retry;
+static void retry_submit(SessionsRoom *room, bool all) {
+        ReportRetry *q = room->report_retry;
         _cleanup_(report_batch_freep) ReportBatch *b = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         size_t k = 0;
 
-        if (report_batch_new(m, on_retry_written, NULL, &b) < 0) {
+        if (report_batch_new(room, on_retry_written, NULL, &b) < 0) {
                 log_oom();
                 return;
         }
@@ -163,15 +163,15 @@ static void retry_submit(Manager *m, bool all) {
 }
 
 static int on_retry_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        SessionsRoom *room = userdata;
 
-        retry_submit(m, false);
-        retry_arm(m);
+        retry_submit(room, false);
+        retry_arm(room);
         return 0;
 }
 
-static void retry_arm(Manager *m) {
-        ReportRetry *q = m->report_retry;
+static void retry_arm(SessionsRoom *room) {
+        ReportRetry *q = room->report_retry;
         uint64_t due = UINT64_MAX;
         int r;
 
@@ -183,8 +183,8 @@ static void retry_arm(Manager *m) {
                 return;
         }
         if (!q->timer) {
-                r = sd_event_add_time(m->event, &q->timer, CLOCK_MONOTONIC, due, 100 * USEC_PER_MSEC,
-                                      on_retry_timer, m);
+                r = sd_event_add_time(room->deps.event, &q->timer, CLOCK_MONOTONIC, due, 100 * USEC_PER_MSEC,
+                                      on_retry_timer, room);
                 if (r >= 0)
                         (void) sd_event_source_set_description(q->timer, "report-retry");
         } else {
@@ -196,15 +196,15 @@ static void retry_arm(Manager *m) {
                 /* Without a timer nothing would ever write them: drop now. */
                 log_error_errno(r, "Failed to arm the report retry timer: %m");
                 while (q->n_pending > 0)
-                        pending_drop(m, q->pending[--q->n_pending], "no retry timer");
+                        pending_drop(room, q->pending[--q->n_pending], "no retry timer");
         }
 }
 
-int manager_report_retry_add(Manager *m, ReportWrite *w) {
-        ReportRetry *q = m->report_retry;
+int manager_report_retry_add(SessionsRoom *room, ReportWrite *w) {
+        ReportRetry *q = room->report_retry;
         const char *why = NULL;
 
-        if (m->stopping)
+        if (sessions_room_stopping(room))
                 why = "the agent is stopping";
         else if (q->n_delays == 0)
                 why = "retries are off";
@@ -214,8 +214,8 @@ int manager_report_retry_add(Manager *m, ReportWrite *w) {
                 why = "the reports waiting hold too much data";
         if (why) {
                 log_error_errno(w->error, "Dropped the report %s/%s of session %s (cgroup %s), %s: %m",
-                                strempty(m->report_dir), w->dir, w->info.session_id, strna(w->info.cgroup),
-                                why);
+                                sessions_room_report_dir(room, NULL), w->dir, w->info.session_id,
+                                strna(w->info.cgroup), why);
                 report_write_free(w);
                 q->dropped++;
                 return 0;
@@ -230,23 +230,23 @@ int manager_report_retry_add(Manager *m, ReportWrite *w) {
         q->bytes += w->bytes;
         q->queued++;
         log_warning("The report %s/%s of session %s will be written again in %.1f s (%zu reports waiting).",
-                    strempty(m->report_dir), w->dir, w->info.session_id, (double) q->delays_usec[0] / 1e6,
-                    q->n_pending + q->n_writing);
-        retry_arm(m);
+                    sessions_room_report_dir(room, NULL), w->dir, w->info.session_id,
+                    (double) q->delays_usec[0] / 1e6, q->n_pending + q->n_writing);
+        retry_arm(room);
         return 1;
 }
 
-void manager_report_retry_flush(Manager *m) {
-        ReportRetry *q = m->report_retry;
+void manager_report_retry_flush(SessionsRoom *room) {
+        ReportRetry *q = room->report_retry;
 
         if (q->n_pending > 0)
                 log_info("Stopping: one last attempt for %zu reports waiting to be written.", q->n_pending);
-        retry_submit(m, true);
-        retry_arm(m);
+        retry_submit(room, true);
+        retry_arm(room);
 }
 
-void manager_report_retry_status(Manager *m, cJSON *j) {
-        ReportRetry *q = m->report_retry;
+void manager_report_retry_status(SessionsRoom *room, cJSON *j) {
+        ReportRetry *q = room->report_retry;
         cJSON *o = cJSON_AddObjectToObject(j, "reportRetries");
 
         if (!o)

@@ -20,10 +20,10 @@
 #define REPORT_RETRY_MAX_BYTES (64U * 1024U * 1024U)
 #define REPORT_RETRY_MAX_DELAYS 8U
 
-typedef struct Manager Manager;
+typedef struct SessionsRoom SessionsRoom;
 typedef struct ReportWrite ReportWrite;
 
-/* The queue (report-retry.c), held by the Manager. */
+/* The queue (report-retry.c), held by the sessions room. */
 typedef struct ReportRetry ReportRetry;
 
 /* With the delays set: the default, or CGPROF_REPORT_RETRY_DELAYS. */
@@ -34,8 +34,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ReportRetry *, report_retry_free);
 /* Queues the write that failed (its error says how): takes it. Dropped
  * (and counted) when the queue is full or the agent is stopping. Returns 1
  * when queued, 0 when dropped (logged either way). */
-int manager_report_retry_add(Manager *m, ReportWrite *w);
+int manager_report_retry_add(SessionsRoom *r, ReportWrite *w);
 /* One last attempt for each pending report (the agent stops): handed to
  * the report worker, dropped if it fails. */
-void manager_report_retry_flush(Manager *m);
-void manager_report_retry_status(Manager *m, cJSON *j);
+void manager_report_retry_flush(SessionsRoom *r);
+void manager_report_retry_status(SessionsRoom *r, cJSON *j);

@@ -6,9 +6,9 @@
 
 #include "fileio.h"
 #include "log.h"
-#include "manager.h"
 #include "manager-reports.h"
 #include "report-writer.h"
+#include "sessions-room.h"
 
 /* What the data holds, roughly: the stacks' frame arrays, and a share for
  * the frames' strings, the processes and the mappings. */
@@ -205,21 +205,23 @@ ReportBatch *report_batch_free(ReportBatch *b) {
         return NULL;
 }
 
-int report_batch_new(Manager *m, ReportBatchDoneFunc done, void *userdata, ReportBatch **ret) {
+int report_batch_new(SessionsRoom *r, ReportBatchDoneFunc done, void *userdata, ReportBatch **ret) {
         _cleanup_(report_batch_freep) ReportBatch *b = calloc(1, sizeof(*b));
+        int dir_fd;
+        const char *dir = sessions_room_report_dir(r, &dir_fd);
 
         if (!b)
                 return -ENOMEM;
-        b->manager = m;
+        b->room = r;
         b->done = done;
         b->userdata = userdata;
         b->report_dir_fd = -EBADF;
-        if (m->report_dir_fd >= 0) {
-                b->report_dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
+        if (dir_fd >= 0) {
+                b->report_dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
                 if (b->report_dir_fd < 0)
                         return negative_errno();
         }
-        b->report_dir = strdup(strempty(m->report_dir));
+        b->report_dir = strdup(dir);
         if (!b->report_dir)
                 return -ENOMEM;
         *ret = TAKE_PTR(b);
@@ -247,36 +249,36 @@ static void batch_run(WorkerJob *job) {
 
 static void batch_done(WorkerJob *job, bool ran) {
         ReportBatch *b = (ReportBatch *) job;
-        Manager *m = b->manager;
+        SessionsRoom *r = b->room;
 
         if (!ran)
                 /* The worker went before it ran (the agent is failing):
                  * write on this thread, nothing is lost. */
                 batch_run(job);
-        m->report_queue_writes -= b->n_writes;
+        r->report_queue_writes -= b->n_writes;
         for (size_t i = 0; i < b->n_writes; i++)
                 if (b->writes[i] && b->writes[i]->error >= 0) {
-                        timing_record(&m->report_timing, b->writes[i]->usec);
-                        manager_reports_add(m, b->writes[i], b->report_dir);
+                        timing_record(&r->report_timing, b->writes[i]->usec);
+                        manager_reports_add(r, b->writes[i], b->report_dir);
                 }
-        b->done(m, b, b->userdata);
+        b->done(r, b, b->userdata);
         report_batch_free(b);
-        manager_reports_written(m);
+        sessions_room_reports_written(r);
 }
 
 void report_batch_submit(ReportBatch *b) {
-        Manager *m = b->manager;
+        SessionsRoom *r = b->room;
 
-        if (!m->report_worker || m->report_queue_writes + b->n_writes > REPORT_QUEUE_MAX) {
-                if (m->report_worker)
-                        m->report_queue_overflows++;
+        if (!r->report_worker || r->report_queue_writes + b->n_writes > REPORT_QUEUE_MAX) {
+                if (r->report_worker)
+                        r->report_queue_overflows++;
                 b->job.run = batch_run;
                 b->job.done = batch_done;
                 batch_run(&b->job);
-                m->report_queue_writes += b->n_writes; /* batch_done() takes them off */
+                r->report_queue_writes += b->n_writes; /* batch_done() takes them off */
                 batch_done(&b->job, true);
                 return;
         }
-        m->report_queue_writes += b->n_writes;
-        worker_submit(m->report_worker, &b->job, batch_run, batch_done);
+        r->report_queue_writes += b->n_writes;
+        worker_submit(r->report_worker, &b->job, batch_run, batch_done);
 }

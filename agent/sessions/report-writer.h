@@ -10,7 +10,7 @@
  * of the summary's metadata, so the session it came from may change or go
  * while it is written. A ReportBatch is the writes of one occasion (a
  * session's end, a checkpoint, the retries due), run as one job on the
- * Manager's report worker; its callback gets it back on the loop with each
+ * sessions room's report worker; its callback gets it back on the loop with each
  * write's result.
  *
  * The worker's queue is bounded (REPORT_QUEUE_MAX directories): beyond it
@@ -20,7 +20,7 @@
 
 #define REPORT_QUEUE_MAX 4096U
 
-typedef struct Manager Manager;
+typedef struct SessionsRoom SessionsRoom;
 
 typedef struct ReportWrite {
         char *dir; /* relative to reportDir */
@@ -62,12 +62,12 @@ uint64_t report_dir_bytes(int dfd);
 int report_dir_remove(int report_dir_fd, const char *rel);
 
 typedef struct ReportBatch ReportBatch;
-typedef void (*ReportBatchDoneFunc)(Manager *m, ReportBatch *b, void *userdata);
+typedef void (*ReportBatchDoneFunc)(SessionsRoom *r, ReportBatch *b, void *userdata);
 
 struct ReportBatch {
         WorkerJob job;
-        Manager *manager;
-        int report_dir_fd; /* a copy: a reload may close the Manager's */
+        SessionsRoom *room;
+        int report_dir_fd; /* a copy: a reload may close the one it was */
         char *report_dir;
         ReportWrite **writes;
         size_t n_writes;
@@ -75,7 +75,7 @@ struct ReportBatch {
         void *userdata;
 };
 
-int report_batch_new(Manager *m, ReportBatchDoneFunc done, void *userdata, ReportBatch **ret);
+int report_batch_new(SessionsRoom *r, ReportBatchDoneFunc done, void *userdata, ReportBatch **ret);
 /* Takes w (also on failure). */
 int report_batch_add(ReportBatch *b, ReportWrite *w);
 /* Takes the batch: its callback gets it on the loop once written, and may

@@ -164,7 +164,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
 
 /* The batch was written: the directories that failed wait in the retry
  * queue with their data. */
-static void on_session_written(Manager *m, ReportBatch *b, void *userdata) {
+static void on_session_written(SessionsRoom *room, ReportBatch *b, void *userdata) {
         Ending *e = userdata;
         _cleanup_free_ char *dirs = NULL;
         size_t n_queued = 0;
@@ -178,7 +178,7 @@ static void on_session_written(Manager *m, ReportBatch *b, void *userdata) {
                         if (r == 0)
                                 r = w->error;
                         b->writes[i] = NULL;
-                        if (manager_report_retry_add(m, w) > 0)
+                        if (manager_report_retry_add(room, w) > 0)
                                 n_queued++;
                         continue;
                 }
@@ -248,7 +248,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 return 0;
         }
 
-        r = report_batch_new(m, on_session_written, e, &b);
+        r = report_batch_new(m->sessions_room, on_session_written, e, &b);
         if (r >= 0)
                 r = session_collect(s, &st, reason, usage_source, b);
         log_debug("Session %s: stopped in %.1f ms, its reports collected in %.1f ms.", s->id_string,

@@ -14,3 +14,4 @@
 #include "report-retry.h"
 #include "session.h"
 #include "session-events.h"
+#include "sessions-deps.h"

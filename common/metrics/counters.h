@@ -53,3 +53,31 @@ int counter_table_add(CounterTable *t, const char *label, unsigned column, uint6
 uint64_t counter_table_value(const CounterTable *t, const char *label, unsigned column);
 /* A copy of src in *dst (an empty or done table). */
 int counter_table_copy(CounterTable *dst, const CounterTable *src);
+
+/* How long a kind of work took, over its runs (cgprofctl status), and
+ * their histogram (/metrics; no buckets: not kept). */
+typedef struct Timing {
+        uint64_t count, usec_total, usec_max;
+        Histogram histogram;
+} Timing;
+
+static inline uint64_t timing_now(void) {
+        return now_usec(CLOCK_MONOTONIC);
+}
+
+/* Adds one run of 'usec'. */
+static inline void timing_record(Timing *t, uint64_t usec) {
+        t->count++;
+        t->usec_total += usec;
+        if (usec > t->usec_max)
+                t->usec_max = usec;
+        if (t->histogram.n_bounds > 0)
+                histogram_observe(&t->histogram, usec);
+}
+
+/* Adds one run that started at 'start' (timing_now()); returns its length. */
+static inline uint64_t timing_add(Timing *t, uint64_t start) {
+        uint64_t usec = timing_now() - start;
+        timing_record(t, usec);
+        return usec;
+}
