@@ -43,6 +43,10 @@ static void on_sessions_reports_written(void *userdata) {
         manager_reports_written(userdata);
 }
 
+static Session *sessions_find(void *userdata, const char *id) {
+        return manager_session_find(userdata, id);
+}
+
 static const Config *sessions_config(void *userdata) {
         Manager *m = userdata;
         return m->config ? m->config->config : NULL;
@@ -51,10 +55,12 @@ static const Config *sessions_config(void *userdata) {
 int manager_sessions_room_new(Manager *m) {
         SessionsRoomDeps deps = {
                 .event = m->event,
+                .state_dir = m->state_dir,
                 .report_dir = sessions_report_dir,
                 .config = sessions_config,
                 .stopping = sessions_stopping,
                 .reports_written = on_sessions_reports_written,
+                .session_find = sessions_find,
                 .userdata = m,
         };
 

@@ -907,7 +907,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->report_dir_fd = -EBADF;
         m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
-        m->checkpoint_dir_fd = -EBADF;
         m->session_events = &manager_session_events;
         m->config_path = strdup(opts->config_path);
         m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
@@ -1000,6 +999,7 @@ static int manager_setup_sampler(Manager *m) {
         r = sampler_new(&sampler_opts, on_proc_event, m, &m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the BPF sampler: %m");
+        sessions_room_set_sampler(m->sessions_room, m->sampler);
         SamplerUnwindMaps unwind_maps;
         sampler_unwind_maps(m->sampler, &unwind_maps);
         r = unwinder_new(m->event, &unwind_maps, &m->unwinder);
@@ -1079,7 +1079,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create state directory %s: %m", m->state_dir);
         /* Reports a crashed run left partial (before any session starts). */
-        manager_checkpoint_setup(m);
+        manager_checkpoint_setup(m->sessions_room);
 
         r = manager_setup_signals(m);
         if (r < 0)
@@ -1240,7 +1240,6 @@ Manager *manager_free(Manager *m) {
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
         m->sessions_room = sessions_room_free(m->sessions_room);
-        safe_close(m->checkpoint_dir_fd);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);
         m->machine = machine_room_free(m->machine);

@@ -105,7 +105,8 @@ typedef struct Manager {
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
         /* The sessions room's own state (sessions-deps.h): so far the
          * report worker, the reports queued on it and their timing, the
-         * report index and retention, the retry queue. */
+         * report index and retention, the retry queue, the checkpoint
+         * registry. */
         struct SessionsRoom *sessions_room;
         /* Sessions to end, a few per loop iteration (session-end.c). */
         struct SessionEndRequest *end_queue;
@@ -134,12 +135,6 @@ typedef struct Manager {
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
         uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
-        int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
-        struct {
-                uint64_t written, failed,
-                        interrupted; /* interrupted: reports of a crashed run, found at start */
-                uint64_t usec_last, usec_max; /* how long a checkpoint kept the event loop */
-        } checkpoints;
 
         /* Kubernetes: the client, pods, namespaces, ProfileConfigs and
          * rule sets, the kube room's state (kube.h). */

@@ -70,11 +70,11 @@ static void workers_json(Manager *m, cJSON *j) {
                          { "directories", (double) queued }, { "waitMaxMsec", msec(ws.wait_usec_max) },
                          { "runMaxMsec", msec(ws.run_usec_max) }, { "writtenOnLoop", (double) overflows },
                          { "listingsRefused", (double) m->list_reports_refused });
-        JSON_ADD_NUMBERS(j, "checkpoints", { "written", (double) m->checkpoints.written },
-                         { "failed", (double) m->checkpoints.failed },
-                         { "lastMsec", msec(m->checkpoints.usec_last) },
-                         { "maxMsec", msec(m->checkpoints.usec_max) },
-                         { "interruptedFound", (double) m->checkpoints.interrupted });
+        SessionsCheckpointStats cs;
+        sessions_room_checkpoint_stats(m->sessions_room, &cs);
+        JSON_ADD_NUMBERS(j, "checkpoints", { "written", (double) cs.written },
+                         { "failed", (double) cs.failed }, { "lastMsec", msec(cs.usec_last) },
+                         { "maxMsec", msec(cs.usec_max) }, { "interruptedFound", (double) cs.interrupted });
         timing_json(j, "drains", &m->drain_timing);
         timing_json(j, "reportWrites", sessions_room_report_timing(m->sessions_room));
 }

@@ -19,12 +19,12 @@
 #include "fileio.h"
 #include "base.h"
 #include "log.h"
-#include "manager.h"
 #include "checkpoint.h"
 #include "checkpoint-parse.h"
 #include "report-retry.h"
 #include "report-writer.h"
 #include "session.h"
+#include "sessions-room.h"
 
 #define REGISTRY_ENTRY_MAX (1024U * 1024U)
 #define SUMMARY_MAX (64U * 1024U * 1024U)
@@ -38,7 +38,7 @@ static void cjson_deletep(cJSON **j) {
 
 /* The session's entry: {"session", "bootId", "cgroup", "reportDir", "dirs"}. */
 static int registry_write(Session *s) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         _cleanup_cjson_ cJSON *j = cJSON_CreateObject();
         _cleanup_free_ char *text = NULL;
         char boot[SD_ID128_STRING_MAX] = "";
@@ -64,24 +64,25 @@ static int registry_write(Session *s) {
         text = cJSON_PrintUnformatted(j);
         if (!text)
                 return -ENOMEM;
-        return write_string_file_atomic_at(m->checkpoint_dir_fd, s->id_string, text);
+        return write_string_file_atomic_at(room->checkpoint_dir_fd, s->id_string, text);
 }
 
 /* Adds the units' directories to the session's entry (written when one is
  * new, before any file of it: a crash in between leaves an entry whose
  * directory has no summary.json, which recovery only tidies). */
 static int registry_update(Session *s, const SessionReportUnit *units, size_t n_units) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         bool changed = false;
 
-        if (m->checkpoint_dir_fd < 0)
+        if (room->checkpoint_dir_fd < 0)
                 return -EBADF;
-        if (!s->checkpoint_report_dir || !streq(s->checkpoint_report_dir, strempty(m->report_dir))) {
+        if (!s->checkpoint_report_dir ||
+            !streq(s->checkpoint_report_dir, sessions_room_report_dir(room, NULL))) {
                 /* First checkpoint, or reportDir changed by a reload: the
                  * directories written before are below the old one, and
                  * will be replaced by the final report below the new one
                  * anyway; the entry names the new ones only. */
-                char *d = strdup(strempty(m->report_dir));
+                char *d = strdup(sessions_room_report_dir(room, NULL));
                 if (!d)
                         return -ENOMEM;
                 free(s->checkpoint_report_dir);
@@ -110,56 +111,46 @@ static int registry_update(Session *s, const SessionReportUnit *units, size_t n_
 }
 
 void session_checkpoint_done(Session *s) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
 
         s->checkpoint_timer = sd_event_source_disable_unref(s->checkpoint_timer);
-        if (!s->checkpoint_report_dir || m->checkpoint_dir_fd < 0)
+        if (!s->checkpoint_report_dir || room->checkpoint_dir_fd < 0)
                 return;
-        if (unlinkat(m->checkpoint_dir_fd, s->id_string, 0) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir,
+        if (unlinkat(room->checkpoint_dir_fd, s->id_string, 0) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", room->deps.state_dir,
                                   CHECKPOINT_REGISTRY_DIR, s->id_string);
 }
 
 void session_checkpoint_discard(Session *s) {
-        Manager *m = s->manager;
+        int report_dir_fd;
+        const char *report_dir = sessions_room_report_dir(s->room, &report_dir_fd);
 
-        if (s->checkpoint_report_dir && m->report_dir_fd >= 0 &&
-            streq(s->checkpoint_report_dir, strempty(m->report_dir)))
+        if (s->checkpoint_report_dir && report_dir_fd >= 0 && streq(s->checkpoint_report_dir, report_dir))
                 for (char **d = s->checkpoint_dirs; d && *d; d++) {
-                        _cleanup_close_ int dfd = openat(m->report_dir_fd, *d,
-                                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        _cleanup_close_ int dfd =
+                                openat(report_dir_fd, *d, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (dfd < 0)
                                 continue;
                         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                                 (void) unlinkat(dfd, report_format_info(f)->file, 0);
-                        (void) unlinkat(m->report_dir_fd, *d, AT_REMOVEDIR);
+                        (void) unlinkat(report_dir_fd, *d, AT_REMOVEDIR);
                 }
         session_checkpoint_done(s);
 }
 
 /* ---- writing ---- */
 
-/* What a checkpoint's callback gets: the session it was of, by ID. */
-typedef struct CheckpointDone {
-        Manager *manager;
-        char id[SD_ID128_STRING_MAX];
-} CheckpointDone;
-
 /* A checkpoint's writes are done: counted, and logged when how it went
  * changed. The session may have ended meanwhile (its final report, queued
  * behind, replaces the checkpoint anyway). */
 static void on_checkpoint_written(SessionsRoom *room, ReportBatch *b, void *userdata) {
-        _cleanup_free_ CheckpointDone *done = userdata;
-        Manager *m = done->manager;
-        const char *id = done->id;
+        _cleanup_free_ char *id = userdata;
         uint64_t usec = now_usec(CLOCK_MONOTONIC) - b->job.submitted_usec;
         size_t written = 0;
         Session *s = NULL;
         int error = 0;
 
-        for (size_t i = 0; i < m->n_sessions && !s; i++)
-                if (streq(m->sessions[i]->id_string, id))
-                        s = m->sessions[i];
+        s = room->deps.session_find(room->deps.userdata, id);
         for (size_t i = 0; i < b->n_writes; i++) {
                 ReportWrite *w = b->writes[i];
                 if (w->error >= 0) {
@@ -172,12 +163,12 @@ static void on_checkpoint_written(SessionsRoom *room, ReportBatch *b, void *user
                 if (error == 0)
                         error = w->error;
         }
-        m->checkpoints.usec_last = usec;
-        m->checkpoints.usec_max = MAX(m->checkpoints.usec_max, usec);
+        room->checkpoints.usec_last = usec;
+        room->checkpoints.usec_max = MAX(room->checkpoints.usec_max, usec);
         if (error < 0)
-                m->checkpoints.failed++;
+                room->checkpoints.failed++;
         else
-                m->checkpoints.written++;
+                room->checkpoints.written++;
         log_debug("Session %s: checkpoint of %zu reports, %zu written in %.1f ms.", id, b->n_writes, written,
                   (double) usec / 1000.0);
         if (!s)
@@ -189,15 +180,14 @@ static void on_checkpoint_written(SessionsRoom *room, ReportBatch *b, void *user
 }
 
 int session_checkpoint(Session *s) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         _cleanup_(sampler_session_stats_done) SamplerSessionStats st = {};
         _cleanup_(report_batch_freep) ReportBatch *b = NULL;
         SessionReportUnit *units = NULL;
         size_t n_units = 0;
         ReportSummaryInfo info;
         TemplateVars vars;
-        char node_buf[256];
-        CheckpointDone *done;
+        char node_buf[256], *id;
         int r;
 
         if (s->state != SESSION_RUNNING)
@@ -212,7 +202,7 @@ int session_checkpoint(Session *s) {
         /* What the drains (every second) brought: a checkpoint does not
          * drain, nor resolve frames late (that replaces the session's
          * data); the final report does both. */
-        (void) sampler_session_stats(m->sampler, s->slot, &st);
+        (void) sampler_session_stats(room->sampler, s->slot, &st);
         /* The drains read an idle cgroup's CPU time only every few seconds. */
         uint64_t u;
         if (!s->cpu_usage_final && cg_read_cpu_usage_usec(s->cgroup_fd, &u) >= 0)
@@ -220,14 +210,12 @@ int session_checkpoint(Session *s) {
         session_report_info(s, &st, NULL, "cpu.stat", now_usec(CLOCK_REALTIME), &info);
         session_report_vars(s, node_buf, &vars);
 
-        done = calloc(1, sizeof(*done));
-        if (!done)
+        id = strdup(s->id_string);
+        if (!id)
                 return log_oom();
-        done->manager = m;
-        memcpy(done->id, s->id_string, sizeof(done->id));
-        r = report_batch_new(m->sessions_room, on_checkpoint_written, done, &b);
+        r = report_batch_new(room, on_checkpoint_written, id, &b);
         if (r < 0) {
-                free(done);
+                free(id);
                 return log_oom();
         }
         r = session_report_units(s, &vars, &units, &n_units);
@@ -267,7 +255,7 @@ int session_checkpoint(Session *s) {
                 if (r != s->checkpoint_error)
                         log_warning_errno(r, "Failed to write a checkpoint of session %s: %m", s->id_string);
                 s->checkpoint_error = r;
-                m->checkpoints.failed++;
+                room->checkpoints.failed++;
                 return r;
         }
         s->checkpoint_writing = true;
@@ -292,15 +280,15 @@ static int on_checkpoint_timer(sd_event_source *source, uint64_t usec, void *use
 }
 
 int session_checkpoint_arm(Session *s) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         uint64_t interval = s->profile->checkpoint_interval_usec;
         int r;
 
         /* A session that ends before its first checkpoint never writes one. */
         if (interval == 0 || (s->duration_usec > 0 && s->duration_usec <= interval) ||
-            m->checkpoint_dir_fd < 0)
+            room->checkpoint_dir_fd < 0)
                 return 0;
-        r = sd_event_add_time_relative(m->event, &s->checkpoint_timer, CLOCK_MONOTONIC, interval,
+        r = sd_event_add_time_relative(room->deps.event, &s->checkpoint_timer, CLOCK_MONOTONIC, interval,
                                        100 * USEC_PER_MSEC, on_checkpoint_timer, s);
         if (r < 0)
                 return log_warning_errno(
@@ -351,7 +339,7 @@ static const char *interrupted_reason(const CheckpointEntry *entry) {
 }
 
 /* Marks one report directory of a registry entry; true when it was marked. */
-static bool recover_dir(Manager *m, int root, const char *root_path, const char *dir,
+static bool recover_dir(SessionsRoom *room, int root, const char *root_path, const char *dir,
                         const CheckpointEntry *entry, const char *session) {
         _cleanup_close_ int dfd = -EBADF;
         _cleanup_free_ char *text = NULL, *full = NULL;
@@ -409,50 +397,50 @@ static bool recover_dir(Manager *m, int root, const char *root_path, const char 
         return true;
 }
 
-static void recover_entry(Manager *m, const char *name) {
+static void recover_entry(SessionsRoom *room, const char *name) {
         _cleanup_free_ char *text = NULL;
         _cleanup_(checkpoint_entry_done) CheckpointEntry entry = {};
         _cleanup_close_ int root = -EBADF;
         size_t size;
         int r;
 
-        r = read_regular_file_max(m->checkpoint_dir_fd, name, REGISTRY_ENTRY_MAX, &text, &size);
+        r = read_regular_file_max(room->checkpoint_dir_fd, name, REGISTRY_ENTRY_MAX, &text, &size);
         if (r < 0)
                 log_warning_errno(r, "Failed to read the checkpoint entry %s/%s/%s, removing it: %m",
-                                  m->state_dir, CHECKPOINT_REGISTRY_DIR, name);
+                                  room->deps.state_dir, CHECKPOINT_REGISTRY_DIR, name);
         else if ((r = checkpoint_entry_parse(text, size, &entry)) == -ENOMEM)
                 log_oom();
         else if (r < 0)
-                log_warning("The checkpoint entry %s/%s/%s is malformed, removing it.", m->state_dir,
+                log_warning("The checkpoint entry %s/%s/%s is malformed, removing it.", room->deps.state_dir,
                             CHECKPOINT_REGISTRY_DIR, name);
         else if ((root = open(entry.report_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 log_warning_errno(errno, "Failed to open %s for the checkpoints of session %s: %m",
                                   entry.report_dir, name);
         else
                 for (char **d = entry.dirs; *d; d++)
-                        if (recover_dir(m, root, entry.report_dir, *d, &entry, name))
-                                m->checkpoints.interrupted++;
-        if (unlinkat(m->checkpoint_dir_fd, name, 0) < 0)
-                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", m->state_dir,
+                        if (recover_dir(room, root, entry.report_dir, *d, &entry, name))
+                                room->checkpoints.interrupted++;
+        if (unlinkat(room->checkpoint_dir_fd, name, 0) < 0)
+                log_warning_errno(errno, "Failed to remove %s/%s/%s: %m", room->deps.state_dir,
                                   CHECKPOINT_REGISTRY_DIR, name);
 }
 
-void manager_checkpoint_setup(Manager *m) {
+void manager_checkpoint_setup(SessionsRoom *room) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
         DIR *d;
         int r;
 
-        if (asprintf(&path, "%s/%s", m->state_dir, CHECKPOINT_REGISTRY_DIR) < 0)
+        if (asprintf(&path, "%s/%s", room->deps.state_dir, CHECKPOINT_REGISTRY_DIR) < 0)
                 return (void) log_oom();
         r = mkdir_p(path, 0700);
-        if (r >= 0 && (m->checkpoint_dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        if (r >= 0 && (room->checkpoint_dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 r = negative_errno();
         if (r < 0)
                 return (void) log_error_errno(r, "Failed to open %s, sessions will write no checkpoints: %m",
                                               path);
 
-        fd = openat(m->checkpoint_dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        fd = openat(room->checkpoint_dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0 || !(d = fdopendir(fd)))
                 return (void) log_error_errno(errno, "Failed to list %s: %m", path);
         TAKE_FD(fd);
@@ -460,13 +448,13 @@ void manager_checkpoint_setup(Manager *m) {
                 if (de->d_name[0] == '.') {
                         /* A registry write the crash cut short. */
                         if (strncmp(de->d_name, ".#", 2) == 0)
-                                (void) unlinkat(m->checkpoint_dir_fd, de->d_name, 0);
+                                (void) unlinkat(room->checkpoint_dir_fd, de->d_name, 0);
                         continue;
                 }
-                recover_entry(m, de->d_name);
+                recover_entry(room, de->d_name);
         }
         closedir(d);
-        if (m->checkpoints.interrupted > 0)
+        if (room->checkpoints.interrupted > 0)
                 log_notice("Marked %" PRIu64 " reports of sessions the last run never ended as interrupted.",
-                           m->checkpoints.interrupted);
+                           room->checkpoints.interrupted);
 }

@@ -15,7 +15,7 @@
  * with the reason, with one journal entry per report; temporary files
  * left in those directories are removed. */
 
-typedef struct Manager Manager;
+typedef struct SessionsRoom SessionsRoom;
 typedef struct Session Session;
 
 #define CHECKPOINT_REGISTRY_DIR "checkpoints"
@@ -23,7 +23,7 @@ typedef struct Session Session;
 /* Opens the registry (below the state directory) and processes the entries
  * a previous run left. Errors are logged; the agent goes on without
  * checkpoints when the registry cannot be opened. */
-void manager_checkpoint_setup(Manager *m);
+void manager_checkpoint_setup(SessionsRoom *r);
 
 /* A session started: arms its checkpoint timer (unless its profile has no
  * checkpointInterval, or its duration ends first). */

@@ -132,6 +132,7 @@ int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, con
         if (!s)
                 return -ENOMEM;
         s->manager = m;
+        s->room = m->sessions_room;
         s->cgroup_fd = -EBADF;
         s->config = config_ref(config);
         s->rule_set = kube_rule_set_ref(rule->rule_set);

@@ -7,6 +7,7 @@
 #include "config-ref.h"
 #include "manager.h"
 #include "profile-data.h"
+#include "sessions-deps.h"
 #include "report.h"
 #include "template.h"
 
@@ -38,6 +39,7 @@ typedef struct SessionProcess SessionProcess; /* a program run in the session (s
 
 struct Session {
         Manager *manager;
+        SessionsRoom *room; /* the room's own state (sessions-room.h) */
         sd_id128_t id;
         char id_string[SD_ID128_STRING_MAX];
         SessionState state;

@@ -3,6 +3,8 @@
  * sessions-deps.h). */
 #include <stdlib.h>
 
+#include "fileio.h"
+
 #include "sessions-room.h"
 
 int sessions_room_new(const SessionsRoomDeps *deps, SessionsRoom **ret) {
@@ -12,6 +14,7 @@ int sessions_room_new(const SessionsRoomDeps *deps, SessionsRoom **ret) {
         if (!r)
                 return -ENOMEM;
         r->deps = *deps;
+        r->checkpoint_dir_fd = -EBADF;
         k = report_retry_new(&r->report_retry);
         if (k < 0)
                 return k;
@@ -25,6 +28,7 @@ SessionsRoom *sessions_room_free(SessionsRoom *r) {
         r->report_worker = worker_free(r->report_worker);
         manager_reports_free(r);
         report_retry_free(r->report_retry);
+        safe_close(r->checkpoint_dir_fd);
         free(r);
         return NULL;
 }
@@ -56,4 +60,12 @@ Timing *sessions_room_report_timing(SessionsRoom *r) {
 void sessions_room_report_queue(SessionsRoom *r, size_t *ret_writes, uint64_t *ret_overflows) {
         *ret_writes = r->report_queue_writes;
         *ret_overflows = r->report_queue_overflows;
+}
+
+void sessions_room_set_sampler(SessionsRoom *r, Sampler *sampler) {
+        r->sampler = sampler;
+}
+
+void sessions_room_checkpoint_stats(SessionsRoom *r, SessionsCheckpointStats *ret) {
+        *ret = r->checkpoints;
 }

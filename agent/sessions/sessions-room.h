@@ -21,6 +21,9 @@ struct SessionsRoom {
         Timing report_timing;
         ManagerReports *reports; /* the report index and retention (manager-reports.c) */
         ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
+        int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
+        SessionsCheckpointStats checkpoints;
+        Sampler *sampler; /* the sampling room's (sessions_room_set_sampler()) */
 };
 
 /* reportDir now ("" when none), and its fd in *ret_fd (NULL: not wanted). */
