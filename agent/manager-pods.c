@@ -38,7 +38,7 @@ static void start_container_session(Manager *m, CgroupState *c, const SessionRul
         };
         int r;
 
-        r = session_new_rule(m, m->config, rule, c->path, &kube, &s);
+        r = session_new_rule(m->sessions_room, m->config, rule, c->path, &kube, &s);
         if (r < 0) {
                 manager_count_session_failed(m, "create");
                 log_warning_errno(r,

@@ -4,16 +4,18 @@
 #include "manager-pods.h"
 #include "manager-rooms.h"
 
-static void on_session_started(Manager *m, Session *s) {
-        manager_bus_session_started(m, s);
+static void on_session_started(void *userdata, Session *s) {
+        manager_bus_session_started(userdata, s);
 }
 
-static void on_session_stopped(Manager *m, Session *s, const SamplerSessionStats *st) {
-        metrics_session_final(s, st);
+static void on_session_stopped(void *userdata, Session *s, const SamplerSessionStats *st) {
+        metrics_session_final(userdata, s, st);
 }
 
-static void on_session_ended(Manager *m, Session *s, const char *reason, const char *report_dirs, int error,
-                             uint64_t samples) {
+static void on_session_ended(void *userdata, Session *s, const char *reason, const char *report_dirs,
+                             int error, uint64_t samples) {
+        Manager *m = userdata;
+
         if (error >= 0)
                 metrics_session_ended(m, reason);
         else
@@ -43,8 +45,34 @@ static void on_sessions_reports_written(void *userdata) {
         manager_reports_written(userdata);
 }
 
+static const char *sessions_cgroup_root(void *userdata) {
+        Manager *m = userdata;
+        return m->cgroup_root;
+}
+
 static Session *sessions_find(void *userdata, const char *id) {
         return manager_session_find(userdata, id);
+}
+
+static void sessions_slot(void *userdata, Session *s, bool taken) {
+        manager_session_slot(userdata, s, taken);
+}
+
+static void sessions_removed(void *userdata, Session *s, const char *reason) {
+        manager_remove_session(userdata, s, reason);
+}
+
+static void sessions_assign_cgroups_below(void *userdata, const char *path) {
+        manager_assign_cgroups_below(userdata, path);
+}
+
+static void sessions_refresh_process_soon(void *userdata, uint32_t session_slot, uint32_t pid,
+                                          uint64_t start_time, uint32_t exec_id) {
+        manager_refresh_process_soon(userdata, session_slot, pid, start_time, exec_id);
+}
+
+static int sessions_drain(void *userdata, bool full) {
+        return manager_drain(userdata, full);
 }
 
 static const Config *sessions_config(void *userdata) {
@@ -56,11 +84,19 @@ int manager_sessions_room_new(Manager *m) {
         SessionsRoomDeps deps = {
                 .event = m->event,
                 .state_dir = m->state_dir,
+                .node_name = m->node_name,
+                .cgroup_root = sessions_cgroup_root,
                 .report_dir = sessions_report_dir,
                 .config = sessions_config,
                 .stopping = sessions_stopping,
                 .reports_written = on_sessions_reports_written,
                 .session_find = sessions_find,
+                .session_slot = sessions_slot,
+                .session_removed = sessions_removed,
+                .assign_cgroups_below = sessions_assign_cgroups_below,
+                .refresh_process_soon = sessions_refresh_process_soon,
+                .drain = sessions_drain,
+                .events = &manager_session_events,
                 .userdata = m,
         };
 

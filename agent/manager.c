@@ -385,7 +385,7 @@ static void start_host_session(Manager *m, CgroupState *c, const Target *t) {
         Session *s = NULL;
         int r;
 
-        r = session_new(m, m->config, t, c->path, NULL, &s);
+        r = session_new(m->sessions_room, m->config, t, c->path, NULL, &s);
         if (r < 0) {
                 manager_count_session_failed(m, "create");
                 log_warning_errno(r, "Failed to create a session for cgroup %s (target %s), ignoring: %m",
@@ -588,7 +588,7 @@ int manager_drain(Manager *m, bool full) {
         for (size_t i = 0; i < m->n_sessions; i++)
                 session_capture_pending(m->sessions[i]);
         for (int i = 0; i < (full ? 2 : 1); i++) {
-                m->drain_seq++;
+                sessions_room_drain_begin(m->sessions_room);
                 symbolizer_begin_pass(m->symbolizer);
                 if (i == 0)
                         /* Samples parked before, whose process is ready now
@@ -641,7 +641,9 @@ static int on_drain_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Sessions ended since the last time: give the memory their
          * profiles and process maps held back to the system (glibc keeps
          * freed heap otherwise), at most every 10 s. */
-        uint64_t over = m->sessions_ended + m->sessions_failed + m->sessions_discarded, now = timing_now();
+        SessionsCounts counts;
+        sessions_room_counts(m->sessions_room, &counts);
+        uint64_t over = counts.ended + counts.failed + counts.discarded, now = timing_now();
         if (over != m->trimmed_at_sessions && now - m->trimmed_usec >= 10 * USEC_PER_SEC) {
                 m->trimmed_at_sessions = over;
                 m->trimmed_usec = now;
@@ -867,7 +869,8 @@ static void manager_stop(Manager *m, int code) {
          * bus) until they are ended and the worker has written every
          * report. */
         for (size_t i = m->n_sessions; i > 0; i--)
-                if (manager_end_session_soon(m, m->sessions[i - 1], "agent-stopped", NULL, NULL) < 0) {
+                if (manager_end_session_soon(m->sessions_room, m->sessions[i - 1], "agent-stopped", NULL,
+                                             NULL) < 0) {
                         log_oom();
                         session_end(m->sessions[i - 1], "agent-stopped");
                 }
@@ -907,7 +910,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->report_dir_fd = -EBADF;
         m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
-        m->session_events = &manager_session_events;
         m->config_path = strdup(opts->config_path);
         m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
         m->bus_socket = strdup(opts->bus_socket ?: DEFAULT_BUS_SOCKET);
@@ -999,7 +1001,6 @@ static int manager_setup_sampler(Manager *m) {
         r = sampler_new(&sampler_opts, on_proc_event, m, &m->sampler);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the BPF sampler: %m");
-        sessions_room_set_sampler(m->sessions_room, m->sampler);
         SamplerUnwindMaps unwind_maps;
         sampler_unwind_maps(m->sampler, &unwind_maps);
         r = unwinder_new(m->event, &unwind_maps, &m->unwinder);
@@ -1104,6 +1105,13 @@ int manager_startup(Manager *m) {
         r = manager_setup_sampler(m);
         if (r < 0)
                 return r;
+        sessions_room_set_sampling(m->sessions_room, &(SessionsSampling){
+                                                             .sampler = m->sampler,
+                                                             .unwinder = m->unwinder,
+                                                             .python = m->python,
+                                                             .symbolizer = m->symbolizer,
+                                                             .process_reader = m->process_reader,
+                                                     });
 
         r = manager_open_cgroup_root(m);
         if (r < 0)
@@ -1231,9 +1239,8 @@ Manager *manager_free(Manager *m) {
                 session_free(s);
         }
         sessions_room_stop_worker(m->sessions_room);
-        manager_end_queue_free(m);
+        manager_end_queue_free(m->sessions_room);
         free(m->sessions);
-        free(m->user_frame_cache);
         manager_bus_close(m);
         machine_room_node_stop(m->machine); /* watches through the kube room's client */
         m->kube = kube_room_free(m->kube);
@@ -1274,7 +1281,7 @@ Manager *manager_free(Manager *m) {
 }
 
 void manager_count_session_failed(Manager *m, const char *reason) {
-        m->sessions_failed++;
+        sessions_room_count_failed(m->sessions_room);
         metrics_session_failed(m, reason);
 }
 

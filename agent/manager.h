@@ -17,11 +17,6 @@
 #define DRAIN_INTERVAL_USEC (1 * USEC_PER_SEC)
 
 typedef struct Session Session;
-typedef struct SessionEndRequest SessionEndRequest;
-/* A session's end is announced (session_end_notify()): its report
- * directories (space-separated for a per-process template; NULL when none
- * was written) or the error of writing them. */
-typedef void (*SessionEndedFunc)(void *userdata, const char *session_id, const char *report_dirs, int error);
 
 /* A cgroup the manager knows about and what it did with it. */
 typedef struct CgroupState {
@@ -103,15 +98,12 @@ typedef struct Manager {
                 Histogram dispatch_histogram; /* every dispatch's wall time (/metrics) */
         } loop; /* how long handlers keep the event loop (manager_loop()) */
         Timing drain_timing; /* manager_drain(): the maps read, every sample symbolized */
-        /* The sessions room's own state (sessions-deps.h): so far the
-         * report worker, the reports queued on it and their timing, the
-         * report index and retention, the retry queue, the checkpoint
-         * registry. */
+        /* The sessions room's own state (sessions-deps.h): the sessions'
+         * counts and end queue, the report worker, the reports queued on it
+         * and their timing, the report index and retention, the retry
+         * queue, the checkpoint registry. The indexes below are the
+         * Manager's, kept by the room through SessionsRoomDeps. */
         struct SessionsRoom *sessions_room;
-        /* Sessions to end, a few per loop iteration (session-end.c). */
-        struct SessionEndRequest *end_queue;
-        size_t n_end_queue, end_queue_head;
-        sd_event_source *end_defer;
         unsigned list_reports_pending; /* ListReports calls being read on the report worker */
         uint64_t list_reports_refused; /* ... and refused, LIST_REPORTS_MAX_PENDING being read */
         Symbolizer *symbolizer;
@@ -126,12 +118,6 @@ typedef struct Manager {
         Session **sessions; /* running and armed sessions */
         size_t n_sessions;
         SessionMap sessions_by_id; /* the same, by id_string */
-        /* Every session that started sampling ends counted once: ended (a
-         * report written), failed (its report could not be written) or
-         * discarded (a provisional one that was a pod's sandbox). Failed also
-         * counts sessions that could not be created or started, and those
-         * whose report waits for a retry (reportRetries says how it went). */
-        uint64_t sessions_started, sessions_ended, sessions_failed, sessions_discarded;
         size_t sessions_fd_starved; /* cgroups whose session waits for fds (CgroupState.fd_starved) */
         uint64_t trimmed_at_sessions, trimmed_usec; /* the last malloc_trim() (on_drain_timer()) */
         sd_event_source *fd_retry_timer;
@@ -149,9 +135,6 @@ typedef struct Manager {
         struct HttpServer *http;
         struct ManagerMetrics *metrics;
         struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
-        /* What the sessions room announces to the rooms above it
-         * (session-events.h), wired in manager-rooms.c. */
-        const struct SessionEvents *session_events;
 
         sd_event_source *drain_timer;
         sd_event_source *proc_events;
@@ -168,9 +151,7 @@ typedef struct Manager {
         sd_bus *system_bus; /* io.cgprof.Agent1 on the system bus, when there is one */
         bool system_bus_named; /* the name is ours: signals go there too */
 
-        uint64_t drain_seq; /* incremented on every drain */
         unsigned drains_postponed; /* in a row, for process events left (on_drain_timer()) */
-        struct UserFrameCache *user_frame_cache; /* session.c: user addresses interned in this drain */
         uint64_t start_usec; /* CLOCK_REALTIME */
         uint64_t start_monotonic;
         bool stopping;
@@ -221,8 +202,9 @@ void manager_count_session_failed(Manager *m, const char *reason);
  * fds, the cgroup is tried again. */
 void manager_session_failed(Manager *m, const char *path, int r);
 
-/* Session bookkeeping, used by session*.c: the Manager alone writes its
- * indexes (the list, the slots, each cgroup's session). */
+/* Session bookkeeping, which the sessions room calls through
+ * SessionsRoomDeps (manager-rooms.c): the Manager alone writes its indexes
+ * (the list, the slots, each cgroup's session). */
 int manager_add_session(Manager *m, Session *s);
 /* The session has its sampler slot (taken), or no more. */
 void manager_session_slot(Manager *m, Session *s, bool taken);

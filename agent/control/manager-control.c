@@ -278,7 +278,8 @@ int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *
                 a->items[i].ended = true;
                 a->n_left++;
                 /* A few per loop iteration (as many as 5 ms allow). */
-                if (manager_end_session_soon(m, s, "stopped", on_stopped_one, &a->items[i]) < 0)
+                if (manager_end_session_soon(m->sessions_room, s, "stopped", on_stopped_one, &a->items[i]) <
+                    0)
                         (void) session_end_notify(s, "stopped", on_stopped_one, &a->items[i]);
         }
         stop_all_unref(a);
@@ -743,7 +744,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                         .container = kc->name,
                         .container_id = c->container_id,
                 };
-        r = session_new_rule(m, m->config, &rule, c->path, pod ? &kube : NULL, &s);
+        r = session_new_rule(m->sessions_room, m->config, &rule, c->path, pod ? &kube : NULL, &s);
         if (r < 0) {
                 manager_count_session_failed(m, "create");
                 return control_error(ret_error, r, "Failed to create a session for cgroup %s: %s", c->path,

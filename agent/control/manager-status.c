@@ -164,13 +164,14 @@ char *manager_status_json(Manager *m) {
         (void) kube_room_status(m->kube, j);
         (void) machine_room_status(m->machine, j);
         cJSON_AddBoolToObject(j, "journal", journal_available());
+        SessionsCounts counts;
+        sessions_room_counts(m->sessions_room, &counts);
         JSON_ADD_NUMBERS(
                 j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },
                 { "cgroupsWatched", m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0 },
-                { "sessionsStarted", (double) m->sessions_started },
-                { "sessionsEnded", (double) m->sessions_ended },
-                { "sessionsFailed", (double) m->sessions_failed },
-                { "sessionsDiscarded", (double) m->sessions_discarded },
+                { "sessionsStarted", (double) counts.started }, { "sessionsEnded", (double) counts.ended },
+                { "sessionsFailed", (double) counts.failed },
+                { "sessionsDiscarded", (double) counts.discarded },
                 { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
         manager_report_retry_status(m->sessions_room, j);
         uint64_t maps_reads, maps_hits, maps_put;

@@ -111,8 +111,7 @@ static void session_counts(Session *s, const SamplerSessionStats *st,
         }
 }
 
-void metrics_session_final(Session *s, const SamplerSessionStats *st) {
-        Manager *m = s->manager;
+void metrics_session_final(Manager *m, Session *s, const SamplerSessionStats *st) {
         uint64_t v[COUNTER_TABLE_COLUMNS];
         CounterEntry *e;
 
@@ -130,6 +129,7 @@ void metrics_session_final(Session *s, const SamplerSessionStats *st) {
 
 static void write_sessions(Manager *m, MetricsWriter *w) {
         uint64_t by_state[_SESSION_STATE_MAX] = {};
+        SessionsCounts counts;
 
         for (size_t i = 0; i < m->n_sessions; i++)
                 if (m->sessions[i]->state < _SESSION_STATE_MAX)
@@ -141,8 +141,9 @@ static void write_sessions(Manager *m, MetricsWriter *w) {
                 if (st != SESSION_ENDED)
                         metrics_sample_u64(w, METRICS_LABELS({ "state", session_state_to_string(st) }),
                                            by_state[st]);
+        sessions_room_counts(m->sessions_room, &counts);
         metrics_counter_u64(w, "cgprof_sessions_started_total", "Sessions that started sampling.",
-                            m->sessions_started);
+                            counts.started);
         metrics_counter_table(w, "cgprof_sessions_ended_total",
                               "Sessions that ended with their report written, by reason.", "reason",
                               &m->metrics->ended, 0);
@@ -152,7 +153,7 @@ static void write_sessions(Manager *m, MetricsWriter *w) {
                               "reason", &m->metrics->failed, 0);
         metrics_counter_u64(w, "cgprof_sessions_discarded_total",
                             "Provisional sessions discarded (a pod's sandbox, not a container).",
-                            m->sessions_discarded);
+                            counts.discarded);
         metrics_gauge(w, "cgprof_sessions_waiting_for_fds",
                       "Cgroups whose session waits for file descriptors to start.",
                       (double) m->sessions_fd_starved);

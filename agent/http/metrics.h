@@ -26,7 +26,7 @@ void manager_metrics_free(Manager *m);
 
 /* A session's counters, added to its profile's once it stopped (st: its
  * sampler stats; NULL when they were not read). */
-void metrics_session_final(Session *s, const SamplerSessionStats *st);
+void metrics_session_final(Manager *m, Session *s, const SamplerSessionStats *st);
 /* A session ended with its report written. */
 void metrics_session_ended(Manager *m, const char *reason);
 /* A session failed ("create", "start", "report"; manager_count_session_failed()). */

@@ -20,6 +20,7 @@
 #include "report-retry.h"
 #include "report-writer.h"
 #include "session.h"
+#include "sessions-room.h"
 
 typedef struct Ending {
         Session *s;
@@ -43,7 +44,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Ending *, ending_free);
  * Sets *ret_usage_source (what the CPU time was read from) and *st. */
 static void session_stop(Session *s, const char *reason, const char **ret_usage_source,
                          SamplerSessionStats *st) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         uint64_t usage_now, usage_nsec;
 
         /* A provisional session that ends before its pod's status named the
@@ -52,7 +53,7 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
         if (s->provisional)
                 session_announce(s);
 
-        (void) sampler_session_deactivate(m->sampler, s->slot);
+        (void) sampler_session_deactivate(room->sampler, s->slot);
         /* The cgroup's CPU time: from cpu.stat when it can still be read;
          * once the cgroup is removed only the counting perf events know. */
         *ret_usage_source = "cpu.stat";
@@ -60,7 +61,7 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
                 s->cpu_usage_last = usage_now;
         else if (s->cpu_usage_final)
                 *ret_usage_source = "cpu.stat"; /* read when the cgroup emptied */
-        else if (sampler_session_cpu_time(m->sampler, s->slot, &usage_nsec) >= 0) {
+        else if (sampler_session_cpu_time(room->sampler, s->slot, &usage_nsec) >= 0) {
                 s->cpu_usage_last = s->cpu_usage_start + usage_nsec / NSEC_PER_USEC;
                 *ret_usage_source = "perf";
         } else
@@ -72,17 +73,17 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
         s->checkpoint_timer = sd_event_source_disable_unref(s->checkpoint_timer);
 
         /* Everything the kernel recorded up to now. */
-        (void) manager_drain(m, true);
+        (void) sessions_room_drain(room, true);
 
-        (void) sampler_session_stats(m->sampler, s->slot, st);
+        (void) sampler_session_stats(room->sampler, s->slot, st);
 
         /* Frames whose symbols arrived since they were drained. */
         session_resolve_late(s);
 
         /* Give the cgroups back to an enclosing session (if any), release the slot. */
-        manager_remove_session(m, s, reason);
-        manager_assign_cgroups_below(m, s->cgroup);
-        sampler_session_close(m->sampler, s->slot);
+        sessions_room_session_removed(room, s, reason);
+        sessions_room_assign_cgroups_below(room, s->cgroup);
+        sampler_session_close(room->sampler, s->slot);
 }
 
 /* The session's report directories as writes of a batch; the session's
@@ -118,7 +119,7 @@ static int session_collect(Session *s, const SamplerSessionStats *st, const char
 
 static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, int r) {
         Session *s = e->s;
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         JournalSessionFields f;
 
         /* The final report replaced the checkpoints (or waits to). */
@@ -129,7 +130,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         f.lost = e->lost;
         if (r < 0) {
                 f.error = r;
-                m->sessions_failed++; /* and in /metrics: SessionEvents.ended() */
+                room->counts.failed++; /* and in /metrics: SessionEvents.ended() */
                 journal_session(JOURNAL_SESSION_FAILURE, &f,
                                 "Failed to write the report of session %s (cgroup %s): %s%s", s->id_string,
                                 s->cgroup, strerror(-r),
@@ -140,7 +141,7 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                         dirs ? "report in " : "no report (nothing sampled, nobody waiting for it)";
 
                 f.report = dirs;
-                m->sessions_ended++;
+                room->counts.ended++;
                 if (s->pod)
                         journal_session(
                                 JOURNAL_SESSION_END, &f,
@@ -155,8 +156,8 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
                                         s->cgroup, s->id_string, e->reason, f.samples, f.lost, where,
                                         strempty(dirs));
         }
-        session_events_ended(m->session_events, m, s, e->reason, r < 0 ? NULL : dirs, r < 0 ? r : 0,
-                             f.samples);
+        session_events_ended(room->deps.events, room->deps.userdata, s, e->reason, r < 0 ? NULL : dirs,
+                             r < 0 ? r : 0, f.samples);
         if (e->callback)
                 e->callback(e->userdata, s->id_string, r < 0 ? NULL : dirs, r);
         ending_free(e);
@@ -194,7 +195,7 @@ static void on_session_written(SessionsRoom *room, ReportBatch *b, void *userdat
 }
 
 int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback, void *userdata) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         _cleanup_(sampler_session_stats_done) SamplerSessionStats st = {};
         _cleanup_(report_batch_freep) ReportBatch *b = NULL;
         _cleanup_(ending_freep) Ending *e = NULL;
@@ -204,7 +205,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
         if (s->state != SESSION_RUNNING) {
                 log_info("Session %s for cgroup %s ended before it started (%s).", s->id_string, s->cgroup,
                          reason);
-                manager_remove_session(m, s, reason);
+                sessions_room_session_removed(room, s, reason);
                 if (callback)
                         callback(userdata, s->id_string, NULL, 0);
                 session_free(s);
@@ -219,7 +220,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 free(e);
                 e = NULL;
                 session_stop(s, reason, &usage_source, &st);
-                session_events_stopped(m->session_events, m, s, &st);
+                session_events_stopped(room->deps.events, room->deps.userdata, s, &st);
                 if (callback)
                         callback(userdata, s->id_string, NULL, -ENOMEM);
                 session_free(s);
@@ -231,7 +232,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
 
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1;
         session_stop(s, reason, &usage_source, &st);
-        session_events_stopped(m->session_events, m, s, &st);
+        session_events_stopped(room->deps.events, room->deps.userdata, s, &st);
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
         t1 = now_usec(CLOCK_MONOTONIC);
@@ -248,7 +249,7 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 return 0;
         }
 
-        r = report_batch_new(m->sessions_room, on_session_written, e, &b);
+        r = report_batch_new(room, on_session_written, e, &b);
         if (r >= 0)
                 r = session_collect(s, &st, reason, usage_source, b);
         log_debug("Session %s: stopped in %.1f ms, its reports collected in %.1f ms.", s->id_string,
@@ -267,19 +268,19 @@ void session_end(Session *s, const char *reason) {
 }
 
 void session_discard(Session *s) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
 
         log_debug("Session %s: cgroup %s is not a container of pod %s/%s (a pod sandbox), discarding.",
                   s->id_string, s->cgroup, strna(s->namespace), strna(s->pod));
         if (s->state == SESSION_RUNNING)
-                (void) sampler_session_deactivate(m->sampler, s->slot);
+                (void) sampler_session_deactivate(room->sampler, s->slot);
         session_checkpoint_discard(s);
-        manager_remove_session(m, s, "discarded");
-        manager_assign_cgroups_below(m, s->cgroup);
+        sessions_room_session_removed(room, s, "discarded");
+        sessions_room_assign_cgroups_below(room, s->cgroup);
         if (s->state == SESSION_RUNNING) {
-                sampler_session_close(m->sampler, s->slot);
-                m->sessions_discarded++;
-                session_events_stopped(m->session_events, m, s,
+                sampler_session_close(room->sampler, s->slot);
+                room->counts.discarded++;
+                session_events_stopped(room->deps.events, room->deps.userdata, s,
                                        NULL); /* what /metrics showed of it stays counted */
         }
         session_free(s);
@@ -294,24 +295,17 @@ struct SessionEndRequest {
         void *userdata;
 };
 
-static Session *session_by_id(Manager *m, const char *id) {
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (streq(m->sessions[i]->id_string, id))
-                        return m->sessions[i];
-        return NULL;
-}
-
 static int on_end_queue(sd_event_source *source, void *userdata) {
-        Manager *m = userdata;
+        SessionsRoom *room = userdata;
         uint64_t start = now_usec(CLOCK_MONOTONIC);
 
         /* Each end drains and closes the session's perf events: within
          * the budget, then the loop serves the others and comes back. */
-        while (m->end_queue_head < m->n_end_queue &&
-               (m->end_queue_head == 0 || now_usec(CLOCK_MONOTONIC) - start < SESSION_END_BUDGET_USEC)) {
-                SessionEndRequest *q = &m->end_queue[m->end_queue_head++];
+        while (room->end_queue_head < room->n_end_queue &&
+               (room->end_queue_head == 0 || now_usec(CLOCK_MONOTONIC) - start < SESSION_END_BUDGET_USEC)) {
+                SessionEndRequest *q = &room->end_queue[room->end_queue_head++];
                 _cleanup_free_ char *id = TAKE_PTR(q->id);
-                Session *s = session_by_id(m, id);
+                Session *s = sessions_room_session_find(room, id);
 
                 if (s)
                         (void) session_end_notify(s, q->reason, q->callback, q->userdata);
@@ -319,54 +313,56 @@ static int on_end_queue(sd_event_source *source, void *userdata) {
                         /* Ended meanwhile, by something else. */
                         q->callback(q->userdata, id, NULL, 0);
         }
-        if (m->end_queue_head < m->n_end_queue)
+        if (room->end_queue_head < room->n_end_queue)
                 return 0;
-        free(m->end_queue);
-        m->end_queue = NULL;
-        m->n_end_queue = m->end_queue_head = 0;
+        free(room->end_queue);
+        room->end_queue = NULL;
+        room->n_end_queue = room->end_queue_head = 0;
         (void) sd_event_source_set_enabled(source, SD_EVENT_OFF);
-        manager_reports_written(m);
+        sessions_room_reports_written(room);
         return 0;
 }
 
-int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
-                             void *userdata) {
+int manager_end_session_soon(SessionsRoom *room, const Session *s, const char *reason,
+                             SessionEndedFunc callback, void *userdata) {
         SessionEndRequest *l;
         int r;
 
-        if (!m->end_defer) {
-                r = sd_event_add_defer(m->event, &m->end_defer, on_end_queue, m);
+        if (!room->end_defer) {
+                r = sd_event_add_defer(room->deps.event, &room->end_defer, on_end_queue, room);
                 if (r < 0)
                         return r;
-                (void) sd_event_source_set_description(m->end_defer, "session-end-queue");
+                (void) sd_event_source_set_description(room->end_defer, "session-end-queue");
                 /* Below the drain and the bus: they go first. */
-                (void) sd_event_source_set_priority(m->end_defer, SD_EVENT_PRIORITY_IDLE);
+                (void) sd_event_source_set_priority(room->end_defer, SD_EVENT_PRIORITY_IDLE);
         }
-        l = reallocarray(m->end_queue, m->n_end_queue + 1, sizeof(*l));
+        l = reallocarray(room->end_queue, room->n_end_queue + 1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
-        m->end_queue = l;
-        l[m->n_end_queue] = (SessionEndRequest){
+        room->end_queue = l;
+        l[room->n_end_queue] = (SessionEndRequest){
                 .id = strdup(s->id_string),
                 .reason = reason,
                 .callback = callback,
                 .userdata = userdata,
         };
-        if (!l[m->n_end_queue].id)
+        if (!l[room->n_end_queue].id)
                 return -ENOMEM;
-        m->n_end_queue++;
-        return sd_event_source_set_enabled(m->end_defer, SD_EVENT_ON);
+        room->n_end_queue++;
+        return sd_event_source_set_enabled(room->end_defer, SD_EVENT_ON);
 }
 
-size_t manager_sessions_ending(const Manager *m) {
-        return m->n_end_queue - m->end_queue_head;
+size_t manager_sessions_ending(const SessionsRoom *room) {
+        return room->n_end_queue - room->end_queue_head;
 }
 
-void manager_end_queue_free(Manager *m) {
-        for (size_t i = m->end_queue_head; i < m->n_end_queue; i++)
-                free(m->end_queue[i].id);
-        free(m->end_queue);
-        m->end_queue = NULL;
-        m->n_end_queue = m->end_queue_head = 0;
-        m->end_defer = sd_event_source_disable_unref(m->end_defer);
+void manager_end_queue_free(SessionsRoom *room) {
+        if (!room)
+                return;
+        for (size_t i = room->end_queue_head; i < room->n_end_queue; i++)
+                free(room->end_queue[i].id);
+        free(room->end_queue);
+        room->end_queue = NULL;
+        room->n_end_queue = room->end_queue_head = 0;
+        room->end_defer = sd_event_source_disable_unref(room->end_defer);
 }

@@ -8,6 +8,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "session.h"
+#include "sessions-room.h"
 #include "template.h"
 
 const char *session_output(Session *s) {
@@ -25,7 +26,7 @@ const char *session_output(Session *s) {
 
 void session_report_info(Session *s, const SamplerSessionStats *st, const char *reason,
                          const char *usage_source, uint64_t end_usec, ReportSummaryInfo *ret) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
 
         *ret = (ReportSummaryInfo){
                 .session_id = s->id_string,
@@ -37,14 +38,14 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
                 .pod = s->pod,
                 .container = s->container,
                 .container_id = s->container_id,
-                .node = m->node_name,
+                .node = room->deps.node_name,
                 .start_usec = s->start_realtime,
                 .end_usec = end_usec,
                 .frequency = s->profile->frequency,
                 .event = s->event,
                 .requested_event = s->profile->event,
                 .event_fallback_reason = s->event_fallback,
-                .attach_mode = sampler_mode_to_string(sampler_mode(m->sampler)),
+                .attach_mode = sampler_mode_to_string(sampler_mode(room->sampler)),
                 .end_reason = reason,
                 .partial = !reason,
                 .samples_per_cpu = st->per_cpu,
@@ -64,7 +65,7 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
 }
 
 void session_report_vars(Session *s, char node_buf[static 256], TemplateVars *ret) {
-        snprintf(node_buf, 256, "%s", strempty(s->manager->node_name));
+        snprintf(node_buf, 256, "%s", strempty(s->room->deps.node_name));
         *ret = (TemplateVars){
                 .namespace = s->namespace,
                 .pod = s->pod,

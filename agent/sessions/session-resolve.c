@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "session.h"
+#include "sessions-room.h"
 
 static int resolve_late(void *userdata, uint32_t process, const ProfileLocation *location,
                         ProfileFrameName *ret) {
@@ -37,7 +38,7 @@ static int resolve_late(void *userdata, uint32_t process, const ProfileLocation 
         /* An unresolved Python frame's address is its code object's, no code. */
         if (streq(old->name, "[python]") && !old->module)
                 return 0;
-        if (!maps || symbolizer_resolve_user(s->manager->symbolizer, maps, location->address, &rf) < 0)
+        if (!maps || symbolizer_resolve_user(s->room->symbolizer, maps, location->address, &rf) < 0)
                 return 0;
         /* A name now, in the same mapping as when it was drained (not one
          * mapped at that address since); JIT code had none, or its file's. */
@@ -82,7 +83,7 @@ static int update_mapping_symbols(Session *s) {
 
                         if (l->mapping == PROFILE_NONE || done[l->mapping] || d->mappings[l->mapping].kernel)
                                 continue;
-                        if (symbolizer_resolve_user(s->manager->symbolizer, maps, l->address, &rf) < 0 ||
+                        if (symbolizer_resolve_user(s->room->symbolizer, maps, l->address, &rf) < 0 ||
                             !rf.symbols_source || rf.map_start != d->mappings[l->mapping].start)
                                 continue;
                         done[l->mapping] = true;
@@ -95,8 +96,7 @@ static int update_mapping_symbols(Session *s) {
 }
 
 void session_resolve_late(Session *s) {
-        uint64_t generation = symbolizer_generation(s->manager->symbolizer),
-                 start = now_usec(CLOCK_MONOTONIC);
+        uint64_t generation = symbolizer_generation(s->room->symbolizer), start = now_usec(CLOCK_MONOTONIC);
         ProfileRelocateStats st = {};
         bool changed = generation != s->symbols_generation;
         int r;

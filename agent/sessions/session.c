@@ -15,6 +15,7 @@
 #include "report.h"
 #include "unwind.h"
 #include "session.h"
+#include "sessions-room.h"
 #include "template.h"
 #include "session-events.h"
 
@@ -93,20 +94,20 @@ static void process_free(void *p) {
  * for an address in a mapping loaded after them). -EAGAIN: it has no
  * executable mapping (in the middle of exec()). */
 static int process_unwind_load(Session *s, SessionProcess *sp) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         int r;
 
         if (s->profile->unwind == UNWIND_FRAME_POINTER)
                 return 0;
-        sp->unwind_checked = m->drain_seq;
+        sp->unwind_checked = room->drain_seq;
         if (sp->unwinder)
                 return unwinder_process_reload(sp->unwinder, (pid_t) sp->pid, sp->start_time, 0);
-        r = unwinder_process_ref(m->unwinder, (pid_t) sp->pid, sp->start_time);
+        r = unwinder_process_ref(room->unwinder, (pid_t) sp->pid, sp->start_time);
         if (r < 0)
                 return log_debug_errno(
                         r, "Failed to load the unwind tables of PID %u, walking it by frame pointer: %m",
                         sp->pid);
-        sp->unwinder = m->unwinder;
+        sp->unwinder = room->unwinder;
         return 0;
 }
 
@@ -118,12 +119,12 @@ static int strdup_optional(const char *s, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup,
+int session_new(SessionsRoom *room, ConfigRef *config, const Target *target, const char *cgroup,
                 const SessionKube *kube, Session **ret) {
-        return session_new_rule(m, config, &(SessionRule){ .target = target }, cgroup, kube, ret);
+        return session_new_rule(room, config, &(SessionRule){ .target = target }, cgroup, kube, ret);
 }
 
-int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, const char *cgroup,
+int session_new_rule(SessionsRoom *room, ConfigRef *config, const SessionRule *rule, const char *cgroup,
                      const SessionKube *kube, Session **ret) {
         _cleanup_(session_freep) Session *s = NULL;
         int r;
@@ -131,8 +132,7 @@ int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, con
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
-        s->room = m->sessions_room;
+        s->room = room;
         s->cgroup_fd = -EBADF;
         s->config = config_ref(config);
         s->rule_set = kube_rule_set_ref(rule->rule_set);
@@ -164,7 +164,8 @@ int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, con
         sd_id128_to_string(s->id, s->id_string);
         random_uid(s->report_uid);
 
-        s->cgroup_fd = openat(AT_FDCWD, m->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        s->cgroup_fd =
+                openat(AT_FDCWD, sessions_room_cgroup_root(s->room), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (s->cgroup_fd < 0)
                 return negative_errno();
         int fd = openat(s->cgroup_fd, cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -239,7 +240,7 @@ void session_fields(const Session *s, JournalSessionFields *f) {
 void session_announce(Session *s) {
         JournalSessionFields f;
 
-        session_events_started(s->manager->session_events, s->manager, s);
+        session_events_started(s->room->deps.events, s->room->deps.userdata, s);
         session_fields(s, &f);
         if (s->pod)
                 journal_session(
@@ -305,16 +306,16 @@ static int on_duration_timer(sd_event_source *source, uint64_t usec, void *userd
 /* Undoes a start that failed after the perf events were opened: the slot is
  * released and the cgroups given back, the session is as before the start. */
 static void session_start_undo(Session *s, SessionState previous) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
 
         s->timer = sd_event_source_disable_unref(s->timer);
         s->events_watch = sd_event_source_disable_unref(s->events_watch);
         s->checkpoint_timer = sd_event_source_disable_unref(s->checkpoint_timer);
-        (void) sampler_session_deactivate(m->sampler, s->slot);
-        manager_session_slot(m, s, false);
+        (void) sampler_session_deactivate(room->sampler, s->slot);
+        sessions_room_session_slot(room, s, false);
         s->state = previous;
-        manager_assign_cgroups_below(m, s->cgroup);
-        sampler_session_close(m->sampler, s->slot);
+        sessions_room_assign_cgroups_below(room, s->cgroup);
+        sampler_session_close(room->sampler, s->slot);
         s->slot = 0;
         s->start_realtime = s->start_monotonic = 0;
         s->event = NULL;
@@ -323,7 +324,7 @@ static void session_start_undo(Session *s, SessionState previous) {
 }
 
 static int session_start_internal(Session *s, bool now) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         SessionState previous = s->state;
         JournalSessionFields f;
         int r;
@@ -339,7 +340,7 @@ static int session_start_internal(Session *s, bool now) {
                 return 0;
         }
 
-        r = sampler_session_open(m->sampler, s->profile->event, s->profile->frequency,
+        r = sampler_session_open(room->sampler, s->profile->event, s->profile->frequency,
                                  s->profile->kernel_stacks, s->profile->python_frames, s->profile->unwind,
                                  s->cgroup_fd, &s->slot, &s->event, &s->event_fallback);
         if (r < 0) {
@@ -351,9 +352,9 @@ static int session_start_internal(Session *s, bool now) {
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
 
-        manager_session_slot(m, s, true);
+        sessions_room_session_slot(room, s, true);
         s->state = SESSION_RUNNING;
-        s->symbols_generation = symbolizer_generation(m->symbolizer);
+        s->symbols_generation = symbolizer_generation(room->symbolizer);
         s->start_realtime = now_usec(CLOCK_REALTIME);
         s->start_monotonic = now_usec(CLOCK_MONOTONIC);
         if (cg_read_cpu_usage_usec(s->cgroup_fd, &s->cpu_usage_start) < 0)
@@ -361,9 +362,9 @@ static int session_start_internal(Session *s, bool now) {
         s->cpu_usage_last = s->cpu_usage_start;
 
         /* The cgroup and its descendants now belong to this session. */
-        manager_assign_cgroups_below(m, s->cgroup);
+        sessions_room_assign_cgroups_below(room, s->cgroup);
 
-        r = sampler_session_activate(m->sampler, s->slot);
+        r = sampler_session_activate(room->sampler, s->slot);
         if (r < 0) {
                 f.error = r;
                 journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to activate session for cgroup %s: %s",
@@ -373,17 +374,17 @@ static int session_start_internal(Session *s, bool now) {
         }
 
         _cleanup_free_ char *events = NULL;
-        if (asprintf(&events, "%s/%s/cgroup.events", m->cgroup_root, s->cgroup) < 0) {
+        if (asprintf(&events, "%s/%s/cgroup.events", sessions_room_cgroup_root(room), s->cgroup) < 0) {
                 session_start_undo(s, previous);
                 return -ENOMEM;
         }
-        r = sd_event_add_inotify(m->event, &s->events_watch, events, IN_MODIFY, on_cgroup_events, s);
+        r = sd_event_add_inotify(room->deps.event, &s->events_watch, events, IN_MODIFY, on_cgroup_events, s);
         if (r < 0)
                 log_debug_errno(r, "Failed to watch %s, ignoring: %m", events);
 
         if (s->duration_usec > 0) {
-                r = sd_event_add_time_relative(m->event, &s->timer, CLOCK_MONOTONIC, s->duration_usec,
-                                               10 * USEC_PER_MSEC, on_duration_timer, s);
+                r = sd_event_add_time_relative(room->deps.event, &s->timer, CLOCK_MONOTONIC,
+                                               s->duration_usec, 10 * USEC_PER_MSEC, on_duration_timer, s);
                 if (r < 0) {
                         session_start_undo(s, previous);
                         return r;
@@ -392,7 +393,7 @@ static int session_start_internal(Session *s, bool now) {
         }
         (void) session_checkpoint_arm(s);
 
-        m->sessions_started++;
+        room->counts.started++;
         /* A provisional session is announced once it is known to be a container. */
         if (!s->provisional)
                 session_announce(s);
@@ -419,7 +420,7 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
 /* Reads the process's command line and decides whether it is wanted; captures
  * its mappings while it is alive. */
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         _cleanup_free_ char *comm = NULL, *cmdline = NULL;
         int r, unwind;
 
@@ -430,7 +431,7 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
          * reported again. */
         unwind = process_unwind_load(s, sp);
 
-        r = process_reader_read(m->process_reader, (pid_t) sp->pid, &comm, &cmdline);
+        r = process_reader_read(room->process_reader, (pid_t) sp->pid, &comm, &cmdline);
         if (r >= 0 && sp->cmdline && cmdline[0] == '[') {
                 /* Exited meanwhile (a zombie has no command line): keep what we knew. */
                 free(cmdline);
@@ -493,18 +494,18 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
 /* Looks for CPython in the process (at most once per drain): at its
  * capture, and again when its mappings change (a libpython loaded late). */
 static void process_python_check(Session *s, SessionProcess *sp) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         int r;
 
-        if (!s->profile->python_frames || !m->python || sp->python || sp->superseded ||
-            sp->python_checked == m->drain_seq + 1)
+        if (!s->profile->python_frames || !room->python || sp->python || sp->superseded ||
+            sp->python_checked == room->drain_seq + 1)
                 return;
-        sp->python_checked = m->drain_seq + 1;
-        r = python_process_ref(m->python, (pid_t) sp->pid, sp->start_time, sp->exec_id, &sp->python);
+        sp->python_checked = room->drain_seq + 1;
+        r = python_process_ref(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id, &sp->python);
         if (r < 0)
                 log_debug_errno(r, "Failed to look for CPython in PID %u: %m", sp->pid);
         else if (r > 0) {
-                sp->python_owner = m->python;
+                sp->python_owner = room->python;
                 if (sp->wanted)
                         (void) profile_data_process_set_python(s->data, sp->data_index,
                                                                python_process_status(sp->python));
@@ -516,7 +517,7 @@ static void process_capture(Session *s, SessionProcess *sp) {
 
         sp->capture_pending = false;
         process_maps_free(TAKE_PTR(sp->maps));
-        r = symbolizer_capture(s->manager->symbolizer, (pid_t) sp->pid, &sp->maps);
+        r = symbolizer_capture(s->room->symbolizer, (pid_t) sp->pid, &sp->maps);
         if (r < 0)
                 log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
         process_python_check(s, sp);
@@ -565,7 +566,7 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
 void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
         SessionProcess *sp = process_find(s, pid, start_time, exec_id);
         if (sp && sp->maps)
-                (void) symbolizer_refresh(s->manager->symbolizer, sp->maps);
+                (void) symbolizer_refresh(s->room->symbolizer, sp->maps);
 }
 
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
@@ -620,22 +621,22 @@ struct UserFrameCache {
 
 static UserFrameCacheEntry *user_frame_cache_slot(Session *s, const SessionProcess *sp, uint64_t addr,
                                                   FrameWalk walk, bool leaf) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         uint64_t h = addr * UINT64_C(0x9e3779b97f4a7c15) ^
                      (uint64_t) (uintptr_t) sp * UINT64_C(0xff51afd7ed558ccd) ^ (uint64_t) (uintptr_t) s ^
                      ((uint64_t) walk << 1 | leaf);
 
-        if (!m->user_frame_cache) {
-                m->user_frame_cache = calloc(1, sizeof(struct UserFrameCache));
-                if (!m->user_frame_cache)
+        if (!room->user_frame_cache) {
+                room->user_frame_cache = calloc(1, sizeof(struct UserFrameCache));
+                if (!room->user_frame_cache)
                         return NULL; /* no cache: every address resolved */
         }
-        return &m->user_frame_cache->slots[(h >> 20) % USER_FRAME_CACHE_SLOTS];
+        return &room->user_frame_cache->slots[(h >> 20) % USER_FRAME_CACHE_SLOTS];
 }
 
 static bool user_frame_cache_hit(const UserFrameCacheEntry *e, const Session *s, const SessionProcess *sp,
                                  uint64_t addr, FrameWalk walk, bool leaf) {
-        return e && e->drain_seq == s->manager->drain_seq && e->session == s && e->sp == sp &&
+        return e && e->drain_seq == s->room->drain_seq && e->session == s && e->sp == sp &&
                e->addr == addr && e->walk == (uint8_t) walk && e->leaf == (uint8_t) leaf;
 }
 
@@ -668,7 +669,7 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                        bool leaf, uint32_t *frames, uint32_t *locations, size_t room) {
         ResolvedFrame chain[SYMBOLIZER_INLINE_MAX] = {}, *rf;
         uint32_t frame, mapping = PROFILE_NONE, inlined_into = PROFILE_NONE;
-        Manager *m = s->manager;
+        SessionsRoom *sr = s->room;
         UserFrameCacheEntry *e;
         size_t n = 1, k = 0;
         int cfa = -1;
@@ -689,9 +690,9 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                  * once, off the loop. This frame stays unresolved for now;
                  * the report resolves it again (session_resolve_late()). */
                 sp->refreshed = true;
-                manager_refresh_process_soon(m, s->slot, sp->pid, sp->start_time, sp->exec_id);
+                sessions_room_refresh_process_soon(sr, s->slot, sp->pid, sp->start_time, sp->exec_id);
         }
-        if (sp->maps && symbolizer_resolve_user_inline(m->symbolizer, sp->maps, addr, chain,
+        if (sp->maps && symbolizer_resolve_user_inline(sr->symbolizer, sp->maps, addr, chain,
                                                        MIN(room, (size_t) SYMBOLIZER_INLINE_MAX), &n) < 0)
                 n = 1;
         rf = &chain[n - 1]; /* the physical function; the mapping is the same for all */
@@ -712,13 +713,13 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                 }
                 if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
                         r = profile_data_mapping_set_unwind_table(
-                                s->data, mapping, unwinder_describe(m->unwinder, (pid_t) sp->pid, addr));
+                                s->data, mapping, unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr));
                         if (r < 0)
                                 return r;
                 }
                 /* Whether the function keeps a frame pointer: its CFA is
                  * computed from it (the leaf may be in a prologue). */
-                if (!leaf && unwinder_frame_rule(m->unwinder, (pid_t) sp->pid, addr, &rule) >= 0 &&
+                if (!leaf && unwinder_frame_rule(sr->unwinder, (pid_t) sp->pid, addr, &rule) >= 0 &&
                     (CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_FP || CGPROF_UNWIND_CFA(rule) == CGPROF_CFA_SP))
                         cfa = CGPROF_UNWIND_CFA(rule);
         }
@@ -751,7 +752,7 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
         }
         if (e && k <= USER_FRAME_CACHE_FRAMES) {
                 *e = (UserFrameCacheEntry){
-                        .drain_seq = m->drain_seq,
+                        .drain_seq = sr->drain_seq,
                         .session = s,
                         .sp = sp,
                         .addr = addr,
@@ -774,7 +775,7 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
         uint32_t frame, mapping;
         int r;
 
-        (void) symbolizer_resolve_kernel(s->manager->symbolizer, addr, &rf);
+        (void) symbolizer_resolve_kernel(s->room->symbolizer, addr, &rf);
         s->frames_total += count;
         if (rf.name)
                 r = profile_data_intern_frame(s->data, rf.name, rf.module ?: "[kernel.kallsyms]",
@@ -817,14 +818,14 @@ static int read_comm_file(const char *path, char **ret) {
 
 static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, uint32_t *ret_frame,
                          uint32_t *ret_location) {
-        Manager *m = s->manager;
+        SessionsRoom *room = s->room;
         uint64_t code = CGPROF_PY_FRAME_CODE(v);
         uint32_t instr = CGPROF_PY_FRAME_INSTR(v), frame;
         PythonFrame pf;
         int r;
 
         s->python.frames += count;
-        if (python_process_resolve(m->python, sp->python, v, m->drain_seq, &pf) >= 0)
+        if (python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf) >= 0)
                 r = profile_data_intern_frame_full(s->data, pf.name, NULL, pf.file, FRAME_PYTHON, &frame);
         else {
                 s->python.unresolved_frames += count;
@@ -965,9 +966,9 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         /* A process may rename itself (prctl(PR_SET_NAME), pthread_setname_np)
          * after its first sample: look again once per drain while it lives,
          * and attribute later samples to the new name. */
-        if (sp->comm_checked != s->manager->drain_seq && !sp->superseded) {
+        if (sp->comm_checked != s->room->drain_seq && !sp->superseded) {
                 _cleanup_free_ char *path = NULL, *comm = NULL;
-                sp->comm_checked = s->manager->drain_seq;
+                sp->comm_checked = s->room->drain_seq;
                 if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_comm_file(path, &comm) >= 0 &&
                     !streq_ptr(comm, sp->comm)) {
                         free(sp->comm);
@@ -982,7 +983,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                  * address outside the mappings they know (dlopen()): load
                  * them, at most once per drain. */
                 if ((user->flags & (CGPROF_STACK_PENDING | CGPROF_STACK_NO_MAPPING)) &&
-                    sp->unwind_checked != s->manager->drain_seq)
+                    sp->unwind_checked != s->room->drain_seq)
                         (void) process_unwind_load(s, sp);
                 if (user->flags & CGPROF_STACK_NO_MAPPING)
                         process_python_check(s, sp); /* a libpython loaded late? */

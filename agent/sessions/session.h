@@ -5,7 +5,6 @@
 
 #include "base.h"
 #include "config-ref.h"
-#include "manager.h"
 #include "profile-data.h"
 #include "sessions-deps.h"
 #include "report.h"
@@ -38,7 +37,6 @@ const char *session_state_to_string(SessionState state);
 typedef struct SessionProcess SessionProcess; /* a program run in the session (session.c) */
 
 struct Session {
-        Manager *manager;
         SessionsRoom *room; /* the room's own state (sessions-room.h) */
         sd_id128_t id;
         char id_string[SD_ID128_STRING_MAX];
@@ -108,11 +106,11 @@ typedef struct SessionKube {
         const char *namespace, *pod, *pod_uid, *container, *container_id;
 } SessionKube;
 
-int session_new(Manager *m, ConfigRef *config, const Target *target, const char *cgroup,
+int session_new(SessionsRoom *r, ConfigRef *config, const Target *target, const char *cgroup,
                 const SessionKube *kube, Session **ret);
 /* The same under a rule: a target and profile that may come from a
  * namespace's ProfileConfig (the session holds rule->rule_set). */
-int session_new_rule(Manager *m, ConfigRef *config, const SessionRule *rule, const char *cgroup,
+int session_new_rule(SessionsRoom *r, ConfigRef *config, const SessionRule *rule, const char *cgroup,
                      const SessionKube *kube, Session **ret);
 /* A provisional session learns its container's name (and is announced). */
 int session_confirm(Session *s, const char *container);
@@ -140,10 +138,10 @@ void session_end(Session *s, const char *reason);
  * (StopAllSessions, SIGTERM). The callback as session_end_notify()'s; for
  * a session that ended meanwhile it gets no directories and no error. */
 #define SESSION_END_BUDGET_USEC (5 * USEC_PER_MSEC)
-int manager_end_session_soon(Manager *m, const Session *s, const char *reason, SessionEndedFunc callback,
-                             void *userdata);
-size_t manager_sessions_ending(const Manager *m);
-void manager_end_queue_free(Manager *m);
+int manager_end_session_soon(SessionsRoom *r, const Session *s, const char *reason,
+                             SessionEndedFunc callback, void *userdata);
+size_t manager_sessions_ending(const SessionsRoom *r);
+void manager_end_queue_free(SessionsRoom *r);
 /* Ends a provisional session that turned out not to be a container (a pod
  * sandbox): no report, no journal entry. */
 void session_discard(Session *s);

@@ -8,13 +8,18 @@
 #include "config.h"
 #include "counters.h"
 #include "sampling.h"
+#include "session-events.h"
 #include "base.h"
 
 /* The sessions room's own state (SessionsRoom, opaque above the room;
- * sessions-room.h inside it): so far its reports side, the report worker,
- * the queue of reports being written, the report index and retention
- * (manager-reports.c), the reports waiting to be written again
- * (report-retry.c), and the checkpoint registry (checkpoint.c). What it needs from above comes in SessionsRoomDeps,
+ * sessions-room.h inside it): the sessions' counts and the queue of
+ * sessions to end (session-end.c), the per-drain state of session.c, the
+ * report worker and the queue of reports being written, the report index
+ * and retention (manager-reports.c), the reports waiting to be written
+ * again (report-retry.c), and the checkpoint registry (checkpoint.c). The
+ * indexes of the sessions (the list, the slots, by ID, each cgroup's
+ * session) are the Manager's: the room keeps them up to date through
+ * SessionsRoomDeps. What it needs from above comes in SessionsRoomDeps,
  * which the Manager fills in (manager-rooms.c). */
 
 typedef struct SessionsRoom SessionsRoom;
@@ -22,7 +27,9 @@ typedef struct Session Session;
 
 typedef struct SessionsRoomDeps {
         sd_event *event;
-        const char *state_dir; /* the checkpoint registry is below it (borrowed: outlives the room) */
+        /* Borrowed: they outlive the room. */
+        const char *state_dir; /* the checkpoint registry is below it */
+        const char *node_name; /* {NODE} in report paths, the summary's node */
         void *userdata; /* for the callbacks */
         /* reportDir now: its path ("" when none) and, in *ret_fd, its fd
          * (< 0 when it could not be opened). */
@@ -34,8 +41,26 @@ typedef struct SessionsRoomDeps {
         /* A batch of reports was written, or the index loaded: once
          * stopping, the agent exits when the last one is. */
         void (*reports_written)(void *userdata);
+        /* The cgroup v2 hierarchy's root (known once the agent starts). */
+        const char *(*cgroup_root)(void *userdata);
         /* A running or armed session by ID, or NULL. */
         Session *(*session_find)(void *userdata, const char *id);
+        /* The session has its sampler slot (taken), or no more. */
+        void (*session_slot)(void *userdata, Session *s, bool taken);
+        /* The session is out of the indexes (it ends); reason: why
+         * ("duration" and "stopped" mark its cgroup done). */
+        void (*session_removed)(void *userdata, Session *s, const char *reason);
+        /* Points every known cgroup at or below path to the deepest
+         * running session. */
+        void (*assign_cgroups_below)(void *userdata, const char *path);
+        /* Reads the process's mappings again, off the loop; then
+         * session_refresh_process(). */
+        void (*refresh_process_soon)(void *userdata, uint32_t session_slot, uint32_t pid,
+                                     uint64_t start_time, uint32_t exec_id);
+        /* Drains the sampler maps into the sessions (full: twice). */
+        int (*drain)(void *userdata, bool full);
+        /* What the room announces of a session (bus, pull, /metrics). */
+        const SessionEvents *events;
 } SessionsRoomDeps;
 
 int sessions_room_new(const SessionsRoomDeps *deps, SessionsRoom **ret);
@@ -62,8 +87,22 @@ Timing *sessions_room_report_timing(SessionsRoom *r);
  * how often a batch found the queue full and was written on the loop. */
 void sessions_room_report_queue(SessionsRoom *r, size_t *ret_writes, uint64_t *ret_overflows);
 
-/* The sampler the sessions read their counts from, once it is made. */
-void sessions_room_set_sampler(SessionsRoom *r, Sampler *sampler);
+/* The sampling room's objects the sessions use, once they are made (the
+ * Manager owns them): the sampler their counts come from, the unwinder and
+ * the Python frame walk their processes are registered with, the
+ * symbolizer and the process reader that name their frames and programs. */
+typedef struct SessionsSampling {
+        Sampler *sampler;
+        Unwinder *unwinder;
+        Python *python;
+        Symbolizer *symbolizer;
+        ProcessReader *process_reader;
+} SessionsSampling;
+void sessions_room_set_sampling(SessionsRoom *r, const SessionsSampling *sampling);
+
+/* A drain begins (each pass of manager_drain()): what a process was
+ * checked for, and the user frames interned, are per drain. */
+void sessions_room_drain_begin(SessionsRoom *r);
 
 /* Checkpoints written and failed, how long the last and the longest kept
  * the event loop, and the reports of a crashed run found at start
@@ -73,3 +112,14 @@ typedef struct SessionsCheckpointStats {
         uint64_t usec_last, usec_max;
 } SessionsCheckpointStats;
 void sessions_room_checkpoint_stats(SessionsRoom *r, SessionsCheckpointStats *ret);
+
+/* Every session that started sampling ends counted once: ended (a report
+ * written), failed (its report could not be written) or discarded (a
+ * provisional one that was a pod's sandbox). Failed also counts sessions
+ * that could not be created or started (sessions_room_count_failed()), and
+ * those whose report waits for a retry (reportRetries says how it went). */
+typedef struct SessionsCounts {
+        uint64_t started, ended, failed, discarded;
+} SessionsCounts;
+void sessions_room_counts(SessionsRoom *r, SessionsCounts *ret);
+void sessions_room_count_failed(SessionsRoom *r);

@@ -29,6 +29,7 @@ SessionsRoom *sessions_room_free(SessionsRoom *r) {
         manager_reports_free(r);
         report_retry_free(r->report_retry);
         safe_close(r->checkpoint_dir_fd);
+        free(r->user_frame_cache);
         free(r);
         return NULL;
 }
@@ -62,10 +63,26 @@ void sessions_room_report_queue(SessionsRoom *r, size_t *ret_writes, uint64_t *r
         *ret_overflows = r->report_queue_overflows;
 }
 
-void sessions_room_set_sampler(SessionsRoom *r, Sampler *sampler) {
-        r->sampler = sampler;
+void sessions_room_set_sampling(SessionsRoom *r, const SessionsSampling *sampling) {
+        r->sampler = sampling->sampler;
+        r->unwinder = sampling->unwinder;
+        r->python = sampling->python;
+        r->symbolizer = sampling->symbolizer;
+        r->process_reader = sampling->process_reader;
+}
+
+void sessions_room_drain_begin(SessionsRoom *r) {
+        r->drain_seq++;
 }
 
 void sessions_room_checkpoint_stats(SessionsRoom *r, SessionsCheckpointStats *ret) {
         *ret = r->checkpoints;
+}
+
+void sessions_room_counts(SessionsRoom *r, SessionsCounts *ret) {
+        *ret = r->counts;
+}
+
+void sessions_room_count_failed(SessionsRoom *r) {
+        r->counts.failed++;
 }

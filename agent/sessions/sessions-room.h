@@ -5,6 +5,8 @@
 #include "report-retry.h"
 #include "sessions-deps.h"
 
+typedef struct SessionEndRequest SessionEndRequest; /* session-end.c */
+
 /* The sessions room's state (SessionsRoom, opaque above the room): shared
  * by its files. Nothing outside agent/sessions/ includes this header. */
 
@@ -23,7 +25,19 @@ struct SessionsRoom {
         ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         SessionsCheckpointStats checkpoints;
-        Sampler *sampler; /* the sampling room's (sessions_room_set_sampler()) */
+        /* The sampling room's (sessions_room_set_sampling()). */
+        Sampler *sampler;
+        Unwinder *unwinder;
+        Python *python;
+        Symbolizer *symbolizer;
+        ProcessReader *process_reader;
+        uint64_t drain_seq; /* incremented on every drain */
+        SessionsCounts counts;
+        /* Sessions to end, a few per loop iteration (session-end.c). */
+        struct SessionEndRequest *end_queue;
+        size_t n_end_queue, end_queue_head;
+        sd_event_source *end_defer;
+        struct UserFrameCache *user_frame_cache; /* session.c: user addresses interned in this drain */
 };
 
 /* reportDir now ("" when none), and its fd in *ret_fd (NULL: not wanted). */
@@ -40,6 +54,36 @@ static inline void sessions_room_reports_written(SessionsRoom *r) {
                 r->deps.reports_written(r->deps.userdata);
 }
 
+static inline const char *sessions_room_cgroup_root(SessionsRoom *r) {
+        return r->deps.cgroup_root(r->deps.userdata);
+}
+
 static inline bool sessions_room_stopping(SessionsRoom *r) {
         return r->deps.stopping && r->deps.stopping(r->deps.userdata);
+}
+
+/* The Manager's indexes of the sessions (SessionsRoomDeps). */
+static inline Session *sessions_room_session_find(SessionsRoom *r, const char *id) {
+        return r->deps.session_find(r->deps.userdata, id);
+}
+
+static inline void sessions_room_session_slot(SessionsRoom *r, Session *s, bool taken) {
+        r->deps.session_slot(r->deps.userdata, s, taken);
+}
+
+static inline void sessions_room_session_removed(SessionsRoom *r, Session *s, const char *reason) {
+        r->deps.session_removed(r->deps.userdata, s, reason);
+}
+
+static inline void sessions_room_assign_cgroups_below(SessionsRoom *r, const char *path) {
+        r->deps.assign_cgroups_below(r->deps.userdata, path);
+}
+
+static inline void sessions_room_refresh_process_soon(SessionsRoom *r, uint32_t session_slot, uint32_t pid,
+                                                      uint64_t start_time, uint32_t exec_id) {
+        r->deps.refresh_process_soon(r->deps.userdata, session_slot, pid, start_time, exec_id);
+}
+
+static inline int sessions_room_drain(SessionsRoom *r, bool full) {
+        return r->deps.drain(r->deps.userdata, full);
 }
