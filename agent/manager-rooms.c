@@ -24,7 +24,7 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
         manager_pull_session_ended(m, s->id_string, report_dirs, error);
 }
 
-const SessionEvents manager_session_events = {
+static const SessionEvents manager_session_events = {
         .started = on_session_started,
         .stopped = on_session_stopped,
         .ended = on_session_ended,

@@ -9,9 +9,6 @@
 /* How the rooms below hear of each other without calling upward: the
  * tables of callbacks the Manager gives them (manager-rooms.c). */
 
-/* A session's start and end, to the bus, the pull waiters and /metrics. */
-extern const SessionEvents manager_session_events;
-
 /* Creates the machine room (m->machine), with what it needs from the
  * Manager: the event loop, the node, the config, /metrics. */
 int manager_machine_new(Manager *m);
@@ -23,6 +20,9 @@ int manager_machine_new(Manager *m);
 int manager_kube_new(Manager *m);
 
 /* Creates the sessions room's own state (m->sessions_room), with what it
- * needs from the Manager: the event loop, reportDir, the config, whether
- * the agent is stopping; and what it announces: reports written. */
+ * needs from the Manager: the event loop, the state directory, the node,
+ * reportDir, the config, the cgroup root, whether the agent is stopping,
+ * drains, and the Manager's indexes of the sessions; and what it
+ * announces: reports written, and a session's start and end (to the bus,
+ * the pull waiters and /metrics). */
 int manager_sessions_room_new(Manager *m);
