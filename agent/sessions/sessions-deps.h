@@ -18,9 +18,9 @@
  * and retention (manager-reports.c), the reports waiting to be written
  * again (report-retry.c), and the checkpoint registry (checkpoint.c). The
  * indexes of the sessions (the list, the slots, by ID, each cgroup's
- * session) are the Manager's: the room keeps them up to date through
- * SessionsRoomDeps. What it needs from above comes in SessionsRoomDeps,
- * which the Manager fills in (manager-rooms.c). */
+ * session) are the Manager's. What the room needs from above, those
+ * indexes included, comes in SessionsRoomDeps, which the Manager fills in
+ * (manager-rooms.c). */
 
 typedef struct SessionsRoom SessionsRoom;
 typedef struct Session Session;
