@@ -7,47 +7,24 @@
 
 #include "python-runtime.h"
 
-/* Offsets per CPython minor version (x86-64). 3.11: read off Debian 12's
- * python3.11-dev headers (Include/internal/pycore_*.h with Py_BUILD_CORE,
- * offsetof()), and checked against them by tests/test-python-runtime.c
- * where the headers are installed. A version without an entry is reported
- * unsupported and never walked: a wrong offset would walk garbage. */
+/* Offsets per CPython minor version (x86-64), generated from each
+ * version's own headers by scripts/python-offsets and checked against the
+ * headers found on the machine by test-python-offsets. A version without an
+ * entry is reported unsupported and never walked: a wrong offset would walk
+ * garbage. */
 static const PythonOffsets offsets_table[] = {
-        {
-                .major = 3,
-                .minor = 11,
-                .runtime_interp_head = 40,
-                .interp_threads_head = 16,
-                .tstate_next = 8,
-                .tstate_thread_id = 152,
-                .tstate_cframe = 56,
-                .cframe_current_frame = 8,
-                .frame_code = 32,
-                .frame_previous = 48,
-                .frame_prev_instr = 56,
-                .frame_is_entry = 68,
-                .frame_owner = 69,
-                .code_adaptive = 184,
-                .owner_cstack = 0, /* 3.11 has no shim frames: is_entry marks the first */
-                .object_type = 8,
-                .code_filename = 112,
-                .code_name = 120,
-                .code_qualname = 128,
-                .code_linetable = 136,
-                .code_firstlineno = 72,
-                .code_header_size = 184,
-                .bytes_size = 16,
-                .bytes_data = 32,
-                .unicode_length = 16,
-                .unicode_state = 32,
-                .unicode_ascii_data = 48,
-                .unicode_compact_data = 72,
-        },
+#include "python-offsets.h"
 };
+
+/* The versions the walk and the agent handle (the table has more). */
+static bool version_walked(unsigned major, unsigned minor) {
+        return major == 3 && minor == 11;
+}
 
 const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
         for (size_t i = 0; i < ELEMENTSOF(offsets_table); i++)
-                if (offsets_table[i].major == major && offsets_table[i].minor == minor)
+                if (offsets_table[i].major == major && offsets_table[i].minor == minor &&
+                    version_walked(major, minor))
                         return &offsets_table[i];
         return NULL;
 }
