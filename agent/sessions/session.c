@@ -567,6 +567,36 @@ void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint
                 (void) symbolizer_refresh(s->manager->symbolizer, sp->maps);
 }
 
+typedef struct RecheckFind {
+        uint32_t pid;
+        uint64_t start_time;
+        SessionProcess *found; /* its current program (not superseded) */
+} RecheckFind;
+
+static void recheck_find_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+        RecheckFind *f = userdata;
+
+        if ((which == postorder || which == leaf) && sp->pid == f->pid && sp->start_time == f->start_time &&
+            !sp->superseded)
+                f->found = sp;
+}
+
+void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
+        /* The walk's event has no exec() count (0): the process's current program. */
+        RecheckFind f = { .pid = pid, .start_time = start_time };
+        SessionProcess *sp = exec_id ? process_find(s, pid, start_time, exec_id) : NULL;
+
+        if (!sp) {
+                twalk_r(s->processes, recheck_find_action, &f);
+                sp = f.found;
+        }
+        if (!sp || sp->python || !sp->wanted)
+                return;
+        sp->python_checked = 0; /* new mappings: worth a look in this drain too */
+        process_python_check(s, sp);
+}
+
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
         bool is_new;
         SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
