@@ -99,7 +99,9 @@ TEST(version_names) {
         ASSERT_ERROR(python_version_from_name("/usr/bin/python3", &major, &minor), ENOENT);
         ASSERT_ERROR(python_version_from_name("/bin/bash", &major, &minor), ENOENT);
         ASSERT_NULL(python_offsets_find(3, 99));
-        ASSERT_NULL(python_offsets_find(3, 10));
+        ASSERT_NULL(python_offsets_find(3, 7)); /* not walked */
+        ASSERT_NOT_NULL(python_offsets_find(3, 8));
+        ASSERT_NOT_NULL(python_offsets_find(3, 13));
 }
 
 static void unhex(const char *hex, uint8_t **ret, size_t *ret_n) {
@@ -115,39 +117,51 @@ static void unhex(const char *hex, uint8_t **ret, size_t *ret_n) {
         *ret_n = n;
 }
 
-/* Every code object of a real module (the Python fixture, and a module of
- * the standard library), each instruction's line as python3.11 says. */
-TEST(line_table) {
+/* Every code object of real modules (the Python fixture, and json/decoder.py
+ * of the interpreter's own library), each instruction's line as the
+ * interpreter itself says: co_lines() (3.10+), dis.findlinestarts() (3.8,
+ * 3.9: co_lnotab). Returns the instructions checked, 0: not installed. */
+static size_t line_table_check(const char *python) {
         static const char script[] =
-                "import sys, types\n"
+                "import dis, sys, types, json.decoder\n"
                 "def walk(co):\n"
                 "    yield co\n"
                 "    for c in co.co_consts:\n"
                 "        if isinstance(c, types.CodeType):\n"
                 "            yield from walk(c)\n"
-                "for path in sys.argv[1:]:\n"
+                "print('version', sys.version_info[0], sys.version_info[1])\n"
+                "for path in sys.argv[1:] + [json.decoder.__file__]:\n"
                 "    co = compile(open(path).read(), path, 'exec')\n"
                 "    for c in walk(co):\n"
-                "        print('code', c.co_firstlineno, c.co_linetable.hex() or '-')\n"
-                "        for start, end, line in c.co_lines():\n"
-                "            print('range', start // 2, end // 2, -1 if line is None else line)\n";
+                "        new = sys.version_info >= (3, 10)\n"
+                "        print('code', c.co_firstlineno, (c.co_linetable if new else c.co_lnotab).hex() or "
+                "'-')\n"
+                "        if new:\n"
+                "            for start, end, line in c.co_lines():\n"
+                "                print('range', start // 2, end // 2, -1 if line is None else line)\n"
+                "            continue\n"
+                "        starts = list(dis.findlinestarts(c))\n"
+                "        for i, (off, line) in enumerate(starts):\n"
+                "            end = starts[i + 1][0] if i + 1 < len(starts) else len(c.co_code)\n"
+                "            print('range', off // 2, end // 2, line)\n";
         _cleanup_free_ char *cmd = NULL, *line = NULL, *py_hot = NULL;
         _cleanup_free_ uint8_t *table = NULL;
         size_t size = 0, n_table = 0, checked = 0, codes = 0;
         const char *src = getenv("CGPROF_SOURCE_DIR") ?: ".";
         char script_path[] = "/tmp/cgprof-lines-XXXXXX";
+        const PythonOffsets *o = NULL;
         int firstlineno = 0, fd;
+        unsigned major, minor;
         FILE *f;
 
-        if (access(PYTHON, X_OK) < 0)
-                TEST_SKIP_PREREQ(PYTHON " not installed");
+        if (access(python, X_OK) < 0)
+                return 0;
         fd = mkstemp(script_path);
         ASSERT_TRUE(fd >= 0);
         ASSERT_TRUE(write(fd, script, sizeof(script) - 1) == (ssize_t) sizeof(script) - 1);
         close(fd);
         ASSERT_TRUE(asprintf(&py_hot, "%s/tests/python/py-hot.py", src) > 0);
-        ASSERT_TRUE(asprintf(&cmd, PYTHON " %s %s /usr/lib/python3.11/json/decoder.py", script_path,
-                             py_hot) > 0);
+        ASSERT_TRUE(asprintf(&cmd, "%s %s %s", python, script_path, py_hot) > 0);
         f = popen(cmd, "r");
         ASSERT_NOT_NULL(f);
         while (getline(&line, &size, f) > 0) {
@@ -155,6 +169,12 @@ TEST(line_table) {
                 unsigned start, end;
                 int want, got;
 
+                if (sscanf(line, "version %u %u", &major, &minor) == 2) {
+                        o = python_offsets_find(major, minor);
+                        ASSERT_NOT_NULL(o);
+                        continue;
+                }
+                ASSERT_NOT_NULL(o);
                 if (sscanf(line, "code %d %65535s", &firstlineno, hex) == 2) {
                         free(TAKE_PTR(table));
                         n_table = 0;
@@ -165,10 +185,14 @@ TEST(line_table) {
                 }
                 ASSERT_TRUE(sscanf(line, "range %u %u %d", &start, &end, &want) == 3);
                 for (unsigned i = start; i < end; i++) {
-                        int r = python_code_line(table ?: (uint8_t *) "", n_table, firstlineno, i, &got);
+                        int r = python_code_line_format(o->linetable_format, table ?: (uint8_t *) "",
+                                                        n_table, firstlineno, i, &got);
                         if (want < 0)
                                 ASSERT_ERROR(r, ENOENT);
                         else {
+                                if (r < 0 || got != want)
+                                        fprintf(stderr, "%s: instruction %u: got %d (%d), want %d\n", python,
+                                                i, got, r, want);
                                 ASSERT_OK(r);
                                 ASSERT_EQ(got, want);
                         }
@@ -177,16 +201,44 @@ TEST(line_table) {
         }
         ASSERT_EQ(pclose(f), 0);
         unlink(script_path);
-        fprintf(stderr, "%zu instructions of %zu code objects checked\n", checked, codes);
+        fprintf(stderr, "%s (%u.%u): %zu instructions of %zu code objects checked\n", python, major, minor,
+                checked, codes);
         ASSERT_TRUE(codes > 10 && checked > 500);
+        return checked;
+}
+
+TEST(line_table) {
+        /* Debian's, and pyenv's of every format (co_lnotab, 3.10's, the location table). */
+        const char *pythons[] = { PYTHON,
+                                  "/root/.pyenv/versions/3.8.18/bin/python3.8",
+                                  "/root/.pyenv/versions/3.9.18/bin/python3.9",
+                                  "/root/.pyenv/versions/3.10.13/bin/python3.10",
+                                  "/root/.pyenv/versions/3.12.1/bin/python3.12",
+                                  "/root/.pyenv/versions/3.13.0/bin/python3.13" };
+        size_t found = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(pythons); i++) {
+                if (line_table_check(pythons[i]) > 0)
+                        found++;
+                else
+                        fprintf(stderr, "%s not installed: not checked\n", pythons[i]);
+        }
+        if (found == 0)
+                TEST_SKIP_PREREQ(PYTHON " not installed");
 
         /* Broken tables: an error or no line, never a read past the end. */
         static const uint8_t bad[][4] = { { 0x70 }, { 0xf0 | 6, 0xff }, { 0xe8 | 7, 0x7f, 0x7f, 0x7f } };
-        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                for (unsigned k = 0; k < 10; k++) {
-                        int got;
-                        (void) python_code_line(bad[i], i == 0 ? 1 : i == 1 ? 2 : 4, 1, k, &got);
-                }
+        for (unsigned format = PYTHON_LINETABLE_LNOTAB; format <= PYTHON_LINETABLE_LOCATIONS; format++)
+                for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                        for (unsigned k = 0; k < 10; k++) {
+                                int got;
+                                (void) python_code_line_format(format, bad[i],
+                                                               i == 0   ? 1
+                                                               : i == 1 ? 2
+                                                                        : 4,
+                                                               1, k, &got);
+                        }
+        ASSERT_ERROR(python_code_line_format(9, bad[0], 1, 1, 0, &(int){ 0 }), EOPNOTSUPP);
 }
 
 TEST(str) {

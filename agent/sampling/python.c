@@ -253,7 +253,10 @@ static int process_register(Python *py, PythonProcess *pp, uint64_t runtime) {
                 .frame_is_entry = o->frame_is_entry,
                 .frame_owner = o->frame_owner,
                 .code_adaptive = o->code_adaptive,
+                .frame_lasti = o->frame_lasti,
+                .frame_size = o->frame_size,
                 .owner_cstack = o->owner_cstack,
+                .lasti_shift = o->frame_lasti_shift,
                 .exec_id = pp->exec_id,
         };
         uint32_t key = (uint32_t) pp->pid;
@@ -290,9 +293,15 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
         if (fi->info.major == 0)
                 r = asprintf(&pp->status, "unknown version");
         else {
+                const char *bad = NULL;
                 pp->offsets = python_offsets_find(fi->info.major, fi->info.minor);
+                if (pp->offsets && (bad = python_offsets_invalid(pp->offsets)))
+                        pp->offsets = NULL;
                 if (pp->offsets)
                         r = asprintf(&pp->status, "%u.%u", fi->info.major, fi->info.minor);
+                else if (bad)
+                        r = asprintf(&pp->status, "unsupported version %u.%u (offsets: %s)", fi->info.major,
+                                     fi->info.minor, bad);
                 else
                         r = asprintf(&pp->status, "unsupported version %u.%u", fi->info.major,
                                      fi->info.minor);
@@ -498,7 +507,8 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
         ret->name = c->name;
         ret->file = c->file;
         if (instr != CGPROF_PY_INSTR_UNKNOWN && c->linetable &&
-            python_code_line(c->linetable, c->linetable_size, c->firstlineno, instr, &line) >= 0)
+            python_code_line_format(o->linetable_format, c->linetable, c->linetable_size, c->firstlineno,
+                                    instr, &line) >= 0)
                 ret->line = line;
         return 0;
 }

@@ -18,7 +18,7 @@ static const PythonOffsets offsets_table[] = {
 
 /* The versions the walk and the agent handle (the table has more). */
 static bool version_walked(unsigned major, unsigned minor) {
-        return major == 3 && minor == 11;
+        return major == 3 && minor >= 8 && minor <= 13;
 }
 
 const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
@@ -30,7 +30,7 @@ const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
 }
 
 const char *python_supported_versions(void) {
-        return "3.11";
+        return "3.8 3.9 3.10 3.11 3.12 3.13";
 }
 
 int python_version_from_name(const char *name, unsigned *ret_major, unsigned *ret_minor) {
@@ -209,6 +209,107 @@ int python_code_line(const uint8_t *table, size_t size, int firstlineno, uint32_
                         p++;
         }
         return -ENOENT;
+}
+
+/* co_lnotab (3.8, 3.9): pairs of (bytecode bytes: unsigned, lines: signed)
+ * advancing from (0, co_firstlineno); an instruction's line is the one
+ * reached before the address passes it (CPython's PyCode_Addr2Line()). */
+static int lnotab_line(const uint8_t *table, size_t size, int firstlineno, uint32_t instr, int *ret_line) {
+        uint64_t addr = 0, want = 2ULL * instr; /* in bytes */
+        int line = firstlineno;
+
+        for (size_t i = 0; i + 1 < size; i += 2) {
+                addr += table[i];
+                if (addr > want)
+                        break;
+                line += (int8_t) table[i + 1];
+        }
+        *ret_line = line;
+        return 0;
+}
+
+/* co_linetable (3.10): pairs of (bytecode bytes: unsigned, lines: signed,
+ * -128: no line) each ending a range (Objects/lnotab_notes.txt of 3.10). */
+static int linetable310_line(const uint8_t *table, size_t size, int firstlineno, uint32_t instr,
+                             int *ret_line) {
+        uint64_t start, end = 0, want = 2ULL * instr; /* in bytes */
+        int line = firstlineno;
+
+        for (size_t i = 0; i + 1 < size; i += 2) {
+                int8_t delta = (int8_t) table[i + 1];
+                start = end;
+                end = start + table[i];
+                if (delta != -128)
+                        line += delta;
+                if (want >= start && want < end) {
+                        if (delta == -128)
+                                return -ENOENT;
+                        *ret_line = line;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int python_code_line_format(unsigned format, const uint8_t *table, size_t size, int firstlineno,
+                            uint32_t instr, int *ret_line) {
+        if (!table || !ret_line)
+                return -EINVAL;
+        switch (format) {
+        case PYTHON_LINETABLE_LNOTAB:
+                return lnotab_line(table, size, firstlineno, instr, ret_line);
+        case PYTHON_LINETABLE_310:
+                return linetable310_line(table, size, firstlineno, instr, ret_line);
+        case PYTHON_LINETABLE_LOCATIONS:
+                return python_code_line(table, size, firstlineno, instr, ret_line);
+        default:
+                return -EOPNOTSUPP;
+        }
+}
+
+/* Every field inside what is read of its object, and a way to the instruction. */
+const char *python_offsets_invalid(const PythonOffsets *o) {
+        const struct {
+                const char *name;
+                uint16_t offset, size, limit;
+        } fields[] = {
+                { "frame_code", o->frame_code, 8, o->frame_size },
+                { "frame_previous", o->frame_previous, 8, o->frame_size },
+                { "frame_prev_instr", o->frame_prev_instr, 8, o->frame_size },
+                { "frame_is_entry", o->frame_is_entry, 1, o->frame_size },
+                { "frame_owner", o->frame_owner, 1, o->frame_size },
+                { "frame_lasti", o->frame_lasti, 4, o->frame_size },
+                { "code_filename", o->code_filename, 8, o->code_header_size },
+                { "code_name", o->code_name, 8, o->code_header_size },
+                { "code_qualname", o->code_qualname, 8, o->code_header_size },
+                { "code_linetable", o->code_linetable, 8, o->code_header_size },
+                { "code_firstlineno", o->code_firstlineno, 4, o->code_header_size },
+                { "object_type", o->object_type, 8, o->code_header_size },
+                { "unicode_length", o->unicode_length, 8, o->unicode_ascii_data },
+                { "unicode_state", o->unicode_state, 4, o->unicode_ascii_data },
+        };
+
+        if (o->frame_size == 0 || o->frame_size > 128)
+                return "frame_size";
+        if (o->code_header_size > 256)
+                return "code_header_size";
+        if (o->unicode_ascii_data == 0 || o->unicode_ascii_data > 128 || o->unicode_compact_data > 128)
+                return "unicode_ascii_data";
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                if (fields[i].offset == PYTHON_NO_OFFSET) {
+                        if (i < 2 || i >= 6)
+                                return fields[i].name; /* needed */
+                        continue;
+                }
+                if ((unsigned) fields[i].offset + fields[i].size > fields[i].limit)
+                        return fields[i].name;
+        }
+        if (o->frame_prev_instr == PYTHON_NO_OFFSET && o->frame_lasti == PYTHON_NO_OFFSET)
+                return "frame_prev_instr";
+        if (o->linetable_format < PYTHON_LINETABLE_LNOTAB ||
+            o->linetable_format > PYTHON_LINETABLE_LOCATIONS)
+                return "linetable_format";
+        return NULL;
 }
 
 int python_str_parse(const PythonOffsets *o, const uint8_t *header, size_t size, PythonStr *ret) {

@@ -87,6 +87,16 @@ int python_version_from_name(const char *name, unsigned *ret_major, unsigned *re
  * -ENOENT when the table has no line for it (*ret_line untouched). */
 int python_code_line(const uint8_t *table, size_t size, int firstlineno, uint32_t instr, int *ret_line);
 
+/* The same for a table of the given format (PYTHON_LINETABLE_*): co_lnotab
+ * (3.8, 3.9), co_linetable of 3.10, the location table (3.11+). */
+int python_code_line_format(unsigned format, const uint8_t *table, size_t size, int firstlineno,
+                            uint32_t instr, int *ret_line);
+
+/* NULL when the walk and the agent can use the offsets safely (every field
+ * inside what is read of its object, the needed ones there), else the name
+ * of the first field that is not. */
+const char *python_offsets_invalid(const PythonOffsets *o);
+
 /* A str object's header (the first unicode_compact_data bytes of it): where
  * its characters are (offset from the object), how many, and their width
  * (1, 2, 4). -EOPNOTSUPP for a non-compact (legacy) string. */

@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Python frames: Debian's own python3.11 running pure Python
-(tests/python/py-hot.py), profiled from the outside, without touching it.
+"""Python frames: CPython running pure Python (tests/python/py-hot.py),
+profiled from the outside, without touching it.
+
+Every case runs on Debian's own python3.11 (a static executable); the single
+process and the namespace cases also run on each CPython 3.8 to 3.13 of the
+pyenv root ($PYENV_ROOT, default /root/.pyenv: libpython3.X.so builds) —
+the cases that differ per version (where the interpreter is, its frame
+layout and line table), while threads, venv and pythonFrames off are the
+agent's and the same on every version. A version not on the machine is one
+skip with the reason; one that is there and fails is a failure.
 
 - Its three hot Python functions have inclusive shares of 50/30/20 (±5
   points), the Python call chain <module> -> main -> work_cycle -> hot_* is
@@ -15,8 +23,10 @@
   gets its native stacks."""
 
 import ast
+import glob
 import gzip
 import os
+import re
 import subprocess
 import tempfile
 
@@ -24,6 +34,10 @@ from cgproflib import (Agent, Cgroup, assert_shares, folded, log, main, profile,
 from test_pprof import fields, ints
 
 PYTHON = "/usr/bin/python3.11"
+PYENV_ROOT = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+# The versions the agent walks (docs/python-frames.md), each tested on its
+# pyenv build when there is one.
+PYENV_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 SOURCE = os.environ.get("CGPROF_SOURCE_DIR", ".")
 PY_HOT = os.environ.get("CGPROF_PY_HOT", os.path.join(SOURCE, "tests", "python", "py-hot.py"))
@@ -90,6 +104,13 @@ def inclusive_shares(stacks, names):
     return {n: 100.0 * sum(c for st, c in stacks.items() if n in st) / total for n in names}, total
 
 
+def pyenv_python(version):
+    """The newest pyenv build of version (3.X) here, or None."""
+    found = glob.glob(os.path.join(PYENV_ROOT, "versions", f"{version}.*", "bin", f"python{version}"))
+    found = [p for p in found if os.access(p, os.X_OK)]
+    return max(found, key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/")[-3])]) if found else None
+
+
 def python_stacks(report, comm="python3.11"):
     return {st: c for st, c in folded(report).items() if st[0] == comm}
 
@@ -100,9 +121,15 @@ def has_chain(st, chain):
     return any(st[i:i + n] == chain for i in range(len(st) - n + 1))
 
 
-def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
+def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="3.11"):
     stacks = python_stacks(report, comm)
     shares, total = inclusive_shares(stacks, HOT)
+    py = report["python"]
+    log(f"[{where}] python summary: {py}")
+    if os.environ.get("CGPROF_PY_DEBUG"):
+        for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:8]:
+            if not any(h in st for h in HOT):
+                log(f"[{where}] no hot: {c} {';'.join(st)}")
     log(f"[{where}] inclusive shares over {total} samples: " +
         ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
     for name, want in zip(HOT, (50, 30, 20)):
@@ -110,7 +137,17 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
 
     # The chain, as the user wrote it, under the interpreter's native frames
     # (no _PyEval_EvalFrameDefault left where Python frames replaced it).
-    with_chain = sum(c for st, c in stacks.items() if any(has_chain(st, CHAIN + (h,)) for h in HOT))
+    # Before 3.11 every Python call is a call of the evaluation loop: the
+    # interpreter's own native frames of the call (call_function,
+    # _PyFunction_Vectorcall, ...) stay between the Python frames, so the
+    # chain is looked for among the Python frames (the fixture's functions).
+    pyenv_old = tuple(int(x) for x in version.split(".")) < (3, 11)
+    names = set(function_lines(PY_HOT)) | {"<module>"}
+
+    def chain_of(st):
+        return tuple(f for f in st if f in names) if pyenv_old else st
+
+    with_chain = sum(c for st, c in stacks.items() if any(has_chain(chain_of(st), CHAIN + (h,)) for h in HOT))
     share = 100.0 * with_chain / total
     log(f"[{where}] <module>;main;work_cycle;hot_*: {share:.1f}% of the samples")
     assert share >= 95, [(";".join(st), c) for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:5]]
@@ -119,11 +156,10 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
     assert "_PyEval_EvalFrameDefault" not in top[:top.index("hot_alpha" if "hot_alpha" in top else top[-1])], top
 
     py = report["python"]
-    log(f"[{where}] python summary: {py}")
     assert py["enabled"] and py["samples"] > 0
     assert py["withPythonFrames"] >= 0.95 * py["samples"], py
     procs = [p for p in report["processes"] if p["comm"] == comm]
-    assert procs and procs[0].get("pythonFrames") == "3.11", procs
+    assert procs and procs[0].get("pythonFrames") == version, procs
 
     # Lines: every sampled line of a function is one of its own.
     lines = function_lines(PY_HOT)
@@ -131,7 +167,7 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
     for (name, file, line), count in pprof_lines(report).items():
         if name in lines and file.endswith(pyfile):
             first, last = lines[name]
-            # The def line is the function's too: 3.11 gives it to RESUME,
+            # The def line is the function's too: 3.11+ give it to RESUME,
             # the function's first instruction.
             assert first <= line <= last, f"{name} at line {line}, not in its lines {first}..{last}"
             seen[name] = seen.get(name, 0) + count
@@ -210,20 +246,46 @@ def test_python_namespace():
     """A container's python: its own PID and mount namespace, the
     interpreter and the script bind-mounted at other paths."""
     need_python()
+    run_namespace(PYTHON, "3.11")
+
+
+def run_namespace(python, version):
     if subprocess.run(["unshare", "--pid", "--mount", "--fork", "true"], capture_output=True).returncode != 0:
         skip("unshare --pid --mount is not permitted here")
     with tempfile.TemporaryDirectory(prefix="cgprof-pyns-") as d:
         for f in ("python", "app.py"):
             open(os.path.join(d, f), "w").close()
-        script = (f"mount --make-rprivate / && mount --bind {PYTHON} {d}/python && "
+        script = (f"mount --make-rprivate / && mount --bind {python} {d}/python && "
                   f"mount --bind {PY_HOT} {d}/app.py && exec {d}/python {d}/app.py --seconds {SECONDS}")
 
         def check(report):
             maps = [m["file"] for m in report["mappings"]]
             assert any(m == f"{d}/python" for m in maps), maps
-            check_single(report, "namespace", comm="python", pyfile="app.py")
+            check_single(report, f"namespace {version}", comm="python", pyfile="app.py", version=version)
 
         profile_python(["unshare", "--pid", "--mount", "--fork", "sh", "-c", script], "ns", check)
+
+
+def pyenv_tests(version):
+    """The single process and namespace cases on pyenv's CPython version."""
+    def python():
+        p = pyenv_python(version)
+        if not p:
+            skip(f"no CPython {version} under {PYENV_ROOT}/versions")
+        return p
+
+    def single():
+        p = python()
+        profile_python([p, PY_HOT, "--seconds", SECONDS], f"single-{version}",
+                       lambda r: check_single(r, f"pyenv {version}", comm=os.path.basename(p), version=version))
+
+    def namespace():
+        run_namespace(python(), version)
+
+    tag = version.replace(".", "_")
+    single.__name__ = f"test_python_{tag}_frames"
+    namespace.__name__ = f"test_python_{tag}_namespace"
+    return [single, namespace]
 
 
 def test_python_unsupported():
@@ -268,5 +330,6 @@ def test_python_off():
 
 
 if __name__ == "__main__":
-    main([test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
-          test_python_off])
+    only = os.environ.get("CGPROF_PY_ONLY")
+    main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
+          test_python_off] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
