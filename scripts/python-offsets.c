@@ -134,6 +134,16 @@ int main(void) {
         P("dbg_unicode_length", offsetof(_Py_DebugOffsets, unicode_object.length));
         P("dbg_unicode_state", offsetof(_Py_DebugOffsets, unicode_object.state));
         P("dbg_unicode_ascii_data", offsetof(_Py_DebugOffsets, unicode_object.asciiobject_size));
+        /* Each section starts with the size of its structure in this
+         * interpreter: a field read must be inside it. */
+        P("dbg_runtime_size", offsetof(_Py_DebugOffsets, runtime_state.size));
+        P("dbg_interp_size", offsetof(_Py_DebugOffsets, interpreter_state.size));
+        P("dbg_tstate_size", offsetof(_Py_DebugOffsets, thread_state.size));
+        P("dbg_frame_size", offsetof(_Py_DebugOffsets, interpreter_frame.size));
+        P("dbg_code_size", offsetof(_Py_DebugOffsets, code_object.size));
+        P("dbg_object_size", offsetof(_Py_DebugOffsets, pyobject.size));
+        P("dbg_bytes_object_size", offsetof(_Py_DebugOffsets, bytes_object.size));
+        P("dbg_unicode_size", offsetof(_Py_DebugOffsets, unicode_object.size));
         P("dbg_size", sizeof(_Py_DebugOffsets));
 #endif
         return 0;

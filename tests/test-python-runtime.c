@@ -104,6 +104,102 @@ TEST(version_names) {
         ASSERT_NOT_NULL(python_offsets_find(3, 13));
 }
 
+/* 3.13's _PyRuntime.debug_offsets, read from the file as the agent does,
+ * against the table generated from its headers; then the same bytes
+ * dressed up as a 3.14, and broken. */
+TEST(debug_offsets) {
+        static const char *const libs[] = { "/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0" };
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_(elf_endp) Elf *elf = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        const PythonOffsets *table = python_offsets_find(3, 13);
+        const char *missing = NULL;
+        PythonElfInfo info;
+        PythonOffsets o;
+        uint64_t v;
+        int r;
+
+        ASSERT_NOT_NULL(table);
+        if (access(LIBPYTHON, R_OK) == 0) {
+                inspect(LIBPYTHON, &info, &r); /* 3.11: no debug offsets */
+                ASSERT_OK(r);
+                ASSERT_FALSE(info.has_debug_offsets);
+                ASSERT_NULL(info.debug_missing);
+        }
+        if (access(libs[0], R_OK) < 0)
+                TEST_SKIP_PREREQ("no CPython 3.13 (libpython3.13.so) here");
+        inspect(libs[0], &info, &r);
+        ASSERT_OK(r);
+        ASSERT_EQ(info.minor, 13u);
+        if (!info.has_debug_offsets)
+                fprintf(stderr, "debug offsets: missing %s\n", strna(info.debug_missing));
+        ASSERT_TRUE(info.has_debug_offsets);
+#define SAME(f) ASSERT_EQ((unsigned) info.debug_offsets.f, (unsigned) table->f)
+        SAME(runtime_interp_head);
+        SAME(interp_threads_head);
+        SAME(tstate_next);
+        SAME(tstate_thread_id);
+        SAME(cframe_current_frame);
+        SAME(frame_code);
+        SAME(frame_previous);
+        SAME(frame_prev_instr);
+        SAME(frame_owner);
+        SAME(frame_size);
+        SAME(code_adaptive);
+        SAME(code_qualname);
+        SAME(code_linetable);
+        SAME(code_firstlineno);
+        SAME(unicode_ascii_data);
+#undef SAME
+        /* Every field: what the interpreter says is what its headers say. */
+        ASSERT_EQ(memcmp(&info.debug_offsets, table, sizeof(o)), 0);
+
+        /* The bytes themselves, for the broken cases. */
+        fd = open(libs[0], O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(elf_open_fd(fd, &elf));
+        buf = malloc(table->dbg_size);
+        ASSERT_NOT_NULL(buf);
+        {
+                /* _PyRuntime's file offset: through its section. */
+                Elf_Scn *scn = NULL;
+                bool found = false;
+                while ((scn = elf_nextscn(elf, scn))) {
+                        GElf_Shdr sh;
+                        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
+                            (sh.sh_flags & SHF_ALLOC) && info.runtime_vaddr >= sh.sh_addr &&
+                            info.runtime_vaddr - sh.sh_addr < sh.sh_size) {
+                                ASSERT_TRUE(pread(fd, buf, table->dbg_size,
+                                                  (off_t) (sh.sh_offset + info.runtime_vaddr -
+                                                           sh.sh_addr)) == (ssize_t) table->dbg_size);
+                                found = true;
+                        }
+                }
+                ASSERT_TRUE(found);
+        }
+        ASSERT_OK(python_offsets_from_debug(buf, table->dbg_size, 3, 13, &o, &missing));
+        ASSERT_EQ(memcmp(&o, table, sizeof(o)), 0);
+        /* A 3.14 with the same layout: read with 3.13's, no table needed. */
+        v = 0x030e00a1;
+        memcpy(buf + table->dbg_version, &v, sizeof(v));
+        ASSERT_OK(python_offsets_from_debug(buf, table->dbg_size, 3, 14, &o, &missing));
+        ASSERT_EQ(o.minor, 14u);
+        ASSERT_EQ(o.cframe_current_frame, table->cframe_current_frame);
+        /* Not the version it says. */
+        ASSERT_ERROR(python_offsets_from_debug(buf, table->dbg_size, 3, 13, &o, &missing), EBADMSG);
+        ASSERT_STREQ(missing, "version");
+        /* A field outside its structure: named. */
+        v = 8;
+        memcpy(buf + table->dbg_tstate_size, &v, sizeof(v));
+        ASSERT_ERROR(python_offsets_from_debug(buf, table->dbg_size, 3, 14, &o, &missing), EBADMSG);
+        ASSERT_STREQ(missing, "thread_state.thread_id");
+        /* Cut short, no cookie, before 3.13. */
+        ASSERT_ERROR(python_offsets_from_debug(buf, 100, 3, 14, &o, &missing), EBADMSG);
+        ASSERT_ERROR(python_offsets_from_debug(buf, table->dbg_size, 3, 12, &o, &missing), ENOENT);
+        buf[0] = 'y';
+        ASSERT_ERROR(python_offsets_from_debug(buf, table->dbg_size, 3, 14, &o, &missing), ENOENT);
+}
+
 static void unhex(const char *hex, uint8_t **ret, size_t *ret_n) {
         size_t n = strlen(hex) / 2;
         uint8_t *b = malloc(n + 1);

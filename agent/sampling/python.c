@@ -55,7 +55,8 @@ struct PythonProcess {
         bool registered; /* in python_procs */
         bool gone; /* its memory cannot be read any more: use the cache as it is */
         char *status;
-        const PythonOffsets *offsets;
+        const PythonOffsets *offsets; /* the table's, or own_offsets */
+        PythonOffsets own_offsets; /* read from the interpreter (_Py_DebugOffsets) */
         uint64_t code_type; /* PyCode_Type in the process, 0: unknown */
         void *codes; /* tsearch() tree of CodeInfo by addr */
         size_t n_codes;
@@ -294,7 +295,12 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
                 r = asprintf(&pp->status, "unknown version");
         else {
                 const char *bad = NULL;
-                pp->offsets = python_offsets_find(fi->info.major, fi->info.minor);
+                if (fi->info.has_debug_offsets) {
+                        /* 3.13+: what the interpreter publishes, not a table. */
+                        pp->own_offsets = fi->info.debug_offsets;
+                        pp->offsets = &pp->own_offsets;
+                } else
+                        pp->offsets = python_offsets_find(fi->info.major, fi->info.minor);
                 if (pp->offsets && (bad = python_offsets_invalid(pp->offsets)))
                         pp->offsets = NULL;
                 if (pp->offsets)
@@ -302,6 +308,9 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
                 else if (bad)
                         r = asprintf(&pp->status, "unsupported version %u.%u (offsets: %s)", fi->info.major,
                                      fi->info.minor, bad);
+                else if (fi->info.debug_missing)
+                        r = asprintf(&pp->status, "unsupported version %u.%u (_Py_DebugOffsets: no %s)",
+                                     fi->info.major, fi->info.minor, fi->info.debug_missing);
                 else
                         r = asprintf(&pp->status, "unsupported version %u.%u", fi->info.major,
                                      fi->info.minor);
@@ -323,7 +332,8 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
                 return -ENOMEM;
         }
         py->stats.processes++;
-        log_debug("PID %d runs CPython (%s).", (int) pid, pp->status);
+        log_debug("PID %d runs CPython (%s%s).", (int) pid, pp->status,
+                  pp->offsets == &pp->own_offsets ? ", offsets from its _Py_DebugOffsets" : "");
         *ret = pp;
         return 1;
 }

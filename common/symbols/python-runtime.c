@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <gelf.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,110 @@ const char *python_supported_versions(void) {
         return "3.8 3.9 3.10 3.11 3.12 3.13";
 }
 
+/* The table's entry with the _Py_DebugOffsets layout for the version: its
+ * own, else the newest before it. */
+static const PythonOffsets *debug_layout(unsigned major, unsigned minor) {
+        const PythonOffsets *best = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(offsets_table); i++) {
+                const PythonOffsets *o = &offsets_table[i];
+                if (o->dbg_size == 0 || o->major != major || o->minor > minor)
+                        continue;
+                if (!best || o->minor > best->minor)
+                        best = o;
+        }
+        return best;
+}
+
+static uint64_t data_u64(const uint8_t *data, size_t off) {
+        uint64_t v;
+        memcpy(&v, data + off, sizeof(v));
+        return v;
+}
+
+int python_offsets_from_debug(const uint8_t *data, size_t size, unsigned major, unsigned minor,
+                              PythonOffsets *ret, const char **ret_missing) {
+        const PythonOffsets *l = debug_layout(major, minor);
+        PythonOffsets o;
+        uint64_t version;
+#define G(field, dbg_field, section, name)                                          \
+        {                                                                           \
+                offsetof(PythonOffsets, field), offsetof(PythonOffsets, dbg_field), \
+                        offsetof(PythonOffsets, section), name                      \
+        }
+#define F(field, section, name) G(field, dbg_##field, section, name)
+        static const struct {
+                size_t field, dbg_field, section_field;
+                const char *name;
+        } fields[] = {
+                F(runtime_interp_head, dbg_runtime_size, "runtime_state.interpreters_head"),
+                F(interp_threads_head, dbg_interp_size, "interpreter_state.threads_head"),
+                F(tstate_next, dbg_tstate_size, "thread_state.next"),
+                F(tstate_thread_id, dbg_tstate_size, "thread_state.thread_id"),
+                G(cframe_current_frame, dbg_tstate_current_frame, dbg_tstate_size,
+                  "thread_state.current_frame"),
+                F(frame_previous, dbg_frame_size, "interpreter_frame.previous"),
+                G(frame_code, dbg_frame_executable, dbg_frame_size, "interpreter_frame.executable"),
+                G(frame_prev_instr, dbg_frame_instr_ptr, dbg_frame_size, "interpreter_frame.instr_ptr"),
+                G(frame_size, dbg_frame_localsplus, dbg_frame_size, "interpreter_frame.localsplus"),
+                F(frame_owner, dbg_frame_size, "interpreter_frame.owner"),
+                F(code_filename, dbg_code_size, "code_object.filename"),
+                F(code_name, dbg_code_size, "code_object.name"),
+                F(code_qualname, dbg_code_size, "code_object.qualname"),
+                F(code_linetable, dbg_code_size, "code_object.linetable"),
+                F(code_firstlineno, dbg_code_size, "code_object.firstlineno"),
+                F(code_adaptive, dbg_code_size, "code_object.co_code_adaptive"),
+                F(object_type, dbg_object_size, "pyobject.ob_type"),
+                F(bytes_size, dbg_bytes_object_size, "bytes_object.ob_size"),
+                F(bytes_data, dbg_bytes_object_size, "bytes_object.ob_sval"),
+                F(unicode_length, dbg_unicode_size, "unicode_object.length"),
+                F(unicode_state, dbg_unicode_size, "unicode_object.state"),
+                F(unicode_ascii_data, dbg_unicode_size, "unicode_object.asciiobject_size"),
+        };
+#undef F
+#undef G
+
+        *ret_missing = NULL;
+        if (!data || size < 16 || memcmp(data, "xdebugpy", 8) != 0 || !l)
+                return -ENOENT;
+        if (size < l->dbg_size) {
+                *ret_missing = "_Py_DebugOffsets";
+                return -EBADMSG;
+        }
+        version = data_u64(data, l->dbg_version);
+        if (((version >> 24) & 0xff) != major || ((version >> 16) & 0xff) != minor) {
+                *ret_missing = "version";
+                return -EBADMSG;
+        }
+        o = *l; /* the constants, and no cframe, is_entry or f_lasti */
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                uint16_t dbg = *(const uint16_t *) ((const uint8_t *) l + fields[i].dbg_field),
+                         section = *(const uint16_t *) ((const uint8_t *) l + fields[i].section_field);
+                uint64_t struct_size, v;
+
+                if (dbg == PYTHON_NO_OFFSET || section == PYTHON_NO_OFFSET ||
+                    (size_t) dbg + 8 > l->dbg_size || (size_t) section + 8 > l->dbg_size) {
+                        *ret_missing = fields[i].name;
+                        return -EBADMSG;
+                }
+                struct_size = data_u64(data, section);
+                v = data_u64(data, dbg);
+                /* Inside its structure (the sizes are the structure's; a
+                 * frame's localsplus may be its end). */
+                if (v >= PYTHON_NO_OFFSET || v > struct_size) {
+                        *ret_missing = fields[i].name;
+                        return -EBADMSG;
+                }
+                *(uint16_t *) ((uint8_t *) &o + fields[i].field) = (uint16_t) v;
+        }
+        o.major = major;
+        o.minor = minor;
+        o.tstate_cframe = PYTHON_NO_OFFSET;
+        o.code_header_size = o.code_adaptive;
+        *ret = o;
+        return 0;
+}
+
 int python_version_from_name(const char *name, unsigned *ret_major, unsigned *ret_minor) {
         const char *p, *base;
         unsigned major, minor;
@@ -54,26 +159,46 @@ int python_version_from_name(const char *name, unsigned *ret_major, unsigned *re
         return 0;
 }
 
-/* Reads 8 bytes at vaddr from the section holding it (file data, not .bss). */
-static int read_u64_at(Elf *elf, uint64_t vaddr, uint64_t *ret) {
+/* Reads up to 'size' bytes at vaddr from the section holding it (file
+ * data, not .bss): *ret_size is how many (at least 'min'). */
+static int read_at(Elf *elf, uint64_t vaddr, void *buf, size_t min, size_t size, size_t *ret_size) {
         Elf_Scn *scn = NULL;
 
         while ((scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr sh;
                 Elf_Data *d;
+                size_t n;
 
                 if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !(sh.sh_flags & SHF_ALLOC))
                         continue;
                 if (vaddr < sh.sh_addr || vaddr - sh.sh_addr > sh.sh_size ||
-                    sh.sh_size - (vaddr - sh.sh_addr) < 8)
+                    sh.sh_size - (vaddr - sh.sh_addr) < min)
                         continue;
                 d = elf_getdata(scn, NULL);
                 if (!d || !d->d_buf || d->d_size < sh.sh_size)
                         return -EBADMSG;
-                memcpy(ret, (const uint8_t *) d->d_buf + (vaddr - sh.sh_addr), 8);
+                n = MIN(size, (size_t) (sh.sh_size - (vaddr - sh.sh_addr)));
+                memcpy(buf, (const uint8_t *) d->d_buf + (vaddr - sh.sh_addr), n);
+                *ret_size = n;
                 return 0;
         }
         return -ENOENT;
+}
+
+static int read_u64_at(Elf *elf, uint64_t vaddr, uint64_t *ret) {
+        size_t n;
+        return read_at(elf, vaddr, ret, 8, 8, &n);
+}
+
+/* 3.13+: the offsets _PyRuntime.debug_offsets publishes. */
+static void inspect_debug_offsets(Elf *elf, PythonElfInfo *info) {
+        _cleanup_free_ uint8_t *buf = malloc(PYTHON_DEBUG_OFFSETS_MAX);
+        size_t n;
+
+        if (!buf || read_at(elf, info->runtime_vaddr, buf, 16, PYTHON_DEBUG_OFFSETS_MAX, &n) < 0)
+                return;
+        info->has_debug_offsets = python_offsets_from_debug(buf, n, info->major, info->minor,
+                                                            &info->debug_offsets, &info->debug_missing) >= 0;
 }
 
 /* Looks the named symbols up in one symbol table section. */
@@ -133,6 +258,8 @@ int python_elf_inspect(Elf *elf, const char *file_name, PythonElfInfo *ret) {
                 info.micro = (unsigned) (hex >> 8) & 0xff;
         } else
                 (void) python_version_from_name(file_name, &info.major, &info.minor);
+        if (info.major > 0)
+                inspect_debug_offsets(elf, &info);
         *ret = info;
         return 0;
 }

@@ -59,6 +59,9 @@ typedef struct PythonOffsets {
                 dbg_code_qualname, dbg_code_linetable, dbg_code_firstlineno, dbg_code_adaptive,
                 dbg_object_type, dbg_bytes_size, dbg_bytes_data, dbg_unicode_length, dbg_unicode_state,
                 dbg_unicode_ascii_data;
+        /* Where each section's size is (the size of its structure). */
+        uint16_t dbg_runtime_size, dbg_interp_size, dbg_tstate_size, dbg_frame_size, dbg_code_size,
+                dbg_object_size, dbg_bytes_object_size, dbg_unicode_size;
         uint16_t dbg_size;
 } PythonOffsets;
 
@@ -67,10 +70,19 @@ const PythonOffsets *python_offsets_find(unsigned major, unsigned minor);
 /* "3.11 3.12 ...": the versions with offsets (static string). */
 const char *python_supported_versions(void);
 
+/* The most bytes of _Py_DebugOffsets read (3.13's are 584). */
+#define PYTHON_DEBUG_OFFSETS_MAX 2048
+
 typedef struct PythonElfInfo {
         uint64_t runtime_vaddr; /* _PyRuntime */
         uint64_t code_type_vaddr; /* PyCode_Type, 0: unknown */
         unsigned major, minor, micro; /* 0.0.0: unknown */
+        /* 3.13+: the offsets _PyRuntime.debug_offsets publishes (read from
+         * the file: _PyRuntime is initialized data), when they are usable;
+         * else debug_missing says why (NULL: no _Py_DebugOffsets). */
+        bool has_debug_offsets;
+        PythonOffsets debug_offsets;
+        const char *debug_missing;
 } PythonElfInfo;
 
 /* Whether the ELF file is a CPython interpreter (the python executable or
@@ -96,6 +108,18 @@ int python_code_line_format(unsigned format, const uint8_t *table, size_t size, 
  * inside what is read of its object, the needed ones there), else the name
  * of the first field that is not. */
 const char *python_offsets_invalid(const PythonOffsets *o);
+
+/* The offsets an interpreter publishes in _PyRuntime.debug_offsets (3.13+:
+ * the cookie "xdebugpy", PY_VERSION_HEX, then per structure its size and
+ * its fields' offsets), read with the layout of _Py_DebugOffsets of that
+ * version from the table (generated from its headers), or the newest one
+ * for a version after the table's. Constants it does not publish (the owner
+ * of shim frames, sizeof(PyCompactUnicodeObject)) are the layout version's.
+ * -ENOENT: no _Py_DebugOffsets (before 3.13, no cookie); -EBADMSG with
+ * *ret_missing naming the field ("thread_state.current_frame") that is not
+ * there (outside its structure's published size, or past what was read). */
+int python_offsets_from_debug(const uint8_t *data, size_t size, unsigned major, unsigned minor,
+                              PythonOffsets *ret, const char **ret_missing);
 
 /* A str object's header (the first unicode_compact_data bytes of it): where
  * its characters are (offset from the object), how many, and their width
