@@ -80,6 +80,50 @@ TEST(debian_interpreters) {
                 TEST_SKIP_PREREQ(PYTHON " and " LIBPYTHON " not installed");
 }
 
+/* The version comes from the file's contents, not its name: each pyenv
+ * libpython (3.8-3.10 have no Py_Version: their PY_VERSION string) copied
+ * to a name that says nothing. */
+TEST(version_without_name) {
+        static const struct {
+                const char *path;
+                unsigned minor;
+        } libs[] = {
+                { "/root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0", 8 },
+                { "/root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0", 9 },
+                { "/root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0", 10 },
+                { "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0", 12 },
+                { "/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0", 13 },
+                { PYTHON, 11 },
+        };
+        size_t n = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(libs); i++) {
+                _cleanup_free_ char *cmd = NULL;
+                char tmp[] = "/tmp/cgprof-pyname-XXXXXX";
+                PythonElfInfo info;
+                int r, fd;
+
+                if (access(libs[i].path, R_OK) < 0) {
+                        fprintf(stderr, "%s not installed: not checked\n", libs[i].path);
+                        continue;
+                }
+                fd = mkstemp(tmp);
+                ASSERT_TRUE(fd >= 0);
+                close(fd);
+                ASSERT_TRUE(asprintf(&cmd, "cp '%s' '%s'", libs[i].path, tmp) > 0);
+                ASSERT_EQ(system(cmd), 0);
+                inspect(tmp, &info, &r);
+                unlink(tmp);
+                ASSERT_OK(r);
+                fprintf(stderr, "%s as %s: %u.%u\n", libs[i].path, tmp, info.major, info.minor);
+                ASSERT_EQ(info.major, 3u);
+                ASSERT_EQ(info.minor, libs[i].minor);
+                n++;
+        }
+        if (n == 0)
+                TEST_SKIP_PREREQ("no CPython here");
+}
+
 TEST(not_python) {
         PythonElfInfo info;
         int r;

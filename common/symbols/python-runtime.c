@@ -229,6 +229,100 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t *
         }
 }
 
+/* The version a string ends with: "3.10.13", "Python-3.9.18", "3.12.0rc2",
+ * "3.8.18+" (PY_VERSION, which the linker may have merged into the tail of
+ * another string). */
+static bool version_at_end(const char *s, size_t n, unsigned *ret_major, unsigned *ret_minor) {
+        unsigned major, minor, micro;
+        int used = 0;
+
+        for (size_t i = n < 16 ? 0 : n - 16; i + 5 <= n; i++) {
+                size_t after;
+
+                if (s[i] != '3' || s[i + 1] != '.' ||
+                    (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || s[i - 1] == '.')))
+                        continue;
+                if (sscanf(s + i, "%u.%u.%u%n", &major, &minor, &micro, &used) != 3 || used <= 0)
+                        continue;
+                after = i + (size_t) used;
+                if (after > n || minor > 99 || micro > 99 || n - after > 4)
+                        continue;
+                /* Nothing after but a release suffix (a1, b2, rc1, +). */
+                for (size_t k = after; k < n; k++)
+                        if (!strchr("abrc+0123456789", s[k]))
+                                return false;
+                *ret_major = major;
+                *ret_minor = minor;
+                return true;
+        }
+        return false;
+}
+
+/* The version from PY_VERSION in read-only data (before 3.11 there is no
+ * Py_Version): every string ending in a 3.X.Y must say the same 3.X. */
+static int version_from_strings(Elf *elf, unsigned *ret_major, unsigned *ret_minor) {
+        Elf_Scn *scn = NULL;
+        unsigned major = 0, minor = 0;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                Elf_Data *d;
+                const char *p, *end;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+                    (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)))
+                        continue;
+                d = elf_getdata(scn, NULL);
+                if (!d || !d->d_buf)
+                        continue;
+                p = d->d_buf;
+                end = p + d->d_size;
+                while (p < end) {
+                        const char *nul = memchr(p, 0, (size_t) (end - p));
+                        unsigned a, b;
+                        if (!nul)
+                                break;
+                        if (nul - p >= 5 && version_at_end(p, (size_t) (nul - p), &a, &b)) {
+                                if (major != 0 && (a != major || b != minor))
+                                        return -ENOTUNIQ; /* two versions: trust neither */
+                                major = a;
+                                minor = b;
+                        }
+                        p = nul + 1;
+                }
+        }
+        if (major == 0)
+                return -ENOENT;
+        *ret_major = major;
+        *ret_minor = minor;
+        return 0;
+}
+
+/* The library's own name (DT_SONAME: "libpython3.10.so.1.0"). */
+static int version_from_soname(Elf *elf, unsigned *ret_major, unsigned *ret_minor) {
+        Elf_Scn *scn = NULL;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                Elf_Data *d;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || sh.sh_entsize == 0)
+                        continue;
+                d = elf_getdata(scn, NULL);
+                if (!d)
+                        return -ENOENT;
+                for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+                        GElf_Dyn dyn;
+                        const char *name;
+                        if (!gelf_getdyn(d, (int) i, &dyn) || dyn.d_tag != DT_SONAME)
+                                continue;
+                        name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+                        return name ? python_version_from_name(name, ret_major, ret_minor) : -ENOENT;
+                }
+        }
+        return -ENOENT;
+}
+
 int python_elf_inspect(Elf *elf, const char *file_name, PythonElfInfo *ret) {
         uint64_t runtime = 0, code_type = 0, version_addr = 0, hex;
         Elf_Scn *scn = NULL;
@@ -256,7 +350,9 @@ int python_elf_inspect(Elf *elf, const char *file_name, PythonElfInfo *ret) {
                 info.major = (unsigned) (hex >> 24) & 0xff;
                 info.minor = (unsigned) (hex >> 16) & 0xff;
                 info.micro = (unsigned) (hex >> 8) & 0xff;
-        } else
+        } else if (version_from_strings(elf, &info.major, &info.minor) < 0 &&
+                   version_from_soname(elf, &info.major, &info.minor) < 0)
+                /* Last: the file's name (a python3.X executable). */
                 (void) python_version_from_name(file_name, &info.major, &info.minor);
         if (info.major > 0)
                 inspect_debug_offsets(elf, &info);
