@@ -10,6 +10,8 @@ the cases that differ per version (where the interpreter is, its frame
 layout and line table), while threads, venv and pythonFrames off are the
 agent's and the same on every version. A version not on the machine is one
 skip with the reason; one that is there and fails is a failure.
+CGPROF_PY_ONLY=REGEX runs only the cases whose function name matches;
+CGPROF_PY_DEBUG=1 logs the top stacks without the hot functions.
 
 - Its three hot Python functions have inclusive shares of 50/30/20 (±5
   points), the Python call chain <module> -> main -> work_cycle -> hot_* is
