@@ -929,6 +929,13 @@ static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *p
                 return n_native;
         for (size_t k = 0; k < n_items; k++) {
                 uint32_t i = items[k].index;
+                if (!items[k].python && py->n > 0 && i + 1 < n_native && eval[i + 1] &&
+                    s->data->frames[native_frames[i]].name &&
+                    strncmp(s->data->frames[native_frames[i]].name, "py::", 4) == 0)
+                        /* A perf trampoline of 3.12+ (-X perf: "py::FUNCTION:FILE"
+                         * from /tmp/perf-PID.map) calling the evaluation loop:
+                         * the walk names the same frames, with lines. */
+                        continue;
                 if (!items[k].python) {
                         frames[n] = native_frames[i];
                         locations[n] = native_locations[i];

@@ -9,7 +9,9 @@ pyenv root ($PYENV_ROOT, default /root/.pyenv: libpython3.X.so builds) —
 the cases that differ per version (where the interpreter is, its frame
 layout and line table), while threads, venv and pythonFrames off are the
 agent's and the same on every version. A version not on the machine is one
-skip with the reason; one that is there and fails is a failure.
+skip with the reason; one that is there and fails is a failure. On 3.12,
+-X perf's trampoline frames: named from the perf map, and left out where
+the walk names the same calls.
 CGPROF_PY_ONLY=REGEX runs only the cases whose function name matches;
 CGPROF_PY_DEBUG=1 logs the top stacks without the hot functions.
 
@@ -123,7 +125,7 @@ def has_chain(st, chain):
     return any(st[i:i + n] == chain for i in range(len(st) - n + 1))
 
 
-def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="3.11"):
+def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="3.11", native_root=True):
     stacks = python_stacks(report, comm)
     shares, total = inclusive_shares(stacks, HOT)
     py = report["python"]
@@ -154,7 +156,8 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="
     log(f"[{where}] <module>;main;work_cycle;hot_*: {share:.1f}% of the samples")
     assert share >= 95, [(";".join(st), c) for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:5]]
     top = max(stacks.items(), key=lambda x: x[1])[0]
-    assert "Py_RunMain" in top and "<module>" in top and top.index("Py_RunMain") < top.index("<module>"), top
+    if native_root:
+        assert "Py_RunMain" in top and "<module>" in top and top.index("Py_RunMain") < top.index("<module>"), top
     assert "_PyEval_EvalFrameDefault" not in top[:top.index("hot_alpha" if "hot_alpha" in top else top[-1])], top
 
     py = report["python"]
@@ -268,6 +271,36 @@ def run_namespace(python, version):
         profile_python(["unshare", "--pid", "--mount", "--fork", "sh", "-c", script], "ns", check)
 
 
+def test_python_perf_trampoline():
+    """3.12's perf trampolines (python -X perf writes /tmp/perf-PID.map): with
+    pythonFrames off the trampoline frames are named from the map
+    (py::FUNCTION:FILE); with it on, the walk's frames win and the
+    trampoline frame of each evaluation loop call is left out."""
+    p = pyenv_python("3.12")
+    if not p:
+        skip(f"no CPython 3.12 under {PYENV_ROOT}/versions")
+    comm = os.path.basename(p)
+
+    def check_off(report):
+        stacks = python_stacks(report, comm)
+        total = sum(stacks.values())
+        named = sum(c for st, c in stacks.items() if any(f.startswith("py::") and f.endswith("py-hot.py") for f in st))
+        log(f"[-X perf, pythonFrames off] a py::FUNCTION:py-hot.py frame in {100.0 * named / total:.1f}% of {total} samples")
+        assert named >= 0.9 * total, sorted(stacks.items(), key=lambda x: -x[1])[:3]
+
+    def check_on(report):
+        # The native walk stops at the trampoline (JIT code without an
+        # unwind table): no Py_RunMain at the root.
+        check_single(report, "-X perf", comm=comm, version="3.12", native_root=False)
+        stacks = python_stacks(report, comm)
+        with_tramp = sum(c for st, c in stacks.items() if any(f.startswith("py::") for f in st))
+        log(f"[-X perf] samples with a py:: frame left: {with_tramp}")
+        assert with_tramp <= 0.01 * sum(stacks.values()), [st for st in stacks if any(f.startswith("py::") for f in st)][:3]
+
+    profile_python([p, "-X", "perf", PY_HOT, "--seconds", "2"], "perf-off", check_off, {"pythonFrames": False})
+    profile_python([p, "-X", "perf", PY_HOT, "--seconds", SECONDS], "perf-on", check_on)
+
+
 def pyenv_tests(version):
     """The single process and namespace cases on pyenv's CPython version."""
     def python():
@@ -334,4 +367,4 @@ def test_python_off():
 if __name__ == "__main__":
     only = os.environ.get("CGPROF_PY_ONLY")
     main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
-          test_python_off] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
+          test_python_off, test_python_perf_trampoline] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
