@@ -40,7 +40,7 @@ struct cgprof_python_proc {
         __u16 frame_owner; /* _PyInterpreterFrame.owner (a byte), NO_OFFSET: none */
         __u16 code_adaptive; /* PyCodeObject.co_code_adaptive: the first instruction */
         __u16 frame_lasti; /* PyFrameObject.f_lasti (an int, 3.8-3.10), NO_OFFSET: none */
-        __u16 frame_size; /* bytes of a frame read at once (1..CGPROF_PY_FRAME_READ_MAX) */
+        __u16 frame_size; /* bytes of a frame read at once (1..CGPROF_PY_FRAME_READ_MAX - 1) */
         __u8 owner_cstack; /* owner value of C-stack shim frames (skipped), 0: none */
         __u8 lasti_shift; /* f_lasti >> lasti_shift is in code units */
         __u32 exec_id; /* the program (exec() count) registered: for the agent, the walk ignores it */

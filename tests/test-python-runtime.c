@@ -144,6 +144,21 @@ TEST(version_names) {
         ASSERT_ERROR(python_version_from_name("/bin/bash", &major, &minor), ENOENT);
         ASSERT_NULL(python_offsets_find(3, 99));
         ASSERT_NULL(python_offsets_find(3, 7)); /* not walked */
+        for (unsigned minor = 8; minor <= 13; minor++) {
+                const PythonOffsets *o = python_offsets_find(3, minor);
+                PythonOffsets bad;
+                ASSERT_NOT_NULL(o);
+                ASSERT_NULL(python_offsets_invalid(o));
+                bad = *o;
+                bad.frame_size = 128; /* more than the walk reads */
+                ASSERT_STREQ(python_offsets_invalid(&bad), "frame_size");
+                bad = *o;
+                bad.code_header_size = bad.code_linetable; /* the line table's pointer not read */
+                ASSERT_STREQ(python_offsets_invalid(&bad), "code_linetable");
+                bad = *o;
+                bad.frame_previous = PYTHON_NO_OFFSET;
+                ASSERT_STREQ(python_offsets_invalid(&bad), "frame_previous");
+        }
         ASSERT_NOT_NULL(python_offsets_find(3, 8));
         ASSERT_NOT_NULL(python_offsets_find(3, 13));
 }

@@ -512,7 +512,7 @@ const char *python_offsets_invalid(const PythonOffsets *o) {
                 { "unicode_state", o->unicode_state, 4, o->unicode_ascii_data },
         };
 
-        if (o->frame_size == 0 || o->frame_size > 128)
+        if (o->frame_size == 0 || o->frame_size >= 128) /* the walk reads at most 127 bytes of a frame */
                 return "frame_size";
         if (o->code_header_size > 256)
                 return "code_header_size";
