@@ -15,8 +15,10 @@
 #if PY_VERSION_HEX >= 0x03090000
 #include <internal/pycore_interp.h>
 #include <internal/pycore_runtime.h>
-#else
+#elif PY_VERSION_HEX >= 0x03080000
 #include <internal/pycore_pystate.h>
+#else
+#include <internal/pystate.h> /* 3.7: _PyRuntimeState */
 #endif
 #if PY_VERSION_HEX < 0x030b0000
 #include <frameobject.h>

@@ -88,6 +88,7 @@ TEST(version_without_name) {
                 const char *path;
                 unsigned minor;
         } libs[] = {
+                { "/root/.pyenv/versions/3.7.16/lib/libpython3.7m.so.1.0", 7 },
                 { "/root/.pyenv/versions/3.8.18/lib/libpython3.8.so.1.0", 8 },
                 { "/root/.pyenv/versions/3.9.18/lib/libpython3.9.so.1.0", 9 },
                 { "/root/.pyenv/versions/3.10.13/lib/libpython3.10.so.1.0", 10 },
@@ -143,8 +144,8 @@ TEST(version_names) {
         ASSERT_ERROR(python_version_from_name("/usr/bin/python3", &major, &minor), ENOENT);
         ASSERT_ERROR(python_version_from_name("/bin/bash", &major, &minor), ENOENT);
         ASSERT_NULL(python_offsets_find(3, 99));
-        ASSERT_NULL(python_offsets_find(3, 7)); /* not walked */
-        for (unsigned minor = 8; minor <= 13; minor++) {
+        ASSERT_NULL(python_offsets_find(3, 6)); /* not walked: no _PyRuntime */
+        for (unsigned minor = 7; minor <= 13; minor++) {
                 const PythonOffsets *o = python_offsets_find(3, minor);
                 PythonOffsets bad;
                 ASSERT_NOT_NULL(o);
@@ -365,6 +366,7 @@ static size_t line_table_check(const char *python) {
 TEST(line_table) {
         /* Debian's, and pyenv's of every format (co_lnotab, 3.10's, the location table). */
         const char *pythons[] = { PYTHON,
+                                  "/root/.pyenv/versions/3.7.16/bin/python3.7",
                                   "/root/.pyenv/versions/3.8.18/bin/python3.8",
                                   "/root/.pyenv/versions/3.9.18/bin/python3.9",
                                   "/root/.pyenv/versions/3.10.13/bin/python3.10",

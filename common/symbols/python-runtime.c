@@ -19,7 +19,7 @@ static const PythonOffsets offsets_table[] = {
 
 /* The versions the walk and the agent handle (the table has more). */
 static bool version_walked(unsigned major, unsigned minor) {
-        return major == 3 && minor >= 8 && minor <= 13;
+        return major == 3 && minor >= 7 && minor <= 13;
 }
 
 const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
@@ -31,7 +31,7 @@ const PythonOffsets *python_offsets_find(unsigned major, unsigned minor) {
 }
 
 const char *python_supported_versions(void) {
-        return "3.8 3.9 3.10 3.11 3.12 3.13";
+        return "3.7 3.8 3.9 3.10 3.11 3.12 3.13";
 }
 
 /* The table's entry with the _Py_DebugOffsets layout for the version: its

@@ -17,7 +17,7 @@
 /* An offset the version does not have (CGPROF_PYTHON_NO_OFFSET). */
 #define PYTHON_NO_OFFSET 0xffffu
 
-/* The line table formats (co_lnotab of 3.8 and 3.9, co_linetable of 3.10,
+/* The line table formats (co_lnotab of 3.7 to 3.9, co_linetable of 3.10,
  * the location table of 3.11+). */
 enum {
         PYTHON_LINETABLE_LNOTAB = 1,
@@ -37,7 +37,7 @@ typedef struct PythonOffsets {
         uint16_t tstate_next, tstate_thread_id, tstate_cframe;
         uint16_t cframe_current_frame; /* or PyThreadState.current_frame/.frame without a cframe */
         uint16_t frame_code, frame_previous, frame_prev_instr, frame_is_entry, frame_owner;
-        uint16_t frame_lasti; /* PyFrameObject.f_lasti (3.8-3.10; an int) */
+        uint16_t frame_lasti; /* PyFrameObject.f_lasti (3.7-3.10; an int) */
         uint8_t frame_lasti_shift; /* f_lasti >> shift: code units (1: f_lasti counts bytes) */
         uint16_t frame_size; /* bytes of a frame the walk reads (covers its fields) */
         uint16_t code_adaptive;
@@ -100,7 +100,7 @@ int python_version_from_name(const char *name, unsigned *ret_major, unsigned *re
 int python_code_line(const uint8_t *table, size_t size, int firstlineno, uint32_t instr, int *ret_line);
 
 /* The same for a table of the given format (PYTHON_LINETABLE_*): co_lnotab
- * (3.8, 3.9), co_linetable of 3.10, the location table (3.11+). */
+ * (3.7 to 3.9), co_linetable of 3.10, the location table (3.11+). */
 int python_code_line_format(unsigned format, const uint8_t *table, size_t size, int firstlineno,
                             uint32_t instr, int *ret_line);
 

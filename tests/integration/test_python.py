@@ -4,7 +4,7 @@
 profiled from the outside, without touching it.
 
 Every case runs on Debian's own python3.11 (a static executable); the single
-process and the namespace cases also run on each CPython 3.8 to 3.13 of the
+process and the namespace cases also run on each CPython 3.7 to 3.13 of the
 pyenv root ($PYENV_ROOT, default /root/.pyenv: libpython3.X.so builds) —
 the cases that differ per version (where the interpreter is, its frame
 layout and line table), while threads, venv and pythonFrames off are the
@@ -41,7 +41,7 @@ PYTHON = "/usr/bin/python3.11"
 PYENV_ROOT = os.environ.get("PYENV_ROOT", "/root/.pyenv")
 # The versions the agent walks (docs/python-frames.md), each tested on its
 # pyenv build when there is one.
-PYENV_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+PYENV_VERSIONS = ("3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 SOURCE = os.environ.get("CGPROF_SOURCE_DIR", ".")
 PY_HOT = os.environ.get("CGPROF_PY_HOT", os.path.join(SOURCE, "tests", "python", "py-hot.py"))
@@ -157,7 +157,8 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="
     assert share >= 95, [(";".join(st), c) for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:5]]
     top = max(stacks.items(), key=lambda x: x[1])[0]
     if native_root:
-        assert "Py_RunMain" in top and "<module>" in top and top.index("Py_RunMain") < top.index("<module>"), top
+        runmain = "pymain_main" if version == "3.7" else "Py_RunMain"  # 3.7 has no Py_RunMain
+        assert runmain in top and "<module>" in top and top.index(runmain) < top.index("<module>"), top
     assert "_PyEval_EvalFrameDefault" not in top[:top.index("hot_alpha" if "hot_alpha" in top else top[-1])], top
 
     py = report["python"]
