@@ -885,7 +885,7 @@ static long py_frame(__u32 i, void *data) {
         if (code == 0)
                 return 0;
         if (p->proc.frame_lasti != CGPROF_PYTHON_NO_OFFSET) {
-                /* A frame object (3.8-3.10): its own evaluation loop call;
+                /* A frame object (3.7-3.10): its own evaluation loop call;
                  * f_lasti < 0: not started. */
                 lasti = (__s32) py_buf_u32(p->buf, p->proc.frame_lasti);
                 instr = lasti < 0 ? 0 : ((__u64) lasti >> (p->proc.lasti_shift & 1));

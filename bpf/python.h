@@ -13,7 +13,7 @@
  * task->thread.fsbase on x86-64), then walks current frame -> previous,
  * recording per frame the code object's address and the instruction
  * offset: _PyInterpreterFrame.previous (3.11+) or PyFrameObject.f_back
- * (3.8-3.10, where every frame is its own evaluation loop call). The agent
+ * (3.7-3.10, where every frame is its own evaluation loop call). The agent
  * reads the code objects' names, files and line tables. */
 
 #define CGPROF_MAX_PYTHON_PROCS 16384
@@ -39,7 +39,7 @@ struct cgprof_python_proc {
         __u16 frame_is_entry; /* _PyInterpreterFrame.is_entry (a byte), NO_OFFSET: none */
         __u16 frame_owner; /* _PyInterpreterFrame.owner (a byte), NO_OFFSET: none */
         __u16 code_adaptive; /* PyCodeObject.co_code_adaptive: the first instruction */
-        __u16 frame_lasti; /* PyFrameObject.f_lasti (an int, 3.8-3.10), NO_OFFSET: none */
+        __u16 frame_lasti; /* PyFrameObject.f_lasti (an int, 3.7-3.10), NO_OFFSET: none */
         __u16 frame_size; /* bytes of a frame read at once (1..CGPROF_PY_FRAME_READ_MAX - 1) */
         __u8 owner_cstack; /* owner value of C-stack shim frames (skipped), 0: none */
         __u8 lasti_shift; /* f_lasti >> lasti_shift is in code units */

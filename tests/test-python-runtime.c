@@ -81,7 +81,7 @@ TEST(debian_interpreters) {
 }
 
 /* The version comes from the file's contents, not its name: each pyenv
- * libpython (3.8-3.10 have no Py_Version: their PY_VERSION string) copied
+ * libpython (3.7-3.10 have no Py_Version: their PY_VERSION string) copied
  * to a name that says nothing. */
 TEST(version_without_name) {
         static const struct {

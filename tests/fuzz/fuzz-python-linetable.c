@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for what the agent decodes of a CPython process
  * (common/symbols/python-runtime.c): the line tables of every format
- * (co_lnotab of 3.8/3.9, co_linetable of 3.10, the location table of 3.11+)
+ * (co_lnotab of 3.7-3.9, co_linetable of 3.10, the location table of 3.11+)
  * and _PyRuntime.debug_offsets (3.13+).
  *
  * Input: byte 0 picks what (bit 0: debug offsets, else a line table of
@@ -41,7 +41,7 @@ static void check_debug_offsets(const uint8_t *data, size_t size, unsigned minor
 static void check_line_table(unsigned format, int firstlineno, const uint8_t *table, size_t size) {
         /* An exact-size copy: ASan sees a read past the table. */
         uint8_t *copy = malloc(size ? size : 1);
-        long reach = 128L * (long) size + 1; /* no table moves more than 128 lines a byte in 3.8-3.10 */
+        long reach = 128L * (long) size + 1; /* no table moves more than 128 lines a byte in 3.7-3.10 */
 
         CHECK(copy);
         memcpy(copy, table, size);
