@@ -29,8 +29,12 @@ CGPROF_PY_DEBUG=1 logs the top stacks without the hot functions.
 import ast
 import glob
 import gzip
+import importlib.machinery
+import importlib.util
 import os
 import re
+import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -302,6 +306,76 @@ def test_python_perf_trampoline():
     profile_python([p, "-X", "perf", PY_HOT, "--seconds", SECONDS], "perf-on", check_on)
 
 
+def patched_libpython(lib, d, version_hex, tstate_size=None):
+    """A copy of lib (3.13's libpython) in d that says it is version_hex:
+    its Py_Version and its _Py_DebugOffsets.version, and, with tstate_size,
+    a _Py_DebugOffsets whose thread state is that small. Where those are in
+    _Py_DebugOffsets comes from the offsets table (3.13's layout)."""
+    spec = importlib.util.spec_from_loader(
+        "python_offsets", importlib.machinery.SourceFileLoader(
+            "python_offsets", os.path.join(SOURCE, "scripts", "python-offsets")))
+    po = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(po)
+    layout = po.parse_table(os.path.join(SOURCE, "common", "symbols", "python-offsets.h"))[(3, 13)]
+    syms = {}
+    for line in subprocess.run(["readelf", "-W", "--dyn-syms", lib], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[-1] in ("Py_Version", "_PyRuntime"):
+            syms[f[-1]] = int(f[1], 16)
+    sections = []
+    for line in subprocess.run(["readelf", "-SW", lib], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        m = re.search(r"\]\s+\S+\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m:
+            sections.append(tuple(int(x, 16) for x in m.groups()))
+
+    def offset(vaddr):
+        return next(off + vaddr - addr for addr, off, size in sections if addr <= vaddr < addr + size)
+
+    out = os.path.join(d, os.path.basename(lib))
+    shutil.copyfile(lib, out)
+    with open(out, "r+b") as f:
+        for vaddr in (syms["Py_Version"], syms["_PyRuntime"] + layout["dbg_version"]):
+            f.seek(offset(vaddr))
+            f.write(struct.pack("<Q", version_hex))
+        if tstate_size is not None:
+            f.seek(offset(syms["_PyRuntime"] + layout["dbg_tstate_size"]))
+            f.write(struct.pack("<Q", tstate_size))
+    return out
+
+
+def test_python_debug_offsets_later_version():
+    """A CPython after the table's, walked with what its _Py_DebugOffsets
+    publishes: pyenv's 3.13 with a copy of its libpython that says 3.14
+    (Py_Version and _Py_DebugOffsets.version patched), so the agent has no
+    table for it. And one whose _Py_DebugOffsets lacks a field the walk
+    needs (its thread state's size cut to 8 bytes): refused, the field
+    named, native stacks kept."""
+    p = pyenv_python("3.13")
+    if not p:
+        skip(f"no CPython 3.13 under {PYENV_ROOT}/versions")
+    lib = os.path.join(os.path.dirname(os.path.dirname(p)), "lib", "libpython3.13.so.1.0")
+    comm = os.path.basename(p)
+
+    def check_broken(report):
+        procs = [x for x in report["processes"] if x["comm"] == comm]
+        log(f"[3.14 without thread_state.thread_id] processes: {procs}")
+        assert procs and procs[0].get("pythonFrames") == \
+            "unsupported version 3.14 (_Py_DebugOffsets: no thread_state.thread_id)", procs
+        assert report["python"]["withPythonFrames"] == 0, report["python"]
+        assert any("_PyEval_EvalFrameDefault" in st for st in python_stacks(report, comm))
+
+    with tempfile.TemporaryDirectory(prefix="cgprof-py314-") as d, \
+            tempfile.TemporaryDirectory(prefix="cgprof-py314-broken-") as broken:
+        patched_libpython(lib, d, 0x030e00a1)
+        patched_libpython(lib, broken, 0x030e00a1, tstate_size=8)
+        profile_python(["env", f"LD_LIBRARY_PATH={d}", p, PY_HOT, "--seconds", SECONDS], "dbg314",
+                       lambda r: check_single(r, "3.14 via _Py_DebugOffsets", comm=comm, version="3.14"))
+        profile_python(["env", f"LD_LIBRARY_PATH={broken}", p, PY_HOT, "--seconds", "2"], "dbg314-broken",
+                       check_broken)
+
+
 def pyenv_tests(version):
     """The single process and namespace cases on pyenv's CPython version."""
     def python():
@@ -368,4 +442,4 @@ def test_python_off():
 if __name__ == "__main__":
     only = os.environ.get("CGPROF_PY_ONLY")
     main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
-          test_python_off, test_python_perf_trampoline] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
+          test_python_off, test_python_perf_trampoline, test_python_debug_offsets_later_version] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
