@@ -187,7 +187,7 @@ TEST(debug_offsets) {
                 ASSERT_NULL(info.debug_missing);
         }
         if (access(libs[0], R_OK) < 0)
-                TEST_SKIP_PREREQ("no CPython 3.13 (libpython3.13.so) here");
+                TEST_SKIP("no CPython 3.13 (pyenv's libpython3.13.so) here");
         inspect(libs[0], &info, &r);
         ASSERT_OK(r);
         ASSERT_EQ(info.minor, 13u);
