@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,8 +502,13 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
                 c->addr = addr;
                 c->validated_seq = seq;
                 r = read_memory(pp, addr, c->header, o->code_header_size);
-                if (r < 0 || code_read(py, pp, c) < 0) {
+                if (r >= 0)
+                        r = code_read(py, pp, c);
+                if (r < 0) {
                         py->stats.code_read_errors++;
+                        if (py->stats.code_read_errors <= 64) /* the first few: a diagnosis, not a flood */
+                                log_debug_errno(r, "PID %d: code object at 0x%" PRIx64 " not read: %m",
+                                                (int) pp->pid, addr);
                         code_clear(c);
                         c->bad = true;
                 }

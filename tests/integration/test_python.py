@@ -199,7 +199,15 @@ def profile_python(argv, name, check, extra_profile=None):
         assert line.startswith("ready"), line
         assert p.wait(120) == 0
         cg.remove()
-        check(agent.wait_summary(lambda s: s["cgroup"] == cg.rel))
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        try:
+            check(report)
+        except AssertionError:
+            # What the agent said of the interpreter and its code objects.
+            for line in agent.log().splitlines():
+                if "CPython" in line or "code object" in line:
+                    log(f"[agent] {line}")
+            raise
     finally:
         agent.cleanup()
         cg.remove()
