@@ -507,8 +507,12 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
                 if (r < 0) {
                         py->stats.code_read_errors++;
                         if (py->stats.code_read_errors <= 64) /* the first few: a diagnosis, not a flood */
-                                log_debug_errno(r, "PID %d: code object at 0x%" PRIx64 " not read: %m",
-                                                (int) pp->pid, addr);
+                                log_debug_errno(r,
+                                                "PID %d: code object at 0x%" PRIx64
+                                                " not read (type 0x%" PRIx64 ", PyCode_Type 0x%" PRIx64
+                                                ", seq %" PRIu64 "): %m",
+                                                (int) pp->pid, addr, header_u64(c, o->object_type),
+                                                pp->code_type, seq);
                         code_clear(c);
                         c->bad = true;
                 }
