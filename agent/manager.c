@@ -486,6 +486,10 @@ static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *c
         if (e->kind == CGPROF_PROC_EVENT_MAPPINGS) {
                 /* The walker met an address its mappings do not hold. */
                 (void) unwinder_process_reload(m->unwinder, (pid_t) e->pid, e->start_time, 0);
+                /* A libpython the dynamic loader mapped after exec(). */
+                if (e->session < CGPROF_MAX_SESSIONS && m->sessions_by_slot[e->session])
+                        session_python_recheck(m->sessions_by_slot[e->session], e->pid, e->start_time,
+                                               e->exec_id);
                 return;
         }
         if (e->session >= CGPROF_MAX_SESSIONS || !m->sessions_by_slot[e->session])

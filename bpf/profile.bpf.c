@@ -184,14 +184,15 @@ struct walk_state {
 };
 
 /* The Python walk: the process's offsets, the frame to read next, and
- * the bytes of a frame (its fixed part: every offset is below 72). */
-#define PY_FRAME_READ 72
+ * the bytes of a frame (its first proc.frame_size bytes: every offset the
+ * walk uses is below). */
+#define PY_FRAME_READ CGPROF_PY_FRAME_READ_MAX
 struct py_state {
         struct cgprof_python_proc proc;
         __u64 frame;
         __u64 tstate;
         __u64 fsbase;
-        __u8 buf[128];
+        __u8 buf[PY_FRAME_READ];
 };
 
 struct scratch {
@@ -805,6 +806,13 @@ static __always_inline __u64 py_buf_u64(const __u8 *buf, __u64 off) {
         return *(const __u64 *) (buf + off);
 }
 
+static __always_inline __u32 py_buf_u32(const __u8 *buf, __u64 off) {
+        asm volatile("%0 &= 127" : "+r"(off));
+        if (off > PY_FRAME_READ - 4)
+                return 0;
+        return *(const __u32 *) (buf + off);
+}
+
 static __always_inline __u8 py_buf_u8(const __u8 *buf, __u64 off) {
         asm volatile("%0 &= 127" : "+r"(off));
         if (off > PY_FRAME_READ - 1)
@@ -840,7 +848,8 @@ static long py_frame(__u32 i, void *data) {
         struct cgprof_stack *st;
         struct py_state *p;
         __u64 code, instr_ptr, first, instr = CGPROF_PY_INSTR_UNKNOWN;
-        __u32 n;
+        __u32 n, size;
+        __s32 lasti;
         __u8 entry = 0;
 
         if (!s)
@@ -856,8 +865,10 @@ static long py_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_PY_TRUNCATED;
                 return 1;
         }
-        if (p->frame > USER_ADDR_MAX - PY_FRAME_READ ||
-            bpf_probe_read_user(p->buf, PY_FRAME_READ, (void *) p->frame) < 0) {
+        size = p->proc.frame_size;
+        asm volatile("%0 &= 127" : "+r"(size));
+        if (size == 0 || p->frame > USER_ADDR_MAX - PY_FRAME_READ ||
+            bpf_probe_read_user(p->buf, size, (void *) p->frame) < 0) {
                 st->flags |= CGPROF_PY_READ_ERROR;
                 return 1;
         }
@@ -873,14 +884,24 @@ static long py_frame(__u32 i, void *data) {
         }
         if (code == 0)
                 return 0;
-        if (p->proc.frame_is_entry != CGPROF_PYTHON_NO_OFFSET)
-                entry = py_buf_u8(p->buf, p->proc.frame_is_entry);
-        instr_ptr = py_buf_u64(p->buf, p->proc.frame_prev_instr);
-        first = code + p->proc.code_adaptive;
-        if (instr_ptr >= first && instr_ptr - first < 2ULL * CGPROF_PY_INSTR_UNKNOWN)
-                instr = (instr_ptr - first) / 2;
-        else if (instr_ptr + 2 == first)
-                instr = 0; /* not started: prev_instr is one before the first */
+        if (p->proc.frame_lasti != CGPROF_PYTHON_NO_OFFSET) {
+                /* A frame object (3.7-3.10): its own evaluation loop call;
+                 * f_lasti < 0: not started. */
+                lasti = (__s32) py_buf_u32(p->buf, p->proc.frame_lasti);
+                instr = lasti < 0 ? 0 : ((__u64) lasti >> (p->proc.lasti_shift & 1));
+                if (instr > CGPROF_PY_INSTR_UNKNOWN)
+                        instr = CGPROF_PY_INSTR_UNKNOWN;
+                entry = 1;
+        } else {
+                if (p->proc.frame_is_entry != CGPROF_PYTHON_NO_OFFSET)
+                        entry = py_buf_u8(p->buf, p->proc.frame_is_entry);
+                instr_ptr = py_buf_u64(p->buf, p->proc.frame_prev_instr);
+                first = code + p->proc.code_adaptive;
+                if (instr_ptr >= first && instr_ptr - first < 2ULL * CGPROF_PY_INSTR_UNKNOWN)
+                        instr = (instr_ptr - first) / 2;
+                else if (instr_ptr + 2 == first)
+                        instr = 0; /* not started: prev_instr is one before the first */
+        }
         st->pcs[frame_index(n)] = CGPROF_PY_FRAME(code, instr, entry);
         st->n = n + 1;
         return 0;

@@ -12,7 +12,9 @@
  * thread_id is the thread's pthread_self(), which is the thread pointer:
  * task->thread.fsbase on x86-64), then walks current frame -> previous,
  * recording per frame the code object's address and the instruction
- * offset. The agent reads the code objects' names, files and line tables. */
+ * offset: _PyInterpreterFrame.previous (3.11+) or PyFrameObject.f_back
+ * (3.7-3.10, where every frame is its own evaluation loop call). The agent
+ * reads the code objects' names, files and line tables. */
 
 #define CGPROF_MAX_PYTHON_PROCS 16384
 #define CGPROF_MAX_PYTHON_THREADS 65536
@@ -20,6 +22,8 @@
 #define CGPROF_PYTHON_MAX_THREAD_SCAN 64
 /* An offset the version does not have. */
 #define CGPROF_PYTHON_NO_OFFSET 0xffffu
+/* The most bytes of a frame the walk reads (every field it uses inside). */
+#define CGPROF_PY_FRAME_READ_MAX 128
 
 struct cgprof_python_proc {
         __u64 start_time; /* the process's start time: a reused PID is not this process */
@@ -29,16 +33,17 @@ struct cgprof_python_proc {
         __u16 tstate_thread_id; /* PyThreadState.thread_id (pthread_self()) */
         __u16 tstate_cframe; /* PyThreadState.cframe, NO_OFFSET: current frame directly in the tstate */
         __u16 cframe_current_frame; /* _PyCFrame.current_frame (or PyThreadState.current_frame) */
-        __u16 frame_code; /* _PyInterpreterFrame.f_code */
-        __u16 frame_previous; /* _PyInterpreterFrame.previous */
-        __u16 frame_prev_instr; /* _PyInterpreterFrame.prev_instr */
+        __u16 frame_code; /* _PyInterpreterFrame.f_code/.f_executable, PyFrameObject.f_code */
+        __u16 frame_previous; /* _PyInterpreterFrame.previous, PyFrameObject.f_back */
+        __u16 frame_prev_instr; /* _PyInterpreterFrame.prev_instr/.instr_ptr, NO_OFFSET: none */
         __u16 frame_is_entry; /* _PyInterpreterFrame.is_entry (a byte), NO_OFFSET: none */
         __u16 frame_owner; /* _PyInterpreterFrame.owner (a byte), NO_OFFSET: none */
         __u16 code_adaptive; /* PyCodeObject.co_code_adaptive: the first instruction */
+        __u16 frame_lasti; /* PyFrameObject.f_lasti (an int, 3.7-3.10), NO_OFFSET: none */
+        __u16 frame_size; /* bytes of a frame read at once (1..CGPROF_PY_FRAME_READ_MAX - 1) */
         __u8 owner_cstack; /* owner value of C-stack shim frames (skipped), 0: none */
-        __u8 pad;
+        __u8 lasti_shift; /* f_lasti >> lasti_shift is in code units */
         __u32 exec_id; /* the program (exec() count) registered: for the agent, the walk ignores it */
-        __u32 pad2;
 };
 
 /* A Python frame as stored in a stack's pcs[]: the code object's address

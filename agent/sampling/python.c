@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,8 @@ struct PythonProcess {
         bool registered; /* in python_procs */
         bool gone; /* its memory cannot be read any more: use the cache as it is */
         char *status;
-        const PythonOffsets *offsets;
+        const PythonOffsets *offsets; /* the table's, or own_offsets */
+        PythonOffsets own_offsets; /* read from the interpreter (_Py_DebugOffsets) */
         uint64_t code_type; /* PyCode_Type in the process, 0: unknown */
         void *codes; /* tsearch() tree of CodeInfo by addr */
         size_t n_codes;
@@ -253,7 +255,10 @@ static int process_register(Python *py, PythonProcess *pp, uint64_t runtime) {
                 .frame_is_entry = o->frame_is_entry,
                 .frame_owner = o->frame_owner,
                 .code_adaptive = o->code_adaptive,
+                .frame_lasti = o->frame_lasti,
+                .frame_size = o->frame_size,
                 .owner_cstack = o->owner_cstack,
+                .lasti_shift = o->frame_lasti_shift,
                 .exec_id = pp->exec_id,
         };
         uint32_t key = (uint32_t) pp->pid;
@@ -290,9 +295,23 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
         if (fi->info.major == 0)
                 r = asprintf(&pp->status, "unknown version");
         else {
-                pp->offsets = python_offsets_find(fi->info.major, fi->info.minor);
+                const char *bad = NULL;
+                if (fi->info.has_debug_offsets) {
+                        /* 3.13+: what the interpreter publishes, not a table. */
+                        pp->own_offsets = fi->info.debug_offsets;
+                        pp->offsets = &pp->own_offsets;
+                } else
+                        pp->offsets = python_offsets_find(fi->info.major, fi->info.minor);
+                if (pp->offsets && (bad = python_offsets_invalid(pp->offsets)))
+                        pp->offsets = NULL;
                 if (pp->offsets)
                         r = asprintf(&pp->status, "%u.%u", fi->info.major, fi->info.minor);
+                else if (bad)
+                        r = asprintf(&pp->status, "unsupported version %u.%u (offsets: %s)", fi->info.major,
+                                     fi->info.minor, bad);
+                else if (fi->info.debug_missing)
+                        r = asprintf(&pp->status, "unsupported version %u.%u (_Py_DebugOffsets: no %s)",
+                                     fi->info.major, fi->info.minor, fi->info.debug_missing);
                 else
                         r = asprintf(&pp->status, "unsupported version %u.%u", fi->info.major,
                                      fi->info.minor);
@@ -314,7 +333,8 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
                 return -ENOMEM;
         }
         py->stats.processes++;
-        log_debug("PID %d runs CPython (%s).", (int) pid, pp->status);
+        log_debug("PID %d runs CPython (%s%s).", (int) pid, pp->status,
+                  pp->offsets == &pp->own_offsets ? ", offsets from its _Py_DebugOffsets" : "");
         *ret = pp;
         return 1;
 }
@@ -482,8 +502,17 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
                 c->addr = addr;
                 c->validated_seq = seq;
                 r = read_memory(pp, addr, c->header, o->code_header_size);
-                if (r < 0 || code_read(py, pp, c) < 0) {
+                if (r >= 0)
+                        r = code_read(py, pp, c);
+                if (r < 0) {
                         py->stats.code_read_errors++;
+                        if (py->stats.code_read_errors <= 64) /* the first few: a diagnosis, not a flood */
+                                log_debug_errno(r,
+                                                "PID %d: code object at 0x%" PRIx64
+                                                " not read (type 0x%" PRIx64 ", PyCode_Type 0x%" PRIx64
+                                                ", seq %" PRIu64 "): %m",
+                                                (int) pp->pid, addr, header_u64(c, o->object_type),
+                                                pp->code_type, seq);
                         code_clear(c);
                         c->bad = true;
                 }
@@ -498,7 +527,8 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
         ret->name = c->name;
         ret->file = c->file;
         if (instr != CGPROF_PY_INSTR_UNKNOWN && c->linetable &&
-            python_code_line(c->linetable, c->linetable_size, c->firstlineno, instr, &line) >= 0)
+            python_code_line_format(o->linetable_format, c->linetable, c->linetable_size, c->firstlineno,
+                                    instr, &line) >= 0)
                 ret->line = line;
         return 0;
 }

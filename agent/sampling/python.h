@@ -37,7 +37,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Python *, python_free);
 int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec_id, PythonProcess **ret);
 void python_process_unref(Python *py, PythonProcess *pp);
 
-/* "3.11" (walked), "unsupported version 3.99", "unknown version". */
+/* "3.12" (walked), "unsupported version 3.99", "unsupported version 3.14
+ * (_Py_DebugOffsets: no FIELD)", "unknown version". */
 const char *python_process_status(const PythonProcess *pp);
 bool python_process_supported(const PythonProcess *pp);
 

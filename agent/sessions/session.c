@@ -569,6 +569,36 @@ void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint
                 (void) symbolizer_refresh(s->room->symbolizer, sp->maps);
 }
 
+typedef struct RecheckFind {
+        uint32_t pid;
+        uint64_t start_time;
+        SessionProcess *found; /* its current program (not superseded) */
+} RecheckFind;
+
+static void recheck_find_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+        RecheckFind *f = userdata;
+
+        if ((which == postorder || which == leaf) && sp->pid == f->pid && sp->start_time == f->start_time &&
+            !sp->superseded)
+                f->found = sp;
+}
+
+void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
+        /* The walk's event has no exec() count (0): the process's current program. */
+        RecheckFind f = { .pid = pid, .start_time = start_time };
+        SessionProcess *sp = exec_id ? process_find(s, pid, start_time, exec_id) : NULL;
+
+        if (!sp) {
+                twalk_r(s->processes, recheck_find_action, &f);
+                sp = f.found;
+        }
+        if (!sp || sp->python || !sp->wanted)
+                return;
+        sp->python_checked = 0; /* new mappings: worth a look in this drain too */
+        process_python_check(s, sp);
+}
+
 void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
         bool is_new;
         SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
@@ -901,6 +931,13 @@ static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *p
                 return n_native;
         for (size_t k = 0; k < n_items; k++) {
                 uint32_t i = items[k].index;
+                if (!items[k].python && py->n > 0 && i + 1 < n_native && eval[i + 1] &&
+                    s->data->frames[native_frames[i]].name &&
+                    strncmp(s->data->frames[native_frames[i]].name, "py::", 4) == 0)
+                        /* A perf trampoline of 3.12+ (-X perf: "py::FUNCTION:FILE"
+                         * from /tmp/perf-PID.map) calling the evaluation loop:
+                         * the walk names the same frames, with lines. */
+                        continue;
                 if (!items[k].python) {
                         frames[n] = native_frames[i];
                         locations[n] = native_locations[i];

@@ -156,6 +156,10 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                        bool stack_lost);
 /* The process's mappings, read again (manager_refresh_process_soon()). */
 void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id);
+/* The process mapped new code (a walk met an address in no known mapping):
+ * if it was not found to run CPython yet, look again (a libpython mapped by
+ * the dynamic loader after exec(), or dlopen()ed later). */
+void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id);
 /* Captures the mappings and symbols of the processes reported since the
  * last call (after a batch of process events, and before a drain). */
 void session_capture_pending(Session *s);

@@ -1,7 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Python frames: Debian's own python3.11 running pure Python
-(tests/python/py-hot.py), profiled from the outside, without touching it.
+"""Python frames: CPython running pure Python (tests/python/py-hot.py),
+profiled from the outside, without touching it.
+
+Every case runs on Debian's own python3.11 (a static executable); the single
+process and the namespace cases also run on each CPython 3.7 to 3.13 of the
+pyenv root ($PYENV_ROOT, default /root/.pyenv: libpython3.X.so builds) —
+the cases that differ per version (where the interpreter is, its frame
+layout and line table), while threads, venv and pythonFrames off are the
+agent's and the same on every version. A version not on the machine is one
+skip with the reason; one that is there and fails is a failure. On 3.12,
+-X perf's trampoline frames: named from the perf map, and left out where
+the walk names the same calls.
+CGPROF_PY_ONLY=REGEX runs only the cases whose function name matches;
+CGPROF_PY_DEBUG=1 logs the top stacks without the hot functions.
 
 - Its three hot Python functions have inclusive shares of 50/30/20 (±5
   points), the Python call chain <module> -> main -> work_cycle -> hot_* is
@@ -15,8 +27,14 @@
   gets its native stacks."""
 
 import ast
+import glob
 import gzip
+import importlib.machinery
+import importlib.util
 import os
+import re
+import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -24,6 +42,10 @@ from cgproflib import (Agent, Cgroup, assert_shares, folded, log, main, profile,
 from test_pprof import fields, ints
 
 PYTHON = "/usr/bin/python3.11"
+PYENV_ROOT = os.environ.get("PYENV_ROOT", "/root/.pyenv")
+# The versions the agent walks (docs/python-frames.md), each tested on its
+# pyenv build when there is one.
+PYENV_VERSIONS = ("3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 BUILD = os.environ.get("CGPROF_BUILD_DIR", "build")
 SOURCE = os.environ.get("CGPROF_SOURCE_DIR", ".")
 PY_HOT = os.environ.get("CGPROF_PY_HOT", os.path.join(SOURCE, "tests", "python", "py-hot.py"))
@@ -90,6 +112,13 @@ def inclusive_shares(stacks, names):
     return {n: 100.0 * sum(c for st, c in stacks.items() if n in st) / total for n in names}, total
 
 
+def pyenv_python(version):
+    """The newest pyenv build of version (3.X) here, or None."""
+    found = glob.glob(os.path.join(PYENV_ROOT, "versions", f"{version}.*", "bin", f"python{version}"))
+    found = [p for p in found if os.access(p, os.X_OK)]
+    return max(found, key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/")[-3])]) if found else None
+
+
 def python_stacks(report, comm="python3.11"):
     return {st: c for st, c in folded(report).items() if st[0] == comm}
 
@@ -100,9 +129,15 @@ def has_chain(st, chain):
     return any(st[i:i + n] == chain for i in range(len(st) - n + 1))
 
 
-def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
+def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="3.11", native_root=True):
     stacks = python_stacks(report, comm)
     shares, total = inclusive_shares(stacks, HOT)
+    py = report["python"]
+    log(f"[{where}] python summary: {py}")
+    if os.environ.get("CGPROF_PY_DEBUG"):
+        for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:8]:
+            if not any(h in st for h in HOT):
+                log(f"[{where}] no hot: {c} {';'.join(st)}")
     log(f"[{where}] inclusive shares over {total} samples: " +
         ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
     for name, want in zip(HOT, (50, 30, 20)):
@@ -110,7 +145,17 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
 
     # The chain, as the user wrote it, under the interpreter's native frames
     # (no _PyEval_EvalFrameDefault left where Python frames replaced it).
-    with_chain = sum(c for st, c in stacks.items() if any(has_chain(st, CHAIN + (h,)) for h in HOT))
+    # Before 3.11 every Python call is a call of the evaluation loop: the
+    # interpreter's own native frames of the call (call_function,
+    # _PyFunction_Vectorcall, ...) stay between the Python frames, so the
+    # chain is looked for among the Python frames (the fixture's functions).
+    pyenv_old = tuple(int(x) for x in version.split(".")) < (3, 11)
+    names = set(function_lines(PY_HOT)) | {"<module>"}
+
+    def chain_of(st):
+        return tuple(f for f in st if f in names) if pyenv_old else st
+
+    with_chain = sum(c for st, c in stacks.items() if any(has_chain(chain_of(st), CHAIN + (h,)) for h in HOT))
     share = 100.0 * with_chain / total
     log(f"[{where}] <module>;main;work_cycle;hot_*: {share:.1f}% of the samples")
     without = sorted(((st, c) for st, c in stacks.items() if not any(has_chain(st, CHAIN + (h,)) for h in HOT)),
@@ -118,15 +163,16 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
     assert share >= 95, ("stacks without the chain, most samples first:",
                          [(";".join(st), c) for st, c in without[:8]], report.get("python"))
     top = max(stacks.items(), key=lambda x: x[1])[0]
-    assert "Py_RunMain" in top and "<module>" in top and top.index("Py_RunMain") < top.index("<module>"), top
+    if native_root:
+        runmain = "pymain_main" if version == "3.7" else "Py_RunMain"  # 3.7 has no Py_RunMain
+        assert runmain in top and "<module>" in top and top.index(runmain) < top.index("<module>"), top
     assert "_PyEval_EvalFrameDefault" not in top[:top.index("hot_alpha" if "hot_alpha" in top else top[-1])], top
 
     py = report["python"]
-    log(f"[{where}] python summary: {py}")
     assert py["enabled"] and py["samples"] > 0
     assert py["withPythonFrames"] >= 0.95 * py["samples"], py
     procs = [p for p in report["processes"] if p["comm"] == comm]
-    assert procs and procs[0].get("pythonFrames") == "3.11", procs
+    assert procs and procs[0].get("pythonFrames") == version, procs
 
     # Lines: every sampled line of a function is one of its own.
     lines = function_lines(PY_HOT)
@@ -134,7 +180,7 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py"):
     for (name, file, line), count in pprof_lines(report).items():
         if name in lines and file.endswith(pyfile):
             first, last = lines[name]
-            # The def line is the function's too: 3.11 gives it to RESUME,
+            # The def line is the function's too: 3.11+ give it to RESUME,
             # the function's first instruction.
             assert first <= line <= last, f"{name} at line {line}, not in its lines {first}..{last}"
             seen[name] = seen.get(name, 0) + count
@@ -156,7 +202,15 @@ def profile_python(argv, name, check, extra_profile=None):
         assert line.startswith("ready"), line
         assert p.wait(120) == 0
         cg.remove()
-        check(agent.wait_summary(lambda s: s["cgroup"] == cg.rel))
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        try:
+            check(report)
+        except AssertionError:
+            # What the agent said of the interpreter and its code objects.
+            for line in agent.log().splitlines():
+                if "CPython" in line or "code object" in line:
+                    log(f"[agent] {line}")
+            raise
     finally:
         agent.cleanup()
         cg.remove()
@@ -213,20 +267,146 @@ def test_python_namespace():
     """A container's python: its own PID and mount namespace, the
     interpreter and the script bind-mounted at other paths."""
     need_python()
+    run_namespace(PYTHON, "3.11")
+
+
+def run_namespace(python, version):
     if subprocess.run(["unshare", "--pid", "--mount", "--fork", "true"], capture_output=True).returncode != 0:
         skip("unshare --pid --mount is not permitted here")
     with tempfile.TemporaryDirectory(prefix="cgprof-pyns-") as d:
         for f in ("python", "app.py"):
             open(os.path.join(d, f), "w").close()
-        script = (f"mount --make-rprivate / && mount --bind {PYTHON} {d}/python && "
+        script = (f"mount --make-rprivate / && mount --bind {python} {d}/python && "
                   f"mount --bind {PY_HOT} {d}/app.py && exec {d}/python {d}/app.py --seconds {SECONDS}")
 
         def check(report):
             maps = [m["file"] for m in report["mappings"]]
             assert any(m == f"{d}/python" for m in maps), maps
-            check_single(report, "namespace", comm="python", pyfile="app.py")
+            check_single(report, f"namespace {version}", comm="python", pyfile="app.py", version=version)
 
         profile_python(["unshare", "--pid", "--mount", "--fork", "sh", "-c", script], "ns", check)
+
+
+def test_python_perf_trampoline():
+    """3.12's perf trampolines (python -X perf writes /tmp/perf-PID.map): with
+    pythonFrames off the trampoline frames are named from the map
+    (py::FUNCTION:FILE); with it on, the walk's frames win and the
+    trampoline frame of each evaluation loop call is left out."""
+    p = pyenv_python("3.12")
+    if not p:
+        skip(f"no CPython 3.12 under {PYENV_ROOT}/versions")
+    comm = os.path.basename(p)
+
+    def check_off(report):
+        stacks = python_stacks(report, comm)
+        total = sum(stacks.values())
+        named = sum(c for st, c in stacks.items() if any(f.startswith("py::") and f.endswith("py-hot.py") for f in st))
+        log(f"[-X perf, pythonFrames off] a py::FUNCTION:py-hot.py frame in {100.0 * named / total:.1f}% of {total} samples")
+        assert named >= 0.9 * total, sorted(stacks.items(), key=lambda x: -x[1])[:3]
+
+    def check_on(report):
+        # The native walk stops at the trampoline (JIT code without an
+        # unwind table): no Py_RunMain at the root.
+        check_single(report, "-X perf", comm=comm, version="3.12", native_root=False)
+        stacks = python_stacks(report, comm)
+        with_tramp = sum(c for st, c in stacks.items() if any(f.startswith("py::") for f in st))
+        log(f"[-X perf] samples with a py:: frame left: {with_tramp}")
+        assert with_tramp <= 0.01 * sum(stacks.values()), [st for st in stacks if any(f.startswith("py::") for f in st)][:3]
+
+    profile_python([p, "-X", "perf", PY_HOT, "--seconds", "2"], "perf-off", check_off, {"pythonFrames": False})
+    profile_python([p, "-X", "perf", PY_HOT, "--seconds", SECONDS], "perf-on", check_on)
+
+
+def patched_libpython(lib, d, version_hex, tstate_size=None):
+    """A copy of lib (3.13's libpython) in d that says it is version_hex:
+    its Py_Version and its _Py_DebugOffsets.version, and, with tstate_size,
+    a _Py_DebugOffsets whose thread state is that small. Where those are in
+    _Py_DebugOffsets comes from the offsets table (3.13's layout)."""
+    spec = importlib.util.spec_from_loader(
+        "python_offsets", importlib.machinery.SourceFileLoader(
+            "python_offsets", os.path.join(SOURCE, "scripts", "python-offsets")))
+    po = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(po)
+    layout = po.parse_table(os.path.join(SOURCE, "common", "symbols", "python-offsets.h"))[(3, 13)]
+    syms = {}
+    for line in subprocess.run(["readelf", "-W", "--dyn-syms", lib], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[-1] in ("Py_Version", "_PyRuntime"):
+            syms[f[-1]] = int(f[1], 16)
+    sections = []
+    for line in subprocess.run(["readelf", "-SW", lib], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        m = re.search(r"\]\s+\S+\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+        if m:
+            sections.append(tuple(int(x, 16) for x in m.groups()))
+
+    def offset(vaddr):
+        return next(off + vaddr - addr for addr, off, size in sections if addr <= vaddr < addr + size)
+
+    out = os.path.join(d, os.path.basename(lib))
+    shutil.copyfile(lib, out)
+    with open(out, "r+b") as f:
+        for vaddr in (syms["Py_Version"], syms["_PyRuntime"] + layout["dbg_version"]):
+            f.seek(offset(vaddr))
+            f.write(struct.pack("<Q", version_hex))
+        if tstate_size is not None:
+            f.seek(offset(syms["_PyRuntime"] + layout["dbg_tstate_size"]))
+            f.write(struct.pack("<Q", tstate_size))
+    return out
+
+
+def test_python_debug_offsets_later_version():
+    """A CPython after the table's, walked with what its _Py_DebugOffsets
+    publishes: pyenv's 3.13 with a copy of its libpython that says 3.14
+    (Py_Version and _Py_DebugOffsets.version patched), so the agent has no
+    table for it. And one whose _Py_DebugOffsets lacks a field the walk
+    needs (its thread state's size cut to 8 bytes): refused, the field
+    named, native stacks kept."""
+    p = pyenv_python("3.13")
+    if not p:
+        skip(f"no CPython 3.13 under {PYENV_ROOT}/versions")
+    lib = os.path.join(os.path.dirname(os.path.dirname(p)), "lib", "libpython3.13.so.1.0")
+    comm = os.path.basename(p)
+
+    def check_broken(report):
+        procs = [x for x in report["processes"] if x["comm"] == comm]
+        log(f"[3.14 without thread_state.thread_id] processes: {procs}")
+        assert procs and procs[0].get("pythonFrames") == \
+            "unsupported version 3.14 (_Py_DebugOffsets: no thread_state.thread_id)", procs
+        assert report["python"]["withPythonFrames"] == 0, report["python"]
+        assert any("_PyEval_EvalFrameDefault" in st for st in python_stacks(report, comm))
+
+    with tempfile.TemporaryDirectory(prefix="cgprof-py314-") as d, \
+            tempfile.TemporaryDirectory(prefix="cgprof-py314-broken-") as broken:
+        patched_libpython(lib, d, 0x030e00a1)
+        patched_libpython(lib, broken, 0x030e00a1, tstate_size=8)
+        profile_python(["env", f"LD_LIBRARY_PATH={d}", p, PY_HOT, "--seconds", SECONDS], "dbg314",
+                       lambda r: check_single(r, "3.14 via _Py_DebugOffsets", comm=comm, version="3.14"))
+        profile_python(["env", f"LD_LIBRARY_PATH={broken}", p, PY_HOT, "--seconds", "2"], "dbg314-broken",
+                       check_broken)
+
+
+def pyenv_tests(version):
+    """The single process and namespace cases on pyenv's CPython version."""
+    def python():
+        p = pyenv_python(version)
+        if not p:
+            skip(f"no CPython {version} under {PYENV_ROOT}/versions")
+        return p
+
+    def single():
+        p = python()
+        profile_python([p, PY_HOT, "--seconds", SECONDS], f"single-{version}",
+                       lambda r: check_single(r, f"pyenv {version}", comm=os.path.basename(p), version=version))
+
+    def namespace():
+        run_namespace(python(), version)
+
+    tag = version.replace(".", "_")
+    single.__name__ = f"test_python_{tag}_frames"
+    namespace.__name__ = f"test_python_{tag}_namespace"
+    return [single, namespace]
 
 
 def test_python_unsupported():
@@ -271,5 +451,6 @@ def test_python_off():
 
 
 if __name__ == "__main__":
-    main([test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
-          test_python_off])
+    only = os.environ.get("CGPROF_PY_ONLY")
+    main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
+          test_python_off, test_python_perf_trampoline, test_python_debug_offsets_later_version] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
