@@ -9,7 +9,8 @@ static void on_session_started(void *userdata, Session *s) {
 }
 
 static void on_session_stopped(void *userdata, Session *s, const SamplerSessionStats *st) {
-        metrics_session_final(userdata, s, st);
+        Manager *m = userdata;
+        metrics_session_final(m->metrics, s, st);
 }
 
 static void on_session_ended(void *userdata, Session *s, const char *reason, const char *report_dirs,
@@ -17,9 +18,9 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
         Manager *m = userdata;
 
         if (error >= 0)
-                metrics_session_ended(m, reason);
+                metrics_session_ended(m->metrics, reason);
         else
-                metrics_session_failed(m, "report");
+                metrics_session_failed(m->metrics, "report");
         manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
         manager_pull_session_ended(m, s->id_string, report_dirs, error);
 }
@@ -109,7 +110,8 @@ static const Config *machine_config(void *userdata) {
 }
 
 static void on_machine_changed(void *userdata, const char *sysctl, MachineChange change) {
-        metrics_machine_change(userdata, sysctl, change);
+        Manager *m = userdata;
+        metrics_machine_change(m->metrics, sysctl, change);
 }
 
 static void on_machine_fatal(void *userdata, int error) {
@@ -167,4 +169,43 @@ int manager_kube_new(Manager *m) {
         };
 
         return kube_room_new(&deps, &m->kube);
+}
+
+static Session **metrics_sessions(void *userdata, size_t *ret_n) {
+        Manager *m = userdata;
+        *ret_n = m->n_sessions;
+        return m->sessions;
+}
+
+static Sampler *metrics_sampler(void *userdata) {
+        Manager *m = userdata;
+        return m->sampler;
+}
+
+static size_t metrics_sessions_fd_starved(void *userdata) {
+        Manager *m = userdata;
+        return m->sessions_fd_starved;
+}
+
+static size_t metrics_cgroups_watched(void *userdata) {
+        Manager *m = userdata;
+        return m->cgroup_watch ? cgroup_watch_count(m->cgroup_watch) : 0;
+}
+
+int manager_metrics_new(Manager *m) {
+        MetricsDeps deps = {
+                .node_name = m->node_name,
+                .attach_mode = m->opts.attach_mode,
+                .sessions_room = m->sessions_room,
+                .kube = m->kube,
+                .loop_histogram = &m->loop.dispatch_histogram,
+                .drain_histogram = &m->drain_timing.histogram,
+                .sessions = metrics_sessions,
+                .sampler = metrics_sampler,
+                .sessions_fd_starved = metrics_sessions_fd_starved,
+                .cgroups_watched = metrics_cgroups_watched,
+                .userdata = m,
+        };
+
+        return manager_metrics_init(&deps, &m->metrics);
 }

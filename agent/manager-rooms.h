@@ -26,3 +26,8 @@ int manager_kube_new(Manager *m);
  * announces: reports written, and a session's start and end (to the bus,
  * the pull waiters and /metrics). */
 int manager_sessions_room_new(Manager *m);
+
+/* Creates the http room's counters (m->metrics), with what /metrics reads
+ * of the Manager and the other rooms (MetricsDeps); after the sessions and
+ * kube rooms. */
+int manager_metrics_new(Manager *m);

@@ -931,13 +931,13 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_sessions_room_new(m);
         if (r < 0)
                 return r;
-        r = manager_metrics_init(m);
-        if (r < 0)
-                return r;
         r = manager_machine_new(m);
         if (r < 0)
                 return r;
         r = manager_kube_new(m);
+        if (r < 0)
+                return r;
+        r = manager_metrics_new(m);
         if (r < 0)
                 return r;
 
@@ -1274,7 +1274,7 @@ Manager *manager_free(Manager *m) {
         free(m->state_dir);
         free(m->bus_socket);
         free(m->node_name);
-        manager_metrics_free(m);
+        m->metrics = manager_metrics_free(m->metrics);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -1282,7 +1282,7 @@ Manager *manager_free(Manager *m) {
 
 void manager_count_session_failed(Manager *m, const char *reason) {
         sessions_room_count_failed(m->sessions_room);
-        metrics_session_failed(m, reason);
+        metrics_session_failed(m->metrics, reason);
 }
 
 unsigned manager_active_sessions(Manager *m) {

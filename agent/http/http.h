@@ -7,6 +7,7 @@
  * through their callbacks in manager-rooms.c: /metrics, the pull waiters). */
 #pragma once
 
+#include "http-deps.h"
 #include "manager-http.h"
 #include "manager-pull.h"
 #include "metrics.h"

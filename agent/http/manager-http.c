@@ -11,7 +11,7 @@ static int on_metrics(const char *path, HttpResponse *ret, void *userdata) {
         Manager *m = userdata;
         int r;
 
-        r = metrics_exposition(m, &ret->body, &ret->size);
+        r = metrics_exposition(m->metrics, m->http, m->pull, &ret->body, &ret->size);
         if (r < 0)
                 return r;
         ret->status = 200;

@@ -196,7 +196,7 @@ static void request_answered(PullRequest *p, unsigned status) {
 
         if (m) {
                 snprintf(code, sizeof(code), "%u", status);
-                metrics_pull_request(m, code);
+                metrics_pull_request(m->metrics, code);
                 log_debug("http: %s answered %u after %.3f ms.",
                           p->kind == PULL_PROFILE   ? "a profile"
                           : p->kind == PULL_TARGETS ? "the targets"
@@ -808,7 +808,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
          * scrapes and listings always find room. */
         if (pull->n_requests >=
             MIN(PULL_PENDING_MAX, MAX(m->config->config->http.max_connections / 2, 1U))) {
-                metrics_pull_request(m, "503");
+                metrics_pull_request(m->metrics, "503");
                 return http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
                                                "Too many profile requests at once; try again later.\n");
         }
@@ -1007,9 +1007,7 @@ void manager_pull_stop(Manager *m) {
         m->pull = NULL;
 }
 
-void manager_pull_stats(Manager *m, PullStats *ret) {
-        ManagerPull *pull = m ? m->pull : NULL;
-
+void manager_pull_stats(ManagerPull *pull, PullStats *ret) {
         *ret = (PullStats){};
         if (!pull)
                 return;

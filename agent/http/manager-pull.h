@@ -40,6 +40,6 @@ typedef struct PullStats {
         HttpAuthStats auth;
         uint64_t pulls_limited; /* 429: too many pulls by one user */
 } PullStats;
-void manager_pull_stats(Manager *m, PullStats *ret);
+void manager_pull_stats(ManagerPull *pull, PullStats *ret);
 /* A session ended (session-end.c): answers the request that started it, if any. */
 void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error);
