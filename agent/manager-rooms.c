@@ -22,7 +22,7 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
         else
                 metrics_session_failed(m->metrics, "report");
         manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
-        manager_pull_session_ended(m, s->id_string, report_dirs, error);
+        http_room_session_ended(m->http_room, s->id_string, report_dirs, error);
 }
 
 static const SessionEvents manager_session_events = {
@@ -208,4 +208,67 @@ int manager_metrics_new(Manager *m) {
         };
 
         return manager_metrics_init(&deps, &m->metrics);
+}
+
+static const Config *http_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config ? m->config->config : NULL;
+}
+
+static Session *http_session_find(void *userdata, const char *id) {
+        return manager_session_find(userdata, id);
+}
+
+static int http_start_session(void *userdata, const char *target, uint64_t duration_usec, char **ret_id,
+                              char **ret_error) {
+        return manager_start_session(userdata, target, NULL, duration_usec, ret_id, ret_error);
+}
+
+static int http_stop_session(void *userdata, const char *id, char **ret_error) {
+        return manager_stop_session(userdata, id, NULL, NULL, ret_error);
+}
+
+static bool http_host_target(void *userdata, const char *path) {
+        return manager_host_target(userdata, path) != NULL;
+}
+
+static bool http_listing_refused(void *userdata) {
+        Manager *m = userdata;
+
+        if (m->list_reports_pending < LIST_REPORTS_MAX_PENDING)
+                return false;
+        m->list_reports_refused++;
+        return true;
+}
+
+static void http_listing_pending(void *userdata, bool more) {
+        Manager *m = userdata;
+
+        if (more)
+                m->list_reports_pending++;
+        else
+                m->list_reports_pending--;
+}
+
+int manager_http_room_new(Manager *m) {
+        HttpRoomDeps deps = {
+                .event = m->event,
+                .node_name = m->node_name,
+                .sessions_room = m->sessions_room,
+                .kube = m->kube,
+                .metrics = m->metrics,
+                .list_reports_max = LIST_REPORTS_MAX_PENDING,
+                .config = http_config,
+                .report_dir = sessions_report_dir,
+                .session_find = http_session_find,
+                .start_session = http_start_session,
+                .stop_session = http_stop_session,
+                .host_target = http_host_target,
+                .listing_refused = http_listing_refused,
+                .listing_pending = http_listing_pending,
+                .reports_written = on_sessions_reports_written,
+                .userdata = m,
+        };
+
+        return http_room_new(&deps, &m->http_room);
 }

@@ -31,3 +31,9 @@ int manager_sessions_room_new(Manager *m);
  * of the Manager and the other rooms (MetricsDeps); after the sessions and
  * kube rooms. */
 int manager_metrics_new(Manager *m);
+
+/* Creates the http room's state (m->http_room), with what the listener and
+ * the pulls need (HttpRoomDeps): the event loop, the node, the sessions and
+ * kube rooms, the metrics, the config, reportDir, sessions found, started
+ * and stopped, the ListReports limit; after manager_metrics_new(). */
+int manager_http_room_new(Manager *m);

@@ -738,7 +738,7 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         }
 
         if (!initial)
-                manager_http_reload(m, c);
+                manager_http_reload(m->http_room, c);
         r = config_ref_new(TAKE_PTR(c), &ref);
         if (r < 0)
                 return log_oom();
@@ -938,6 +938,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 return r;
         r = manager_metrics_new(m);
+        if (r < 0)
+                return r;
+        r = manager_http_room_new(m);
         if (r < 0)
                 return r;
 
@@ -1145,7 +1148,7 @@ int manager_startup(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", m->config_path, error ?: strerror(-r));
         }
-        (void) manager_http_start(m);
+        (void) manager_http_start(m->http_room);
 
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -1232,7 +1235,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         /* Reports still being written (the loop failed): finished, and
          * announced while everything they announce to is still here. */
-        manager_http_stop(m); /* no more scrapes of what is freed below */
+        m->http_room = http_room_free(m->http_room); /* no more scrapes of what is freed below */
         sessions_room_flush(m->sessions_room);
         while (m->n_sessions > 0) {
                 Session *s = m->sessions[--m->n_sessions];
