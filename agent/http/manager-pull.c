@@ -11,7 +11,6 @@
 #include "http-auth.h"
 #include "http-server.h"
 #include "log.h"
-#include "control.h"
 #include "kube.h"
 #include "manager-pull.h"
 #include "metrics.h"
