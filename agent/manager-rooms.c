@@ -9,7 +9,8 @@ static void on_session_started(void *userdata, Session *s) {
 }
 
 static void on_session_stopped(void *userdata, Session *s, const SamplerSessionStats *st) {
-        metrics_session_final(userdata, s, st);
+        Manager *m = userdata;
+        metrics_session_final(m->metrics, s, st);
 }
 
 static void on_session_ended(void *userdata, Session *s, const char *reason, const char *report_dirs,
@@ -17,11 +18,11 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
         Manager *m = userdata;
 
         if (error >= 0)
-                metrics_session_ended(m, reason);
+                metrics_session_ended(m->metrics, reason);
         else
-                metrics_session_failed(m, "report");
+                metrics_session_failed(m->metrics, "report");
         manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
-        manager_pull_session_ended(m, s->id_string, report_dirs, error);
+        http_room_session_ended(m->http_room, s->id_string, report_dirs, error);
 }
 
 static const SessionEvents manager_session_events = {
@@ -109,7 +110,8 @@ static const Config *machine_config(void *userdata) {
 }
 
 static void on_machine_changed(void *userdata, const char *sysctl, MachineChange change) {
-        metrics_machine_change(userdata, sysctl, change);
+        Manager *m = userdata;
+        metrics_machine_change(m->metrics, sysctl, change);
 }
 
 static void on_machine_fatal(void *userdata, int error) {
@@ -167,4 +169,106 @@ int manager_kube_new(Manager *m) {
         };
 
         return kube_room_new(&deps, &m->kube);
+}
+
+static Session **metrics_sessions(void *userdata, size_t *ret_n) {
+        Manager *m = userdata;
+        *ret_n = m->n_sessions;
+        return m->sessions;
+}
+
+static Sampler *metrics_sampler(void *userdata) {
+        Manager *m = userdata;
+        return m->sampler;
+}
+
+static size_t metrics_sessions_fd_starved(void *userdata) {
+        Manager *m = userdata;
+        return m->sessions_fd_starved;
+}
+
+static size_t metrics_cgroups_watched(void *userdata) {
+        Manager *m = userdata;
+        return m->cgroup_watch ? cgroup_watch_count(m->cgroup_watch) : 0;
+}
+
+int manager_metrics_new(Manager *m) {
+        MetricsDeps deps = {
+                .node_name = m->node_name,
+                .attach_mode = m->opts.attach_mode,
+                .sessions_room = m->sessions_room,
+                .kube = m->kube,
+                .loop_histogram = &m->loop.dispatch_histogram,
+                .drain_histogram = &m->drain_timing.histogram,
+                .sessions = metrics_sessions,
+                .sampler = metrics_sampler,
+                .sessions_fd_starved = metrics_sessions_fd_starved,
+                .cgroups_watched = metrics_cgroups_watched,
+                .userdata = m,
+        };
+
+        return manager_metrics_init(&deps, &m->metrics);
+}
+
+static const Config *http_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config ? m->config->config : NULL;
+}
+
+static Session *http_session_find(void *userdata, const char *id) {
+        return manager_session_find(userdata, id);
+}
+
+static int http_start_session(void *userdata, const char *target, uint64_t duration_usec, char **ret_id,
+                              char **ret_error) {
+        return manager_start_session(userdata, target, NULL, duration_usec, ret_id, ret_error);
+}
+
+static int http_stop_session(void *userdata, const char *id, char **ret_error) {
+        return manager_stop_session(userdata, id, NULL, NULL, ret_error);
+}
+
+static bool http_host_target(void *userdata, const char *path) {
+        return manager_host_target(userdata, path) != NULL;
+}
+
+static bool http_listing_refused(void *userdata) {
+        Manager *m = userdata;
+
+        if (m->list_reports_pending < LIST_REPORTS_MAX_PENDING)
+                return false;
+        m->list_reports_refused++;
+        return true;
+}
+
+static void http_listing_pending(void *userdata, bool more) {
+        Manager *m = userdata;
+
+        if (more)
+                m->list_reports_pending++;
+        else
+                m->list_reports_pending--;
+}
+
+int manager_http_room_new(Manager *m) {
+        HttpRoomDeps deps = {
+                .event = m->event,
+                .node_name = m->node_name,
+                .sessions_room = m->sessions_room,
+                .kube = m->kube,
+                .metrics = m->metrics,
+                .list_reports_max = LIST_REPORTS_MAX_PENDING,
+                .config = http_config,
+                .report_dir = sessions_report_dir,
+                .session_find = http_session_find,
+                .start_session = http_start_session,
+                .stop_session = http_stop_session,
+                .host_target = http_host_target,
+                .listing_refused = http_listing_refused,
+                .listing_pending = http_listing_pending,
+                .reports_written = on_sessions_reports_written,
+                .userdata = m,
+        };
+
+        return http_room_new(&deps, &m->http_room);
 }

@@ -26,3 +26,14 @@ int manager_kube_new(Manager *m);
  * announces: reports written, and a session's start and end (to the bus,
  * the pull waiters and /metrics). */
 int manager_sessions_room_new(Manager *m);
+
+/* Creates the http room's counters (m->metrics), with what /metrics reads
+ * of the Manager and the other rooms (MetricsDeps); after the sessions and
+ * kube rooms. */
+int manager_metrics_new(Manager *m);
+
+/* Creates the http room's state (m->http_room), with what the listener and
+ * the pulls need (HttpRoomDeps): the event loop, the node, the sessions and
+ * kube rooms, the metrics, the config, reportDir, sessions found, started
+ * and stopped, the ListReports limit; after manager_metrics_new(). */
+int manager_http_room_new(Manager *m);

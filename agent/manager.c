@@ -742,7 +742,7 @@ static int manager_load_config(Manager *m, bool initial, char **ret_error) {
         }
 
         if (!initial)
-                manager_http_reload(m, c);
+                manager_http_reload(m->http_room, c);
         r = config_ref_new(TAKE_PTR(c), &ref);
         if (r < 0)
                 return log_oom();
@@ -935,13 +935,16 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_sessions_room_new(m);
         if (r < 0)
                 return r;
-        r = manager_metrics_init(m);
-        if (r < 0)
-                return r;
         r = manager_machine_new(m);
         if (r < 0)
                 return r;
         r = manager_kube_new(m);
+        if (r < 0)
+                return r;
+        r = manager_metrics_new(m);
+        if (r < 0)
+                return r;
+        r = manager_http_room_new(m);
         if (r < 0)
                 return r;
 
@@ -1149,7 +1152,7 @@ int manager_startup(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", m->config_path, error ?: strerror(-r));
         }
-        (void) manager_http_start(m);
+        (void) manager_http_start(m->http_room);
 
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
@@ -1236,7 +1239,7 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         /* Reports still being written (the loop failed): finished, and
          * announced while everything they announce to is still here. */
-        manager_http_stop(m); /* no more scrapes of what is freed below */
+        m->http_room = http_room_free(m->http_room); /* no more scrapes of what is freed below */
         sessions_room_flush(m->sessions_room);
         while (m->n_sessions > 0) {
                 Session *s = m->sessions[--m->n_sessions];
@@ -1278,7 +1281,7 @@ Manager *manager_free(Manager *m) {
         free(m->state_dir);
         free(m->bus_socket);
         free(m->node_name);
-        manager_metrics_free(m);
+        m->metrics = manager_metrics_free(m->metrics);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -1286,7 +1289,7 @@ Manager *manager_free(Manager *m) {
 
 void manager_count_session_failed(Manager *m, const char *reason) {
         sessions_room_count_failed(m->sessions_room);
-        metrics_session_failed(m, reason);
+        metrics_session_failed(m->metrics, reason);
 }
 
 unsigned manager_active_sessions(Manager *m) {

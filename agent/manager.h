@@ -130,11 +130,12 @@ typedef struct Manager {
          * labels select its entries: the machine room's state (machine.h). */
         struct MachineRoom *machine;
 
-        /* /metrics (manager-http.c, metrics.c): the HTTP listener, and
-         * what the metrics count beyond the counters above. */
-        struct HttpServer *http;
+        /* The http room's state (http-deps.h): the HTTP listener with
+         * /metrics and the profiles over HTTP (manager-http.c,
+         * manager-pull.c), and what the metrics count beyond the counters
+         * above (metrics.c). */
+        struct HttpRoom *http_room;
         struct ManagerMetrics *metrics;
-        struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
 
         sd_event_source *drain_timer;
         sd_event_source *proc_events;

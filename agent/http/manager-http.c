@@ -3,15 +3,46 @@
  * /metrics (metrics.c). Read at start only. */
 #include "exposition.h"
 #include "http-server.h"
+#include "log.h"
 #include "manager-http.h"
 #include "manager-pull.h"
 #include "metrics.h"
 
+/* The http room's state (http-deps.h). */
+struct HttpRoom {
+        HttpRoomDeps deps;
+        HttpServer *server; /* NULL: no listener */
+        ManagerPull *pull; /* NULL: no pulls served */
+};
+
+int http_room_new(const HttpRoomDeps *deps, HttpRoom **ret) {
+        HttpRoom *room = calloc(1, sizeof(*room));
+
+        if (!room)
+                return -ENOMEM;
+        room->deps = *deps;
+        *ret = room;
+        return 0;
+}
+
+HttpRoom *http_room_free(HttpRoom *room) {
+        if (!room)
+                return NULL;
+        manager_http_stop(room);
+        free(room);
+        return NULL;
+}
+
+void http_room_session_ended(HttpRoom *room, const char *id, const char *report_dirs, int error) {
+        if (room)
+                manager_pull_session_ended(room->pull, id, report_dirs, error);
+}
+
 static int on_metrics(const char *path, HttpResponse *ret, void *userdata) {
-        Manager *m = userdata;
+        HttpRoom *room = userdata;
         int r;
 
-        r = metrics_exposition(m, &ret->body, &ret->size);
+        r = metrics_exposition(room->deps.metrics, room->server, room->pull, &ret->body, &ret->size);
         if (r < 0)
                 return r;
         ret->status = 200;
@@ -19,8 +50,8 @@ static int on_metrics(const char *path, HttpResponse *ret, void *userdata) {
         return 0;
 }
 
-int manager_http_start(Manager *m) {
-        const Config *c = m->config ? m->config->config : NULL;
+int manager_http_start(HttpRoom *room) {
+        const Config *c = room->deps.config(room->deps.userdata);
         HttpServerOptions o;
         int r;
 
@@ -35,21 +66,21 @@ int manager_http_start(Manager *m) {
                 .tls_key_file = c->http.tls_key_file,
                 .tls_priorities = c->http.tls_priorities ?: CONFIG_HTTP_DEFAULT_TLS_PRIORITIES,
                 /* No Kubernetes, no token: only local programs (http-guard.h). */
-                .local = !kube_room_enabled(m->kube) && config_http_is_local(c),
+                .local = !kube_room_enabled(room->deps.kube) && config_http_is_local(c),
                 .allowed_hosts = c->http.allowed_hosts,
         };
-        r = http_server_new(m->event, &o, &m->http);
+        r = http_server_new(room->deps.event, &o, &room->server);
         if (r < 0)
                 return log_error_errno(r, "Failed to listen on %s (http.listen), no /metrics: %m",
                                        c->http.listen);
-        r = http_server_add_route(m->http, "/metrics", on_metrics, m);
+        r = http_server_add_route(room->server, "/metrics", on_metrics, room);
         if (r < 0) {
-                m->http = http_server_free(m->http);
+                room->server = http_server_free(room->server);
                 return log_error_errno(r, "Failed to serve /metrics: %m");
         }
         log_info("Serving /metrics on %s%s (at most %u connections, %u s idle timeout).", c->http.listen,
                  o.tls_cert_file ? " over TLS" : "", o.max_connections, o.timeout_sec);
-        return manager_pull_start(m);
+        return manager_pull_start(room->server, &room->deps, &room->pull);
 }
 
 /* The keys of "http" that the pulls read at start: audiences and limits. */
@@ -67,8 +98,8 @@ static bool http_limits_equal(const Config *a, const Config *b) {
                a->http.pull_rate_limit.burst == b->http.pull_rate_limit.burst;
 }
 
-void manager_http_reload(Manager *m, const Config *new_config) {
-        const Config *c = m->config ? m->config->config : NULL;
+void manager_http_reload(HttpRoom *room, const Config *new_config) {
+        const Config *c = room->deps.config(room->deps.userdata);
         const char *a = c ? c->http.listen : NULL, *b = new_config->http.listen;
 
         if (!streq_ptr(a, b) ||
@@ -83,7 +114,7 @@ void manager_http_reload(Manager *m, const Config *new_config) {
                 log_warning("The config's \"http\" changed: it applies when cgprofd restarts.");
 }
 
-void manager_http_stop(Manager *m) {
-        manager_pull_stop(m);
-        m->http = http_server_free(m->http);
+void manager_http_stop(HttpRoom *room) {
+        manager_pull_stop(&room->pull);
+        room->server = http_server_free(room->server);
 }

@@ -11,7 +11,6 @@
 #include "http-auth.h"
 #include "http-server.h"
 #include "log.h"
-#include "control.h"
 #include "kube.h"
 #include "manager-pull.h"
 #include "metrics.h"
@@ -34,7 +33,7 @@ typedef enum PullKind {
 typedef struct PullRequest PullRequest;
 
 struct ManagerPull {
-        Manager *manager;
+        const HttpRoomDeps *deps; /* the room's (http-deps.h) */
         HttpAuth *auth; /* NULL without Kubernetes: loopback only, no token asked */
         RateLimit *pulls; /* profile pulls, by user (without Kubernetes: by address) */
         uint64_t pulls_limited;
@@ -46,7 +45,7 @@ struct ManagerPull {
 /* What the report worker reads for a listing or a download. */
 typedef struct PullJob {
         WorkerJob job;
-        Manager *manager;
+        HttpRoomDeps deps; /* a copy: the job may outlive the listener */
         PullRequest *request;
         int dir_fd; /* a copy of reportDir's */
         char *dir_path, *filter, *session_id, *file;
@@ -158,11 +157,11 @@ static void on_http_cancel(void *userdata, HttpCancelReason reason) {
                 Session *s;
 
                 id = TAKE_PTR(p->session_id);
-                s = manager_session_find(p->pull->manager, id);
+                s = p->pull->deps->session_find(p->pull->deps->userdata, id);
                 log_info("http: the client of the pull of session %s hung up: stopping the session.", id);
                 if (s)
                         s->report_if_sampled = true;
-                if (manager_stop_session(p->pull->manager, id, NULL, NULL, &error) < 0)
+                if (p->pull->deps->stop_session(p->pull->deps->userdata, id, &error) < 0)
                         log_debug("http: session %s: %s", id, strna(error));
         }
         request_release(p);
@@ -191,12 +190,12 @@ static void request_reply_file(PullRequest *p, const char *content_type, int fd,
 }
 
 static void request_answered(PullRequest *p, unsigned status) {
-        Manager *m = p->pull ? p->pull->manager : NULL;
+        ManagerPull *pull = p->pull;
         char code[16];
 
-        if (m) {
+        if (pull) {
                 snprintf(code, sizeof(code), "%u", status);
-                metrics_pull_request(m, code);
+                metrics_pull_request(pull->deps->metrics, code);
                 log_debug("http: %s answered %u after %.3f ms.",
                           p->kind == PULL_PROFILE   ? "a profile"
                           : p->kind == PULL_TARGETS ? "the targets"
@@ -263,7 +262,8 @@ static void pull_job_done(WorkerJob *job, bool ran);
 /* ---- the answers, once authorized ---- */
 
 static void profile_start(PullRequest *p) {
-        Manager *m = p->pull->manager;
+        const HttpRoomDeps *d = p->pull->deps;
+        const Config *c = d->config(d->userdata);
         _cleanup_free_ char *target = NULL, *error = NULL, *id = NULL;
         Session *s;
         int r;
@@ -273,8 +273,8 @@ static void profile_start(PullRequest *p) {
          * the host (perf_event_paranoid would stop a local user from
          * profiling another's processes; the agent is root), unless the
          * config says so. */
-        if (!p->pull->auth && p->query.cgroup && !m->config->config->http.pull_any_cgroup &&
-            !manager_host_target(m, p->query.cgroup))
+        if (!p->pull->auth && p->query.cgroup && !c->http.pull_any_cgroup &&
+            !d->host_target(d->userdata, p->query.cgroup))
                 return request_reply_text(
                         p, MHD_HTTP_FORBIDDEN,
                         "Forbidden: cgroup %s is not a target of this agent's configuration "
@@ -289,11 +289,11 @@ static void profile_start(PullRequest *p) {
         r = pull_query_target(&p->query, &target);
         if (r < 0)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-        r = manager_start_session(m, target, NULL, (uint64_t) p->query.seconds * USEC_PER_SEC, &id, &error);
+        r = d->start_session(d->userdata, target, (uint64_t) p->query.seconds * USEC_PER_SEC, &id, &error);
         if (r < 0)
                 return request_reply_text(p, status_of_errno(r), "%s\n", error ?: strerror(-r));
         /* The report must have a profile.pb.gz, whatever the profile's formats. */
-        s = manager_session_find(m, id);
+        s = d->session_find(d->userdata, id);
         if (s)
                 s->extra_formats |= 1u << REPORT_FORMAT_PPROF;
         log_info("http: profiling %s for %u s (session %s), for a pull.", target, p->query.seconds, id);
@@ -301,14 +301,14 @@ static void profile_start(PullRequest *p) {
         /* Answered by manager_pull_session_ended(). */
 }
 
-void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error) {
+void manager_pull_session_ended(ManagerPull *pull, const char *id, const char *report_dirs, int error) {
         PullRequest *p;
         PullJob *j;
         size_t n;
 
-        if (!m->pull)
+        if (!pull)
                 return;
-        for (p = m->pull->requests; p; p = p->next)
+        for (p = pull->requests; p; p = p->next)
                 if (p->kind == PULL_PROFILE && streq_ptr(p->session_id, id))
                         break;
         if (!p)
@@ -331,9 +331,9 @@ void manager_pull_session_ended(Manager *m, const char *id, const char *report_d
         j->dir_fd = -EBADF;
         j->fd = -EBADF;
         j->request = p;
-        j->manager = m;
+        j->deps = *pull->deps;
         p->job = j;
-        worker_submit(sessions_room_worker(m->sessions_room), &j->job, pull_job_run, pull_job_done);
+        worker_submit(sessions_room_worker(pull->deps->sessions_room), &j->job, pull_job_run, pull_job_done);
 }
 
 static int add_pod(const KubePod *pod, void *userdata) {
@@ -365,14 +365,14 @@ static int add_pod(const KubePod *pod, void *userdata) {
 }
 
 static void targets_answer(PullRequest *p) {
-        Manager *m = p->pull->manager;
+        const HttpRoomDeps *d = p->pull->deps;
         cJSON *j = cJSON_CreateObject(), *pods;
 
-        if (!j || !cJSON_AddStringToObject(j, "node", m->node_name) ||
-            !cJSON_AddBoolToObject(j, "kubernetes", kube_room_enabled(m->kube)) ||
+        if (!j || !cJSON_AddStringToObject(j, "node", d->node_name) ||
+            !cJSON_AddBoolToObject(j, "kubernetes", kube_room_enabled(d->kube)) ||
             !(pods = cJSON_AddArrayToObject(j, "pods")) ||
-            (kube_room_enabled(m->kube) &&
-             kube_room_foreach_pod(m->kube, p->namespace, add_pod, pods) < 0)) {
+            (kube_room_enabled(d->kube) &&
+             kube_room_foreach_pod(d->kube, p->namespace, add_pod, pods) < 0)) {
                 cJSON_Delete(j);
                 j = NULL;
         }
@@ -472,7 +472,7 @@ static void reports_answer(PullRequest *p, PullJob *j) {
  * when more remain, a Link header (RFC 8288, as GitHub's API pages) names
  * the next page, and X-Cgprof-More says so plainly: never cut silently. */
 static void reports_answer_index(PullRequest *p) {
-        Manager *m = p->pull->manager;
+        const HttpRoomDeps *d = p->pull->deps;
         _cleanup_(control_report_filter_freep) ReportFilter *f = NULL;
         _cleanup_free_ const ReportEntry **l = NULL;
         _cleanup_free_ char *message = NULL, *link = NULL;
@@ -483,7 +483,7 @@ static void reports_answer_index(PullRequest *p) {
 
         r = control_report_filter_new(strempty(p->namespace), 0, &f, &message);
         if (r >= 0)
-                r = manager_reports_list(m->sessions_room, control_report_filter_match, f,
+                r = manager_reports_list(d->sessions_room, control_report_filter_match, f,
                                          p->has_after ? &p->after : NULL, p->limit, &l, &n, &more);
         if (r < 0)
                 return request_reply_text(p, status_of_errno(r), "%s\n", message ?: strerror(-r));
@@ -522,16 +522,16 @@ static void not_found(PullRequest *p) {
 static void pull_job_done(WorkerJob *job, bool ran) {
         PullJob *j = (PullJob *) job;
         PullRequest *p = j->request;
-        Manager *m = j->manager;
+        const HttpRoomDeps d = j->deps;
 
         p->job = NULL;
         if (j->listing)
-                m->list_reports_pending--;
+                d.listing_pending(d.userdata, false);
         if (!p->pull || !p->req) {
                 /* The listener went away meanwhile. */
                 pull_job_free(j);
                 request_free(p);
-                manager_reports_written(m);
+                d.reports_written(d.userdata);
                 return;
         }
         if (!ran)
@@ -544,7 +544,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                         request_reply_file(p, PPROF_TYPE, TAKE_FD(j->fd), j->size);
                 pull_job_free(j);
                 /* A stopping agent exits once the worker is idle: this job may have been its last. */
-                manager_reports_written(m);
+                d.reports_written(d.userdata);
                 return;
         }
         if (p->kind == PULL_REPORTS) {
@@ -554,7 +554,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                 else
                         reports_answer(p, j);
                 pull_job_free(j);
-                manager_reports_written(m);
+                d.reports_written(d.userdata);
                 return;
         }
 
@@ -566,7 +566,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
                 .verb = "get",
                 .resource = "nodes",
                 .subresource = "profile",
-                .name = m->node_name,
+                .name = d.node_name,
         };
         if (x && !isempty(x->namespace) && !isempty(x->pod))
                 at = (KubeResourceAttributes){
@@ -587,7 +587,7 @@ static void pull_job_done(WorkerJob *job, bool ran) {
         /* at points into j->list: authorized (its strings copied) before j goes. */
         request_authorize(p, &at, p->fd >= 0 ? download_authorized : not_found);
         pull_job_free(j);
-        manager_reports_written(m);
+        d.reports_written(d.userdata);
 }
 
 static void download_authorized(PullRequest *p) {
@@ -600,35 +600,36 @@ static void download_authorized(PullRequest *p) {
 }
 
 static void job_submit(PullRequest *p, const char *filter) {
-        Manager *m = p->pull->manager;
+        const HttpRoomDeps *d = p->pull->deps;
+        const char *report_dir;
+        int report_dir_fd;
         PullJob *j;
 
-        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
-                m->list_reports_refused++;
+        if (d->listing_refused(d->userdata))
                 return request_reply_text(p, MHD_HTTP_SERVICE_UNAVAILABLE,
                                           "%u report listings are being read already; try again later.\n",
-                                          LIST_REPORTS_MAX_PENDING);
-        }
-        if (m->report_dir_fd < 0)
+                                          d->list_reports_max);
+        report_dir = d->report_dir(d->userdata, &report_dir_fd);
+        if (report_dir_fd < 0)
                 return request_reply_text(p, MHD_HTTP_SERVICE_UNAVAILABLE, "No report directory.\n");
         j = calloc(1, sizeof(*j));
         if (!j)
                 return request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
         j->request = p;
-        j->manager = m;
+        j->deps = *d;
         j->fd = -EBADF;
-        j->dir_fd = fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
-        j->dir_path = strdup(strempty(m->report_dir));
+        j->dir_fd = fcntl(report_dir_fd, F_DUPFD_CLOEXEC, 3);
+        j->dir_path = strdup(strempty(report_dir));
         j->filter = strdup(strempty(filter));
         if (p->kind == PULL_DOWNLOAD) {
                 j->session_id = strdup(p->session_id);
                 j->file = strdup(p->file);
                 /* Found by the index: the worker reads the file, no walk. */
                 const ReportEntry *e =
-                        manager_reports_ready(m->sessions_room)
-                                ? manager_reports_find_session(m->sessions_room, p->session_id)
+                        manager_reports_ready(d->sessions_room)
+                                ? manager_reports_find_session(d->sessions_room, p->session_id)
                                 : NULL;
-                if (manager_reports_ready(m->sessions_room)) {
+                if (manager_reports_ready(d->sessions_room)) {
                         j->indexed = true;
                         j->list = calloc(1, sizeof(ControlReport));
                         if (j->list && e) {
@@ -659,12 +660,12 @@ static void job_submit(PullRequest *p, const char *filter) {
         }
         p->job = j;
         j->listing = true;
-        m->list_reports_pending++;
-        worker_submit(sessions_room_worker(m->sessions_room), &j->job, pull_job_run, pull_job_done);
+        d->listing_pending(d->userdata, true);
+        worker_submit(sessions_room_worker(d->sessions_room), &j->job, pull_job_run, pull_job_done);
 }
 
 static void reports_start(PullRequest *p) {
-        if (manager_reports_ready(p->pull->manager->sessions_room))
+        if (manager_reports_ready(p->pull->deps->sessions_room))
                 return reports_answer_index(p);
         job_submit(p, p->namespace);
 }
@@ -794,8 +795,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
         static const char *const list_args[] = { "namespace", NULL };
         static const char *const reports_args[] = { "namespace", "limit", "after", NULL };
         static const char *const no_args[] = { NULL };
-        Manager *m = userdata;
-        ManagerPull *pull = m->pull;
+        ManagerPull *pull = *(ManagerPull **) userdata;
         const char *path = http_request_path(req), *unknown, *ns;
         _cleanup_free_ char *error = NULL;
         KubeResourceAttributes at = { .verb = "get", .subresource = "profile" };
@@ -806,9 +806,10 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 return http_request_reply_text(req, MHD_HTTP_NOT_FOUND, "Not found.\n");
         /* Waiting pulls hold connections: at most half of them, so that
          * scrapes and listings always find room. */
+        const HttpRoomDeps *d = pull->deps;
         if (pull->n_requests >=
-            MIN(PULL_PENDING_MAX, MAX(m->config->config->http.max_connections / 2, 1U))) {
-                metrics_pull_request(m, "503");
+            MIN(PULL_PENDING_MAX, MAX(d->config(d->userdata)->http.max_connections / 2, 1U))) {
+                metrics_pull_request(d->metrics, "503");
                 return http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
                                                "Too many profile requests at once; try again later.\n");
         }
@@ -925,7 +926,7 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 at.name = p->kind == PULL_PROFILE ? p->query.pod : NULL;
         } else {
                 at.resource = "nodes";
-                at.name = m->node_name;
+                at.name = d->node_name;
         }
         switch (p->kind) {
         case PULL_PROFILE:
@@ -945,23 +946,23 @@ static int on_pull(HttpRequest *req, void *userdata) {
         return 0;
 }
 
-int manager_pull_start(Manager *m) {
-        const Config *c = m->config ? m->config->config : NULL;
+int manager_pull_start(HttpServer *http, const HttpRoomDeps *deps, ManagerPull **ret) {
+        const Config *c = deps->config(deps->userdata);
         static const char *const routes[] = { "/debug/pprof/profile", "/targets", "/reports", "/reports/" };
         ManagerPull *pull;
         int r;
 
-        if (!m->http || !c || !c->http.pprof)
+        if (!http || !c || !c->http.pprof)
                 return 0;
         pull = calloc(1, sizeof(*pull));
         if (!pull)
                 return log_oom();
-        pull->manager = m;
+        pull->deps = deps;
         pull->log = (LogRateLimit){ .interval_usec = 10 * USEC_PER_SEC };
         r = rate_limit_new(c->http.pull_rate_limit.per_second, c->http.pull_rate_limit.burst, PULL_USERS_MAX,
                            &pull->pulls);
-        if (r >= 0 && kube_room_enabled(m->kube))
-                r = http_auth_new(kube_room_client(m->kube),
+        if (r >= 0 && kube_room_enabled(deps->kube))
+                r = http_auth_new(kube_room_client(deps->kube),
                                   &(const HttpAuthOptions){
                                           .audiences = c->http.token_audiences,
                                           .reviews_per_second = c->http.review_rate_limit.per_second,
@@ -973,11 +974,11 @@ int manager_pull_start(Manager *m) {
                 free(pull);
                 return log_error_errno(r, "Failed to set up the authorization of pulled profiles: %m");
         }
-        m->pull = pull;
+        *ret = pull;
         for (size_t i = 0; i < ELEMENTSOF(routes); i++) {
-                r = http_server_add_async_route(m->http, routes[i], on_pull, m);
+                r = http_server_add_async_route(http, routes[i], on_pull, ret);
                 if (r < 0) {
-                        manager_pull_stop(m);
+                        manager_pull_stop(ret);
                         return log_error_errno(r, "Failed to serve %s: %m", routes[i]);
                 }
         }
@@ -986,8 +987,8 @@ int manager_pull_start(Manager *m) {
         return 0;
 }
 
-void manager_pull_stop(Manager *m) {
-        ManagerPull *pull = m->pull;
+void manager_pull_stop(ManagerPull **slot) {
+        ManagerPull *pull = *slot;
 
         if (!pull)
                 return;
@@ -1004,12 +1005,10 @@ void manager_pull_stop(Manager *m) {
         http_auth_free(pull->auth);
         rate_limit_free(pull->pulls);
         free(pull);
-        m->pull = NULL;
+        *slot = NULL;
 }
 
-void manager_pull_stats(Manager *m, PullStats *ret) {
-        ManagerPull *pull = m ? m->pull : NULL;
-
+void manager_pull_stats(ManagerPull *pull, PullStats *ret) {
         *ret = (PullStats){};
         if (!pull)
                 return;

@@ -2,7 +2,8 @@
 #pragma once
 
 #include "http-auth.h"
-#include "manager.h"
+#include "http-deps.h"
+#include "http-server.h"
 
 /* Profiles pulled over HTTP (docs/pull.md), on the config's "http"
  * listener when "pprof" is true:
@@ -31,15 +32,18 @@
 
 typedef struct ManagerPull ManagerPull;
 
-/* Adds the routes to m->http (when the config asks for them). */
-int manager_pull_start(Manager *m);
-void manager_pull_stop(Manager *m);
+/* Adds the routes to http (when the config asks for them), and sets *ret
+ * to the pulls' state, which the routes find there (the slot outlives
+ * them: the room's); deps: the room's, which outlive the pulls. */
+int manager_pull_start(HttpServer *http, const HttpRoomDeps *deps, ManagerPull **ret);
+/* Answers what is left and sets *slot to NULL (the routes answer 404). */
+void manager_pull_stop(ManagerPull **slot);
 /* For /metrics. */
 typedef struct PullStats {
         bool kubernetes; /* tokens reviewed: auth is counted */
         HttpAuthStats auth;
         uint64_t pulls_limited; /* 429: too many pulls by one user */
 } PullStats;
-void manager_pull_stats(Manager *m, PullStats *ret);
+void manager_pull_stats(ManagerPull *pull, PullStats *ret);
 /* A session ended (session-end.c): answers the request that started it, if any. */
-void manager_pull_session_ended(Manager *m, const char *id, const char *report_dirs, int error);
+void manager_pull_session_ended(ManagerPull *pull, const char *id, const char *report_dirs, int error);

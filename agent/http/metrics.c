@@ -29,6 +29,7 @@ enum {
 
 /* What the metrics count beyond what the rooms keep (metrics.h). */
 struct ManagerMetrics {
+        MetricsDeps deps; /* what it reads beyond its counters (http-deps.h) */
         CounterTable profiles; /* by profile name: of the sessions that ended */
         CounterTable ended; /* by end reason */
         CounterTable failed; /* by reason: create, start, report */
@@ -36,57 +37,58 @@ struct ManagerMetrics {
         CounterTable pull; /* profile pulls (manager-pull.c) by HTTP status code */
 };
 
-int manager_metrics_init(Manager *m) {
+int manager_metrics_init(const MetricsDeps *deps, ManagerMetrics **ret) {
         ManagerMetrics *x = calloc(1, sizeof(ManagerMetrics));
         int r;
 
         if (!x)
                 return -ENOMEM;
+        x->deps = *deps;
         counter_table_init(&x->profiles, METRICS_LABELS_MAX);
         counter_table_init(&x->ended, METRICS_LABELS_MAX);
         counter_table_init(&x->failed, METRICS_LABELS_MAX);
         counter_table_init(&x->sysctls, METRICS_LABELS_MAX);
         counter_table_init(&x->pull, METRICS_LABELS_MAX);
-        m->metrics = x;
-        r = histogram_init(&m->loop.dispatch_histogram, dispatch_bounds, ELEMENTSOF(dispatch_bounds));
+        *ret = x;
+        r = histogram_init(deps->loop_histogram, dispatch_bounds, ELEMENTSOF(dispatch_bounds));
         if (r >= 0)
-                r = histogram_init(&m->drain_timing.histogram, drain_bounds, ELEMENTSOF(drain_bounds));
+                r = histogram_init(deps->drain_histogram, drain_bounds, ELEMENTSOF(drain_bounds));
         if (r >= 0)
-                r = histogram_init(&sessions_room_report_timing(m->sessions_room)->histogram, report_bounds,
-                                   ELEMENTSOF(report_bounds));
+                r = histogram_init(&sessions_room_report_timing(deps->sessions_room)->histogram,
+                                   report_bounds, ELEMENTSOF(report_bounds));
         return r;
 }
 
-void manager_metrics_free(Manager *m) {
-        if (!m->metrics)
-                return;
-        counter_table_done(&m->metrics->profiles);
-        counter_table_done(&m->metrics->ended);
-        counter_table_done(&m->metrics->failed);
-        counter_table_done(&m->metrics->sysctls);
-        counter_table_done(&m->metrics->pull);
-        free(m->metrics);
-        m->metrics = NULL;
+ManagerMetrics *manager_metrics_free(ManagerMetrics *x) {
+        if (!x)
+                return NULL;
+        counter_table_done(&x->profiles);
+        counter_table_done(&x->ended);
+        counter_table_done(&x->failed);
+        counter_table_done(&x->sysctls);
+        counter_table_done(&x->pull);
+        free(x);
+        return NULL;
 }
 
-void metrics_session_failed(Manager *m, const char *reason) {
-        if (m->metrics)
-                (void) counter_table_add(&m->metrics->failed, reason, 0, 1);
+void metrics_session_failed(ManagerMetrics *x, const char *reason) {
+        if (x)
+                (void) counter_table_add(&x->failed, reason, 0, 1);
 }
 
-void metrics_session_ended(Manager *m, const char *reason) {
-        if (m->metrics)
-                (void) counter_table_add(&m->metrics->ended, reason, 0, 1);
+void metrics_session_ended(ManagerMetrics *x, const char *reason) {
+        if (x)
+                (void) counter_table_add(&x->ended, reason, 0, 1);
 }
 
-void metrics_machine_change(Manager *m, const char *sysctl, MachineChange change) {
-        if (m->metrics && change >= 0 && change < _MACHINE_CHANGE_MAX)
-                (void) counter_table_add(&m->metrics->sysctls, sysctl, (unsigned) change, 1);
+void metrics_machine_change(ManagerMetrics *x, const char *sysctl, MachineChange change) {
+        if (x && change >= 0 && change < _MACHINE_CHANGE_MAX)
+                (void) counter_table_add(&x->sysctls, sysctl, (unsigned) change, 1);
 }
 
-void metrics_pull_request(Manager *m, const char *code) {
-        if (m->metrics)
-                (void) counter_table_add(&m->metrics->pull, code, 0, 1);
+void metrics_pull_request(ManagerMetrics *x, const char *code) {
+        if (x)
+                (void) counter_table_add(&x->pull, code, 0, 1);
 }
 
 /* A session's counters now, never below what was shown before: a session's
@@ -111,14 +113,14 @@ static void session_counts(Session *s, const SamplerSessionStats *st,
         }
 }
 
-void metrics_session_final(Manager *m, Session *s, const SamplerSessionStats *st) {
+void metrics_session_final(ManagerMetrics *x, Session *s, const SamplerSessionStats *st) {
         uint64_t v[COUNTER_TABLE_COLUMNS];
         CounterEntry *e;
 
-        if (!m->metrics)
+        if (!x)
                 return;
         session_counts(s, st, v);
-        e = counter_table_get(&m->metrics->profiles, s->profile->name);
+        e = counter_table_get(&x->profiles, s->profile->name);
         if (!e)
                 return;
         for (size_t i = 0; i < COUNTER_TABLE_COLUMNS; i++)
@@ -127,13 +129,15 @@ void metrics_session_final(Manager *m, Session *s, const SamplerSessionStats *st
 
 /* ---- the exposition ---- */
 
-static void write_sessions(Manager *m, MetricsWriter *w) {
+static void write_sessions(ManagerMetrics *x, MetricsWriter *w) {
         uint64_t by_state[_SESSION_STATE_MAX] = {};
         SessionsCounts counts;
+        size_t n;
+        Session **sessions = x->deps.sessions(x->deps.userdata, &n);
 
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (m->sessions[i]->state < _SESSION_STATE_MAX)
-                        by_state[m->sessions[i]->state]++;
+        for (size_t i = 0; i < n; i++)
+                if (sessions[i]->state < _SESSION_STATE_MAX)
+                        by_state[sessions[i]->state]++;
         metrics_family(
                 w, "cgprof_sessions", METRIC_GAUGE,
                 "Sessions the agent holds, by state (new, armed: waiting for a manual start, running).");
@@ -141,27 +145,27 @@ static void write_sessions(Manager *m, MetricsWriter *w) {
                 if (st != SESSION_ENDED)
                         metrics_sample_u64(w, METRICS_LABELS({ "state", session_state_to_string(st) }),
                                            by_state[st]);
-        sessions_room_counts(m->sessions_room, &counts);
+        sessions_room_counts(x->deps.sessions_room, &counts);
         metrics_counter_u64(w, "cgprof_sessions_started_total", "Sessions that started sampling.",
                             counts.started);
         metrics_counter_table(w, "cgprof_sessions_ended_total",
                               "Sessions that ended with their report written, by reason.", "reason",
-                              &m->metrics->ended, 0);
+                              &x->ended, 0);
         metrics_counter_table(w, "cgprof_sessions_failed_total",
                               "Sessions that could not be created (create), started (start) or whose report "
                               "could not be written (report).",
-                              "reason", &m->metrics->failed, 0);
+                              "reason", &x->failed, 0);
         metrics_counter_u64(w, "cgprof_sessions_discarded_total",
                             "Provisional sessions discarded (a pod's sandbox, not a container).",
                             counts.discarded);
         metrics_gauge(w, "cgprof_sessions_waiting_for_fds",
                       "Cgroups whose session waits for file descriptors to start.",
-                      (double) m->sessions_fd_starved);
+                      (double) x->deps.sessions_fd_starved(x->deps.userdata));
         metrics_gauge(w, "cgprof_cgroups_watched", "Cgroups the agent watches.",
-                      m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0);
+                      (double) x->deps.cgroups_watched(x->deps.userdata));
 }
 
-static void write_profiles(Manager *m, MetricsWriter *w) {
+static void write_profiles(ManagerMetrics *x, MetricsWriter *w) {
         static const struct {
                 const char *name, *help;
         } families[_PROFILE_COUNTERS_MAX] = {
@@ -181,20 +185,24 @@ static void write_profiles(Manager *m, MetricsWriter *w) {
         CounterTable t;
 
         /* The sessions that ended, plus the running ones as they are now. */
-        if (counter_table_copy(&t, &m->metrics->profiles) < 0) {
+        if (counter_table_copy(&t, &x->profiles) < 0) {
                 for (size_t i = 0; i < _PROFILE_COUNTERS_MAX; i++)
                         metrics_family(w, families[i].name, METRIC_COUNTER, families[i].help);
                 return;
         }
-        for (size_t i = 0; i < m->n_sessions; i++) {
-                Session *s = m->sessions[i];
+        size_t n;
+        Session **sessions = x->deps.sessions(x->deps.userdata, &n);
+        Sampler *sampler = x->deps.sampler(x->deps.userdata);
+
+        for (size_t i = 0; i < n; i++) {
+                Session *s = sessions[i];
                 _cleanup_(sampler_session_stats_done) SamplerSessionStats st = {};
                 uint64_t v[COUNTER_TABLE_COLUMNS];
                 CounterEntry *e;
 
                 if (s->state != SESSION_RUNNING || !s->data)
                         continue;
-                bool have_stats = m->sampler && sampler_session_stats(m->sampler, s->slot, &st) >= 0;
+                bool have_stats = sampler && sampler_session_stats(sampler, s->slot, &st) >= 0;
                 session_counts(s, have_stats ? &st : NULL, v);
                 e = counter_table_get(&t, s->profile->name);
                 for (size_t k = 0; e && k < COUNTER_TABLE_COLUMNS; k++)
@@ -205,9 +213,10 @@ static void write_profiles(Manager *m, MetricsWriter *w) {
         counter_table_done(&t);
 }
 
-static void write_bpf(Manager *m, MetricsWriter *w) {
+static void write_bpf(ManagerMetrics *x, MetricsWriter *w) {
         uint64_t ns = 0, runs = 0;
-        bool ok = m->sampler && sampler_prog_stats(m->sampler, &ns, &runs) >= 0;
+        Sampler *sampler = x->deps.sampler(x->deps.userdata);
+        bool ok = sampler && sampler_prog_stats(sampler, &ns, &runs) >= 0;
 
         metrics_family(w, "cgprof_bpf_program_run_seconds_total", METRIC_COUNTER,
                        "Time the sampling BPF program ran (needs kernel.bpf_stats_enabled=1).");
@@ -219,52 +228,52 @@ static void write_bpf(Manager *m, MetricsWriter *w) {
                 metrics_sample_u64(w, NULL, 0, runs);
 }
 
-static void write_timings(Manager *m, MetricsWriter *w) {
+static void write_timings(ManagerMetrics *x, MetricsWriter *w) {
         metrics_family(
                 w, "cgprof_drain_duration_seconds", METRIC_HISTOGRAM,
                 "Drains of the sampler's maps: the maps read, every sample symbolized (on the event loop).");
-        metrics_histogram(w, NULL, 0, &m->drain_timing.histogram);
+        metrics_histogram(w, NULL, 0, x->deps.drain_histogram);
         metrics_family(w, "cgprof_report_write_duration_seconds", METRIC_HISTOGRAM,
                        "Report directories written (all formats, fsync()ed; on the report worker).");
-        metrics_histogram(w, NULL, 0, &sessions_room_report_timing(m->sessions_room)->histogram);
+        metrics_histogram(w, NULL, 0, &sessions_room_report_timing(x->deps.sessions_room)->histogram);
         metrics_family(w, "cgprof_event_loop_dispatch_duration_seconds", METRIC_HISTOGRAM,
                        "How long each event loop dispatch kept the loop (wall time): the latency it adds to "
                        "everything else.");
-        metrics_histogram(w, NULL, 0, &m->loop.dispatch_histogram);
+        metrics_histogram(w, NULL, 0, x->deps.loop_histogram);
         size_t queued;
         uint64_t overflows;
-        sessions_room_report_queue(m->sessions_room, &queued, &overflows);
+        sessions_room_report_queue(x->deps.sessions_room, &queued, &overflows);
         metrics_gauge(w, "cgprof_report_queue_directories", "Report directories queued or being written.",
                       (double) queued);
 }
 
-static void write_machine(Manager *m, MetricsWriter *w) {
+static void write_machine(ManagerMetrics *x, MetricsWriter *w) {
         metrics_counter_table(w, "cgprof_machine_config_applies_total",
-                              "machineConfig sysctls set, by sysctl.", "sysctl", &m->metrics->sysctls,
+                              "machineConfig sysctls set, by sysctl.", "sysctl", &x->sysctls,
                               MACHINE_CHANGE_APPLY);
         metrics_counter_table(w, "cgprof_machine_config_drift_repairs_total",
                               "machineConfig sysctls found changed by someone else and set back, by sysctl.",
-                              "sysctl", &m->metrics->sysctls, MACHINE_CHANGE_DRIFT);
+                              "sysctl", &x->sysctls, MACHINE_CHANGE_DRIFT);
         metrics_counter_table(
                 w, "cgprof_machine_config_refusals_total",
                 "machineConfig sysctls that could not be set (refused or the write failed), by sysctl.",
-                "sysctl", &m->metrics->sysctls, MACHINE_CHANGE_REFUSED);
+                "sysctl", &x->sysctls, MACHINE_CHANGE_REFUSED);
 }
 
-static void write_kube(Manager *m, MetricsWriter *w) {
+static void write_kube(ManagerMetrics *x, MetricsWriter *w) {
         struct {
                 const char *resource;
                 const KubeWatch *w;
         } watches[] = {
-                { "pods", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PODS) },
-                { "namespaces", kube_room_watch(m->kube, KUBE_ROOM_WATCH_NAMESPACES) },
-                { "profileconfigs", kube_room_watch(m->kube, KUBE_ROOM_WATCH_PROFILE_CONFIGS) },
+                { "pods", kube_room_watch(x->deps.kube, KUBE_ROOM_WATCH_PODS) },
+                { "namespaces", kube_room_watch(x->deps.kube, KUBE_ROOM_WATCH_NAMESPACES) },
+                { "profileconfigs", kube_room_watch(x->deps.kube, KUBE_ROOM_WATCH_PROFILE_CONFIGS) },
         };
         KubeWatchStats st[ELEMENTSOF(watches)];
         size_t n = 0;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-        if (kube_room_enabled(m->kube))
+        if (kube_room_enabled(x->deps.kube))
                 for (size_t i = 0; i < ELEMENTSOF(watches); i++)
                         if (watches[i].w) {
                                 kube_watch_stats(watches[i].w, &st[i]);
@@ -297,10 +306,10 @@ static void write_kube(Manager *m, MetricsWriter *w) {
 }
 
 /* The report index (manager-reports.h): what reportDir holds, and what retention removed. */
-static void write_reports(Manager *m, MetricsWriter *w) {
+static void write_reports(ManagerMetrics *x, MetricsWriter *w) {
         ManagerReportsStats st;
 
-        manager_reports_stats(m->sessions_room, &st);
+        manager_reports_stats(x->deps.sessions_room, &st);
         if (st.ready) {
                 metrics_gauge(w, "cgprof_reports", "Reports in reportDir (the agent's index of it).",
                               (double) st.reports);
@@ -319,10 +328,10 @@ static void write_reports(Manager *m, MetricsWriter *w) {
 }
 
 /* What the pulls cost the API server, and what was refused for it. */
-static void write_pull_limits(Manager *m, MetricsWriter *w) {
+static void write_pull_limits(ManagerPull *pull, MetricsWriter *w) {
         PullStats ps;
 
-        manager_pull_stats(m, &ps);
+        manager_pull_stats(pull, &ps);
         metrics_family(w, "cgprof_http_rate_limited_total", METRIC_COUNTER,
                        "Requests answered 429: reviews (too many requests to authorize from one client "
                        "address), pulls (too many profile pulls by one user).");
@@ -345,12 +354,13 @@ static void write_pull_limits(Manager *m, MetricsWriter *w) {
         metrics_sample_u64(w, &(const MetricLabel){ "cache", "in_flight" }, 1, ps.auth.joined);
 }
 
-int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
+int metrics_exposition(ManagerMetrics *x, HttpServer *http, ManagerPull *pull, char **ret,
+                       size_t *ret_size) {
         _cleanup_(metrics_writer_freep) MetricsWriter *w = NULL;
         HttpServerStats hs;
         int r;
 
-        if (!m->metrics)
+        if (!x)
                 return -ENODATA;
         r = metrics_writer_new(&w);
         if (r < 0)
@@ -358,17 +368,17 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
         metrics_family(w, "cgprof_info", METRIC_GAUGE,
                        "The agent's version, node and attach mode (value 1).");
         metrics_sample(w,
-                       METRICS_LABELS({ "version", CGPROF_VERSION }, { "node", strempty(m->node_name) },
-                                      { "attach_mode", sampler_mode_to_string(m->opts.attach_mode) }),
+                       METRICS_LABELS({ "version", CGPROF_VERSION }, { "node", strempty(x->deps.node_name) },
+                                      { "attach_mode", sampler_mode_to_string(x->deps.attach_mode) }),
                        1);
-        write_sessions(m, w);
-        write_profiles(m, w);
-        write_bpf(m, w);
-        write_timings(m, w);
-        write_machine(m, w);
-        write_kube(m, w);
-        write_reports(m, w);
-        http_server_stats(m->http, &hs);
+        write_sessions(x, w);
+        write_profiles(x, w);
+        write_bpf(x, w);
+        write_timings(x, w);
+        write_machine(x, w);
+        write_kube(x, w);
+        write_reports(x, w);
+        http_server_stats(http, &hs);
         metrics_counter_u64(w, "cgprof_http_requests_total", "HTTP requests answered (before this one).",
                             hs.requests);
         metrics_counter_u64(w, "cgprof_http_requests_abandoned_total",
@@ -385,11 +395,11 @@ int metrics_exposition(Manager *m, char **ret, size_t *ret_size) {
                             "Listener runs that found only TLS handshakes waiting for bytes (paced, not "
                             "repeated at once).",
                             hs.stalled_runs);
-        if (m->pull) {
+        if (pull) {
                 metrics_counter_table(w, "cgprof_http_pprof_requests_total",
                                       "Profile pulls and report requests answered, by HTTP status code.",
-                                      "code", &m->metrics->pull, 0);
-                write_pull_limits(m, w);
+                                      "code", &x->pull, 0);
+                write_pull_limits(pull, w);
         }
         process_metrics_write(w, "/proc/self");
         return metrics_writer_finish(w, ret, ret_size);
