@@ -168,3 +168,59 @@ int manager_kube_new(Manager *m) {
 
         return kube_room_new(&deps, &m->kube);
 }
+
+static void control_loop_stats(Manager *m, ControlLoopStats *l) {
+        uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC;
+
+        *l = (ControlLoopStats){
+                .dispatches = m->loop.dispatches,
+                .dispatch_usec_total = m->loop.dispatch_usec_total,
+                .dispatch_usec_max = m->loop.dispatch_usec_max,
+                .dispatches_over_50ms = m->loop.dispatches_over_50ms,
+                .dispatch_cpu_usec_max = m->loop.dispatch_cpu_usec_max,
+                .recent_sec = LOOP_RECENT_SEC,
+        };
+        for (unsigned i = 0; i < LOOP_RECENT_SEC; i++)
+                if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec) {
+                        l->recent_usec_max = MAX(l->recent_usec_max, m->loop.recent_usec_max[i]);
+                        l->recent_cpu_usec_max = MAX(l->recent_cpu_usec_max, m->loop.recent_cpu_usec_max[i]);
+                }
+}
+
+static void control_status(void *userdata, ControlStatus *ret) {
+        Manager *m = userdata;
+
+        *ret = (ControlStatus){
+                .node_name = m->node_name,
+                .config_path = m->config_path,
+                .report_dir = m->report_dir,
+                .cgroup_root = m->cgroup_root,
+                .attach_mode = m->opts.attach_mode,
+                .start_usec = m->start_usec,
+                .kube = m->kube,
+                .machine = m->machine,
+                .sessions_room = m->sessions_room,
+                .cgroups_watched = m->cgroup_watch ? cgroup_watch_count(m->cgroup_watch) : 0,
+                .sessions_fd_starved = m->sessions_fd_starved,
+                .maps_cache = m->maps_cache,
+                .proc_event_queue = m->proc_event_queue,
+                .sample_park = &m->sample_park,
+                .list_reports_refused = m->list_reports_refused,
+                .drain_timing = &m->drain_timing,
+                .unwinder = m->unwinder,
+                .debuginfod = m->debuginfod,
+                .debuginfod_urls = m->debuginfod_urls,
+                .sessions = m->sessions,
+                .n_sessions = m->n_sessions,
+        };
+        control_loop_stats(m, &ret->loop);
+}
+
+int manager_control_room_new(Manager *m) {
+        ControlDeps deps = {
+                .status = control_status,
+                .userdata = m,
+        };
+
+        return control_room_new(&deps, &m->control);
+}

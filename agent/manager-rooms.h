@@ -26,3 +26,7 @@ int manager_kube_new(Manager *m);
  * announces: reports written, and a session's start and end (to the bus,
  * the pull waiters and /metrics). */
 int manager_sessions_room_new(Manager *m);
+
+/* Creates the control room's own state (m->control), with what it needs
+ * from the Manager: what GetStatus reports. */
+int manager_control_room_new(Manager *m);

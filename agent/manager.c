@@ -940,6 +940,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         r = manager_kube_new(m);
         if (r < 0)
                 return r;
+        r = manager_control_room_new(m);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -1242,6 +1245,7 @@ Manager *manager_free(Manager *m) {
         manager_end_queue_free(m->sessions_room);
         free(m->sessions);
         manager_bus_close(m);
+        m->control = control_room_free(m->control);
         machine_room_node_stop(m->machine); /* watches through the kube room's client */
         m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);

@@ -135,6 +135,7 @@ typedef struct Manager {
         struct HttpServer *http;
         struct ManagerMetrics *metrics;
         struct ManagerPull *pull; /* profiles over HTTP (manager-pull.c) */
+        struct ControlRoom *control; /* the control room's own state (control-deps.h) */
 
         sd_event_source *drain_timer;
         sd_event_source *proc_events;
@@ -237,6 +238,3 @@ const Target *manager_host_target(Manager *m, const char *path);
 /* Re-arms a periodic timer; one that cannot be re-armed stops the agent
  * (manager_fatal()). Returns 0, for the timer's handler to return. */
 int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what);
-
-/* Status as a JSON document (for the bus API). */
-char *manager_status_json(Manager *m);

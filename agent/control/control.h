@@ -6,5 +6,6 @@
  * the sessions room (session started and ended signals: the KNOWN entries of scripts/check-rooms). */
 #pragma once
 
+#include "control-deps.h"
 #include "manager-bus.h"
 #include "manager-control.h"

@@ -18,6 +18,7 @@
 #include "bus-api.h"
 #include "bus-valid.h"
 #include "cgprof-version.h"
+#include "control-deps.h"
 #include "fileio.h"
 #include "log.h"
 #include "manager.h"
@@ -123,7 +124,7 @@ static int property_get_machine_config(sd_bus *bus, const char *path, const char
 
 static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        _cleanup_free_ char *json = manager_status_json(m);
+        _cleanup_free_ char *json = manager_status_json(m->control);
         if (!json)
                 return -ENOMEM;
         return bus_reply_valid(msg, "s", json);
