@@ -216,11 +216,95 @@ static void control_status(void *userdata, ControlStatus *ret) {
         control_loop_stats(m, &ret->loop);
 }
 
+static ConfigRef *control_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config;
+}
+
+static const char *control_cgroup_root(void *userdata) {
+        Manager *m = userdata;
+        return m->cgroup_root;
+}
+
+static bool control_can_start(void *userdata) {
+        Manager *m = userdata;
+        return !m->stopping && m->sampler;
+}
+
+static Session *const *control_sessions(void *userdata, size_t *ret_n) {
+        Manager *m = userdata;
+        *ret_n = m->n_sessions;
+        return m->sessions;
+}
+
+static Session *control_session_find(void *userdata, const char *id) {
+        return manager_session_find(userdata, id);
+}
+
+static bool control_cgroup(const CgroupState *c, ControlCgroup *ret) {
+        if (!c)
+                return false;
+        *ret = (ControlCgroup){
+                .path = c->path,
+                .container = c->container,
+                .pod_uid = c->pod_uid,
+                .container_id = c->container_id,
+                .session = c->session,
+        };
+        return true;
+}
+
+static bool control_cgroup_find(void *userdata, const char *path, ControlCgroup *ret) {
+        return control_cgroup(manager_cgroup_find(userdata, path), ret);
+}
+
+static bool control_cgroup_find_container(void *userdata, const char *pod_uid, const char *container_id,
+                                          ControlCgroup *ret) {
+        return control_cgroup(manager_cgroup_find_container(userdata, pod_uid, container_id), ret);
+}
+
+static const Target *control_host_target(void *userdata, const char *path) {
+        return manager_host_target(userdata, path);
+}
+
+static void control_session_failed(void *userdata, const char *reason) {
+        manager_count_session_failed(userdata, reason);
+}
+
+static int control_launch_session(void *userdata, Session *s) {
+        return manager_launch_session(userdata, s, true, NULL);
+}
+
 int manager_control_room_new(Manager *m) {
         ControlDeps deps = {
+                .node_name = m->node_name,
+                .sysctl_root = m->opts.sysctl_root,
+                .kube = m->kube,
+                .machine = m->machine,
+                .sessions_room = m->sessions_room,
                 .status = control_status,
+                .config = control_config,
+                .cgroup_root = control_cgroup_root,
+                .can_start = control_can_start,
+                .sessions = control_sessions,
+                .session_find = control_session_find,
+                .cgroup_find = control_cgroup_find,
+                .cgroup_find_container = control_cgroup_find_container,
+                .host_target = control_host_target,
+                .session_failed = control_session_failed,
+                .launch_session = control_launch_session,
                 .userdata = m,
         };
 
         return control_room_new(&deps, &m->control);
+}
+
+int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+                          char **ret_id, char **ret_error) {
+        return control_start_session(m->control, target, profile, duration_usec, ret_id, ret_error);
+}
+
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error) {
+        return control_stop_session(m->control, id, callback, userdata, ret_error);
 }

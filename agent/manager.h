@@ -9,6 +9,7 @@
 #include "config-ref.h"
 #include "counters.h"
 #include "sampling.h"
+#include "sessions.h"
 #include "hashmap.h"
 #include "log.h"
 
@@ -234,6 +235,16 @@ Session *manager_session_find(Manager *m, const char *id);
 /* The host rule (a target with cgroupPatterns and no Kubernetes condition)
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
+
+/* Running sessions (for ActiveSessions). */
+unsigned manager_active_sessions(Manager *m);
+uint64_t manager_uptime_usec(Manager *m);
+/* The control room's control_start_session() and control_stop_session(),
+ * for the http room (pull). */
+int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+                          char **ret_id, char **ret_error);
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error);
 
 /* Re-arms a periodic timer; one that cannot be re-armed stops the agent
  * (manager_fatal()). Returns 0, for the timer's handler to return. */

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config-ref.h"
 #include "counters.h"
 #include "kube.h"
 #include "machine.h"
@@ -50,10 +51,47 @@ typedef struct ControlStatus {
         size_t n_sessions;
 } ControlStatus;
 
+/* A cgroup the Manager knows (its CgroupState), as the control operations
+ * see it. Borrowed: valid until the loop runs again. */
+typedef struct ControlCgroup {
+        const char *path; /* relative to the cgroup root */
+        bool container; /* a Kubernetes container's cgroup */
+        const char *pod_uid, *container_id;
+        Session *session; /* running or armed for it, or NULL */
+} ControlCgroup;
+
 typedef struct ControlDeps {
+        /* Borrowed: they outlive the room. */
+        const char *node_name;
+        const char *sysctl_root; /* NULL: /proc/sys */
+        KubeRoom *kube;
+        MachineRoom *machine;
+        SessionsRoom *sessions_room;
         void *userdata; /* for the callbacks */
         /* Fills *ret with what GetStatus reports now. */
         void (*status)(void *userdata, ControlStatus *ret);
+        /* The config now (the last good one). */
+        ConfigRef *(*config)(void *userdata);
+        /* The cgroup root ("" before startup). */
+        const char *(*cgroup_root)(void *userdata);
+        /* Whether a session may start now (false: stopping, or no sampler). */
+        bool (*can_start)(void *userdata);
+        /* The running and armed sessions (the Manager's list). */
+        Session *const *(*sessions)(void *userdata, size_t *ret_n);
+        /* A running or armed session by ID, or NULL. */
+        Session *(*session_find)(void *userdata, const char *id);
+        /* A known cgroup by path (relative to the cgroup root), or the
+         * container cgroup of a pod's container: false when not known. */
+        bool (*cgroup_find)(void *userdata, const char *path, ControlCgroup *ret);
+        bool (*cgroup_find_container)(void *userdata, const char *pod_uid, const char *container_id,
+                                      ControlCgroup *ret);
+        /* The host rule that selects a cgroup path, or NULL. */
+        const Target *(*host_target)(void *userdata, const char *path);
+        /* Counts a session that could not be created ("create") or started ("start"). */
+        void (*session_failed)(void *userdata, const char *reason);
+        /* Adds a session started on request to the Manager and starts it
+         * (manager_launch_session()): takes ownership of s. */
+        int (*launch_session)(void *userdata, Session *s);
 } ControlDeps;
 
 int control_room_new(const ControlDeps *deps, ControlRoom **ret);

@@ -112,7 +112,7 @@ static int property_get_machine_config(sd_bus *bus, const char *path, const char
         size_t n = 0;
         int r;
 
-        r = manager_machine_config(userdata, &list, &n);
+        r = control_machine_config(((Manager *) userdata)->control, &list, &n);
         if (r < 0)
                 return r;
         r = BUS_APPEND_ARRAY(reply, "(sss)", list, n, _e->name, _e->wanted, _e->current);
@@ -143,7 +143,7 @@ static int append_targets(sd_bus_message *m, Manager *manager) {
         size_t n = 0;
         int r;
 
-        r = manager_list_targets(manager, &list, &n);
+        r = control_list_targets(manager->control, &list, &n);
         if (r < 0)
                 return r;
         r = BUS_APPEND_ARRAY(m, "(sssb)", list, n, _e->name, _e->profile, _e->kind, (int) _e->disabled);
@@ -172,7 +172,7 @@ static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_erro
         size_t n = 0;
         int r;
 
-        r = manager_list_sessions(userdata, &list, &n);
+        r = control_list_sessions(((Manager *) userdata)->control, &list, &n);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -193,7 +193,7 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
         r = sd_bus_message_read(msg, "sss", &namespace, &pod, &container);
         if (r < 0)
                 return r;
-        r = manager_check(userdata, namespace, pod, container, &check, &message);
+        r = control_check(((Manager *) userdata)->control, namespace, pod, container, &check, &message);
         if (r < 0)
                 return bus_reply_error(error, r, message);
 
@@ -233,7 +233,8 @@ static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "sst", &target, &profile, &duration_usec);
         if (r < 0)
                 return r;
-        r = manager_start_session(userdata, target, profile, duration_usec, &id, &message);
+        r = control_start_session(((Manager *) userdata)->control, target, profile, duration_usec, &id,
+                                  &message);
         if (r < 0)
                 return bus_reply_error(error, r, message);
         return bus_reply_valid(msg, "s", id);
@@ -278,7 +279,8 @@ static int method_stop_session(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         /* Answered when the report is written (on the report worker). */
-        r = manager_stop_session(userdata, id, on_session_stopped, sd_bus_message_ref(msg), &message);
+        r = control_stop_session(((Manager *) userdata)->control, id, on_session_stopped,
+                                 sd_bus_message_ref(msg), &message);
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return bus_reply_error(error, r, message);
@@ -303,7 +305,8 @@ static void on_all_stopped(void *userdata, char **report_dirs) {
 static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         int r;
 
-        r = manager_stop_all_sessions(userdata, on_all_stopped, sd_bus_message_ref(msg));
+        r = control_stop_all_sessions(((Manager *) userdata)->control, on_all_stopped,
+                                      sd_bus_message_ref(msg));
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return r;
