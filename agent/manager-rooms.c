@@ -5,7 +5,8 @@
 #include "manager-rooms.h"
 
 static void on_session_started(void *userdata, Session *s) {
-        manager_bus_session_started(userdata, s);
+        Manager *m = userdata;
+        manager_bus_session_started(m->control, s);
 }
 
 static void on_session_stopped(void *userdata, Session *s, const SamplerSessionStats *st) {
@@ -20,7 +21,7 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
                 metrics_session_ended(m, reason);
         else
                 metrics_session_failed(m, "report");
-        manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
+        manager_bus_session_ended(m->control, s->id_string, reason, report_dirs, samples);
         manager_pull_session_ended(m, s->id_string, report_dirs, error);
 }
 
@@ -275,6 +276,39 @@ static int control_launch_session(void *userdata, Session *s) {
         return manager_launch_session(userdata, s, true, NULL);
 }
 
+static const char *control_last_config_load(void *userdata) {
+        Manager *m = userdata;
+        return m->last_config_load;
+}
+
+static uint64_t control_uptime_usec(void *userdata) {
+        return manager_uptime_usec(userdata);
+}
+
+static int control_reload(void *userdata, char **ret_error) {
+        return manager_reload(userdata, ret_error);
+}
+
+static bool control_listing_begin(void *userdata) {
+        Manager *m = userdata;
+
+        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
+                m->list_reports_refused++;
+                return false;
+        }
+        m->list_reports_pending++;
+        return true;
+}
+
+static void control_listing_end(void *userdata) {
+        Manager *m = userdata;
+        m->list_reports_pending--;
+}
+
+static void on_control_fatal(void *userdata, int error) {
+        manager_fatal(userdata, error);
+}
+
 int manager_control_room_new(Manager *m) {
         ControlDeps deps = {
                 .node_name = m->node_name,
@@ -293,6 +327,17 @@ int manager_control_room_new(Manager *m) {
                 .host_target = control_host_target,
                 .session_failed = control_session_failed,
                 .launch_session = control_launch_session,
+                .event = m->event,
+                .bus_socket = m->bus_socket,
+                .config_path = m->config_path,
+                .last_config_load = control_last_config_load,
+                .uptime_usec = control_uptime_usec,
+                .reload = control_reload,
+                .report_dir = sessions_report_dir,
+                .listing_begin = control_listing_begin,
+                .listing_end = control_listing_end,
+                .reports_written = on_sessions_reports_written,
+                .fatal = on_control_fatal,
                 .userdata = m,
         };
 

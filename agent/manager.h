@@ -7,6 +7,7 @@
 #include "base.h"
 #include "config.h"
 #include "config-ref.h"
+#include "control.h"
 #include "counters.h"
 #include "sampling.h"
 #include "sessions.h"
@@ -142,17 +143,6 @@ typedef struct Manager {
         sd_event_source *proc_events;
         sd_event_source *sigterm, *sigint, *sighup;
 
-        int bus_listen_fd;
-        sd_event_source *bus_accept;
-        sd_event_source *bus_accept_retry; /* re-enables bus_accept after EMFILE and friends */
-        uint64_t bus_accept_backoff_usec;
-        LogRateLimit bus_accept_log;
-        sd_event_source *bus_post; /* processes what the connections already read (see manager-bus.c) */
-        sd_bus **bus_clients;
-        size_t n_bus_clients;
-        sd_bus *system_bus; /* io.cgprof.Agent1 on the system bus, when there is one */
-        bool system_bus_named; /* the name is ours: signals go there too */
-
         unsigned drains_postponed; /* in a row, for process events left (on_drain_timer()) */
         uint64_t start_usec; /* CLOCK_REALTIME */
         uint64_t start_monotonic;
@@ -162,9 +152,6 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
-
-/* ListReports calls read at once on the report worker; more are refused. */
-#define LIST_REPORTS_MAX_PENDING 16U
 
 /* A batch of reports was written (report-writer.c): once stopping, the
  * agent exits when the last one is. */
@@ -236,8 +223,7 @@ Session *manager_session_find(Manager *m, const char *id);
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
 
-/* Running sessions (for ActiveSessions). */
-unsigned manager_active_sessions(Manager *m);
+/* Since the agent started (the bus API's Uptime). */
 uint64_t manager_uptime_usec(Manager *m);
 /* The control room's control_start_session() and control_stop_session(),
  * for the http room (pull). */

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 
 #include "config-ref.h"
 #include "counters.h"
@@ -16,6 +18,9 @@
  * which the Manager fills in (manager-rooms.c). */
 
 typedef struct ControlRoom ControlRoom;
+
+/* ListReports calls read at once on the report worker; more are refused. */
+#define LIST_REPORTS_MAX_PENDING 16U
 
 /* How long the event loop's handlers keep it (the Manager's loop
  * statistics), for GetStatus. */
@@ -92,6 +97,28 @@ typedef struct ControlDeps {
         /* Adds a session started on request to the Manager and starts it
          * (manager_launch_session()): takes ownership of s. */
         int (*launch_session)(void *userdata, Session *s);
+
+        /* The D-Bus API. Borrowed: */
+        sd_event *event;
+        const char *bus_socket; /* the private socket's path */
+        const char *config_path;
+        /* "ok", or the error of the last (re)load. */
+        const char *(*last_config_load)(void *userdata);
+        uint64_t (*uptime_usec)(void *userdata);
+        /* Reloads the config (manager_reload()). */
+        int (*reload)(void *userdata, char **ret_error);
+        /* reportDir now: its path ("" when none) and, in *ret_fd, its fd
+         * (< 0 when it could not be opened). */
+        const char *(*report_dir)(void *userdata, int *ret_fd);
+        /* A ListReports read on the report worker begins (false: refused,
+         * and counted, LIST_REPORTS_MAX_PENDING being read, with the http
+         * room's) or ends. */
+        bool (*listing_begin)(void *userdata);
+        void (*listing_end)(void *userdata);
+        /* A listing done on the report worker: once stopping, the agent exits after the last. */
+        void (*reports_written)(void *userdata);
+        /* The control socket cannot accept again: the agent stops (manager_fatal()). */
+        void (*fatal)(void *userdata, int error);
 } ControlDeps;
 
 int control_room_new(const ControlDeps *deps, ControlRoom **ret);

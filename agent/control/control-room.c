@@ -11,6 +11,7 @@ int control_room_new(const ControlDeps *deps, ControlRoom **ret) {
         if (!c)
                 return -ENOMEM;
         c->deps = *deps;
+        c->bus_listen_fd = -EBADF;
         *ret = c;
         return 0;
 }
