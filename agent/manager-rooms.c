@@ -5,7 +5,8 @@
 #include "manager-rooms.h"
 
 static void on_session_started(void *userdata, Session *s) {
-        manager_bus_session_started(userdata, s);
+        Manager *m = userdata;
+        manager_bus_session_started(m->control, s);
 }
 
 static void on_session_stopped(void *userdata, Session *s, const SamplerSessionStats *st) {
@@ -21,7 +22,7 @@ static void on_session_ended(void *userdata, Session *s, const char *reason, con
                 metrics_session_ended(m->metrics, reason);
         else
                 metrics_session_failed(m->metrics, "report");
-        manager_bus_session_ended(m, s->id_string, reason, report_dirs, samples);
+        manager_bus_session_ended(m->control, s->id_string, reason, report_dirs, samples);
         http_room_session_ended(m->http_room, s->id_string, report_dirs, error);
 }
 
@@ -271,4 +272,188 @@ int manager_http_room_new(Manager *m) {
         };
 
         return http_room_new(&deps, &m->http_room);
+}
+
+static void control_loop_stats(Manager *m, ControlLoopStats *l) {
+        uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC;
+
+        *l = (ControlLoopStats){
+                .dispatches = m->loop.dispatches,
+                .dispatch_usec_total = m->loop.dispatch_usec_total,
+                .dispatch_usec_max = m->loop.dispatch_usec_max,
+                .dispatches_over_50ms = m->loop.dispatches_over_50ms,
+                .dispatch_cpu_usec_max = m->loop.dispatch_cpu_usec_max,
+                .recent_sec = LOOP_RECENT_SEC,
+        };
+        for (unsigned i = 0; i < LOOP_RECENT_SEC; i++)
+                if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec) {
+                        l->recent_usec_max = MAX(l->recent_usec_max, m->loop.recent_usec_max[i]);
+                        l->recent_cpu_usec_max = MAX(l->recent_cpu_usec_max, m->loop.recent_cpu_usec_max[i]);
+                }
+}
+
+static void control_status(void *userdata, ControlStatus *ret) {
+        Manager *m = userdata;
+
+        *ret = (ControlStatus){
+                .node_name = m->node_name,
+                .config_path = m->config_path,
+                .report_dir = m->report_dir,
+                .cgroup_root = m->cgroup_root,
+                .attach_mode = m->opts.attach_mode,
+                .start_usec = m->start_usec,
+                .kube = m->kube,
+                .machine = m->machine,
+                .sessions_room = m->sessions_room,
+                .cgroups_watched = m->cgroup_watch ? cgroup_watch_count(m->cgroup_watch) : 0,
+                .sessions_fd_starved = m->sessions_fd_starved,
+                .maps_cache = m->maps_cache,
+                .proc_event_queue = m->proc_event_queue,
+                .sample_park = &m->sample_park,
+                .list_reports_refused = m->list_reports_refused,
+                .drain_timing = &m->drain_timing,
+                .unwinder = m->unwinder,
+                .debuginfod = m->debuginfod,
+                .debuginfod_urls = m->debuginfod_urls,
+                .sessions = m->sessions,
+                .n_sessions = m->n_sessions,
+        };
+        control_loop_stats(m, &ret->loop);
+}
+
+static ConfigRef *control_config(void *userdata) {
+        Manager *m = userdata;
+        return m->config;
+}
+
+static const char *control_cgroup_root(void *userdata) {
+        Manager *m = userdata;
+        return m->cgroup_root;
+}
+
+static bool control_can_start(void *userdata) {
+        Manager *m = userdata;
+        return !m->stopping && m->sampler;
+}
+
+static Session *const *control_sessions(void *userdata, size_t *ret_n) {
+        Manager *m = userdata;
+        *ret_n = m->n_sessions;
+        return m->sessions;
+}
+
+static Session *control_session_find(void *userdata, const char *id) {
+        return manager_session_find(userdata, id);
+}
+
+static bool control_cgroup(const CgroupState *c, ControlCgroup *ret) {
+        if (!c)
+                return false;
+        *ret = (ControlCgroup){
+                .path = c->path,
+                .container = c->container,
+                .pod_uid = c->pod_uid,
+                .container_id = c->container_id,
+                .session = c->session,
+        };
+        return true;
+}
+
+static bool control_cgroup_find(void *userdata, const char *path, ControlCgroup *ret) {
+        return control_cgroup(manager_cgroup_find(userdata, path), ret);
+}
+
+static bool control_cgroup_find_container(void *userdata, const char *pod_uid, const char *container_id,
+                                          ControlCgroup *ret) {
+        return control_cgroup(manager_cgroup_find_container(userdata, pod_uid, container_id), ret);
+}
+
+static const Target *control_host_target(void *userdata, const char *path) {
+        return manager_host_target(userdata, path);
+}
+
+static void control_session_failed(void *userdata, const char *reason) {
+        manager_count_session_failed(userdata, reason);
+}
+
+static int control_launch_session(void *userdata, Session *s) {
+        return manager_launch_session(userdata, s, true, NULL);
+}
+
+static const char *control_last_config_load(void *userdata) {
+        Manager *m = userdata;
+        return m->last_config_load;
+}
+
+static uint64_t control_uptime_usec(void *userdata) {
+        return manager_uptime_usec(userdata);
+}
+
+static int control_reload(void *userdata, char **ret_error) {
+        return manager_reload(userdata, ret_error);
+}
+
+static bool control_listing_begin(void *userdata) {
+        Manager *m = userdata;
+
+        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
+                m->list_reports_refused++;
+                return false;
+        }
+        m->list_reports_pending++;
+        return true;
+}
+
+static void control_listing_end(void *userdata) {
+        Manager *m = userdata;
+        m->list_reports_pending--;
+}
+
+static void on_control_fatal(void *userdata, int error) {
+        manager_fatal(userdata, error);
+}
+
+int manager_control_room_new(Manager *m) {
+        ControlDeps deps = {
+                .node_name = m->node_name,
+                .sysctl_root = m->opts.sysctl_root,
+                .kube = m->kube,
+                .machine = m->machine,
+                .sessions_room = m->sessions_room,
+                .status = control_status,
+                .config = control_config,
+                .cgroup_root = control_cgroup_root,
+                .can_start = control_can_start,
+                .sessions = control_sessions,
+                .session_find = control_session_find,
+                .cgroup_find = control_cgroup_find,
+                .cgroup_find_container = control_cgroup_find_container,
+                .host_target = control_host_target,
+                .session_failed = control_session_failed,
+                .launch_session = control_launch_session,
+                .event = m->event,
+                .bus_socket = m->bus_socket,
+                .config_path = m->config_path,
+                .last_config_load = control_last_config_load,
+                .uptime_usec = control_uptime_usec,
+                .reload = control_reload,
+                .report_dir = sessions_report_dir,
+                .listing_begin = control_listing_begin,
+                .listing_end = control_listing_end,
+                .reports_written = on_sessions_reports_written,
+                .fatal = on_control_fatal,
+                .userdata = m,
+        };
+
+        return control_room_new(&deps, &m->control);
+}
+
+int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+                          char **ret_id, char **ret_error) {
+        return control_start_session(m->control, target, profile, duration_usec, ret_id, ret_error);
+}
+
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error) {
+        return control_stop_session(m->control, id, callback, userdata, ret_error);
 }

@@ -37,3 +37,7 @@ int manager_metrics_new(Manager *m);
  * kube rooms, the metrics, the config, reportDir, sessions found, started
  * and stopped, the ListReports limit; after manager_metrics_new(). */
 int manager_http_room_new(Manager *m);
+
+/* Creates the control room's own state (m->control), with what it needs
+ * from the Manager: what GetStatus reports. */
+int manager_control_room_new(Manager *m);

@@ -912,7 +912,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 return -ENOMEM;
         m->opts = *opts;
         m->report_dir_fd = -EBADF;
-        m->bus_listen_fd = -EBADF;
         m->cgroup_root_fd = -EBADF;
         m->config_path = strdup(opts->config_path);
         m->state_dir = strdup(opts->state_dir ?: DEFAULT_STATE_DIR);
@@ -945,6 +944,9 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (r < 0)
                 return r;
         r = manager_http_room_new(m);
+        if (r < 0)
+                return r;
+        r = manager_control_room_new(m);
         if (r < 0)
                 return r;
 
@@ -1139,11 +1141,11 @@ int manager_startup(Manager *m) {
         if (!kube_room_enabled(m->kube))
                 machine_room_host_mode(m->machine);
 
-        r = manager_bus_listen(m);
+        r = manager_bus_listen(m->control);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, cgprofctl will not reach this agent: %m",
                                   m->bus_socket);
-        (void) manager_bus_connect_system(m);
+        (void) manager_bus_connect_system(m->control);
         {
                 _cleanup_free_ char *error = NULL;
 
@@ -1248,7 +1250,8 @@ Manager *manager_free(Manager *m) {
         sessions_room_stop_worker(m->sessions_room);
         manager_end_queue_free(m->sessions_room);
         free(m->sessions);
-        manager_bus_close(m);
+        manager_bus_close(m->control);
+        m->control = control_room_free(m->control);
         machine_room_node_stop(m->machine); /* watches through the kube room's client */
         m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
@@ -1290,14 +1293,6 @@ Manager *manager_free(Manager *m) {
 void manager_count_session_failed(Manager *m, const char *reason) {
         sessions_room_count_failed(m->sessions_room);
         metrics_session_failed(m->metrics, reason);
-}
-
-unsigned manager_active_sessions(Manager *m) {
-        unsigned n = 0;
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (m->sessions[i]->state == SESSION_RUNNING)
-                        n++;
-        return n;
 }
 
 uint64_t manager_uptime_usec(Manager *m) {

@@ -7,8 +7,10 @@
 #include "base.h"
 #include "config.h"
 #include "config-ref.h"
+#include "control.h"
 #include "counters.h"
 #include "sampling.h"
+#include "sessions.h"
 #include "hashmap.h"
 #include "log.h"
 
@@ -136,21 +138,11 @@ typedef struct Manager {
          * above (metrics.c). */
         struct HttpRoom *http_room;
         struct ManagerMetrics *metrics;
+        struct ControlRoom *control; /* the control room's own state (control-deps.h) */
 
         sd_event_source *drain_timer;
         sd_event_source *proc_events;
         sd_event_source *sigterm, *sigint, *sighup;
-
-        int bus_listen_fd;
-        sd_event_source *bus_accept;
-        sd_event_source *bus_accept_retry; /* re-enables bus_accept after EMFILE and friends */
-        uint64_t bus_accept_backoff_usec;
-        LogRateLimit bus_accept_log;
-        sd_event_source *bus_post; /* processes what the connections already read (see manager-bus.c) */
-        sd_bus **bus_clients;
-        size_t n_bus_clients;
-        sd_bus *system_bus; /* io.cgprof.Agent1 on the system bus, when there is one */
-        bool system_bus_named; /* the name is ours: signals go there too */
 
         unsigned drains_postponed; /* in a row, for process events left (on_drain_timer()) */
         uint64_t start_usec; /* CLOCK_REALTIME */
@@ -161,9 +153,6 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
-
-/* ListReports calls read at once on the report worker; more are refused. */
-#define LIST_REPORTS_MAX_PENDING 16U
 
 /* A batch of reports was written (report-writer.c): once stopping, the
  * agent exits when the last one is. */
@@ -235,9 +224,15 @@ Session *manager_session_find(Manager *m, const char *id);
  * that selects a cgroup path, or NULL. */
 const Target *manager_host_target(Manager *m, const char *path);
 
+/* Since the agent started (the bus API's Uptime). */
+uint64_t manager_uptime_usec(Manager *m);
+/* The control room's control_start_session() and control_stop_session(),
+ * for the http room (pull). */
+int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+                          char **ret_id, char **ret_error);
+int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+                         char **ret_error);
+
 /* Re-arms a periodic timer; one that cannot be re-armed stops the agent
  * (manager_fatal()). Returns 0, for the timer's handler to return. */
 int manager_rearm(Manager *m, sd_event_source *s, uint64_t usec, const char *what);
-
-/* Status as a JSON document (for the bus API). */
-char *manager_status_json(Manager *m);

@@ -18,9 +18,9 @@
 #include "bus-api.h"
 #include "bus-valid.h"
 #include "cgprof-version.h"
+#include "control-room.h"
 #include "fileio.h"
 #include "log.h"
-#include "manager.h"
 #include "manager-bus.h"
 #include "manager-control.h"
 #include "machine.h"
@@ -75,33 +75,46 @@ static int property_get_version(sd_bus *bus, const char *path, const char *inter
 
 static int property_get_node(sd_bus *bus, const char *path, const char *interface, const char *property,
                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        return bus_append_valid(reply, "s", strempty(m->node_name));
+        ControlRoom *room = userdata;
+        return bus_append_valid(reply, "s", strempty(room->deps.node_name));
 }
 
 static int property_get_uptime(sd_bus *bus, const char *path, const char *interface, const char *property,
                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        return bus_append_valid(reply, "t", manager_uptime_usec(userdata));
+        ControlRoom *room = userdata;
+        return bus_append_valid(reply, "t", room->deps.uptime_usec(room->deps.userdata));
+}
+
+/* Running sessions (for ActiveSessions). */
+static unsigned control_active_sessions(ControlRoom *room) {
+        size_t n_sessions;
+        Session *const *sessions = room->deps.sessions(room->deps.userdata, &n_sessions);
+        unsigned n = 0;
+
+        for (size_t i = 0; i < n_sessions; i++)
+                if (sessions[i]->state == SESSION_RUNNING)
+                        n++;
+        return n;
 }
 
 static int property_get_active_sessions(sd_bus *bus, const char *path, const char *interface,
                                         const char *property, sd_bus_message *reply, void *userdata,
                                         sd_bus_error *error) {
-        return bus_append_valid(reply, "u", manager_active_sessions(userdata));
+        return bus_append_valid(reply, "u", control_active_sessions(userdata));
 }
 
 static int property_get_config_path(sd_bus *bus, const char *path, const char *interface,
                                     const char *property, sd_bus_message *reply, void *userdata,
                                     sd_bus_error *error) {
-        Manager *m = userdata;
-        return bus_append_valid(reply, "s", m->config_path);
+        ControlRoom *room = userdata;
+        return bus_append_valid(reply, "s", room->deps.config_path);
 }
 
 static int property_get_last_config_load(sd_bus *bus, const char *path, const char *interface,
                                          const char *property, sd_bus_message *reply, void *userdata,
                                          sd_bus_error *error) {
-        Manager *m = userdata;
-        return bus_append_valid(reply, "s", m->last_config_load ?: "ok");
+        ControlRoom *room = userdata;
+        return bus_append_valid(reply, "s", room->deps.last_config_load(room->deps.userdata) ?: "ok");
 }
 
 static int property_get_machine_config(sd_bus *bus, const char *path, const char *interface,
@@ -111,7 +124,7 @@ static int property_get_machine_config(sd_bus *bus, const char *path, const char
         size_t n = 0;
         int r;
 
-        r = manager_machine_config(userdata, &list, &n);
+        r = control_machine_config(userdata, &list, &n);
         if (r < 0)
                 return r;
         r = BUS_APPEND_ARRAY(reply, "(sss)", list, n, _e->name, _e->wanted, _e->current);
@@ -122,8 +135,8 @@ static int property_get_machine_config(sd_bus *bus, const char *path, const char
 /* ---- methods ---- */
 
 static int method_get_status(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        _cleanup_free_ char *json = manager_status_json(m);
+        ControlRoom *room = userdata;
+        _cleanup_free_ char *json = manager_status_json(room);
         if (!json)
                 return -ENOMEM;
         return bus_reply_valid(msg, "s", json);
@@ -137,12 +150,12 @@ static int reply_send(sd_bus_message *reply, int r) {
 }
 
 /* The targets as a(sssb): (name, profile, kind, disabled). */
-static int append_targets(sd_bus_message *m, Manager *manager) {
+static int append_targets(sd_bus_message *m, ControlRoom *room) {
         ControlTarget *list = NULL;
         size_t n = 0;
         int r;
 
-        r = manager_list_targets(manager, &list, &n);
+        r = control_list_targets(room, &list, &n);
         if (r < 0)
                 return r;
         r = BUS_APPEND_ARRAY(m, "(sssb)", list, n, _e->name, _e->profile, _e->kind, (int) _e->disabled);
@@ -171,7 +184,7 @@ static int method_list_sessions(sd_bus_message *msg, void *userdata, sd_bus_erro
         size_t n = 0;
         int r;
 
-        r = manager_list_sessions(userdata, &list, &n);
+        r = control_list_sessions(userdata, &list, &n);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -192,7 +205,7 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
         r = sd_bus_message_read(msg, "sss", &namespace, &pod, &container);
         if (r < 0)
                 return r;
-        r = manager_check(userdata, namespace, pod, container, &check, &message);
+        r = control_check(userdata, namespace, pod, container, &check, &message);
         if (r < 0)
                 return bus_reply_error(error, r, message);
 
@@ -207,15 +220,15 @@ static int method_check(sd_bus_message *msg, void *userdata, sd_bus_error *error
 static int method_check_machine_config(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_bus_message_ sd_bus_message *reply = NULL;
         _cleanup_(control_machine_check_done) ControlMachineCheck check = {};
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         int r;
 
-        r = machine_room_check(m->machine, &check);
+        r = machine_room_check(room->deps.machine, &check);
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = bus_append_valid(reply, "sss", strempty(m->node_name), check.labels,
+                r = bus_append_valid(reply, "sss", strempty(room->deps.node_name), check.labels,
                                      check.labels_source);
         if (r >= 0)
                 r = BUS_APPEND_ARRAY(reply, "(ssssss)", check.sysctls, check.n_sysctls, _e->name,
@@ -232,7 +245,7 @@ static int method_start_session(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_read(msg, "sst", &target, &profile, &duration_usec);
         if (r < 0)
                 return r;
-        r = manager_start_session(userdata, target, profile, duration_usec, &id, &message);
+        r = control_start_session(userdata, target, profile, duration_usec, &id, &message);
         if (r < 0)
                 return bus_reply_error(error, r, message);
         return bus_reply_valid(msg, "s", id);
@@ -277,7 +290,7 @@ static int method_stop_session(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         /* Answered when the report is written (on the report worker). */
-        r = manager_stop_session(userdata, id, on_session_stopped, sd_bus_message_ref(msg), &message);
+        r = control_stop_session(userdata, id, on_session_stopped, sd_bus_message_ref(msg), &message);
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return bus_reply_error(error, r, message);
@@ -302,7 +315,7 @@ static void on_all_stopped(void *userdata, char **report_dirs) {
 static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         int r;
 
-        r = manager_stop_all_sessions(userdata, on_all_stopped, sd_bus_message_ref(msg));
+        r = control_stop_all_sessions(userdata, on_all_stopped, sd_bus_message_ref(msg));
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return r;
@@ -314,7 +327,7 @@ static int method_stop_all_sessions(sd_bus_message *msg, void *userdata, sd_bus_
  * report worker, behind the reports being written. */
 typedef struct ListReportsJob {
         WorkerJob job;
-        Manager *manager;
+        ControlRoom *room;
         sd_bus_message *msg;
         int dir_fd; /* a copy of reportDir's */
         char *dir_path, *filter;
@@ -336,10 +349,10 @@ static void list_reports_run(WorkerJob *job) {
 static void list_reports_done(WorkerJob *job, bool ran) {
         _cleanup_bus_message_ sd_bus_message *reply = NULL;
         ListReportsJob *j = (ListReportsJob *) job;
-        Manager *m = j->manager;
+        ControlRoom *room = j->room;
         int r = j->error;
 
-        m->list_reports_pending--;
+        room->deps.listing_end(room->deps.userdata);
         if (!ran)
                 r = -ECANCELED;
         if (r < 0)
@@ -362,13 +375,13 @@ static void list_reports_done(WorkerJob *job, bool ran) {
         free(j->filter);
         free(j->message);
         free(j);
-        manager_reports_written(m);
+        room->deps.reports_written(room->deps.userdata);
 }
 
 /* Once the report index is loaded: answered from it, on the loop, in
  * milliseconds at any count (whole: a D-Bus reply holds 100,000 reports). */
-static int list_reports_from_index(Manager *m, sd_bus_message *msg, const char *filter, uint64_t since,
-                                   sd_bus_error *error) {
+static int list_reports_from_index(ControlRoom *room, sd_bus_message *msg, const char *filter,
+                                   uint64_t since, sd_bus_error *error) {
         _cleanup_bus_message_ sd_bus_message *reply = NULL;
         _cleanup_free_ const ReportEntry **l = NULL;
         _cleanup_free_ ControlReport *list = NULL;
@@ -379,8 +392,8 @@ static int list_reports_from_index(Manager *m, sd_bus_message *msg, const char *
 
         r = control_report_filter_new(filter, since, &f, &message);
         if (r >= 0)
-                r = manager_reports_list(m->sessions_room, control_report_filter_match, f, NULL, 0, &l, &n,
-                                         NULL);
+                r = manager_reports_list(room->deps.sessions_room, control_report_filter_match, f, NULL, 0,
+                                         &l, &n, NULL);
         if (r < 0)
                 return bus_reply_error(error, r, message);
         list = calloc(MAX(n, 1U), sizeof(ControlReport));
@@ -399,51 +412,55 @@ static int list_reports_from_index(Manager *m, sd_bus_message *msg, const char *
 }
 
 static int method_list_reports(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         ListReportsJob *j;
-        const char *filter;
+        const char *filter, *report_dir;
+        int report_dir_fd;
         uint64_t since;
         int r;
 
         r = sd_bus_message_read(msg, "st", &filter, &since);
         if (r < 0)
                 return r;
-        if (manager_reports_ready(m->sessions_room))
-                return list_reports_from_index(m, msg, filter, since, error);
-        if (m->list_reports_pending >= LIST_REPORTS_MAX_PENDING) {
-                m->list_reports_refused++;
+        if (manager_reports_ready(room->deps.sessions_room))
+                return list_reports_from_index(room, msg, filter, since, error);
+        if (!room->deps.listing_begin(room->deps.userdata))
                 return sd_bus_error_setf(error, CGPROF_ERROR_FAILED,
                                          "%u report listings are being read already; try again later.",
                                          LIST_REPORTS_MAX_PENDING);
-        }
         j = calloc(1, sizeof(*j));
-        if (!j)
+        if (!j) {
+                room->deps.listing_end(room->deps.userdata);
                 return -ENOMEM;
-        j->manager = m;
+        }
+        report_dir = room->deps.report_dir(room->deps.userdata, &report_dir_fd);
+        j->room = room;
         j->since = since;
         /* No report directory: the listing says it could not open it. */
-        j->dir_fd = m->report_dir_fd < 0 ? -EBADF : fcntl(m->report_dir_fd, F_DUPFD_CLOEXEC, 3);
-        j->dir_path = strdup(strempty(m->report_dir));
+        j->dir_fd = report_dir_fd < 0 ? -EBADF : fcntl(report_dir_fd, F_DUPFD_CLOEXEC, 3);
+        j->dir_path = strdup(report_dir);
         j->filter = strdup(filter);
-        if ((m->report_dir_fd >= 0 && j->dir_fd < 0) || !j->dir_path || !j->filter) {
-                r = j->dir_fd < 0 && m->report_dir_fd >= 0 ? negative_errno() : -ENOMEM;
+        if ((report_dir_fd >= 0 && j->dir_fd < 0) || !j->dir_path || !j->filter) {
+                r = j->dir_fd < 0 && report_dir_fd >= 0 ? negative_errno() : -ENOMEM;
                 safe_close(j->dir_fd);
                 free(j->dir_path);
                 free(j->filter);
                 free(j);
+                room->deps.listing_end(room->deps.userdata);
                 return r;
         }
         j->msg = sd_bus_message_ref(msg);
-        m->list_reports_pending++;
-        worker_submit(sessions_room_worker(m->sessions_room), &j->job, list_reports_run, list_reports_done);
+        worker_submit(sessions_room_worker(room->deps.sessions_room), &j->job, list_reports_run,
+                      list_reports_done);
         return 1;
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_free_ char *message = NULL;
+        ControlRoom *room = userdata;
         int r;
 
-        r = manager_reload(userdata, &message);
+        r = room->deps.reload(room->deps.userdata, &message);
         if (r < 0)
                 return bus_error_set_valid(error, CGPROF_ERROR_FAILED, message ?: strerror(-r));
         return sd_bus_reply_method_return(msg, NULL);
@@ -503,31 +520,31 @@ static void emit_one(sd_bus *bus, const char *member, const char *types, va_list
 }
 
 /* On every private connection and on the system bus. */
-static void emit_all(Manager *m, const char *member, const char *types, ...) {
+static void emit_all(ControlRoom *room, const char *member, const char *types, ...) {
         va_list ap, aq;
 
         va_start(ap, types);
-        for (size_t i = 0; i < m->n_bus_clients; i++) {
+        for (size_t i = 0; i < room->n_bus_clients; i++) {
                 va_copy(aq, ap);
-                emit_one(m->bus_clients[i], member, types, aq);
+                emit_one(room->bus_clients[i], member, types, aq);
                 va_end(aq);
         }
-        if (m->system_bus && m->system_bus_named) {
+        if (room->system_bus && room->system_bus_named) {
                 va_copy(aq, ap);
-                emit_one(m->system_bus, member, types, aq);
+                emit_one(room->system_bus, member, types, aq);
                 va_end(aq);
         }
         va_end(ap);
 }
 
-void manager_bus_session_started(Manager *m, Session *s) {
-        emit_all(m, "SessionStarted", "sssssss", s->id_string, s->target->name, s->profile->name,
+void manager_bus_session_started(ControlRoom *room, Session *s) {
+        emit_all(room, "SessionStarted", "sssssss", s->id_string, s->target->name, s->profile->name,
                  strempty(s->namespace), strempty(s->pod), strempty(s->container), s->cgroup);
 }
 
-void manager_bus_session_ended(Manager *m, const char *id, const char *reason, const char *report_dir,
+void manager_bus_session_ended(ControlRoom *room, const char *id, const char *reason, const char *report_dir,
                                uint64_t samples) {
-        emit_all(m, "SessionEnded", "ssst", id, strempty(reason), strempty(report_dir), samples);
+        emit_all(room, "SessionEnded", "ssst", id, strempty(reason), strempty(report_dir), samples);
 }
 
 /* ---- the private socket ---- */
@@ -556,10 +573,10 @@ static const sd_bus_vtable bus_daemon_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static void client_drop(Manager *m, sd_bus *bus) {
-        for (size_t i = 0; i < m->n_bus_clients; i++)
-                if (m->bus_clients[i] == bus) {
-                        m->bus_clients[i] = m->bus_clients[--m->n_bus_clients];
+static void client_drop(ControlRoom *room, sd_bus *bus) {
+        for (size_t i = 0; i < room->n_bus_clients; i++)
+                if (room->bus_clients[i] == bus) {
+                        room->bus_clients[i] = room->bus_clients[--room->n_bus_clients];
                         break;
                 }
         /* Safe from the bus's own callbacks: sd-bus holds a reference while dispatching. */
@@ -575,12 +592,12 @@ static void client_drop(Manager *m, sd_bus *bus) {
  * every event loop iteration, each connection processes what it has read
  * already (cheap: a read that fails with EAGAIN when there is nothing). */
 static int on_bus_post(sd_event_source *source, void *userdata) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
 
-        for (size_t i = m->n_bus_clients; i > 0; i--) {
-                if (i > m->n_bus_clients) /* a connection was dropped meanwhile */
+        for (size_t i = room->n_bus_clients; i > 0; i--) {
+                if (i > room->n_bus_clients) /* a connection was dropped meanwhile */
                         continue;
-                sd_bus *bus = sd_bus_ref(m->bus_clients[i - 1]);
+                sd_bus *bus = sd_bus_ref(room->bus_clients[i - 1]);
                 for (unsigned k = 0; k < 64; k++)
                         if (sd_bus_process(bus, NULL) <= 0)
                                 break;
@@ -590,9 +607,9 @@ static int on_bus_post(sd_event_source *source, void *userdata) {
 }
 
 static int on_client_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         log_debug("Control client disconnected.");
-        client_drop(m, sd_bus_message_get_bus(msg));
+        client_drop(room, sd_bus_message_get_bus(msg));
         return 0;
 }
 
@@ -600,14 +617,14 @@ static int on_client_disconnected(sd_bus_message *msg, void *userdata, sd_bus_er
 #define ACCEPT_RETRY_MAX_USEC (5 * USEC_PER_SEC)
 
 static int on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         int r;
 
         log_debug("Accepting control connections again.");
-        r = sd_event_source_set_enabled(m->bus_accept, SD_EVENT_ON);
+        r = sd_event_source_set_enabled(room->bus_accept, SD_EVENT_ON);
         if (r < 0) {
                 log_error_errno(r, "Failed to enable the control socket again, stopping the agent: %m");
-                manager_fatal(m, r);
+                room->deps.fatal(room->deps.userdata, r);
         }
         return 0;
 }
@@ -616,31 +633,32 @@ static int on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata) {
  * the listening socket stays readable, so the loop would spin. Stop
  * accepting for a while (100 ms, doubling up to 5 s while it lasts); the
  * connections wait in the backlog. */
-static void accept_pause(Manager *m, int error) {
+static void accept_pause(ControlRoom *room, int error) {
         uint64_t now = 0;
         int r;
 
-        m->bus_accept_backoff_usec = m->bus_accept_backoff_usec == 0
-                                             ? ACCEPT_RETRY_MIN_USEC
-                                             : MIN(m->bus_accept_backoff_usec * 2, ACCEPT_RETRY_MAX_USEC);
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        log_full_errno(log_ratelimit_level(&m->bus_accept_log, now, LOG_WARNING), error,
+        room->bus_accept_backoff_usec =
+                room->bus_accept_backoff_usec == 0
+                        ? ACCEPT_RETRY_MIN_USEC
+                        : MIN(room->bus_accept_backoff_usec * 2, ACCEPT_RETRY_MAX_USEC);
+        (void) sd_event_now(room->deps.event, CLOCK_MONOTONIC, &now);
+        log_full_errno(log_ratelimit_level(&room->bus_accept_log, now, LOG_WARNING), error,
                        "Failed to accept a control connection, trying again in %" PRIu64 " ms: %m",
-                       m->bus_accept_backoff_usec / USEC_PER_MSEC);
+                       room->bus_accept_backoff_usec / USEC_PER_MSEC);
 
-        r = sd_event_source_set_enabled(m->bus_accept, SD_EVENT_OFF);
+        r = sd_event_source_set_enabled(room->bus_accept, SD_EVENT_OFF);
         if (r >= 0)
-                r = sd_event_source_set_time_relative(m->bus_accept_retry, m->bus_accept_backoff_usec);
+                r = sd_event_source_set_time_relative(room->bus_accept_retry, room->bus_accept_backoff_usec);
         if (r >= 0)
-                r = sd_event_source_set_enabled(m->bus_accept_retry, SD_EVENT_ONESHOT);
+                r = sd_event_source_set_enabled(room->bus_accept_retry, SD_EVENT_ONESHOT);
         if (r < 0) {
                 log_error_errno(r, "Failed to pause the control socket, stopping the agent: %m");
-                manager_fatal(m, r);
+                room->deps.fatal(room->deps.userdata, r);
         }
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         _cleanup_close_ int nfd = -EBADF;
         sd_bus *bus = NULL;
         struct ucred cred = {};
@@ -667,15 +685,15 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                         r = log_error_errno(errno,
                                             "Failed to accept control connections on %s, stopping the "
                                             "agent: %m",
-                                            m->bus_socket);
-                        manager_fatal(m, r);
+                                            room->deps.bus_socket);
+                        room->deps.fatal(room->deps.userdata, r);
                         return 0;
                 default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM, ... */
-                        accept_pause(m, errno);
+                        accept_pause(room, errno);
                         return 0;
                 }
         }
-        m->bus_accept_backoff_usec = 0;
+        room->bus_accept_backoff_usec = 0;
         if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
                 log_warning_errno(errno,
                                   "Failed to get the credentials of a control client, refusing it: %m");
@@ -687,12 +705,12 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 return 0;
         }
 
-        sd_bus **n = reallocarray(m->bus_clients, m->n_bus_clients + 1, sizeof(sd_bus *));
+        sd_bus **n = reallocarray(room->bus_clients, room->n_bus_clients + 1, sizeof(sd_bus *));
         if (!n) {
                 log_oom();
                 return 0;
         }
-        m->bus_clients = n;
+        room->bus_clients = n;
 
         r = sd_bus_new(&bus);
         if (r < 0) {
@@ -707,34 +725,34 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         if (r < 0 || (r = sd_bus_set_server(bus, 1, id)) < 0 || (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
             (r = sd_bus_set_trusted(bus, 1)) < 0 ||
             (r = sd_bus_add_object_vtable(bus, NULL, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, agent_vtable,
-                                          m)) < 0 ||
+                                          room)) < 0 ||
             (r = sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                          bus_daemon_vtable, m)) < 0 ||
+                                          bus_daemon_vtable, room)) < 0 ||
             (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
                                      "org.freedesktop.DBus.Local", "Disconnected", on_client_disconnected,
-                                     m)) < 0 ||
+                                     room)) < 0 ||
             (r = sd_bus_start(bus)) < 0 ||
-            (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+            (r = sd_bus_attach_event(bus, room->deps.event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
                 sd_bus_close(bus);
                 sd_bus_unref(bus);
                 log_warning_errno(r, "Failed to set up a bus connection, ignoring: %m");
                 return 0;
         }
-        m->bus_clients[m->n_bus_clients++] = bus;
+        room->bus_clients[room->n_bus_clients++] = bus;
         return 0;
 }
 
-int manager_bus_listen(Manager *m) {
+int manager_bus_listen(ControlRoom *room) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *dir = NULL;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int r;
 
-        if (strlen(m->bus_socket) >= sizeof(sa.sun_path))
+        if (strlen(room->deps.bus_socket) >= sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
-        strcpy(sa.sun_path, m->bus_socket);
+        strcpy(sa.sun_path, room->deps.bus_socket);
 
-        dir = strdup(m->bus_socket);
+        dir = strdup(room->deps.bus_socket);
         if (!dir)
                 return -ENOMEM;
         char *slash = strrchr(dir, '/');
@@ -748,7 +766,7 @@ int manager_bus_listen(Manager *m) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return negative_errno();
-        (void) unlink(m->bus_socket);
+        (void) unlink(room->deps.bus_socket);
         mode_t old = umask(0077);
         r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
         umask(old);
@@ -757,54 +775,54 @@ int manager_bus_listen(Manager *m) {
         if (listen(fd, SOMAXCONN) < 0)
                 return negative_errno();
 
-        r = sd_event_add_io(m->event, &m->bus_accept, fd, EPOLLIN, on_accept, m);
+        r = sd_event_add_io(room->deps.event, &room->bus_accept, fd, EPOLLIN, on_accept, room);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(m->bus_accept, "bus-accept");
+        (void) sd_event_source_set_description(room->bus_accept, "bus-accept");
         /* Made now, not when it is needed: then file descriptors or memory may be short. */
-        r = sd_event_add_time_relative(m->event, &m->bus_accept_retry, CLOCK_MONOTONIC,
-                                       ACCEPT_RETRY_MIN_USEC, 10 * USEC_PER_MSEC, on_accept_retry, m);
+        r = sd_event_add_time_relative(room->deps.event, &room->bus_accept_retry, CLOCK_MONOTONIC,
+                                       ACCEPT_RETRY_MIN_USEC, 10 * USEC_PER_MSEC, on_accept_retry, room);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_enabled(m->bus_accept_retry, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(m->bus_accept_retry, "bus-accept-retry");
-        m->bus_accept_log.interval_usec = 10 * USEC_PER_SEC;
-        r = sd_event_add_post(m->event, &m->bus_post, on_bus_post, m);
+        (void) sd_event_source_set_enabled(room->bus_accept_retry, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(room->bus_accept_retry, "bus-accept-retry");
+        room->bus_accept_log.interval_usec = 10 * USEC_PER_SEC;
+        r = sd_event_add_post(room->deps.event, &room->bus_post, on_bus_post, room);
         if (r < 0)
                 return r;
-        (void) sd_event_source_set_description(m->bus_post, "bus-post");
-        m->bus_listen_fd = TAKE_FD(fd);
-        log_debug("Listening for cgprofctl on %s.", m->bus_socket);
+        (void) sd_event_source_set_description(room->bus_post, "bus-post");
+        room->bus_listen_fd = TAKE_FD(fd);
+        log_debug("Listening for cgprofctl on %s.", room->deps.bus_socket);
         return 0;
 }
 
 /* ---- the system bus ---- */
 
-static void system_bus_drop(Manager *m) {
-        if (!m->system_bus)
+static void system_bus_drop(ControlRoom *room) {
+        if (!room->system_bus)
                 return;
-        sd_bus_detach_event(m->system_bus);
-        sd_bus_flush_close_unref(m->system_bus);
-        m->system_bus = NULL;
-        m->system_bus_named = false;
+        sd_bus_detach_event(room->system_bus);
+        sd_bus_flush_close_unref(room->system_bus);
+        room->system_bus = NULL;
+        room->system_bus_named = false;
 }
 
 static int on_system_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
         log_warning("Disconnected from the system bus: %s is no longer served there.", CGPROF_BUS_NAME);
-        system_bus_drop(m);
+        system_bus_drop(room);
         return 0;
 }
 
 static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const sd_bus_error *e = sd_bus_message_get_error(reply);
-        Manager *m = userdata;
+        ControlRoom *room = userdata;
 
         if (e) {
                 /* Not ours (no policy installed, or another agent has it): leave the system bus. */
                 log_warning("Failed to acquire %s on the system bus, serving the private socket only: %s",
                             CGPROF_BUS_NAME, e->message ?: e->name);
-                system_bus_drop(m);
+                system_bus_drop(room);
                 return 0;
         }
         /* RequestName's answer: 1 primary owner, 2 queued, 3 exists, 4 already the owner. */
@@ -813,15 +831,15 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, sd_bus_error 
                 log_warning("Failed to acquire %s on the system bus (another process owns it), serving the "
                             "private socket only.",
                             CGPROF_BUS_NAME);
-                system_bus_drop(m);
+                system_bus_drop(room);
                 return 0;
         }
-        m->system_bus_named = true;
+        room->system_bus_named = true;
         log_info("Serving %s on the system bus.", CGPROF_BUS_NAME);
         return 0;
 }
 
-int manager_bus_connect_system(Manager *m) {
+int manager_bus_connect_system(ControlRoom *room) {
         sd_bus *bus = NULL;
         int r;
 
@@ -834,31 +852,33 @@ int manager_bus_connect_system(Manager *m) {
         if (r < 0)
                 return log_warning_errno(r, "Failed to connect to the system bus, ignoring: %m");
         if ((r = sd_bus_add_object_vtable(bus, NULL, CGPROF_BUS_PATH, CGPROF_BUS_INTERFACE, agent_vtable,
-                                          m)) < 0 ||
+                                          room)) < 0 ||
             (r = sd_bus_match_signal(bus, NULL, NULL, "/org/freedesktop/DBus/Local",
                                      "org.freedesktop.DBus.Local", "Disconnected",
-                                     on_system_bus_disconnected, m)) < 0 ||
-            (r = sd_bus_request_name_async(bus, NULL, CGPROF_BUS_NAME, 0, on_name_acquired, m)) < 0 ||
-            (r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+                                     on_system_bus_disconnected, room)) < 0 ||
+            (r = sd_bus_request_name_async(bus, NULL, CGPROF_BUS_NAME, 0, on_name_acquired, room)) < 0 ||
+            (r = sd_bus_attach_event(bus, room->deps.event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
                 sd_bus_flush_close_unref(bus);
                 return log_warning_errno(r, "Failed to set up %s on the system bus, ignoring: %m",
                                          CGPROF_BUS_NAME);
         }
-        m->system_bus = bus;
+        room->system_bus = bus;
         return 0;
 }
 
-void manager_bus_close(Manager *m) {
-        while (m->n_bus_clients > 0)
-                client_drop(m, m->bus_clients[m->n_bus_clients - 1]);
-        free(m->bus_clients);
-        m->bus_clients = NULL;
-        system_bus_drop(m);
-        m->bus_accept = sd_event_source_disable_unref(m->bus_accept);
-        m->bus_accept_retry = sd_event_source_disable_unref(m->bus_accept_retry);
-        m->bus_post = sd_event_source_disable_unref(m->bus_post);
-        if (m->bus_listen_fd >= 0) {
-                (void) unlink(m->bus_socket);
-                m->bus_listen_fd = safe_close(m->bus_listen_fd);
+void manager_bus_close(ControlRoom *room) {
+        if (!room) /* manager_new() failed before making it */
+                return;
+        while (room->n_bus_clients > 0)
+                client_drop(room, room->bus_clients[room->n_bus_clients - 1]);
+        free(room->bus_clients);
+        room->bus_clients = NULL;
+        system_bus_drop(room);
+        room->bus_accept = sd_event_source_disable_unref(room->bus_accept);
+        room->bus_accept_retry = sd_event_source_disable_unref(room->bus_accept_retry);
+        room->bus_post = sd_event_source_disable_unref(room->bus_post);
+        if (room->bus_listen_fd >= 0) {
+                (void) unlink(room->deps.bus_socket);
+                room->bus_listen_fd = safe_close(room->bus_listen_fd);
         }
 }

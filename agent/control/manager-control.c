@@ -14,11 +14,15 @@
 #include "kube-target.h"
 #include "log.h"
 #include "machine-config.h"
-#include "manager.h"
+#include "control-room.h"
 #include "kube.h"
 #include "machine.h"
 #include "manager-control.h"
 #include "sessions.h"
+
+static ConfigRef *control_config(ControlRoom *room) {
+        return room->deps.config(room->deps.userdata);
+}
 
 const Target control_on_demand_target = {
         .name = (char *) "on-demand",
@@ -112,12 +116,12 @@ static void add_rule_set_targets(TargetList *l, const KubeRuleSet *set) {
 }
 
 /* The namespaces' targets, in namespace order. */
-static int add_rule_sets_targets(Manager *m, TargetList *l) {
+static int add_rule_sets_targets(ControlRoom *room, TargetList *l) {
         _cleanup_free_ KubeRuleSet **sets = NULL;
         size_t n = 0;
         int r;
 
-        r = kube_room_rule_sets(m->kube, &sets, &n);
+        r = kube_room_rule_sets(room->deps.kube, &sets, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && l->error >= 0; i++)
@@ -125,8 +129,8 @@ static int add_rule_sets_targets(Manager *m, TargetList *l) {
         return l->error;
 }
 
-int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
-        const Config *c = m->config->config;
+int control_list_targets(ControlRoom *room, ControlTarget **ret, size_t *ret_n) {
+        const Config *c = control_config(room)->config;
         TargetList l = {};
         int r = 0;
 
@@ -148,7 +152,7 @@ int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
                                             .disabled = !c->enable_default,
                                     });
         if (r >= 0)
-                r = add_rule_sets_targets(m, &l);
+                r = add_rule_sets_targets(room, &l);
         if (r < 0) {
                 control_targets_free(l.list, l.n);
                 return r;
@@ -160,14 +164,16 @@ int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n) {
 
 /* ---- sessions ---- */
 
-int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
+int control_list_sessions(ControlRoom *room, ControlSession **ret, size_t *ret_n) {
         ControlSession *list;
+        size_t n_sessions;
+        Session *const *sessions = room->deps.sessions(room->deps.userdata, &n_sessions);
 
-        list = calloc(MAX(m->n_sessions, 1U), sizeof(ControlSession));
+        list = calloc(MAX(n_sessions, 1U), sizeof(ControlSession));
         if (!list)
                 return -ENOMEM;
-        for (size_t i = 0; i < m->n_sessions; i++) {
-                const Session *s = m->sessions[i];
+        for (size_t i = 0; i < n_sessions; i++) {
+                const Session *s = sessions[i];
                 bool running = s->state == SESSION_RUNNING;
                 list[i] = (ControlSession){
                         .id = s->id_string,
@@ -184,17 +190,17 @@ int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n) {
                 };
         }
         *ret = list;
-        *ret_n = m->n_sessions;
+        *ret_n = n_sessions;
         return 0;
 }
 
-static Session *session_find(Manager *m, const char *id) {
-        return manager_session_find(m, id);
+static Session *session_find(ControlRoom *room, const char *id) {
+        return room->deps.session_find(room->deps.userdata, id);
 }
 
-int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+int control_stop_session(ControlRoom *room, const char *id, SessionEndedFunc callback, void *userdata,
                          char **ret_error) {
-        Session *s = isempty(id) ? NULL : session_find(m, id);
+        Session *s = isempty(id) ? NULL : session_find(room, id);
 
         if (!s)
                 return control_error(ret_error, -ENOENT, "No session %s on this agent.", strempty(id));
@@ -241,18 +247,19 @@ static void on_stopped_one(void *userdata, const char *session_id, const char *r
         stop_all_unref(item->all);
 }
 
-int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata) {
+int control_stop_all_sessions(ControlRoom *room, ManagerStoppedAllFunc callback, void *userdata) {
         _cleanup_strv_free_ char **ids = NULL;
         StopAll *a;
-        size_t n = 0;
+        size_t n = 0, n_sessions;
+        Session *const *sessions = room->deps.sessions(room->deps.userdata, &n_sessions);
 
         /* By ID: ending one session must not leave us with a stale pointer to another. */
-        ids = calloc(m->n_sessions + 1, sizeof(char *));
+        ids = calloc(n_sessions + 1, sizeof(char *));
         if (!ids)
                 return -ENOMEM;
-        for (size_t i = 0; i < m->n_sessions; i++)
-                if (m->sessions[i]->state == SESSION_RUNNING) {
-                        ids[n] = strdup(m->sessions[i]->id_string);
+        for (size_t i = 0; i < n_sessions; i++)
+                if (sessions[i]->state == SESSION_RUNNING) {
+                        ids[n] = strdup(sessions[i]->id_string);
                         if (!ids[n])
                                 return -ENOMEM;
                         n++;
@@ -271,15 +278,15 @@ int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *
         a->userdata = userdata;
         a->n_left = 1;
         for (size_t i = 0; i < n; i++) {
-                Session *s = session_find(m, ids[i]);
+                Session *s = session_find(room, ids[i]);
                 a->items[i].all = a;
                 if (!s || s->state != SESSION_RUNNING)
                         continue;
                 a->items[i].ended = true;
                 a->n_left++;
                 /* A few per loop iteration (as many as 5 ms allow). */
-                if (manager_end_session_soon(m->sessions_room, s, "stopped", on_stopped_one, &a->items[i]) <
-                    0)
+                if (manager_end_session_soon(room->deps.sessions_room, s, "stopped", on_stopped_one,
+                                             &a->items[i]) < 0)
                         (void) session_end_notify(s, "stopped", on_stopped_one, &a->items[i]);
         }
         stop_all_unref(a);
@@ -376,23 +383,23 @@ static const char *enable_default_reason(const Config *c, const KubeNamespace *n
 }
 
 /* The pod of this node by namespace and name, or NotFound. */
-static int find_pod(Manager *m, const char *namespace, const char *name, const KubePod **ret,
+static int find_pod(ControlRoom *room, const char *namespace, const char *name, const KubePod **ret,
                     char **ret_error) {
         const KubePod *pod;
 
-        if (!kube_room_enabled(m->kube))
+        if (!kube_room_enabled(room->deps.kube))
                 return control_error(ret_error, -ENOENT,
                                      "Kubernetes is not enabled on this agent (--no-kubernetes, or not in a "
                                      "cluster): it knows no pod.");
-        pod = kube_room_pod_by_name(m->kube, namespace, name);
+        pod = kube_room_pod_by_name(room->deps.kube, namespace, name);
         if (!pod) {
-                if (!kube_room_pods_synced(m->kube))
+                if (!kube_room_pods_synced(room->deps.kube))
                         return control_error(
                                 ret_error, -ENOENT,
                                 "Pod %s/%s is not known: the pods of node %s are not listed yet.", namespace,
-                                name, m->node_name);
+                                name, room->deps.node_name);
                 return control_error(ret_error, -ENOENT, "Pod %s/%s is not on node %s.", namespace, name,
-                                     m->node_name);
+                                     room->deps.node_name);
         }
         *ret = pod;
         return 0;
@@ -415,16 +422,16 @@ static const char *check_own(ControlCheck *c, size_t *n_owned, char *s) {
         return s;
 }
 
-int manager_check(Manager *m, const char *namespace, const char *pod_name, const char *container,
+int control_check(ControlRoom *room, const char *namespace, const char *pod_name, const char *container,
                   ControlCheck *ret, char **ret_error) {
         _cleanup_(control_check_done) ControlCheck check = {};
-        const Config *c = m->config->config;
+        const Config *c = control_config(room)->config;
         const KubeContainer *kc = NULL;
         const KubeNamespace *ns;
         const Target *chosen = NULL;
         const Profile *chosen_profile = NULL;
         const char *chosen_name = NULL;
-        const CgroupState *cs = NULL;
+        ControlCgroup cs;
         const KubePod *pod;
         KubeRuleSet *set;
         SessionRule rule = {};
@@ -435,7 +442,7 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
 
         if (isempty(namespace) || isempty(pod_name))
                 return control_error(ret_error, -EINVAL, "A namespace and a pod name are needed.");
-        r = find_pod(m, namespace, pod_name, &pod, ret_error);
+        r = find_pod(room, namespace, pod_name, &pod, ret_error);
         if (r < 0)
                 return r;
         if (!isempty(container)) {
@@ -447,16 +454,16 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
                 kc = pod_first_container(pod);
 
         cname = kc ? kc->name : NULL;
-        if (kc && kc->id)
-                cs = manager_cgroup_find_container(m, pod->uid, kc->id);
-        cgroup = cs ? cs->path : NULL;
-        ns = kube_room_namespace(m->kube, pod->namespace);
-        set = kube_room_rule_set(m->kube, pod->namespace);
+        cgroup = kc && kc->id && room->deps.cgroup_find_container(room->deps.userdata, pod->uid, kc->id, &cs)
+                         ? cs.path
+                         : NULL;
+        ns = kube_room_namespace(room->deps.kube, pod->namespace);
+        set = kube_room_rule_set(room->deps.kube, pod->namespace);
 
         /* The agent's own decision (manager_pod_reconcile_container()): pod rules
          * (the cluster config's and the namespace's ProfileConfigs') and
          * enableDefault, else host rules on the container's cgroup. */
-        match = kube_room_match(m->kube, ns, pod, cname, cgroup, &rule);
+        match = kube_room_match(room->deps.kube, ns, pod, cname, cgroup, &rule);
         if (match == KUBE_MATCH_YES) {
                 chosen = rule.target;
                 chosen_profile = rule.profile;
@@ -465,14 +472,14 @@ int manager_check(Manager *m, const char *namespace, const char *pod_name, const
                                 chosen_name = check_own(&check, &n_owned,
                                                         kube_rule_display_name(set, &set->rules.rules[i]));
         } else if (match == KUBE_MATCH_NO && cgroup) {
-                chosen = manager_host_target(m, cgroup);
+                chosen = room->deps.host_target(room->deps.userdata, cgroup);
                 chosen_profile = chosen ? config_target_profile(c, chosen) : NULL;
         }
 
         check.reasons = calloc(c->n_targets + set->rules.n_rules + 2, sizeof(ControlReason));
         if (!check.reasons)
                 return -ENOMEM;
-        if (!kube_room_rules_ready(m->kube))
+        if (!kube_room_rules_ready(room->deps.kube))
                 check.reasons[n++] = (ControlReason){
                         .target = "ProfileConfigs",
                         .reason = "the ProfileConfig objects are not listed yet: no pod rule is decided",
@@ -607,15 +614,14 @@ int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_
 }
 
 /* The cgroup of a pod's container (named, or the first running one). */
-static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, const KubePod **ret_pod,
-                                 const KubeContainer **ret_container, CgroupState **ret_cgroup,
+static int resolve_pod_container(ControlRoom *room, const ControlTargetSpec *spec, const KubePod **ret_pod,
+                                 const KubeContainer **ret_container, ControlCgroup *ret_cgroup,
                                  char **ret_error) {
         const KubeContainer *kc;
         const KubePod *pod;
-        CgroupState *c;
         int r;
 
-        r = find_pod(m, spec->namespace, spec->pod, &pod, ret_error);
+        r = find_pod(room, spec->namespace, spec->pod, &pod, ret_error);
         if (r < 0)
                 return r;
         if (spec->container) {
@@ -637,42 +643,41 @@ static int resolve_pod_container(Manager *m, const ControlTargetSpec *spec, cons
                         return control_error(ret_error, -ENOENT, "Pod %s/%s has no running container.",
                                              spec->namespace, spec->pod);
         }
-        c = manager_cgroup_find_container(m, pod->uid, kc->id);
-        if (!c)
+        if (!room->deps.cgroup_find_container(room->deps.userdata, pod->uid, kc->id, ret_cgroup))
                 return control_error(ret_error, -ENOENT,
                                      "The cgroup of container %s of pod %s/%s (ID %.12s) is not known on "
                                      "node %s.",
-                                     kc->name, spec->namespace, spec->pod, kc->id, m->node_name);
+                                     kc->name, spec->namespace, spec->pod, kc->id, room->deps.node_name);
         *ret_pod = pod;
         *ret_container = kc;
-        *ret_cgroup = c;
         return 0;
 }
 
 /* The rule that selects the cgroup now, as the agent decides; false: none. */
-static bool rule_for(Manager *m, const CgroupState *c, const KubePod *pod, const KubeContainer *kc,
+static bool rule_for(ControlRoom *room, const ControlCgroup *c, const KubePod *pod, const KubeContainer *kc,
                      SessionRule *ret) {
         if (pod) {
-                KubeMatch match = kube_room_match(m->kube, kube_room_namespace(m->kube, pod->namespace), pod,
+                KubeMatch match = kube_room_match(room->deps.kube,
+                                                  kube_room_namespace(room->deps.kube, pod->namespace), pod,
                                                   kc ? kc->name : NULL, c->path, ret);
                 if (match == KUBE_MATCH_YES)
                         return true;
                 if (match == KUBE_MATCH_UNDECIDED)
                         return false;
         }
-        *ret = (SessionRule){ .target = manager_host_target(m, c->path) };
+        *ret = (SessionRule){ .target = room->deps.host_target(room->deps.userdata, c->path) };
         return ret->target;
 }
 
-int manager_start_session(Manager *m, const char *target, const char *profile_name, uint64_t duration_usec,
-                          char **ret_id, char **ret_error) {
+int control_start_session(ControlRoom *room, const char *target, const char *profile_name,
+                          uint64_t duration_usec, char **ret_id, char **ret_error) {
         _cleanup_(control_target_spec_done) ControlTargetSpec spec = {};
         _cleanup_(session_freep) Session *s = NULL;
         const Profile *profile = NULL;
         const KubeContainer *kc = NULL;
         const KubePod *pod = NULL;
         SessionRule rule = {};
-        CgroupState *c = NULL;
+        ControlCgroup cgroup = {}, *c = &cgroup;
         char *id;
         int r;
 
@@ -680,26 +685,25 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
         if (r < 0)
                 return r;
         if (!isempty(profile_name)) {
-                profile = config_find_profile(m->config->config, profile_name);
+                profile = config_find_profile(control_config(room)->config, profile_name);
                 if (!profile)
                         return control_error(ret_error, -EINVAL, "No profile named %s in the configuration.",
                                              profile_name);
         }
-        if (m->stopping || !m->sampler)
+        if (!room->deps.can_start(room->deps.userdata))
                 return control_error(ret_error, -ESHUTDOWN, "The agent is stopping.");
 
         if (spec.kind == CONTROL_TARGET_POD) {
-                r = resolve_pod_container(m, &spec, &pod, &kc, &c, ret_error);
+                r = resolve_pod_container(room, &spec, &pod, &kc, c, ret_error);
                 if (r < 0)
                         return r;
         } else {
-                c = manager_cgroup_find(m, spec.cgroup);
-                if (!c)
+                if (!room->deps.cgroup_find(room->deps.userdata, spec.cgroup, c))
                         return control_error(ret_error, -ENOENT, "No cgroup %s below %s.", spec.cgroup,
-                                             m->cgroup_root);
+                                             room->deps.cgroup_root(room->deps.userdata));
                 /* A container's cgroup: with its pod's metadata, when the pod's status names it. */
-                if (c->container && kube_room_enabled(m->kube)) {
-                        pod = kube_room_pod(m->kube, c->pod_uid);
+                if (c->container && kube_room_enabled(room->deps.kube)) {
+                        pod = kube_room_pod(room->deps.kube, c->pod_uid);
                         kc = pod ? kube_pod_find_container_id(pod, c->container_id) : NULL;
                         if (!kc)
                                 pod = NULL;
@@ -718,7 +722,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                                 armed->duration_usec = duration_usec;
                         r = session_start_manual(armed);
                         if (r < 0) {
-                                manager_count_session_failed(m, "start");
+                                room->deps.session_failed(room->deps.userdata, "start");
                                 return control_error(ret_error, r,
                                                      "Failed to start session %s on cgroup %s: %s",
                                                      armed->id_string, c->path, strerror(-r));
@@ -733,7 +737,7 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                 session_end(armed, "replaced");
         }
 
-        if (!rule_for(m, c, pod, kc, &rule))
+        if (!rule_for(room, c, pod, kc, &rule))
                 rule = (SessionRule){ .target = &control_on_demand_target };
         SessionKube kube = {};
         if (pod)
@@ -744,21 +748,22 @@ int manager_start_session(Manager *m, const char *target, const char *profile_na
                         .container = kc->name,
                         .container_id = c->container_id,
                 };
-        r = session_new_rule(m->sessions_room, m->config, &rule, c->path, pod ? &kube : NULL, &s);
+        r = session_new_rule(room->deps.sessions_room, control_config(room), &rule, c->path,
+                             pod ? &kube : NULL, &s);
         if (r < 0) {
-                manager_count_session_failed(m, "create");
+                room->deps.session_failed(room->deps.userdata, "create");
                 return control_error(ret_error, r, "Failed to create a session for cgroup %s: %s", c->path,
                                      strerror(-r));
         }
         if (profile) {
-                s->profile = profile; /* from m->config, which the session holds */
+                s->profile = profile; /* from control_config(room), which the session holds */
                 s->namespaced_output = false;
         }
         s->duration_usec = duration_usec > 0 ? duration_usec : s->profile->duration_usec;
 
         /* The manager owns it from here, started or not. */
         Session *launched = TAKE_PTR(s);
-        r = manager_launch_session(m, launched, true, NULL);
+        r = room->deps.launch_session(room->deps.userdata, launched);
         if (r < 0)
                 return control_error(ret_error, r, "Failed to start profiling cgroup %s: %s", c->path,
                                      strerror(-r));
@@ -779,8 +784,8 @@ void control_sysctls_free(ControlSysctl *s, size_t n) {
         free(s);
 }
 
-int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
-        const MachineWants *w = machine_room_wants(m->machine);
+int control_machine_config(ControlRoom *room, ControlSysctl **ret, size_t *ret_n) {
+        const MachineWants *w = machine_room_wants(room->deps.machine);
         ControlSysctl *list;
 
         /* What applies on this node (the entries its labels select). */
@@ -792,7 +797,7 @@ int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n) {
 
                 list[i].name = w->items[i].name;
                 list[i].wanted = w->items[i].value;
-                if (sysctl_path(m->opts.sysctl_root, w->items[i].name, &path) >= 0)
+                if (sysctl_path(room->deps.sysctl_root, w->items[i].name, &path) >= 0)
                         (void) read_one_line_file(path, &value);
                 list[i].current = value ? TAKE_PTR(value) : strdup("");
                 if (!list[i].current) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "control-deps.h"
 #include "sessions.h"
-#include "manager.h"
 
 /* manager-control.c: what the control API does, without D-Bus (the bus
  * file only marshals). Operations that can fail return a negative errno and
@@ -21,7 +21,7 @@ typedef struct ControlTarget {
 } ControlTarget;
 /* The config's targets in order, then enableDefault (disabled when off),
  * then the ProfileConfigs' targets, named "NAME (ProfileConfig NS/OBJECT)". */
-int manager_list_targets(Manager *m, ControlTarget **ret, size_t *ret_n);
+int control_list_targets(ControlRoom *room, ControlTarget **ret, size_t *ret_n);
 void control_targets_free(ControlTarget *l, size_t n);
 
 typedef struct ControlSession {
@@ -31,7 +31,7 @@ typedef struct ControlSession {
         uint64_t duration_usec; /* 0: until stopped */
         uint64_t samples; /* recorded so far */
 } ControlSession;
-int manager_list_sessions(Manager *m, ControlSession **ret, size_t *ret_n);
+int control_list_sessions(ControlRoom *room, ControlSession **ret, size_t *ret_n);
 
 typedef struct ControlReason {
         const char *target, *reason;
@@ -46,7 +46,7 @@ typedef struct ControlCheck {
 void control_check_done(ControlCheck *c);
 /* Whether a pod's container (container "": the pod's first container) is
  * targeted, by which rule, and why the other rules do not select it. */
-int manager_check(Manager *m, const char *namespace, const char *pod, const char *container,
+int control_check(ControlRoom *room, const char *namespace, const char *pod, const char *container,
                   ControlCheck *ret, char **ret_error);
 
 typedef enum ControlTargetKind {
@@ -66,19 +66,19 @@ int control_target_spec_parse(const char *s, ControlTargetSpec *ret, char **ret_
 
 /* Starts a session now (see StartSession in bus-api.h); profile "" or
  * NULL: the target's; duration_usec 0: the profile's. */
-int manager_start_session(Manager *m, const char *target, const char *profile, uint64_t duration_usec,
+int control_start_session(ControlRoom *room, const char *target, const char *profile, uint64_t duration_usec,
                           char **ret_id, char **ret_error);
 /* Ends a session (running or armed) as "stopped"; once its report is
  * written, the callback gets its directories (NULL when it wrote none) or
  * the error. -ENOENT with a message when there is no such session (no
  * callback then). */
-int manager_stop_session(Manager *m, const char *id, SessionEndedFunc callback, void *userdata,
+int control_stop_session(ControlRoom *room, const char *id, SessionEndedFunc callback, void *userdata,
                          char **ret_error);
 /* Ends every running session (armed ones stay armed); once every report is
  * written, the callback gets one entry per session ("" when it wrote no
  * report), and owns the list. */
 typedef void (*ManagerStoppedAllFunc)(void *userdata, char **report_dirs);
-int manager_stop_all_sessions(Manager *m, ManagerStoppedAllFunc callback, void *userdata);
+int control_stop_all_sessions(ControlRoom *room, ManagerStoppedAllFunc callback, void *userdata);
 
 /* Listings of reports: report-list.h (the sessions room). */
 
@@ -86,9 +86,5 @@ typedef struct ControlSysctl {
         const char *name, *wanted;
         char *current; /* "" when it cannot be read */
 } ControlSysctl;
-int manager_machine_config(Manager *m, ControlSysctl **ret, size_t *ret_n);
+int control_machine_config(ControlRoom *room, ControlSysctl **ret, size_t *ret_n);
 void control_sysctls_free(ControlSysctl *s, size_t n);
-
-/* Running sessions (for ActiveSessions). */
-unsigned manager_active_sessions(Manager *m);
-uint64_t manager_uptime_usec(Manager *m);

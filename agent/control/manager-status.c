@@ -5,10 +5,7 @@
 
 #include "cgprof-version.h"
 #include "base.h"
-#include "manager.h"
-#include "kube.h"
-#include "machine.h"
-#include "sessions.h"
+#include "control-room.h"
 
 typedef struct JsonNumber {
         const char *name;
@@ -42,24 +39,18 @@ static void timing_json(cJSON *parent, const char *name, const Timing *t) {
                          { "meanMsec", mean_msec(t->usec_total, t->count) });
 }
 
-static void loop_json(Manager *m, cJSON *j) {
-        uint64_t now_sec = now_usec(CLOCK_MONOTONIC) / USEC_PER_SEC, recent = 0, recent_cpu = 0;
-
-        for (unsigned i = 0; i < LOOP_RECENT_SEC; i++)
-                if (m->loop.recent_sec[i] + LOOP_RECENT_SEC > now_sec) {
-                        recent = MAX(recent, m->loop.recent_usec_max[i]);
-                        recent_cpu = MAX(recent_cpu, m->loop.recent_cpu_usec_max[i]);
-                }
-        JSON_ADD_NUMBERS(j, "eventLoop", { "dispatches", (double) m->loop.dispatches },
-                         { "dispatchMaxMsec", msec(m->loop.dispatch_usec_max) },
-                         { "dispatchMeanMsec", mean_msec(m->loop.dispatch_usec_total, m->loop.dispatches) },
-                         { "dispatchesOver50ms", (double) m->loop.dispatches_over_50ms },
-                         { "dispatchMaxCpuMsec", msec(m->loop.dispatch_cpu_usec_max) },
-                         { "dispatchMaxRecentMsec", msec(recent) },
-                         { "dispatchMaxRecentCpuMsec", msec(recent_cpu) }, { "recentSec", LOOP_RECENT_SEC });
+static void loop_json(const ControlLoopStats *l, cJSON *j) {
+        JSON_ADD_NUMBERS(j, "eventLoop", { "dispatches", (double) l->dispatches },
+                         { "dispatchMaxMsec", msec(l->dispatch_usec_max) },
+                         { "dispatchMeanMsec", mean_msec(l->dispatch_usec_total, l->dispatches) },
+                         { "dispatchesOver50ms", (double) l->dispatches_over_50ms },
+                         { "dispatchMaxCpuMsec", msec(l->dispatch_cpu_usec_max) },
+                         { "dispatchMaxRecentMsec", msec(l->recent_usec_max) },
+                         { "dispatchMaxRecentCpuMsec", msec(l->recent_cpu_usec_max) },
+                         { "recentSec", l->recent_sec });
 }
 
-static void workers_json(Manager *m, cJSON *j) {
+static void workers_json(const ControlStatus *m, cJSON *j) {
         WorkerStats ws;
         size_t queued;
         uint64_t overflows;
@@ -75,11 +66,11 @@ static void workers_json(Manager *m, cJSON *j) {
         JSON_ADD_NUMBERS(j, "checkpoints", { "written", (double) cs.written },
                          { "failed", (double) cs.failed }, { "lastMsec", msec(cs.usec_last) },
                          { "maxMsec", msec(cs.usec_max) }, { "interruptedFound", (double) cs.interrupted });
-        timing_json(j, "drains", &m->drain_timing);
+        timing_json(j, "drains", m->drain_timing);
         timing_json(j, "reportWrites", sessions_room_report_timing(m->sessions_room));
 }
 
-static void unwinder_json(Manager *m, cJSON *j) {
+static void unwinder_json(const ControlStatus *m, cJSON *j) {
         UnwinderStats us;
 
         if (!m->unwinder)
@@ -96,7 +87,7 @@ static void unwinder_json(Manager *m, cJSON *j) {
                          { "processesCapped", (double) us.processes_capped });
 }
 
-static void debuginfod_json(Manager *m, cJSON *j) {
+static void debuginfod_json(const ControlStatus *m, cJSON *j) {
         DebuginfodFetcherStats ds;
         cJSON *d, *urls;
 
@@ -121,7 +112,7 @@ static void debuginfod_json(Manager *m, cJSON *j) {
         cJSON_AddStringToObject(d, "cacheDir", debuginfod_fetcher_cache_dir(m->debuginfod));
 }
 
-static void sessions_json(Manager *m, cJSON *j) {
+static void sessions_json(const ControlStatus *m, cJSON *j) {
         cJSON *sessions = cJSON_AddArrayToObject(j, "sessions");
 
         for (size_t i = 0; sessions && i < m->n_sessions; i++) {
@@ -148,10 +139,13 @@ static void sessions_json(Manager *m, cJSON *j) {
         }
 }
 
-char *manager_status_json(Manager *m) {
-        cJSON *j = cJSON_CreateObject();
+char *manager_status_json(ControlRoom *c) {
+        ControlStatus st = {}, *m = &st;
+        cJSON *j;
         char *s;
 
+        c->deps.status(c->deps.userdata, &st);
+        j = cJSON_CreateObject();
         if (!j)
                 return NULL;
         cJSON_AddStringToObject(j, "version", CGPROF_VERSION);
@@ -160,19 +154,19 @@ char *manager_status_json(Manager *m) {
         cJSON_AddStringToObject(j, "config", m->config_path);
         cJSON_AddStringToObject(j, "reportDir", strempty(m->report_dir));
         cJSON_AddStringToObject(j, "cgroupRoot", strempty(m->cgroup_root));
-        cJSON_AddStringToObject(j, "attachMode", sampler_mode_to_string(m->opts.attach_mode));
+        cJSON_AddStringToObject(j, "attachMode", sampler_mode_to_string(m->attach_mode));
         (void) kube_room_status(m->kube, j);
         (void) machine_room_status(m->machine, j);
         cJSON_AddBoolToObject(j, "journal", journal_available());
         SessionsCounts counts;
         sessions_room_counts(m->sessions_room, &counts);
-        JSON_ADD_NUMBERS(
-                j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },
-                { "cgroupsWatched", m->cgroup_watch ? (double) cgroup_watch_count(m->cgroup_watch) : 0 },
-                { "sessionsStarted", (double) counts.started }, { "sessionsEnded", (double) counts.ended },
-                { "sessionsFailed", (double) counts.failed },
-                { "sessionsDiscarded", (double) counts.discarded },
-                { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
+        JSON_ADD_NUMBERS(j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },
+                         { "cgroupsWatched", (double) m->cgroups_watched },
+                         { "sessionsStarted", (double) counts.started },
+                         { "sessionsEnded", (double) counts.ended },
+                         { "sessionsFailed", (double) counts.failed },
+                         { "sessionsDiscarded", (double) counts.discarded },
+                         { "sessionsWaitingForFds", (double) m->sessions_fd_starved });
         manager_report_retry_status(m->sessions_room, j);
         uint64_t maps_reads, maps_hits, maps_put;
         ProcEventQueueStats pq;
@@ -183,11 +177,11 @@ char *manager_status_json(Manager *m) {
                 { "cacheHits", (double) maps_hits }, { "eventsPending", (double) pq.pending },
                 { "eventsPendingMax", (double) pq.pending_max },
                 { "eventWaitMaxMsec", msec(pq.wait_usec_max) }, { "readMaxMsec", msec(pq.read_usec_max) },
-                { "samplesWaiting", (double) m->sample_park.n },
-                { "samplesWaited", (double) m->sample_park.parked_total },
-                { "samplesNotWaited", (double) m->sample_park.full_total });
+                { "samplesWaiting", (double) m->sample_park->n },
+                { "samplesWaited", (double) m->sample_park->parked_total },
+                { "samplesNotWaited", (double) m->sample_park->full_total });
         workers_json(m, j);
-        loop_json(m, j);
+        loop_json(&m->loop, j);
         unwinder_json(m, j);
         debuginfod_json(m, j);
         sessions_json(m, j);
