@@ -378,10 +378,14 @@ static int read_memory(PythonProcess *pp, uint64_t addr, void *buf, size_t size)
         return (size_t) n == size ? 0 : -EFAULT;
 }
 
-static uint64_t header_u64(const CodeInfo *c, uint16_t offset) {
+static uint64_t unaligned_u64(const uint8_t *p) {
         uint64_t v;
-        memcpy(&v, c->header + offset, sizeof(v));
+        memcpy(&v, p, sizeof(v));
         return v;
+}
+
+static uint64_t header_u64(const CodeInfo *c, uint16_t offset) {
+        return unaligned_u64(c->header + offset);
 }
 
 /* Reads a str object into UTF-8. */
@@ -477,9 +481,18 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
         found = tfind(&key, &pp->codes, code_cmp);
         c = found ? *found : NULL;
         if (c && !pp->gone && c->validated_seq != seq) {
-                /* Still the same code object? A freed one's address may be reused. */
+                /* Still the same code object? A freed one's address may be
+                 * reused by another. When what is there now is no code
+                 * object at all, no frame can point at it any more, so the
+                 * frames of this drain were taken while the one read before
+                 * lived: it stays (a script's <module> is freed as it ends,
+                 * before the interpreter exits and its last samples are
+                 * drained). */
                 r = read_memory(pp, addr, header, o->code_header_size);
-                if (r >= 0 && !code_same(o, header, c->header)) {
+                if (r >= 0 && !code_same(o, header, c->header) && !c->bad && pp->code_type &&
+                    unaligned_u64(header + o->object_type) != pp->code_type)
+                        py->stats.code_freed++;
+                else if (r >= 0 && !code_same(o, header, c->header)) {
                         code_clear(c);
                         memcpy(c->header, header, o->code_header_size);
                         if (code_read(py, pp, c) < 0) {

@@ -56,5 +56,8 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
 
 typedef struct PythonStats {
         uint64_t processes, registered, code_reads, code_read_errors, cache_drops;
+        /* Code objects found freed when checked again, whose names were kept
+         * for the frames of that drain. */
+        uint64_t code_freed;
 } PythonStats;
 void python_stats(const Python *py, PythonStats *ret);

@@ -223,16 +223,22 @@ def test_python_frames():
 
 def test_python_threads():
     need_python()
-    profile_python([PYTHON, PY_HOT, "--seconds", SECONDS, "--threads"], "threads", check_threads)
+    run_threads(PYTHON, "threads")
 
 
-def check_threads(report):
-    stacks = python_stacks(report)
+def run_threads(python, name):
+    comm = os.path.basename(python)
+    profile_python([python, PY_HOT, "--seconds", SECONDS, "--threads"], name,
+                   lambda r: check_threads(r, comm))
+
+
+def check_threads(report, comm="python3.11"):
+    stacks = python_stacks(report, comm)
     total = sum(stacks.values())
     for t, h in (("thread_alpha", "hot_alpha"), ("thread_beta", "hot_beta"), ("thread_gamma", "hot_gamma")):
         mine = {st: c for st, c in stacks.items() if t in st}
         n = sum(mine.values())
-        log(f"[threads] {t}: {n} samples ({100.0 * n / total:.1f}%)")
+        log(f"[threads {comm}] {t}: {n} samples ({100.0 * n / total:.1f}%)")
         assert n > 0.05 * total, f"{t}: {n} of {total} samples"
         # Its own hot function and nobody else's.
         others = [x for x in HOT if x != h]
@@ -242,7 +248,7 @@ def check_threads(report):
     # own Python frames, never under another thread's.
     hashing = {st: c for st, c in stacks.items() if "hash_loop" in st}
     n = sum(hashing.values())
-    log(f"[threads] thread_hash: {n} samples; top: {max(hashing.items(), key=lambda x: x[1])[0][-4:] if hashing else None}")
+    log(f"[threads {comm}] thread_hash: {n} samples; top: {max(hashing.items(), key=lambda x: x[1])[0][-4:] if hashing else None}")
     assert n > 0.05 * total, f"hash_loop: {n} of {total}"
     assert not any(h in st for st in hashing for h in HOT)
     native_leaves = sum(c for st, c in hashing.items() if st[-1] != "hash_loop" and "sha256" in ";".join(st[-3:]).lower())
@@ -253,14 +259,29 @@ def test_python_venv_module():
     """python -m in a virtualenv: the venv's python is a symlink to the
     interpreter, the program is a module run by runpy."""
     need_python()
+    run_venv(PYTHON, "3.11", "venv -m")
+
+
+def run_venv(python, version, where):
     with tempfile.TemporaryDirectory(prefix="cgprof-pyvenv-") as d:
-        r = subprocess.run([PYTHON, "-m", "venv", "--without-pip", f"{d}/venv"], capture_output=True, text=True)
+        r = subprocess.run([python, "-m", "venv", "--without-pip", f"{d}/venv"], capture_output=True, text=True)
         if r.returncode != 0:
-            skip(f"python3.11 -m venv failed: {r.stderr.strip()}")
+            raise AssertionError(f"{python} -m venv failed: {r.stderr.strip()}")
         with open(PY_HOT) as src, open(f"{d}/py_hot.py", "w") as dst:
             dst.write(src.read())
         argv = ["sh", "-c", f'cd {d} && exec {d}/venv/bin/python -m py_hot --seconds {SECONDS}']
-        profile_python(argv, "venv", lambda r: check_single(r, "venv -m", comm="python", pyfile="py_hot.py"))
+        profile_python(argv, f"venv-{version}",
+                       lambda r: check_single(r, where, comm="python", pyfile="py_hot.py", version=version))
+
+
+def test_python_module_freed():
+    """The script ends, its <module> code object is freed, and the process
+    lingers at exit (atexit) past a drain: the samples of its last second,
+    drained then, still have <module> (the agent keeps the name of a code
+    object whose memory is no longer one)."""
+    need_python()
+    profile_python([PYTHON, PY_HOT, "--seconds", SECONDS, "--linger", "2.5"], "freed",
+                   lambda r: check_single(r, "module freed"))
 
 
 def test_python_namespace():
@@ -388,7 +409,8 @@ def test_python_debug_offsets_later_version():
 
 
 def pyenv_tests(version):
-    """The single process and namespace cases on pyenv's CPython version."""
+    """The single process, threads, venv and namespace cases on pyenv's
+    CPython version."""
     def python():
         p = pyenv_python(version)
         if not p:
@@ -400,13 +422,21 @@ def pyenv_tests(version):
         profile_python([p, PY_HOT, "--seconds", SECONDS], f"single-{version}",
                        lambda r: check_single(r, f"pyenv {version}", comm=os.path.basename(p), version=version))
 
+    def threads():
+        run_threads(python(), f"threads-{version}")
+
+    def venv():
+        run_venv(python(), version, f"venv -m {version}")
+
     def namespace():
         run_namespace(python(), version)
 
     tag = version.replace(".", "_")
     single.__name__ = f"test_python_{tag}_frames"
+    threads.__name__ = f"test_python_{tag}_threads"
+    venv.__name__ = f"test_python_{tag}_venv_module"
     namespace.__name__ = f"test_python_{tag}_namespace"
-    return [single, namespace]
+    return [single, threads, venv, namespace]
 
 
 def test_python_unsupported():
@@ -452,5 +482,6 @@ def test_python_off():
 
 if __name__ == "__main__":
     only = os.environ.get("CGPROF_PY_ONLY")
-    main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_namespace, test_python_unsupported,
+    main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_module_freed,
+                      test_python_namespace, test_python_unsupported,
           test_python_off, test_python_perf_trampoline, test_python_debug_offsets_later_version] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])

@@ -3,7 +3,8 @@
 time is in a 5:3:2 ratio, under a fixed call chain
 <module> -> main -> work_cycle -> hot_alpha/hot_beta/hot_gamma.
 
-py-hot.py [--seconds S] [--threads]: runs for S seconds of CPU time; prints
+py-hot.py [--seconds S] [--threads] [--linger L]: runs for S seconds of CPU time
+(--linger: then waits L seconds at exit, <module> ended and freed); prints
 "ready <pid>" once started. py-hot.py --iterations N (bench/overhead's Python
 rows): N work cycles, then "elapsed E cpu C" in seconds, as
 cgprof-bench-work prints. --threads: three threads each running one hot
@@ -11,6 +12,7 @@ function (thread_alpha -> hot_alpha, ...), and a fourth hashing a large
 buffer with hashlib (the GIL released in OpenSSL's C code) under
 thread_hash -> hash_loop."""
 
+import atexit
 import hashlib
 import os
 import sys
@@ -74,6 +76,19 @@ def thread_hash(end):
     hash_loop(end, b"\x5a" * (64 << 20))
 
 
+def linger(seconds):
+    """At exit, once <module> has ended and its code object is freed: fills
+    the freed memory with other objects, then waits, so that the agent
+    drains the last samples while the process still exists."""
+    with open(__file__) as f:
+        # A code object like <module>'s, for its size: buffers of that size
+        # take the freed blocks of its size class first.
+        size = sys.getsizeof(compile(f.read(), __file__, "exec"))
+    junk = [bytearray(size - 1) for _ in range(4096)] + [bytearray(n) for _ in range(64) for n in range(8, 520, 8)]
+    time.sleep(seconds)
+    return len(junk)
+
+
 def main():
     seconds, threads, iterations = 5.0, False, None
     args = sys.argv[1:]
@@ -87,8 +102,11 @@ def main():
         elif args[0] == "--threads":
             threads = True
             args = args[1:]
+        elif args[0] == "--linger" and len(args) > 1:
+            atexit.register(linger, float(args[1]))
+            args = args[2:]
         else:
-            print(f"usage: {sys.argv[0]} [--seconds S] [--threads] | --iterations N", file=sys.stderr)
+            print(f"usage: {sys.argv[0]} [--seconds S] [--threads] [--linger L] | --iterations N", file=sys.stderr)
             sys.exit(2)
     if iterations is not None:
         t0, c0 = time.monotonic(), time.process_time()
