@@ -192,47 +192,135 @@ static int parse_formats(const char *arg, unsigned *formats) {
         return 0;
 }
 
+enum {
+        ARG_VERSION = 0x100,
+        ARG_BUS_SOCKET,
+        ARG_SYSTEM,
+        ARG_JSON,
+        ARG_FORMAT,
+        ARG_POD,
+        ARG_CONTAINER,
+        ARG_CGROUP,
+        ARG_PROFILE,
+        ARG_DURATION,
+        ARG_ALL,
+        ARG_SINCE,
+        ARG_FILTER,
+        ARG_FREQUENCY,
+};
+
+static const struct option long_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
+        { "system", no_argument, NULL, ARG_SYSTEM },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "format", required_argument, NULL, ARG_FORMAT },
+        { "pod", required_argument, NULL, ARG_POD },
+        { "container", required_argument, NULL, ARG_CONTAINER },
+        { "cgroup", required_argument, NULL, ARG_CGROUP },
+        { "profile", required_argument, NULL, ARG_PROFILE },
+        { "duration", required_argument, NULL, ARG_DURATION },
+        { "all", no_argument, NULL, ARG_ALL },
+        { "since", required_argument, NULL, ARG_SINCE },
+        { "filter", required_argument, NULL, ARG_FILTER },
+        { "frequency", required_argument, NULL, ARG_FREQUENCY },
+        {},
+};
+
+/* --frequency: a frequency in Hz, 1..CONFIG_FREQUENCY_MAX. */
+static int parse_frequency(const char *s, uint64_t *ret) {
+        char *end;
+
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || end == s || *end || s[0] == '-' || v == 0 || v > CONFIG_FREQUENCY_MAX)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* The session and report options (those a verb takes or refuses, in
+ * c->options); 0, or -EXIT_USAGE having logged why. */
+static int parse_verb_option(int opt, const char *arg, Ctl *c) {
+        switch (opt) {
+        case ARG_FORMAT:
+                c->options |= OPT_FORMAT;
+                if (parse_formats(arg, &c->formats) < 0)
+                        return -usage_error(NULL, "Invalid --format.");
+                return 0;
+        case ARG_POD:
+                c->options |= OPT_POD;
+                c->pod = arg;
+                return 0;
+        case ARG_CONTAINER:
+                c->options |= OPT_CONTAINER;
+                c->container = arg;
+                return 0;
+        case ARG_CGROUP:
+                c->options |= OPT_CGROUP;
+                c->cgroup = arg;
+                return 0;
+        case ARG_PROFILE:
+                c->options |= OPT_PROFILE;
+                if (!*arg)
+                        return -usage_error(NULL, "--profile: empty profile name.");
+                c->profile = arg;
+                return 0;
+        case ARG_DURATION:
+                c->options |= OPT_DURATION;
+                if (parse_duration(arg, &c->duration_usec) < 0)
+                        return -usage_error(NULL,
+                                            "--duration: invalid duration '%s' (e.g. 500ms, 10s, 5m, 1h; "
+                                            "0: until stopped).",
+                                            arg);
+                return 0;
+        case ARG_ALL:
+                c->options |= OPT_ALL;
+                c->all = true;
+                return 0;
+        case ARG_SINCE:
+                c->options |= OPT_SINCE;
+                if (parse_since(arg, &c->since_usec) < 0)
+                        return -usage_error(NULL,
+                                            "--since: '%s' is neither a duration (e.g. 1h, 30m) nor a "
+                                            "UNIX time in seconds.",
+                                            arg);
+                return 0;
+        case ARG_FILTER:
+                c->options |= OPT_FILTER;
+                c->filter = arg;
+                return 0;
+        case ARG_FREQUENCY:
+                c->options |= OPT_FREQUENCY;
+                if (parse_frequency(arg, &c->frequency) < 0)
+                        return -usage_error(NULL, "--frequency: '%s' is not a frequency in Hz (1..%d).", arg,
+                                            CONFIG_FREQUENCY_MAX);
+                return 0;
+        default:
+                return -usage_error(NULL, "Unhandled option.");
+        }
+}
+
+/* getopt_long() returned '?': an unknown option, or one missing its
+ * argument. Returns -EXIT_USAGE, having logged which. */
+static int bad_option(char *argv[]) {
+        if (optopt >= ARG_VERSION || (optopt > 0 && strchr("h", optopt)))
+                return -usage_error(NULL, "Option '%s' needs an argument.", argv[optind - 1]);
+        if (optopt > 0)
+                return -usage_error(NULL, "Unknown option '-%c'.", optopt);
+        return -usage_error(NULL, "Unknown option '%s'.", argv[optind - 1]);
+}
+
+/* Returns 1 to go on with the command at argv[optind], 0 when done (--help,
+ * --version), or -EXIT_USAGE having logged why. */
 static int parse_argv(int argc, char *argv[], Ctl *c) {
-        enum {
-                ARG_VERSION = 0x100,
-                ARG_BUS_SOCKET,
-                ARG_SYSTEM,
-                ARG_JSON,
-                ARG_FORMAT,
-                ARG_POD,
-                ARG_CONTAINER,
-                ARG_CGROUP,
-                ARG_PROFILE,
-                ARG_DURATION,
-                ARG_ALL,
-                ARG_SINCE,
-                ARG_FILTER,
-                ARG_FREQUENCY,
-        };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "bus-socket", required_argument, NULL, ARG_BUS_SOCKET },
-                { "system", no_argument, NULL, ARG_SYSTEM },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "format", required_argument, NULL, ARG_FORMAT },
-                { "pod", required_argument, NULL, ARG_POD },
-                { "container", required_argument, NULL, ARG_CONTAINER },
-                { "cgroup", required_argument, NULL, ARG_CGROUP },
-                { "profile", required_argument, NULL, ARG_PROFILE },
-                { "duration", required_argument, NULL, ARG_DURATION },
-                { "all", no_argument, NULL, ARG_ALL },
-                { "since", required_argument, NULL, ARG_SINCE },
-                { "filter", required_argument, NULL, ARG_FILTER },
-                { "frequency", required_argument, NULL, ARG_FREQUENCY },
-                {},
-        };
         int opt, r;
 
         /* Options may come after the command (permuted); "--" ends them, so
          * record's COMMAND keeps its own. */
         opterr = 0; /* our messages, not getopt's */
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "h", long_options, NULL)) >= 0)
                 switch (opt) {
                 case 'h':
                         help();
@@ -249,78 +337,12 @@ static int parse_argv(int argc, char *argv[], Ctl *c) {
                 case ARG_JSON:
                         c->json = true;
                         break;
-                case ARG_FORMAT:
-                        c->options |= OPT_FORMAT;
-                        if (parse_formats(optarg, &c->formats) < 0)
-                                return -usage_error(NULL, "Invalid --format.");
-                        break;
-                case ARG_POD:
-                        c->options |= OPT_POD;
-                        c->pod = optarg;
-                        break;
-                case ARG_CONTAINER:
-                        c->options |= OPT_CONTAINER;
-                        c->container = optarg;
-                        break;
-                case ARG_CGROUP:
-                        c->options |= OPT_CGROUP;
-                        c->cgroup = optarg;
-                        break;
-                case ARG_PROFILE:
-                        c->options |= OPT_PROFILE;
-                        if (!*optarg)
-                                return -usage_error(NULL, "--profile: empty profile name.");
-                        c->profile = optarg;
-                        break;
-                case ARG_DURATION:
-                        c->options |= OPT_DURATION;
-                        r = parse_duration(optarg, &c->duration_usec);
-                        if (r < 0)
-                                return -usage_error(
-                                        NULL,
-                                        "--duration: invalid duration '%s' (e.g. 500ms, 10s, 5m, 1h; "
-                                        "0: until stopped).",
-                                        optarg);
-                        break;
-                case ARG_ALL:
-                        c->options |= OPT_ALL;
-                        c->all = true;
-                        break;
-                case ARG_SINCE:
-                        c->options |= OPT_SINCE;
-                        if (parse_since(optarg, &c->since_usec) < 0)
-                                return -usage_error(
-                                        NULL,
-                                        "--since: '%s' is neither a duration (e.g. 1h, 30m) nor a "
-                                        "UNIX time in seconds.",
-                                        optarg);
-                        break;
-                case ARG_FILTER:
-                        c->options |= OPT_FILTER;
-                        c->filter = optarg;
-                        break;
-                case ARG_FREQUENCY: {
-                        char *end;
-                        c->options |= OPT_FREQUENCY;
-                        errno = 0;
-                        unsigned long long v = strtoull(optarg, &end, 10);
-                        if (errno != 0 || end == optarg || *end || optarg[0] == '-' || v == 0 ||
-                            v > CONFIG_FREQUENCY_MAX)
-                                return -usage_error(NULL,
-                                                    "--frequency: '%s' is not a frequency in Hz (1..%d).",
-                                                    optarg, CONFIG_FREQUENCY_MAX);
-                        c->frequency = v;
-                        break;
-                }
                 case '?':
-                        if (optopt >= ARG_VERSION || (optopt > 0 && strchr("h", optopt)))
-                                return -usage_error(NULL, "Option '%s' needs an argument.",
-                                                    argv[optind - 1]);
-                        if (optopt > 0)
-                                return -usage_error(NULL, "Unknown option '-%c'.", optopt);
-                        return -usage_error(NULL, "Unknown option '%s'.", argv[optind - 1]);
+                        return bad_option(argv);
                 default:
-                        return -usage_error(NULL, "Unhandled option.");
+                        r = parse_verb_option(opt, optarg, c);
+                        if (r < 0)
+                                return r;
                 }
 
         if (c->system && c->bus_socket)

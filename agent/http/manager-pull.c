@@ -789,31 +789,19 @@ static int reports_page_parse(HttpRequest *req, PullRequest *p, char **ret_error
         return 0;
 }
 
-static int on_pull(HttpRequest *req, void *userdata) {
-        static const char *const profile_args[] = { "seconds",   "namespace", "pod",
-                                                    "container", "cgroup",    NULL };
-        static const char *const list_args[] = { "namespace", NULL };
-        static const char *const reports_args[] = { "namespace", "limit", "after", NULL };
-        static const char *const no_args[] = { NULL };
-        ManagerPull *pull = *(ManagerPull **) userdata;
-        const char *path = http_request_path(req), *unknown, *ns;
-        _cleanup_free_ char *error = NULL;
-        KubeResourceAttributes at = { .verb = "get", .subresource = "profile" };
-        PullRequest *p;
-        int r;
-
-        if (!pull)
-                return http_request_reply_text(req, MHD_HTTP_NOT_FOUND, "Not found.\n");
-        /* Waiting pulls hold connections: at most half of them, so that
-         * scrapes and listings always find room. */
+/* Waiting pulls hold connections: at most half of them, so that scrapes
+ * and listings always find room. */
+static bool pull_is_full(const ManagerPull *pull) {
         const HttpRoomDeps *d = pull->deps;
-        if (pull->n_requests >=
-            MIN(PULL_PENDING_MAX, MAX(d->config(d->userdata)->http.max_connections / 2, 1U))) {
-                metrics_pull_request(d->metrics, "503");
-                return http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                               "Too many profile requests at once; try again later.\n");
-        }
-        p = calloc(1, sizeof(*p));
+
+        return pull->n_requests >=
+               MIN(PULL_PENDING_MAX, MAX(d->config(d->userdata)->http.max_connections / 2, 1U));
+}
+
+/* A PullRequest for req, in pull's list, cancelled with it. */
+static int request_new(ManagerPull *pull, HttpRequest *req, PullRequest **ret) {
+        PullRequest *p = calloc(1, sizeof(*p));
+
         if (!p)
                 return -ENOMEM;
         p->pull = pull;
@@ -823,22 +811,48 @@ static int on_pull(HttpRequest *req, void *userdata) {
         LIST_PREPEND(pull->requests, p);
         pull->n_requests++;
         http_request_set_cancel(req, on_http_cancel, p);
-        char source[RATE_LIMIT_SOURCE_MAX];
-        p->source = strdup(rate_limit_source_key(http_request_client_address(req), source));
-        if (!p->source) {
-                request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-                return 0;
-        }
+        *ret = p;
+        return 0;
+}
 
-        /* From here on every error is answered through p: never a
-         * negative return, which would leave p holding the request. */
+/* The helpers below answer every error through p (which may then be freed)
+ * and return a negative errno; 0: go on. */
+
+/* /reports/ID/FILE: p's session ID and file. */
+static int request_parse_download_path(PullRequest *p, const char *path) {
+        const char *id = path + strlen("/reports/"), *slash = strchr(id, '/');
+
+        if (!slash || !(p->session_id = strndup(id, (size_t) (slash - id))) ||
+            !(p->file = strdup(slash + 1)) || !pull_session_id_is_valid(p->session_id) ||
+            !pull_report_file_is_valid(p->file)) {
+                request_reply_text(p, MHD_HTTP_NOT_FOUND,
+                                   "Not found: expected /reports/SESSION_ID/FILE, a session ID of 32 "
+                                   "hexadecimal digits and FILE profile.pb.gz, summary.json, "
+                                   "profile.folded, flame.svg or profile.speedscope.json.\n");
+                return -ENOENT;
+        }
+        return 0;
+}
+
+/* p's kind, from the path; the query's arguments must be the kind's, each
+ * with a value. */
+static int request_route(PullRequest *p) {
+        static const char *const profile_args[] = { "seconds",   "namespace", "pod",
+                                                    "container", "cgroup",    NULL };
+        static const char *const list_args[] = { "namespace", NULL };
+        static const char *const reports_args[] = { "namespace", "limit", "after", NULL };
+        static const char *const no_args[] = { NULL };
+        HttpRequest *req = p->req;
+        const char *path = http_request_path(req), *unknown;
+        int r;
+
         if (streq(path, "/debug/pprof/profile")) {
                 p->kind = PULL_PROFILE;
                 if (http_request_is_head(req)) {
                         /* A HEAD would start a session for nothing. */
                         (void) http_request_add_header(req, MHD_HTTP_HEADER_ALLOW, "GET");
                         request_reply_text(p, MHD_HTTP_METHOD_NOT_ALLOWED, "Use GET for a profile.\n");
-                        return 0;
+                        return -EOPNOTSUPP;
                 }
                 unknown = http_request_unknown_query(req, profile_args);
         } else if (streq(path, "/targets") || streq(path, "/reports")) {
@@ -846,88 +860,144 @@ static int on_pull(HttpRequest *req, void *userdata) {
                 unknown =
                         http_request_unknown_query(req, p->kind == PULL_TARGETS ? list_args : reports_args);
         } else {
-                /* /reports/ID/FILE */
-                const char *id = path + strlen("/reports/"), *slash = strchr(id, '/');
-
                 p->kind = PULL_DOWNLOAD;
                 unknown = http_request_unknown_query(req, no_args);
-                if (!slash || !(p->session_id = strndup(id, (size_t) (slash - id))) ||
-                    !(p->file = strdup(slash + 1)) || !pull_session_id_is_valid(p->session_id) ||
-                    !pull_report_file_is_valid(p->file)) {
-                        request_reply_text(
-                                p, MHD_HTTP_NOT_FOUND,
-                                "Not found: expected /reports/SESSION_ID/FILE, a session ID of 32 "
-                                "hexadecimal digits and FILE profile.pb.gz, summary.json, "
-                                "profile.folded, flame.svg or profile.speedscope.json.\n");
-                        return 0;
-                }
+                r = request_parse_download_path(p, path);
+                if (r < 0)
+                        return r;
         }
         if (unknown) {
                 request_reply_text(p, MHD_HTTP_BAD_REQUEST, "Unknown query argument \"%.64s\".\n", unknown);
-                return 0;
+                return -EINVAL;
         }
         unknown = http_request_valueless_query(req);
         if (unknown) {
                 request_reply_text(p, MHD_HTTP_BAD_REQUEST,
                                    "Query argument \"%.64s\" has no value (%.64s=...).\n", unknown, unknown);
-                return 0;
+                return -EINVAL;
         }
-        if (p->kind == PULL_PROFILE) {
-                r = pull_query_parse(query_get, req, &p->query, &error);
+        return 0;
+}
+
+/* The listings' ?namespace=NS: p->namespace. */
+static int request_parse_namespace(PullRequest *p) {
+        const char *ns = http_request_query(p->req, "namespace");
+
+        if (!ns)
+                return 0;
+        if (!kube_name_is_dns_label(ns)) {
+                request_reply_text(p, MHD_HTTP_BAD_REQUEST,
+                                   "Bad request: namespace: not a namespace name.\n");
+                return -EINVAL;
+        }
+        p->namespace = strdup(ns);
+        if (!p->namespace) {
+                request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The query's arguments, by kind: p->query, the page, p->namespace. */
+static int request_parse_query(PullRequest *p) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        switch (p->kind) {
+        case PULL_PROFILE:
+                r = pull_query_parse(query_get, p->req, &p->query, &error);
                 if (r < 0) {
                         request_reply_text(p, status_of_errno(r), "Bad request: %s.\n",
                                            error ?: strerror(-r));
-                        return 0;
+                        return r;
                 }
-        } else if (p->kind == PULL_REPORTS && reports_page_parse(req, p, &error) < 0) {
-                request_reply_text(p, MHD_HTTP_BAD_REQUEST, "Bad request: %s.\n", strna(error));
+                return 0;
+        case PULL_REPORTS:
+                r = reports_page_parse(p->req, p, &error);
+                if (r < 0) {
+                        request_reply_text(p, MHD_HTTP_BAD_REQUEST, "Bad request: %s.\n", strna(error));
+                        return r;
+                }
+                return request_parse_namespace(p);
+        case PULL_TARGETS:
+                return request_parse_namespace(p);
+        case PULL_DOWNLOAD:
                 return 0;
         }
-        if (p->kind != PULL_PROFILE && p->kind != PULL_DOWNLOAD &&
-            (ns = http_request_query(req, "namespace"))) {
-                if (!kube_name_is_dns_label(ns)) {
-                        request_reply_text(p, MHD_HTTP_BAD_REQUEST,
-                                           "Bad request: namespace: not a namespace name.\n");
-                        return 0;
-                }
-                p->namespace = strdup(ns);
-                if (!p->namespace) {
-                        request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-                        return 0;
-                }
-        }
+        return 0;
+}
 
-        if (pull->auth) {
-                /* Two tokens: which one would be checked is not for us to guess. */
-                if (http_request_header_count(req, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
-                        request_reply_text(p, MHD_HTTP_BAD_REQUEST,
-                                           "Bad request: more than one Authorization header.\n");
-                        return 0;
-                }
-                r = bearer_token(req, &p->token);
-                if (r == -ENOMEM) {
-                        request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
-                        return 0;
-                }
-                if (r < 0) {
-                        request_reply_text(
-                                p, MHD_HTTP_UNAUTHORIZED,
-                                "Unauthorized: an \"Authorization: Bearer TOKEN\" header is required.\n");
-                        return 0;
-                }
-        }
+/* With Kubernetes, p->token: the one "Authorization: Bearer TOKEN". */
+static int request_parse_token(PullRequest *p) {
+        int r;
 
-        /* What the token must be allowed: get pods/profile of the pod, or
-         * in the namespace (listings of one namespace); get nodes/profile
-         * of this node for a host cgroup and for what spans namespaces. */
+        if (!p->pull->auth)
+                return 0;
+        /* Two tokens: which one would be checked is not for us to guess. */
+        if (http_request_header_count(p->req, MHD_HTTP_HEADER_AUTHORIZATION) > 1) {
+                request_reply_text(p, MHD_HTTP_BAD_REQUEST,
+                                   "Bad request: more than one Authorization header.\n");
+                return -EINVAL;
+        }
+        r = bearer_token(p->req, &p->token);
+        if (r == -ENOMEM) {
+                request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                return r;
+        }
+        if (r < 0) {
+                request_reply_text(p, MHD_HTTP_UNAUTHORIZED,
+                                   "Unauthorized: an \"Authorization: Bearer TOKEN\" header is required.\n");
+                return r;
+        }
+        return 0;
+}
+
+/* What the token must be allowed: get pods/profile of the pod, or in the
+ * namespace (listings of one namespace); get nodes/profile of this node for
+ * a host cgroup and for what spans namespaces. */
+static KubeResourceAttributes request_resource(const PullRequest *p) {
+        KubeResourceAttributes at = { .verb = "get", .subresource = "profile" };
+
         if ((p->kind == PULL_PROFILE && p->query.namespace) || p->namespace) {
                 at.resource = "pods";
                 at.namespace = p->kind == PULL_PROFILE ? p->query.namespace : p->namespace;
                 at.name = p->kind == PULL_PROFILE ? p->query.pod : NULL;
         } else {
                 at.resource = "nodes";
-                at.name = d->node_name;
+                at.name = p->pull->deps->node_name;
         }
+        return at;
+}
+
+static int on_pull(HttpRequest *req, void *userdata) {
+        ManagerPull *pull = *(ManagerPull **) userdata;
+        char source[RATE_LIMIT_SOURCE_MAX];
+        KubeResourceAttributes at;
+        PullRequest *p;
+        int r;
+
+        if (!pull)
+                return http_request_reply_text(req, MHD_HTTP_NOT_FOUND, "Not found.\n");
+        if (pull_is_full(pull)) {
+                metrics_pull_request(pull->deps->metrics, "503");
+                return http_request_reply_text(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                               "Too many profile requests at once; try again later.\n");
+        }
+        r = request_new(pull, req, &p);
+        if (r < 0)
+                return r;
+
+        /* From here on every error is answered through p: never a
+         * negative return, which would leave p holding the request. */
+        p->source = strdup(rate_limit_source_key(http_request_client_address(req), source));
+        if (!p->source) {
+                request_reply_text(p, MHD_HTTP_INTERNAL_SERVER_ERROR, "Out of memory.\n");
+                return 0;
+        }
+        if (request_route(p) < 0 || request_parse_query(p) < 0 || request_parse_token(p) < 0)
+                return 0; /* answered */
+
+        at = request_resource(p);
         switch (p->kind) {
         case PULL_PROFILE:
                 request_authorize(p, &at, profile_start);
