@@ -426,127 +426,197 @@ static bool strv_has(char *const *l, const char *s) {
         return false;
 }
 
+/* What machine_config_apply_keep() works on, from one step to the next. */
+typedef struct ApplyRun {
+        const char *state_dir;
+        const char *sysctl_root;
+        const MachineSetting *settings;
+        size_t n_settings;
+        MachineChangeCallback cb;
+        void *userdata;
+        cJSON *originals;
+        PendingWrite *pending; /* one per setting */
+        int ret; /* the first error; the run goes on past it */
+} ApplyRun;
+
+static void apply_run_done(ApplyRun *run) {
+        pending_free_many(run->pending, run->n_settings);
+        cJSON_Delete(run->originals);
+}
+
+static void apply_refused(ApplyRun *run, size_t i, const char *current) {
+        if (run->cb)
+                run->cb(run->settings[i].name, current, run->settings[i].value, MACHINE_CHANGE_REFUSED,
+                        run->userdata);
+}
+
+/* Reads the sysctl of setting i: its path and current value go to pending[i]
+ * when it holds something else, pending[i] stays empty when it already holds
+ * the value. Returns a negative errno when the setting is refused or its
+ * sysctl cannot be read. */
+static int apply_read_one(ApplyRun *run, size_t i) {
+        const MachineSetting *s = run->settings + i;
+        _cleanup_free_ char *path = NULL, *current = NULL;
+        int r;
+
+        r = sysctl_path(run->sysctl_root, s->name, &path);
+        if (r < 0) {
+                apply_refused(run, i, NULL);
+                return r;
+        }
+        if (!sysctl_value_valid(s->value)) {
+                apply_refused(run, i, NULL);
+                return -EINVAL;
+        }
+        r = read_first_line(path, &current);
+        if (r < 0)
+                return r;
+        if (machine_value_equal(current, s->value))
+                return 0;
+
+        run->pending[i].path = TAKE_PTR(path);
+        run->pending[i].current = TAKE_PTR(current);
+        return 0;
+}
+
+/* First: finds what differs and notes the originals of what is about to be
+ * written for the first time. Returns 1 if it noted any, 0 if not, -ENOMEM
+ * (the run ends) when it cannot. */
+static int apply_find_changes(ApplyRun *run) {
+        bool added = false;
+        int r;
+
+        for (size_t i = 0; i < run->n_settings; i++) {
+                const MachineSetting *s = run->settings + i;
+
+                /* Should the same name come twice, the last one wins. */
+                if (settings_contain(s + 1, run->n_settings - i - 1, s->name))
+                        continue;
+
+                r = apply_read_one(run, i);
+                if (r < 0) {
+                        RET_GATHER(run->ret, r);
+                        continue;
+                }
+                if (!run->pending[i].path)
+                        continue;
+
+                if (!cJSON_GetObjectItemCaseSensitive(run->originals, s->name)) {
+                        if (!cJSON_AddStringToObject(run->originals, s->name, run->pending[i].current))
+                                return -ENOMEM;
+                        run->pending[i].new_original = true;
+                        added = true;
+                }
+        }
+        return added;
+}
+
+/* Second: the originals reach the disk before any sysctl is written. If they
+ * cannot, only those whose originals were saved earlier are written. */
+static void apply_save_originals(ApplyRun *run) {
+        int r;
+
+        r = state_save(run->state_dir, run->originals);
+        if (r >= 0)
+                return;
+
+        RET_GATHER(run->ret, r);
+        for (size_t i = 0; i < run->n_settings; i++)
+                if (run->pending[i].new_original) {
+                        cJSON_DeleteItemFromObjectCaseSensitive(run->originals, run->settings[i].name);
+                        free(run->pending[i].path);
+                        run->pending[i].path = NULL;
+                }
+}
+
+/* Third: writes what differs. */
+static void apply_write(ApplyRun *run, bool initial) {
+        int r;
+
+        for (size_t i = 0; i < run->n_settings; i++) {
+                const MachineSetting *s = run->settings + i;
+                PendingWrite *p = run->pending + i;
+
+                if (!p->path)
+                        continue;
+                r = write_sysctl(p->path, s->value);
+                if (r < 0) {
+                        RET_GATHER(run->ret, r);
+                        apply_refused(run, i, p->current);
+                        continue;
+                }
+                if (run->cb)
+                        run->cb(s->name, p->current, s->value,
+                                initial ? MACHINE_CHANGE_APPLY : MACHINE_CHANGE_DRIFT, run->userdata);
+        }
+}
+
+/* Last: settings no longer configured (nor kept) get their originals back
+ * and leave the state file. One that cannot be restored stays in it.
+ * Returns whether any left. */
+static bool apply_restore_dropped(ApplyRun *run, char *const *keep) {
+        bool dropped = false;
+        cJSON *item, *next;
+        int r;
+
+        for (item = run->originals->child; item; item = next) {
+                next = item->next;
+                if (settings_contain(run->settings, run->n_settings, item->string) ||
+                    strv_has(keep, item->string))
+                        continue;
+                r = restore_one(run->sysctl_root, item->string, item->valuestring, run->cb, run->userdata);
+                if (r < 0) {
+                        RET_GATHER(run->ret, r);
+                        continue;
+                }
+                cJSON_Delete(cJSON_DetachItemViaPointer(run->originals, item));
+                dropped = true;
+        }
+        return dropped;
+}
+
 int machine_config_apply_keep(const char *state_dir, const char *sysctl_root, const MachineSetting *settings,
                               size_t n_settings, char *const *keep, bool initial, MachineChangeCallback cb,
                               void *userdata) {
-        _cleanup_(cJSON_Deletep) cJSON *originals = NULL;
-        PendingWrite *pending = NULL;
-        bool had_file, added = false, dropped = false;
-        cJSON *item, *next;
-        int r, ret = 0;
+        _cleanup_(apply_run_done) ApplyRun run = {
+                .state_dir = state_dir,
+                .sysctl_root = sysctl_root,
+                .settings = settings,
+                .n_settings = n_settings,
+                .cb = cb,
+                .userdata = userdata,
+        };
+        bool had_file, dropped;
+        int r;
 
         if (!state_dir || (n_settings > 0 && !settings))
                 return -EINVAL;
 
-        r = state_load(state_dir, &originals);
+        r = state_load(state_dir, &run.originals);
         if (r < 0)
                 return r;
         had_file = r > 0;
 
         if (n_settings > 0) {
-                pending = calloc(n_settings, sizeof(PendingWrite));
-                if (!pending)
+                run.pending = calloc(n_settings, sizeof(PendingWrite));
+                if (!run.pending)
                         return -ENOMEM;
         }
 
-        /* First: find what differs and note the originals of what we are
-         * about to write for the first time. */
-        for (size_t i = 0; i < n_settings; i++) {
-                const MachineSetting *s = settings + i;
-                _cleanup_free_ char *path = NULL, *current = NULL;
+        r = apply_find_changes(&run);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                apply_save_originals(&run);
+        apply_write(&run, initial);
 
-                /* Should the same name come twice, the last one wins. */
-                if (settings_contain(settings + i + 1, n_settings - i - 1, s->name))
-                        continue;
-
-                r = sysctl_path(sysctl_root, s->name, &path);
-                if (r < 0) {
-                        RET_GATHER(ret, r);
-                        if (cb)
-                                cb(s->name, NULL, s->value, MACHINE_CHANGE_REFUSED, userdata);
-                        continue;
-                }
-                if (!sysctl_value_valid(s->value)) {
-                        RET_GATHER(ret, -EINVAL);
-                        if (cb)
-                                cb(s->name, NULL, s->value, MACHINE_CHANGE_REFUSED, userdata);
-                        continue;
-                }
-                r = read_first_line(path, &current);
-                if (r < 0) {
-                        RET_GATHER(ret, r);
-                        continue;
-                }
-                if (machine_value_equal(current, s->value))
-                        continue;
-
-                if (!cJSON_GetObjectItemCaseSensitive(originals, s->name)) {
-                        if (!cJSON_AddStringToObject(originals, s->name, current)) {
-                                pending_free_many(pending, n_settings);
-                                return -ENOMEM;
-                        }
-                        pending[i].new_original = true;
-                        added = true;
-                }
-                pending[i].path = TAKE_PTR(path);
-                pending[i].current = TAKE_PTR(current);
+        dropped = apply_restore_dropped(&run, keep);
+        if (dropped || (had_file && !run.originals->child)) {
+                r = state_save(state_dir, run.originals);
+                RET_GATHER(run.ret, r);
         }
 
-        /* Second: the originals reach the disk before any sysctl is written.
-         * If they cannot, write only those whose originals were saved
-         * earlier. */
-        if (added) {
-                r = state_save(state_dir, originals);
-                if (r < 0) {
-                        RET_GATHER(ret, r);
-                        for (size_t i = 0; i < n_settings; i++)
-                                if (pending[i].new_original) {
-                                        cJSON_DeleteItemFromObjectCaseSensitive(originals, settings[i].name);
-                                        free(pending[i].path);
-                                        pending[i].path = NULL;
-                                }
-                }
-        }
-
-        /* Third: write. */
-        for (size_t i = 0; i < n_settings; i++) {
-                if (!pending[i].path)
-                        continue;
-                r = write_sysctl(pending[i].path, settings[i].value);
-                if (r < 0) {
-                        RET_GATHER(ret, r);
-                        if (cb)
-                                cb(settings[i].name, pending[i].current, settings[i].value,
-                                   MACHINE_CHANGE_REFUSED, userdata);
-                        continue;
-                }
-                if (cb)
-                        cb(settings[i].name, pending[i].current, settings[i].value,
-                           initial ? MACHINE_CHANGE_APPLY : MACHINE_CHANGE_DRIFT, userdata);
-        }
-        pending_free_many(pending, n_settings);
-
-        /* Last: settings no longer configured get their originals back and
-         * leave the state file. One that cannot be restored stays in it. */
-        for (item = originals->child; item; item = next) {
-                next = item->next;
-                if (settings_contain(settings, n_settings, item->string) || strv_has(keep, item->string))
-                        continue;
-                r = restore_one(sysctl_root, item->string, item->valuestring, cb, userdata);
-                if (r < 0) {
-                        RET_GATHER(ret, r);
-                        continue;
-                }
-                cJSON_Delete(cJSON_DetachItemViaPointer(originals, item));
-                dropped = true;
-        }
-
-        if (dropped || (had_file && !originals->child)) {
-                r = state_save(state_dir, originals);
-                RET_GATHER(ret, r);
-        }
-
-        return ret;
+        return run.ret;
 }
 
 int machine_config_restore(const char *state_dir, const char *sysctl_root, MachineChangeCallback cb,

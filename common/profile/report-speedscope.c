@@ -177,52 +177,38 @@ static void write_frame(FILE *f, const char *name, const char *file, bool first)
         fputc('}', f);
 }
 
-int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
-        _cleanup_free_ uint32_t *comm_frame = NULL, *by_comm = NULL;
-        _cleanup_free_ SpeedscopeSample *samples = NULL;
-        _cleanup_free_ size_t *order = NULL;
-        _cleanup_free_ char *label = NULL;
-        uint64_t frequency, end = 0;
-        size_t n_names, n_comms = 0, n_order = 0, n_samples = 0;
-        _cleanup_strv_free_ char **names = NULL; /* the rendered names fill a prefix */
-        SpeedscopeContext c;
-        int r;
-
-        if (!f || !d)
-                return -EINVAL;
-
-        /* The stacks must point at frames and processes of the data. */
+/* Whether the stacks point at frames and processes of the data. */
+static bool stacks_valid(const ProfileData *d) {
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
                 if (s->process >= d->n_processes || (s->n_frames > 0 && !s->frames))
-                        return -EINVAL;
+                        return false;
                 for (size_t k = 0; k < s->n_frames; k++)
                         if (s->frames[k] >= d->n_frames)
-                                return -EINVAL;
+                                return false;
         }
+        return true;
+}
 
-        frequency = info ? info->frequency : 0;
-        label = profile_label(info);
-        n_names = d->n_frames + d->n_processes; /* at most one comm frame per process */
-        names = calloc(n_names + 1, sizeof(char *));
-        comm_frame = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
-        by_comm = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
-        order = calloc(MAX(d->n_stacks, 1u), sizeof(size_t));
-        samples = calloc(MAX(d->n_stacks, 1u), sizeof(SpeedscopeSample));
-        if (!label || !names || !comm_frame || !by_comm || !order || !samples)
-                return -ENOMEM;
-        if (n_names >= UINT32_MAX)
-                return -E2BIG;
-
+/* The rendered name of each frame of the data, index for index. */
+static int name_frames(const ProfileData *d, char **names) {
         for (size_t i = 0; i < d->n_frames; i++) {
                 names[i] = report_frame_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL,
                                              /* folded= */ false);
                 if (!names[i])
                         return -ENOMEM;
         }
+        return 0;
+}
 
-        /* One root frame per distinct comm, after the data's frames. */
+/* One root frame per distinct comm, named after the data's frames. The frame
+ * of each process goes to comm_frame, the number of comm frames to *ret.
+ * by_comm: room for an index per process. */
+static int name_comms(const ProfileData *d, uint32_t *by_comm, char **names, uint32_t *comm_frame,
+                      size_t *ret) {
+        size_t n_comms = 0;
+
         for (size_t i = 0; i < d->n_processes; i++)
                 by_comm[i] = (uint32_t) i;
         qsort_r(by_comm, d->n_processes, sizeof(uint32_t), comm_compare, (void *) d);
@@ -238,19 +224,30 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
                 comm_frame[by_comm[i]] = (uint32_t) (d->n_frames + n_comms - 1);
         }
 
-        c = (SpeedscopeContext){ .d = d, .ids = { .roots = comm_frame }, .names = names };
+        *ret = n_comms;
+        return 0;
+}
+
+/* The samples: the stacks with samples in order, runs of equal stacks (same
+ * comm, same frames) merged. Their number goes to *ret_n, the sum of their
+ * weights to *ret_end. order: room for an index per stack. */
+static int merge_samples(const SpeedscopeContext *c, uint64_t frequency, size_t *order,
+                         SpeedscopeSample *samples, size_t *ret_n, uint64_t *ret_end) {
+        const ProfileData *d = c->d;
+        size_t n_order = 0, n_samples = 0;
+        uint64_t end = 0;
+        int r;
 
         for (size_t i = 0; i < d->n_stacks; i++)
                 if (d->stacks[i].count > 0)
                         order[n_order++] = i;
-        qsort_r(order, n_order, sizeof(size_t), stack_compare, &c);
+        qsort_r(order, n_order, sizeof(size_t), stack_compare, (void *) c);
 
-        /* Merge runs of equal stacks (same comm, same frames). */
         for (size_t i = 0; i < n_order;) {
                 const ProfileStack *s = d->stacks + order[i];
                 uint64_t count = 0, w;
 
-                for (; i < n_order && report_stack_same(&c.ids, s, d->stacks + order[i]); i++) {
+                for (; i < n_order && report_stack_same(&c->ids, s, d->stacks + order[i]); i++) {
                         if (count > UINT64_MAX - d->stacks[order[i]].count)
                                 return -EOVERFLOW;
                         count += d->stacks[order[i]].count;
@@ -265,39 +262,94 @@ int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryIn
                 samples[n_samples++] = (SpeedscopeSample){ .stack = (size_t) (s - d->stacks), .weight = w };
         }
 
-        fputs("{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\n", f);
-        fputs("\"exporter\":\"cgprof@" CGPROF_VERSION "\",\n", f);
-        fputs("\"name\":", f);
-        json_string(f, label);
-        fputs(",\n\"activeProfileIndex\":0,\n", f);
+        *ret_n = n_samples;
+        *ret_end = end;
+        return 0;
+}
 
+/* "shared": the data's frames, then the comm frames. */
+static void write_frames(FILE *f, const ProfileData *d, char *const *names, size_t n_comms) {
         fputs("\"shared\":{\"frames\":[", f);
         for (size_t i = 0; i < d->n_frames; i++)
                 write_frame(f, names[i], d->frames[i].module, i == 0);
         for (size_t i = 0; i < n_comms; i++)
                 write_frame(f, names[d->n_frames + i], NULL, d->n_frames + i == 0);
         fputs("\n]},\n", f);
+}
 
-        fputs("\"profiles\":[{\"type\":\"sampled\",\"name\":", f);
-        json_string(f, label);
-        fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n",
-                frequency > 0 ? "nanoseconds" : "none", end);
-
+/* The profile's "samples", root first, and its "weights". */
+static void write_samples(FILE *f, const SpeedscopeContext *c, const SpeedscopeSample *samples,
+                          size_t n_samples) {
         fputs("\"samples\":[", f);
         for (size_t i = 0; i < n_samples; i++) {
-                const ProfileStack *s = d->stacks + samples[i].stack;
+                const ProfileStack *s = c->d->stacks + samples[i].stack;
 
                 fputs(i == 0 ? "\n[" : ",\n[", f);
                 for (size_t k = 0; k <= s->n_frames; k++)
-                        fprintf(f, k == 0 ? "%" PRIu32 : ",%" PRIu32, report_stack_segment(&c.ids, s, k));
+                        fprintf(f, k == 0 ? "%" PRIu32 : ",%" PRIu32, report_stack_segment(&c->ids, s, k));
                 fputc(']', f);
         }
         fputs("\n],\n\"weights\":[", f);
         for (size_t i = 0; i < n_samples; i++)
                 fprintf(f, i == 0 ? "\n%" PRIu64 : ",\n%" PRIu64, samples[i].weight);
-        fputs("\n]}]}\n", f);
+        fputs("\n]", f);
+}
 
-        r = ferror(f) ? -EIO : 0;
+int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        _cleanup_free_ uint32_t *comm_frame = NULL, *by_comm = NULL;
+        _cleanup_free_ SpeedscopeSample *samples = NULL;
+        _cleanup_free_ size_t *order = NULL;
+        _cleanup_free_ char *label = NULL;
+        uint64_t frequency, end;
+        size_t n_names, n_comms, n_samples;
+        _cleanup_strv_free_ char **names = NULL; /* the rendered names fill a prefix */
+        SpeedscopeContext c;
+        int r;
 
-        return r;
+        if (!f || !d)
+                return -EINVAL;
+        if (!stacks_valid(d))
+                return -EINVAL;
+
+        frequency = info ? info->frequency : 0;
+        label = profile_label(info);
+        n_names = d->n_frames + d->n_processes; /* at most one comm frame per process */
+        names = calloc(n_names + 1, sizeof(char *));
+        comm_frame = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
+        by_comm = calloc(MAX(d->n_processes, 1u), sizeof(uint32_t));
+        order = calloc(MAX(d->n_stacks, 1u), sizeof(size_t));
+        samples = calloc(MAX(d->n_stacks, 1u), sizeof(SpeedscopeSample));
+        if (!label || !names || !comm_frame || !by_comm || !order || !samples)
+                return -ENOMEM;
+        if (n_names >= UINT32_MAX)
+                return -E2BIG;
+
+        r = name_frames(d, names);
+        if (r < 0)
+                return r;
+        r = name_comms(d, by_comm, names, comm_frame, &n_comms);
+        if (r < 0)
+                return r;
+
+        c = (SpeedscopeContext){ .d = d, .ids = { .roots = comm_frame }, .names = names };
+        r = merge_samples(&c, frequency, order, samples, &n_samples, &end);
+        if (r < 0)
+                return r;
+
+        fputs("{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\n", f);
+        fputs("\"exporter\":\"cgprof@" CGPROF_VERSION "\",\n", f);
+        fputs("\"name\":", f);
+        json_string(f, label);
+        fputs(",\n\"activeProfileIndex\":0,\n", f);
+
+        write_frames(f, d, names, n_comms);
+
+        fputs("\"profiles\":[{\"type\":\"sampled\",\"name\":", f);
+        json_string(f, label);
+        fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n",
+                frequency > 0 ? "nanoseconds" : "none", end);
+        write_samples(f, &c, samples, n_samples);
+        fputs("}]}\n", f);
+
+        return ferror(f) ? -EIO : 0;
 }

@@ -710,32 +710,41 @@ static const uint8_t *section_bytes(const uint8_t *image, size_t image_size, con
         return image + sh->sh_offset;
 }
 
-int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
-        _cleanup_(gopclntab_freep) GoPclntab *t = NULL;
-        GoRegion regions[GO_REGIONS_MAX], data_sections[GO_REGIONS_MAX];
-        size_t n_regions = 0, n_data = 0, shstrndx, image_size;
-        GElf_Shdr sh, text_sh;
-        void *map = NULL, *copy = NULL;
-        const uint8_t *image, *d;
+/* The section of the table: .gopclntab, or .data.rel.ro.gopclntab. */
+static int pclntab_section(Elf *elf, size_t shstrndx, GElf_Shdr *ret) {
         Elf_Scn *scn;
-        uint64_t text_start = 0;
-        int r;
 
-        if (!elf || !ret)
-                return -EINVAL;
-        if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) < 0)
-                return -ENOEXEC;
-
-        scn = section_by_name(elf, shstrndx, ".gopclntab", &sh);
+        scn = section_by_name(elf, shstrndx, ".gopclntab", ret);
         if (!scn)
-                scn = section_by_name(elf, shstrndx, ".data.rel.ro.gopclntab", &sh);
-        if (!scn || sh.sh_type != SHT_PROGBITS || sh.sh_size == 0)
+                scn = section_by_name(elf, shstrndx, ".data.rel.ro.gopclntab", ret);
+        if (!scn || ret->sh_type != SHT_PROGBITS || ret->sh_size == 0)
                 return -ENODATA;
-        if (sh.sh_size > GOPCLNTAB_SIZE_MAX)
+        if (ret->sh_size > GOPCLNTAB_SIZE_MAX)
                 return -E2BIG;
+        return 0;
+}
 
-        /* The file: mapped (only the pages lookups touch are read), or
-         * the in-memory image copied. */
+/* An ELF file's bytes: mapped, or a copy of an in-memory image. */
+typedef struct ElfImage {
+        const uint8_t *data;
+        size_t size;
+        void *map; /* owned, or */
+        void *copy; /* owned */
+} ElfImage;
+
+static void elf_image_done(ElfImage *image) {
+        if (image->map)
+                (void) munmap(image->map, image->size);
+        free(image->copy);
+}
+
+/* The file: mapped from fd (only the pages lookups touch are read), or with
+ * fd < 0 the in-memory image copied. */
+static int elf_image_open(Elf *elf, int fd, ElfImage *ret) {
+        const char *raw;
+        size_t size;
+        void *p;
+
         if (fd >= 0) {
                 struct stat st;
 
@@ -743,99 +752,137 @@ int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
                         return negative_errno();
                 if (st.st_size <= 0)
                         return -EBADMSG;
-                image_size = (size_t) st.st_size;
-                map = mmap(NULL, image_size, PROT_READ, MAP_PRIVATE, fd, 0);
-                if (map == MAP_FAILED)
+                size = (size_t) st.st_size;
+                p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+                if (p == MAP_FAILED)
                         return negative_errno();
-                image = map;
-        } else {
-                const char *raw = elf_rawfile(elf, &image_size);
-
-                if (!raw || image_size == 0)
-                        return -EBADMSG;
-                copy = malloc(image_size);
-                if (!copy)
-                        return -ENOMEM;
-                memcpy(copy, raw, image_size);
-                image = copy;
+                *ret = (ElfImage){ .data = p, .size = size, .map = p };
+                return 0;
         }
 
-        d = section_bytes(image, image_size, &sh);
-        if (!d) {
-                r = -EBADMSG;
-                goto fail;
-        }
+        raw = elf_rawfile(elf, &size);
+        if (!raw || size == 0)
+                return -EBADMSG;
+        p = malloc(size);
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, raw, size);
+        *ret = (ElfImage){ .data = p, .size = size, .copy = p };
+        return 0;
+}
 
-        /* Read-only data (inline trees, Go strings), and writable data
-         * (where the moduledata is): allocated sections with contents,
-         * not code. */
+/* The data sections of the file, where inline trees, Go strings and the
+ * moduledata are read. */
+typedef struct GoSections {
+        GoRegion regions[GO_REGIONS_MAX]; /* read-only data, then writable data */
+        size_t n_regions;
+        GoRegion data[GO_REGIONS_MAX]; /* writable data */
+        size_t n_data;
+} GoSections;
+
+/* Read-only data (inline trees, Go strings), and writable data (where the
+ * moduledata is): allocated sections with contents, not code. */
+static void data_sections(Elf *elf, const ElfImage *image, GoSections *ret) {
+        ret->n_regions = ret->n_data = 0;
         for (Elf_Scn *s = elf_nextscn(elf, NULL); s; s = elf_nextscn(elf, s)) {
                 GElf_Shdr h;
                 const uint8_t *b;
 
                 if (!gelf_getshdr(s, &h) || !(h.sh_flags & SHF_ALLOC) || (h.sh_flags & SHF_EXECINSTR))
                         continue;
-                b = section_bytes(image, image_size, &h);
+                b = section_bytes(image->data, image->size, &h);
                 if (!b || h.sh_size == 0)
                         continue;
-                if (!(h.sh_flags & SHF_WRITE) && n_regions < ELEMENTSOF(regions))
-                        regions[n_regions++] =
+                if (!(h.sh_flags & SHF_WRITE) && ret->n_regions < ELEMENTSOF(ret->regions))
+                        ret->regions[ret->n_regions++] =
                                 (GoRegion){ .vaddr = h.sh_addr, .data = b, .size = h.sh_size };
-                else if ((h.sh_flags & SHF_WRITE) && n_data < ELEMENTSOF(data_sections))
-                        data_sections[n_data++] =
+                else if ((h.sh_flags & SHF_WRITE) && ret->n_data < ELEMENTSOF(ret->data))
+                        ret->data[ret->n_data++] =
                                 (GoRegion){ .vaddr = h.sh_addr, .data = b, .size = h.sh_size };
         }
         /* Relocation-read-only data is written only at load: read it too. */
-        for (size_t i = 0; i < n_data && n_regions < ELEMENTSOF(regions); i++)
-                regions[n_regions++] = data_sections[i];
+        for (size_t i = 0; i < ret->n_data && ret->n_regions < ELEMENTSOF(ret->regions); i++)
+                ret->regions[ret->n_regions++] = ret->data[i];
+}
+
+/* Go 1.18+: the base of function entries when the header has none, and
+ * go:func.*'s address, from the moduledata. */
+static void load_gofunc(GoPclntab *t, Elf *elf, size_t shstrndx, const GoSections *sections) {
+        uint64_t offsets[5];
+        GElf_Shdr text_sh;
 
         /* Function entries are relative to runtime.text, which the header
          * has (a PIE's may be left unrelocated: 0), as does .text's start
          * (where cgo's C code does not come first). */
-        if (section_by_name(elf, shstrndx, ".text", &text_sh))
-                text_start = text_sh.sh_addr;
+        if (t->text_start == 0 && section_by_name(elf, shstrndx, ".text", &text_sh))
+                t->text_start = text_sh.sh_addr;
+
+        offsets[0] = (uint64_t) (t->funcnametab - t->data);
+        offsets[1] = (uint64_t) (t->cutab - t->data);
+        offsets[2] = (uint64_t) (t->filetab - t->data);
+        offsets[3] = (uint64_t) (t->pctab - t->data);
+        offsets[4] = (uint64_t) (t->funcdata - t->data);
+        t->gofunc = find_gofunc(t, offsets, sections->data, sections->n_data);
+}
+
+/* The Go version, from .go.buildinfo; left NULL when it cannot be read. */
+static void load_go_version(GoPclntab *t, Elf *elf, size_t shstrndx, const ElfImage *image,
+                            const GoSections *sections) {
+        GElf_Shdr sh;
+        const uint8_t *b;
+
+        if (!section_by_name(elf, shstrndx, ".go.buildinfo", &sh))
+                return;
+        b = section_bytes(image->data, image->size, &sh);
+        if (b)
+                (void) gopclntab_parse_buildinfo(b, sh.sh_size, sections->regions, sections->n_regions,
+                                                 &t->go_version);
+}
+
+int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
+        _cleanup_(gopclntab_freep) GoPclntab *t = NULL;
+        _cleanup_(elf_image_done) ElfImage image = {};
+        GoSections sections;
+        size_t shstrndx;
+        const uint8_t *d;
+        GElf_Shdr sh;
+        int r;
+
+        if (!elf || !ret)
+                return -EINVAL;
+        if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) < 0)
+                return -ENOEXEC;
+
+        r = pclntab_section(elf, shstrndx, &sh);
+        if (r < 0)
+                return r;
+        r = elf_image_open(elf, fd, &image);
+        if (r < 0)
+                return r;
+        d = section_bytes(image.data, image.size, &sh);
+        if (!d)
+                return -EBADMSG;
+        data_sections(elf, &image, &sections);
 
         r = gopclntab_new(
                 &(GoPclntabImage){
                         .pclntab = d,
                         .pclntab_size = sh.sh_size,
                         .pclntab_vaddr = sh.sh_addr,
-                        .regions = regions,
-                        .n_regions = n_regions,
+                        .regions = sections.regions,
+                        .n_regions = sections.n_regions,
                 },
                 &t);
         if (r < 0)
-                goto fail;
-        t->map = TAKE_PTR(map);
-        t->map_size = image_size;
-        t->copy = TAKE_PTR(copy);
+                return r;
+        t->map = TAKE_PTR(image.map);
+        t->map_size = image.size;
+        t->copy = TAKE_PTR(image.copy);
 
-        if (t->format != GO_PCLNTAB_1_16) {
-                uint64_t offsets[5];
-
-                if (t->text_start == 0)
-                        t->text_start = text_start;
-                offsets[0] = (uint64_t) (t->funcnametab - t->data);
-                offsets[1] = (uint64_t) (t->cutab - t->data);
-                offsets[2] = (uint64_t) (t->filetab - t->data);
-                offsets[3] = (uint64_t) (t->pctab - t->data);
-                offsets[4] = (uint64_t) (t->funcdata - t->data);
-                t->gofunc = find_gofunc(t, offsets, data_sections, n_data);
-        }
-
-        if (section_by_name(elf, shstrndx, ".go.buildinfo", &sh)) {
-                const uint8_t *b = section_bytes(image, image_size, &sh);
-
-                if (b)
-                        (void) gopclntab_parse_buildinfo(b, sh.sh_size, regions, n_regions, &t->go_version);
-        }
+        if (t->format != GO_PCLNTAB_1_16)
+                load_gofunc(t, elf, shstrndx, &sections);
+        load_go_version(t, elf, shstrndx, &image, &sections);
 
         *ret = TAKE_PTR(t);
         return 0;
-
-fail:
-        if (map)
-                (void) munmap(map, image_size);
-        free(copy);
-        return r;
 }
