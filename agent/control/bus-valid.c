@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* D-Bus messages whose strings are valid UTF-8 whatever the names in them:
  * see bus-valid.h. sd_bus_message_appendv() walks the types the same way;
- * here every string goes through utf8_ensure_valid() on its way. */
+ * here every string goes through utf8_ensure_valid_bus() on its way. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +64,7 @@ static int append_one(sd_bus_message *m, const char *t, size_t n, va_list *ap) {
                 _cleanup_free_ char *copy = NULL;
                 const char *s = va_arg(*ap, const char *);
 
-                r = utf8_ensure_valid(&s, &copy);
+                r = utf8_ensure_valid_bus(&s, &copy);
                 if (r < 0)
                         return r;
                 return sd_bus_message_append_basic(m, 's', s);
@@ -228,7 +228,7 @@ int bus_emit_signal_validv(sd_bus *bus, const char *path, const char *interface,
 int bus_error_set_valid(sd_bus_error *e, const char *name, const char *message) {
         _cleanup_free_ char *copy = NULL;
 
-        if (utf8_ensure_valid(&message, &copy) < 0)
+        if (utf8_ensure_valid_bus(&message, &copy) < 0)
                 return -ENOMEM;
         return sd_bus_error_set(e, name, message);
 }

@@ -98,7 +98,28 @@ size_t utf8_valid_char_len(const char *str) {
         return n;
 }
 
-char *utf8_make_valid(const char *s) {
+/* The code point of the valid sequence of k bytes at s. */
+static uint32_t utf8_code_point(const unsigned char *s, size_t k) {
+        uint32_t c = k == 1 ? s[0] : s[0] & (0x7F >> k);
+
+        for (size_t i = 1; i < k; i++)
+                c = (c << 6) | (s[i] & 0x3F);
+        return c;
+}
+
+size_t utf8_bus_char_len(const char *s) {
+        size_t k = utf8_valid_char_len(s);
+        uint32_t c;
+
+        if (k < 3)
+                return k;
+        c = utf8_code_point((const unsigned char *) s, k);
+        if ((c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE)
+                return 0; /* a noncharacter */
+        return k;
+}
+
+static char *make_valid(const char *s, size_t (*char_len)(const char *)) {
         size_t n = 0;
         char *r, *p;
 
@@ -106,7 +127,7 @@ char *utf8_make_valid(const char *s) {
                 return NULL;
 
         for (const char *i = s; *i;) {
-                size_t k = utf8_valid_char_len(i);
+                size_t k = char_len(i);
                 n += k > 0 ? k : 3;
                 i += k > 0 ? k : 1;
         }
@@ -117,7 +138,7 @@ char *utf8_make_valid(const char *s) {
 
         p = r;
         for (const char *i = s; *i;) {
-                size_t k = utf8_valid_char_len(i);
+                size_t k = char_len(i);
                 if (k > 0) {
                         memcpy(p, i, k);
                         p += k;
@@ -132,28 +153,52 @@ char *utf8_make_valid(const char *s) {
         return r;
 }
 
-bool utf8_is_valid(const char *s) {
+char *utf8_make_valid(const char *s) {
+        return make_valid(s, utf8_valid_char_len);
+}
+
+static bool is_valid(const char *s, size_t (*char_len)(const char *)) {
         if (!s)
                 return true;
         for (size_t k; *s; s += k) {
-                k = utf8_valid_char_len(s);
+                k = char_len(s);
                 if (k == 0)
                         return false;
         }
         return true;
 }
 
-int utf8_ensure_valid(const char **s, char **ret_copy) {
+bool utf8_is_valid(const char *s) {
+        return is_valid(s, utf8_valid_char_len);
+}
+
+static int ensure_valid(const char **s, char **ret_copy, size_t (*char_len)(const char *)) {
         char *c;
 
-        if (!*s || utf8_is_valid(*s))
+        if (!*s || is_valid(*s, char_len))
                 return 0;
-        c = utf8_make_valid(*s);
+        c = make_valid(*s, char_len);
         if (!c)
                 return -ENOMEM;
         *ret_copy = c;
         *s = c;
         return 0;
+}
+
+int utf8_ensure_valid(const char **s, char **ret_copy) {
+        return ensure_valid(s, ret_copy, utf8_valid_char_len);
+}
+
+char *utf8_make_valid_bus(const char *s) {
+        return make_valid(s, utf8_bus_char_len);
+}
+
+bool utf8_is_valid_bus(const char *s) {
+        return is_valid(s, utf8_bus_char_len);
+}
+
+int utf8_ensure_valid_bus(const char **s, char **ret_copy) {
+        return ensure_valid(s, ret_copy, utf8_bus_char_len);
 }
 
 char *utf8_make_valid_take(char *s) {

@@ -69,6 +69,13 @@ char *utf8_make_valid(const char *s);
  * (*ret_copy untouched), else a malloc()ed copy made valid, also stored in
  * *ret_copy for the caller to free. 0 or -ENOMEM. */
 int utf8_ensure_valid(const char **s, char **ret_copy);
+/* The same for D-Bus, whose strings (sd-bus) refuse the noncharacters too
+ * (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF): each byte of one becomes U+FFFD.
+ * utf8_bus_char_len(): utf8_valid_char_len(), 0 for a noncharacter. */
+int utf8_ensure_valid_bus(const char **s, char **ret_copy);
+size_t utf8_bus_char_len(const char *s);
+bool utf8_is_valid_bus(const char *s);
+char *utf8_make_valid_bus(const char *s);
 /* Takes the malloc()ed s and returns it if it is valid UTF-8 (or NULL), else
  * a copy made valid, freeing s. NULL on OOM (s freed). For a whole text, as
  * cJSON_Print() returns it. */

@@ -4,8 +4,9 @@
  * through the agent's three outputs, each of which wants valid UTF-8:
  *
  *   - D-Bus (agent/control/bus-valid.c, as manager-bus.c appends them):
- *     sd-bus refuses a string that is not UTF-8, and a reply it cannot
- *     build fails the whole call;
+ *     sd-bus refuses a string that is not UTF-8 or has a noncharacter
+ *     (U+FDD0..U+FDEF, U+xFFFE, U+xFFFF), and a reply it cannot build
+ *     fails the whole call;
  *   - JSON: the /reports and /targets answers (a cJSON text made valid
  *     after it is printed, as manager-pull.c does) and a report's files
  *     (report_valid_info(), as report_write_dir() does, then the writers);
@@ -17,8 +18,9 @@
  * output must be accepted (sd-bus reads the sealed message back: it checks
  * every string; cJSON parses the JSON; the exposition's line reads back)
  * and carry each name as utf8_make_valid() makes it: unchanged when valid,
- * each invalid byte U+FFFD. And a name sd-bus refuses as it is must be
- * exactly a name that is not valid UTF-8.
+ * each invalid byte U+FFFD (on D-Bus each byte of a noncharacter too, as
+ * utf8_make_valid_bus() makes it). And a name sd-bus refuses as it is must be
+ * exactly a name that is not (utf8_is_valid_bus()).
  * Built by tests/fuzz/meson.build with clang -fsanitize=fuzzer,address,undefined. */
 #include <cjson/cJSON.h>
 #include <sys/socket.h>
@@ -34,6 +36,7 @@
 typedef struct Names {
         const char *cgroup, *comm, *node; /* as they came */
         char *cgroup_valid, *comm_valid, *node_valid; /* as every output must carry them */
+        char *cgroup_bus, *comm_bus, *node_bus; /* D-Bus: the noncharacters too made U+FFFD */
 } Names;
 
 /* A bus that is enough for sd-bus to make messages: one end of a socket
@@ -73,8 +76,9 @@ static void check_dbus(const Names *n) {
         const char *sig = NULL;
         uint64_t t = 0;
 
-        /* sd-bus itself refuses exactly the names that are not UTF-8. */
-        CHECK((sd_bus_message_append(raw, "s", n->cgroup) >= 0) == utf8_is_valid(n->cgroup));
+        /* sd-bus itself refuses exactly the names that are not UTF-8 or
+         * have a noncharacter. */
+        CHECK((sd_bus_message_append(raw, "s", n->cgroup) >= 0) == utf8_is_valid_bus(n->cgroup));
 
         /* As manager-bus.c appends them: a session (SessionStarted's and
          * ListSessions' strings), an array of structs, a variant, a strv. */
@@ -93,14 +97,14 @@ static void check_dbus(const Names *n) {
         check_read_string(m, "profile");
         for (int i = 0; i < 3; i++)
                 check_read_string(m, "");
-        check_read_string(m, n->cgroup_valid);
+        check_read_string(m, n->cgroup_bus);
         CHECK(sd_bus_message_enter_container(m, 'a', "(st)") > 0);
         CHECK(sd_bus_message_enter_container(m, 'r', "st") > 0);
-        check_read_string(m, n->comm_valid);
+        check_read_string(m, n->comm_bus);
         CHECK(sd_bus_message_read(m, "t", &t) > 0 && t == 1);
         CHECK(sd_bus_message_exit_container(m) >= 0);
         CHECK(sd_bus_message_enter_container(m, 'r', "st") > 0);
-        check_read_string(m, n->node_valid);
+        check_read_string(m, n->node_bus);
         CHECK(sd_bus_message_read(m, "t", &t) > 0 && t == 2);
         CHECK(sd_bus_message_exit_container(m) >= 0);
         CHECK(sd_bus_message_exit_container(m) >= 0);
@@ -108,18 +112,18 @@ static void check_dbus(const Names *n) {
         CHECK(sd_bus_message_read(m, "b", &b) > 0 && b == 1);
         CHECK(sd_bus_message_peek_type(m, NULL, &sig) > 0 && streq(sig, "s"));
         CHECK(sd_bus_message_enter_container(m, 'v', "s") > 0);
-        check_read_string(m, n->node_valid);
+        check_read_string(m, n->node_bus);
         CHECK(sd_bus_message_exit_container(m) >= 0);
         CHECK(sd_bus_message_enter_container(m, 'a', "s") > 0);
-        check_read_string(m, n->cgroup_valid);
-        check_read_string(m, n->node_valid);
+        check_read_string(m, n->cgroup_bus);
+        check_read_string(m, n->node_bus);
         CHECK(sd_bus_message_exit_container(m) >= 0);
         CHECK(sd_bus_message_at_end(m, true) > 0);
 
         /* An error reply's message, which names the cgroup. */
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         CHECK(bus_error_set_valid(&e, "io.cgprof.Error.AlreadyRunning", n->cgroup) < 0);
-        CHECK(streq(e.name, "io.cgprof.Error.AlreadyRunning") && streq(e.message, n->cgroup_valid));
+        CHECK(streq(e.name, "io.cgprof.Error.AlreadyRunning") && streq(e.message, n->cgroup_bus));
 }
 
 /* A report of the listing, as /reports answers it (manager-pull.c's report_json()). */
@@ -319,6 +323,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         n.comm_valid = utf8_make_valid(n.comm);
         n.node_valid = utf8_make_valid(n.node);
         CHECK(n.cgroup_valid && n.comm_valid && n.node_valid);
+        n.cgroup_bus = utf8_make_valid_bus(n.cgroup);
+        n.comm_bus = utf8_make_valid_bus(n.comm);
+        n.node_bus = utf8_make_valid_bus(n.node);
+        CHECK(n.cgroup_bus && n.comm_bus && n.node_bus);
         CHECK(utf8_is_valid(n.cgroup_valid));
         CHECK(utf8_is_valid(n.cgroup) == streq(n.cgroup, n.cgroup_valid));
 
@@ -330,5 +338,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(n.cgroup_valid);
         free(n.comm_valid);
         free(n.node_valid);
+        free(n.cgroup_bus);
+        free(n.comm_bus);
+        free(n.node_bus);
         return 0;
 }
