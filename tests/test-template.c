@@ -381,4 +381,35 @@ TEST(utf8_make_valid) {
         ASSERT_STREQ(doc, "{\"cgroup\":\"a\xef\xbf\xbd\xef\xbf\xbd\",\"node\":\"n\xef\xbf\xbd\"}");
 }
 
+TEST(utf8_bus) {
+        /* Noncharacters: valid UTF-8, refused by D-Bus. */
+        ASSERT_EQ(utf8_valid_char_len("\xef\xbf\xbf"), 3); /* U+FFFF */
+        ASSERT_EQ(utf8_bus_char_len("\xef\xbf\xbf"), 0);
+        ASSERT_EQ(utf8_bus_char_len("\xef\xbf\xbe"), 0); /* U+FFFE */
+        ASSERT_EQ(utf8_bus_char_len("\xef\xb7\x90"), 0); /* U+FDD0 */
+        ASSERT_EQ(utf8_bus_char_len("\xef\xb7\xaf"), 0); /* U+FDEF */
+        ASSERT_EQ(utf8_bus_char_len("\xf0\x9f\xbf\xbf"), 0); /* U+1FFFF */
+        ASSERT_EQ(utf8_bus_char_len("\xef\xb7\xb0"), 3); /* U+FDF0 */
+        ASSERT_EQ(utf8_bus_char_len("\xef\xbf\xbd"), 3); /* U+FFFD */
+        ASSERT_EQ(utf8_bus_char_len("\xf0\x9f\x98\x80"), 4);
+        ASSERT_EQ(utf8_bus_char_len("\xc3\xa9"), 2);
+        ASSERT_EQ(utf8_bus_char_len("a"), 1);
+        ASSERT_EQ(utf8_bus_char_len("\xed\xa0\x80"), 0); /* a surrogate, as before */
+
+        _cleanup_free_ char *s = utf8_make_valid_bus("a\xef\xbf\xbf"
+                                                     "b\xbd");
+        ASSERT_STREQ(s, "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                        "b\xef\xbf\xbd");
+        ASSERT_TRUE(utf8_is_valid("a\xef\xbf\xbf"));
+        ASSERT_FALSE(utf8_is_valid_bus("a\xef\xbf\xbf"));
+        ASSERT_TRUE(utf8_is_valid_bus(s));
+
+        const char *p = "x\xef\xb7\x90";
+        char *c = NULL;
+        ASSERT_OK(utf8_ensure_valid_bus(&p, &c));
+        ASSERT_NOT_NULL(c);
+        ASSERT_STREQ(p, "x\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+        free(c);
+}
+
 DEFINE_TEST_MAIN
