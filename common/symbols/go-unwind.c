@@ -35,12 +35,26 @@
 
 /* Code regions kept for recognizing prologues. */
 #define GO_CODE_REGIONS_MAX 16U
+/* pcsp steps read for one table, all functions together. Go's linker
+ * shares identical tables between functions, so a hostile file could make
+ * every function read the whole pctab: the budget bounds the work (a
+ * 100 MB Go binary reads a few million). */
+#define GO_PCSP_STEPS_MAX (UINT64_C(64) * 1024 * 1024)
 
 typedef struct RowsBuilder {
         struct cgprof_unwind_row *rows;
         size_t n_rows, n_allocated, n_raw;
         uint64_t base;
+        uint64_t steps_left; /* of GO_PCSP_STEPS_MAX */
 } RowsBuilder;
+
+/* Counts an iterator's steps against the budget: -E2BIG when spent. */
+static int steps_spend(RowsBuilder *b, const GoPcValueIter *it) {
+        if (it->steps > b->steps_left)
+                return -E2BIG;
+        b->steps_left -= it->steps;
+        return 0;
+}
 
 static bool row_same(const struct cgprof_unwind_row *a, const struct cgprof_unwind_row *b) {
         return a->rule == b->rule && a->cfa_offset == b->cfa_offset && a->fp_offset == b->fp_offset;
@@ -74,6 +88,18 @@ static int rows_push(RowsBuilder *b, uint64_t pc, struct cgprof_unwind_row row) 
         }
         b->rows[b->n_rows++] = row;
         return 0;
+}
+
+/* Ends the rows at end with a CGPROF_CFA_NONE row, the table's last
+ * (unwind-table.h); rows already ending in nothing (padding after the last
+ * function) end where that starts. The table's end: *ret_end. */
+static int rows_finish(RowsBuilder *b, uint64_t end, uint64_t *ret_end) {
+        if (b->n_rows > 0 && CGPROF_UNWIND_CFA(b->rows[b->n_rows - 1].rule) == CGPROF_CFA_NONE) {
+                *ret_end = b->base + b->rows[b->n_rows - 1].pc;
+                return 0;
+        }
+        *ret_end = end;
+        return rows_push(b, end, (struct cgprof_unwind_row){});
 }
 
 static struct cgprof_unwind_row rule_row(uint8_t cfa, uint8_t fp) {
@@ -148,22 +174,24 @@ static bool go116_sp_write(const char *name) {
 }
 
 /* The first run whose delta is positive: its start and delta; 0 if none. */
-static int first_frame_run(const GoPclntab *t, const GoFuncInfo *fn, uint64_t *ret_pc, int32_t *ret_delta) {
+static int first_frame_run(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *fn, uint64_t *ret_pc,
+                           int32_t *ret_delta) {
         GoPcValueIter it;
         uint64_t start, end;
         int32_t v;
-        int r;
+        int r, k;
 
         r = gopclntab_pcsp_begin(t, fn, &it);
         if (r < 0)
                 return r;
-        while ((r = gopclntab_pcvalue_next(&it, &start, &end, &v)) > 0)
+        while ((r = gopclntab_pcvalue_next(&it, &start, &end, &v)) > 0 && it.steps <= b->steps_left)
                 if (v > 0) {
                         *ret_pc = start;
                         *ret_delta = v;
-                        return 1;
+                        break;
                 }
-        return r;
+        k = steps_spend(b, &it);
+        return k < 0 ? k : r;
 }
 
 /* The rows of one function, from its entry; the caller ends them. */
@@ -180,7 +208,7 @@ static int function_rows(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *f
         if ((fn->flag & GO_FUNC_FLAG_SPWRITE) || (go116 && go116_sp_write(fn->name)))
                 return rows_push(b, fn->entry, rule_row(CGPROF_CFA_UNSUPPORTED, CGPROF_FP_SAME));
 
-        r = first_frame_run(t, fn, &first_pc, &first_delta);
+        r = first_frame_run(b, t, fn, &first_pc, &first_delta);
         if (r == -ENOENT) /* no pcsp: nothing known */
                 return rows_push(b, fn->entry, (struct cgprof_unwind_row){});
         if (r < 0)
@@ -191,7 +219,7 @@ static int function_rows(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *f
         r = gopclntab_pcsp_begin(t, fn, &it);
         if (r < 0)
                 return r;
-        while ((r = gopclntab_pcvalue_next(&it, &start, &end, &v)) > 0) {
+        while ((r = gopclntab_pcvalue_next(&it, &start, &end, &v)) > 0 && it.steps <= b->steps_left) {
                 /* The MOVQ BP of the old prologue: a run of its own. */
                 if (start < saved_from && saved_from < end) {
                         r = rows_push(b, start, delta_row(v, false));
@@ -204,6 +232,9 @@ static int function_rows(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *f
                         return r;
                 pc = end;
         }
+        if (r < 0)
+                return r;
+        r = steps_spend(b, &it);
         if (r < 0)
                 return r;
         /* A table that ends before the function does: the rest unknown. */
@@ -232,9 +263,9 @@ static void rows_builder_done(RowsBuilder *b) {
 }
 
 int go_unwind_rows(const GoPclntab *t, const GoRegion *code, size_t n_code, UnwindTable **ret) {
-        _cleanup_(rows_builder_done) RowsBuilder b = {};
+        _cleanup_(rows_builder_done) RowsBuilder b = { .steps_left = GO_PCSP_STEPS_MAX };
         _cleanup_(unwind_table_freep) UnwindTable *table = NULL;
-        uint64_t prev_end = 0;
+        uint64_t prev_end = 0, end;
         bool any = false;
         int r;
 
@@ -289,10 +320,12 @@ int go_unwind_rows(const GoPclntab *t, const GoRegion *code, size_t n_code, Unwi
         if (!any)
                 return table->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
 
-        r = rows_push(&b, prev_end, (struct cgprof_unwind_row){});
+        r = rows_finish(&b, prev_end, &end);
         if (r < 0)
                 return r;
-        table_take_rows(table, &b, prev_end);
+        if (b.n_rows < 2) /* nothing but nothing */
+                return table->stats.n_bad_entries > 0 ? -EBADMSG : -ENODATA;
+        table_take_rows(table, &b, end);
         *ret = TAKE_PTR(table);
         return 0;
 }
@@ -363,8 +396,9 @@ int go_unwind_merge(const UnwindTable *go, const UnwindTable *cfi, UnwindTable *
                 return -ENOMEM;
 
         /* Every boundary of either table, in order: the row there is Go's
-         * where it says something, else the CFI's, else nothing. */
-        for (x = b.base; x != UINT64_MAX; x = MIN(next_boundary(go, &gi, x), next_boundary(cfi, &ci, x))) {
+         * where it says something, else the CFI's, else nothing. The last
+         * one, at the end, is nothing. */
+        for (x = b.base; x < end; x = MIN(next_boundary(go, &gi, x), next_boundary(cfi, &ci, x))) {
                 const struct cgprof_unwind_row *g = unwind_table_lookup(go, x),
                                                *c = unwind_table_lookup(cfi, x), *row = NULL;
 
@@ -378,6 +412,9 @@ int go_unwind_merge(const UnwindTable *go, const UnwindTable *cfi, UnwindTable *
                 if (r < 0)
                         return r;
         }
+        r = rows_finish(&b, end, &end);
+        if (r < 0)
+                return r;
 
         t->stats = cfi->stats;
         t->stats.n_bad_entries += go->stats.n_bad_entries;

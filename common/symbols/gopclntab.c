@@ -519,6 +519,7 @@ int gopclntab_pcvalue_next(GoPcValueIter *it, uint64_t *ret_start, uint64_t *ret
                 uint32_t uv, pcdelta;
                 uint64_t start = it->pc;
 
+                it->steps++;
                 if (read_uvarint(&it->p, it->end, &uv) < 0)
                         return -EBADMSG;
                 if (uv == 0 && it->pc != it->entry) {

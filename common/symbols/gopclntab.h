@@ -129,6 +129,7 @@ typedef struct GoPcValueIter {
         uint32_t value;
         uint8_t quantum;
         bool done;
+        uint64_t steps; /* (value, pc) pairs read so far */
 } GoPcValueIter;
 
 /* The runs of a function's pcsp table: the bytes the function has pushed
