@@ -261,7 +261,10 @@ TEST(special) {
                 ASSERT_TRUE(fn.flag & GO_FUNC_FLAG_TOPFRAME);
                 function_info(l.t, "runtime.systemstack", &fn);
                 ASSERT_TRUE(fn.flag & GO_FUNC_FLAG_SPWRITE);
-                assert_row(t, fn.entry, CGPROF_CFA_UNSUPPORTED, 0, CGPROF_FP_SAME, 0);
+                assert_row(t, fn.entry, CGPROF_CFA_FP_STACK_SWITCH, 0, CGPROF_FP_SAME, 0);
+                function_info(l.t, "time.now", &fn); /* the vDSO call on g0's stack */
+                ASSERT_TRUE(fn.flag & GO_FUNC_FLAG_SPWRITE);
+                assert_row(t, fn.entry, CGPROF_CFA_FP_STACK_SWITCH, 0, CGPROF_FP_SAME, 0);
                 /* After the last function: nothing. */
                 ASSERT_OK(gopclntab_function(l.t, gopclntab_count(l.t) - 1, NULL, &fn.end, NULL));
                 ASSERT_EQ(t->end, fn.end);

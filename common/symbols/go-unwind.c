@@ -5,7 +5,10 @@
  *  - runtime/traceback.go: a frame's "fp" (our CFA) is sp + the pcsp value
  *    at its pc + the pointer size on x86 (the return address the call
  *    pushed), and the return address is at fp - 8. It stops at a TOPFRAME
- *    function (complete) and at an SPWRITE one (its pcsp no longer holds).
+ *    function (complete) and at an SPWRITE one (its pcsp no longer holds:
+ *    it switched stacks; Go jumps with g.sched, m.vdsoSP, we follow rbp,
+ *    which those functions leave linked to the stack they came from:
+ *    asm_amd64.s "The original frame pointer is stored in BP").
  *  - cmd/internal/obj/x86/obj6.go: the prologue of a function with a frame
  *    saves the caller's rbp just below the return address, at CFA - 16. A
  *    function with no frame (a leaf with no locals: Go's frameless leaves)
@@ -206,7 +209,7 @@ static int function_rows(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *f
         if ((fn->flag & GO_FUNC_FLAG_TOPFRAME) || (go116 && go116_top_frame(fn->name)))
                 return rows_push(b, fn->entry, rule_row(CGPROF_CFA_END, CGPROF_FP_SAME));
         if ((fn->flag & GO_FUNC_FLAG_SPWRITE) || (go116 && go116_sp_write(fn->name)))
-                return rows_push(b, fn->entry, rule_row(CGPROF_CFA_UNSUPPORTED, CGPROF_FP_SAME));
+                return rows_push(b, fn->entry, rule_row(CGPROF_CFA_FP_STACK_SWITCH, CGPROF_FP_SAME));
 
         r = first_frame_run(b, t, fn, &first_pc, &first_delta);
         if (r == -ENOENT) /* no pcsp: nothing known */

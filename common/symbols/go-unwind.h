@@ -14,9 +14,10 @@
  * code: see go-unwind.c), unchanged before and after. Functions Go's
  * traceback ends at (the TOPFRAME flag: goexit, mstart, rt0_go) are
  * CGPROF_CFA_END; functions that write SP in ways pcsp cannot tell (the
- * SPWRITE flag: systemstack, mcall, asmcgocall...) are
- * CGPROF_CFA_UNSUPPORTED, which the walker follows by frame pointer in
- * `auto` mode.
+ * SPWRITE flag: systemstack, mcall, asmcgocall, time.now's vDSO call...)
+ * are CGPROF_CFA_FP_STACK_SWITCH: they switch to the g0 stack, and rbp
+ * still links back to the goroutine's frames, so the walker takes a
+ * frame-pointer step there, allowed once a walk to land on another stack.
  *
  * Pure logic, hostile input expected: every read is bounded (gopclntab.c),
  * a function whose table is malformed gets a CGPROF_CFA_NONE row and is

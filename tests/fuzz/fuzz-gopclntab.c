@@ -103,7 +103,8 @@ static void probe_unwind(const GoPclntab *t, const GoRegion *code, size_t n_code
                 CHECK(p->pc < r->pc);
                 CHECK(!(p->rule == r->rule && p->cfa_offset == r->cfa_offset &&
                         p->fp_offset == r->fp_offset));
-                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED);
+                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
+                      CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
                 CHECK(CGPROF_UNWIND_FP(r->rule) == CGPROF_FP_SAME ||
                       (CGPROF_UNWIND_FP(r->rule) == CGPROF_FP_AT_CFA && r->fp_offset == -2));
                 CHECK(unwind_table_lookup(u, u->base + r->pc) == (i + 1 < u->n_rows ? r : NULL));

@@ -12,7 +12,10 @@ Profiled with the default settings, stripped (-ldflags="-s -w": no
   - main.main must be directly above the leaf in >= 95 % of the leaf
     samples (and runtime.main above it), each leaf's share within 5 points
     of 50/30/20;
-  - the mapping's unwind table must say it came from ".gopclntab".
+  - the mapping's unwind table must say it came from ".gopclntab";
+  - >= 95 % of the walks complete (up to runtime.goexit or mstart), and the
+    samples in time.now's vDSO call, which runs on another stack (g0's),
+    still under runtime.goexit;runtime.main;main.main.
 First, the fixture is what it claims: walked by frame pointer
 ("unwind": "frame-pointer"), the leaves' caller is lost (main.main above
 the leaf in few samples)."""
@@ -109,6 +112,14 @@ def check_build(path, tag):
     others = sorted(((c, st) for st, c in stacks.items() if st[-1] not in LEAVES), reverse=True)
     log(f"{tag}: the other stacks, most samples first:\n    " +
         "\n    ".join(f"{c} {';'.join(st)}" for c, st in others[:8]))
+    # The walks end where Go's traceback does (runtime.goexit, mstart):
+    # complete, the vDSO call of time.now (on the g0 stack) included.
+    u = r["unwind"]
+    assert u["tableWalkEnds"]["complete"] >= 0.95 * u["walks"]["tables"], u
+    vdso = {st: c for st, c in stacks.items() if "time.now" in st}
+    through = sum(c for st, c in vdso.items() if st[:4] == (st[0], "runtime.goexit", "runtime.main", "main.main"))
+    log(f"{tag}: {sum(vdso.values())} samples in time.now, {through} of them under main.main")
+    assert through >= 0.9 * sum(vdso.values()), vdso
     total, caller, chain, shares = summarize(f"default settings ({tag})", stacks)
     assert total >= 500, total
     assert caller >= MIN_CALLER, f"{tag}: main.main above the leaf in {caller:.1f}% < {MIN_CALLER}%"
