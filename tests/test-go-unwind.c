@@ -273,6 +273,36 @@ TEST(special) {
         }
 }
 
+/* A cgo binary: Go rows for Go functions, .eh_frame's for its C code
+ * (outside the Go functions' range), asmcgocall's stack switch. */
+TEST(cgo) {
+        const char *path = fixture("CGPROF_GO_CGO_WORKLOAD");
+        _cleanup_(unwind_table_freep) UnwindTable *t = build(path);
+        uint64_t lo, hi;
+        size_t c_rows = 0;
+        GoFuncInfo fn;
+        Loaded l;
+
+        ASSERT_STREQ(unwind_source_to_string(t->source), ".gopclntab+.eh_frame");
+        ASSERT_TRUE(t->stats.n_fdes > 0);
+        load(path, &l);
+        ASSERT_EQ(t->stats.n_go_functions, gopclntab_count(l.t));
+        ASSERT_OK(gopclntab_function(l.t, 0, &lo, NULL, NULL));
+        ASSERT_OK(gopclntab_function(l.t, gopclntab_count(l.t) - 1, NULL, &hi, NULL));
+        for (size_t i = 0; i < t->n_rows; i++) {
+                uint64_t pc = t->base + t->rows[i].pc;
+
+                if ((pc < lo || pc >= hi) && CGPROF_UNWIND_CFA(t->rows[i].rule) != CGPROF_CFA_NONE)
+                        c_rows++;
+        }
+        ASSERT_TRUE(c_rows > 0);
+        function_info(l.t, "runtime.asmcgocall", &fn);
+        assert_row(t, fn.entry, CGPROF_CFA_FP_STACK_SWITCH, 0, CGPROF_FP_SAME, 0);
+        function_info(l.t, "main.goLeaf", &fn);
+        assert_row(t, fn.entry, CGPROF_CFA_SP, 8, CGPROF_FP_SAME, 0);
+        unload(&l);
+}
+
 static UnwindTable *table(uint64_t base, const struct cgprof_unwind_row *rows, size_t n,
                           UnwindSource source) {
         UnwindTable *t = calloc(1, sizeof(UnwindTable));

@@ -27,6 +27,7 @@ from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, run
 
 UNSTRIPPED = os.environ.get("CGPROF_GO_WORKLOAD")
 STRIPPED = os.environ.get("CGPROF_GO_WORKLOAD_STRIPPED")
+CGO = os.environ.get("CGPROF_GO_CGO_WORKLOAD")
 LEAVES = {"main.leafAlpha": 50, "main.leafBeta": 30, "main.leafGamma": 20}
 SECONDS = 3  # ~3000 samples at 999 Hz
 MIN_CALLER = 95.0  # % of the leaf samples with main.main right above the leaf
@@ -140,5 +141,47 @@ def test_unstripped():
     check_build(path, "unstripped")
 
 
+def test_cgo():
+    """A cgo binary: Go functions from .gopclntab, C from .eh_frame, and
+    the stack switch of asmcgocall (to the g0 stack) followed by rbp: the
+    C leaf's samples reach main.main."""
+    path = require(CGO)
+    cg = Cgroup(f"cgprof-test-gounwind-cgo-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="go")],
+        "targets": [{"name": "go", "profileRef": "go", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        p = run_in_cgroup(cg, [path, "--seconds", str(SECONDS)])
+        assert p.stdout.readline().decode().startswith("ready")
+        assert p.wait(60) == 0
+        cg.remove()
+        r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        stacks = folded(r)
+    finally:
+        agent.cleanup()
+        cg.remove()
+    m = mapping_of(r, path)
+    log(f"cgo mapping: {m}")
+    log(f"cgo unwind: {r.get('unwind')}")
+    assert m["unwind"]["table"] == ".gopclntab+.eh_frame", m
+    for leaf in ("main.goLeaf", "c_leaf"):
+        mine = {st: c for st, c in stacks.items() if st[-1] == leaf}
+        n = sum(mine.values())
+        under = sum(c for st, c in mine.items() if st[1:4] == ("runtime.goexit", "runtime.main", "main.main"))
+        top = sorted(((c, st) for st, c in mine.items()), reverse=True)[:3]
+        log(f"cgo: {leaf}: {n} samples, {100.0 * under / max(n, 1):.1f}% under runtime.goexit;runtime.main;"
+            f"main.main; most: " + " | ".join(f"{c} {';'.join(st)}" for c, st in top))
+        assert n >= 200, (leaf, n)
+        assert under >= MIN_CALLER / 100.0 * n, (leaf, under, n)
+    # The C leaf: its C wrapper, asmcgocall, then Go (cgocall, whose rbp
+    # the step starts from, is not shown).
+    c = {st: n for st, n in stacks.items() if st[-1] == "c_leaf"}
+    chain = sum(n for st, n in c.items() if len(st) >= 4 and st[-3] == "runtime.asmcgocall" and
+                st[-4] == "main._Cfunc_c_leaf")
+    assert chain >= MIN_CALLER / 100.0 * sum(c.values()), (chain, sum(c.values()))
+
+
 if __name__ == "__main__":
-    main([test_fixture_frameless, test_stripped, test_unstripped])
+    main([test_fixture_frameless, test_stripped, test_unstripped, test_cgo])
