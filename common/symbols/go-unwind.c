@@ -163,6 +163,18 @@ static uint64_t fp_saved_from(const GoRegion *code, size_t n_code, uint64_t entr
         return UINT64_MAX;
 }
 
+/* Whether [start, end) is int3 padding (0xcc), at most 64 bytes. */
+static bool padding(const GoRegion *code, size_t n_code, uint64_t start, uint64_t end) {
+        const uint8_t *c;
+
+        if (end - start > 64 || !(c = code_at(code, n_code, start, (size_t) (end - start))))
+                return false;
+        for (size_t i = 0; i < end - start; i++)
+                if (c[i] != 0xcc)
+                        return false;
+        return true;
+}
+
 /* Go 1.16 has no function flags: the functions its traceback stops at
  * (topofstack()), and those that switch stacks. */
 static bool go116_top_frame(const char *name) {
@@ -240,8 +252,11 @@ static int function_rows(RowsBuilder *b, const GoPclntab *t, const GoFuncInfo *f
         r = steps_spend(b, &it);
         if (r < 0)
                 return r;
-        /* A table that ends before the function does: the rest unknown. */
-        if (pc < fn->end)
+        /* A table that ends before the function does: the rest unknown,
+         * unless it is the linker's padding to the next function (int3,
+         * never run), which the last row may cover: a row less per
+         * function. */
+        if (pc < fn->end && !padding(code, n_code, pc, fn->end))
                 return rows_push(b, pc, (struct cgprof_unwind_row){});
         return 0;
 }
