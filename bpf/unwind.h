@@ -6,7 +6,8 @@
 /* The unwind table format, shared by the BPF walker (profile.bpf.c), the
  * agent that loads tables into maps, and the table builder
  * (common/symbols/unwind-table.c) that makes them from .eh_frame /
- * .debug_frame. Fixed-width fields only.
+ * .debug_frame, and from .gopclntab's pcsp for Go functions
+ * (common/symbols/go-unwind.c). Fixed-width fields only.
  *
  * A table describes one ELF file. Its rows are sorted by pc, which is an
  * offset from the table's base (the lowest address an FDE covers, an ELF
