@@ -62,6 +62,25 @@ static void probe(const GoPclntab *t, const void *buf, size_t size) {
         }
 }
 
+/* A table's rows: sorted, no equal neighbours, known rules, a NONE row at
+ * the end, lookups finding each. */
+static void check_rows(const UnwindTable *u) {
+        CHECK(u->n_rows >= 2);
+        CHECK(u->rows[0].pc == 0 && u->rows[u->n_rows - 1].pc == u->end - u->base);
+        CHECK(CGPROF_UNWIND_CFA(u->rows[u->n_rows - 1].rule) == CGPROF_CFA_NONE);
+        for (size_t i = 1; i < u->n_rows; i++) {
+                const struct cgprof_unwind_row *p = &u->rows[i - 1], *r = &u->rows[i];
+
+                CHECK(p->pc < r->pc);
+                CHECK(!(p->rule == r->rule && p->cfa_offset == r->cfa_offset &&
+                        p->fp_offset == r->fp_offset));
+                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
+                      CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
+                CHECK(CGPROF_UNWIND_FP(r->rule) <= CGPROF_FP_UNKNOWN);
+                CHECK(unwind_table_lookup(u, u->base + r->pc) == (i + 1 < u->n_rows ? r : NULL));
+        }
+}
+
 /* The pcsp reader: runs in order, contiguous, inside the function, in
  * bounded steps; and the unwind rows built from them: sorted, no equal
  * neighbours, a NONE row at the end. */
@@ -94,21 +113,8 @@ static void probe_unwind(const GoPclntab *t, const GoRegion *code, size_t n_code
                 CHECK(!u);
                 return;
         }
-        CHECK(u->n_rows >= 2 && u->source == UNWIND_SOURCE_GOPCLNTAB);
-        CHECK(u->rows[0].pc == 0 && u->rows[u->n_rows - 1].pc == u->end - u->base);
-        CHECK(CGPROF_UNWIND_CFA(u->rows[u->n_rows - 1].rule) == CGPROF_CFA_NONE);
-        for (size_t i = 1; i < u->n_rows; i++) {
-                const struct cgprof_unwind_row *p = &u->rows[i - 1], *r = &u->rows[i];
-
-                CHECK(p->pc < r->pc);
-                CHECK(!(p->rule == r->rule && p->cfa_offset == r->cfa_offset &&
-                        p->fp_offset == r->fp_offset));
-                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
-                      CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
-                CHECK(CGPROF_UNWIND_FP(r->rule) == CGPROF_FP_SAME ||
-                      (CGPROF_UNWIND_FP(r->rule) == CGPROF_FP_AT_CFA && r->fp_offset == -2));
-                CHECK(unwind_table_lookup(u, u->base + r->pc) == (i + 1 < u->n_rows ? r : NULL));
-        }
+        CHECK(u->source == UNWIND_SOURCE_GOPCLNTAB);
+        check_rows(u);
         unwind_table_free(u);
 }
 
@@ -142,12 +148,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         gopclntab_free(t);
                 } else
                         CHECK(!t);
-                /* The unwind rows of the file, its code recognized. */
+                /* The unwind rows of the file, its code recognized, alone
+                 * and merged with its CFI (cgo). */
                 if (elf) {
                         UnwindTable *u = NULL;
 
                         if (go_unwind_build_elf(elf, &u) >= 0) {
-                                CHECK(u && u->n_rows >= 2);
+                                check_rows(u);
+                                unwind_table_free(u);
+                                u = NULL;
+                        } else
+                                CHECK(!u);
+                        if (unwind_table_build_elf(elf, &u) >= 0) {
+                                check_rows(u);
                                 unwind_table_free(u);
                         } else
                                 CHECK(!u);
