@@ -892,6 +892,15 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
         return string_dup(j, path, FIELD(base, f), error);
 }
 
+/* "gpu": {"launches": bool}: an object of its own, for the GPU keys to come. */
+static int dispatch_gpu(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        static const JsonField fields[] = {
+                { "launches", dispatch_bool, offsetof(Profile, gpu_launches) },
+                {},
+        };
+        return json_dispatch(j, path, fields, base, error);
+}
+
 static int profile_init_defaults(Profile *p) {
         *p = (Profile){
                 .frequency = CONFIG_DEFAULT_FREQUENCY,
@@ -920,6 +929,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
                 { "pythonFrames", dispatch_bool, offsetof(Profile, python_frames) },
+                { "gpu", dispatch_gpu, 0 },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),

@@ -109,6 +109,10 @@ typedef struct Profile {
         bool kernel_stacks;
         bool python_frames; /* walk the Python frames of CPython processes (default true) */
         UnwindMode unwind;
+        /* "gpu": {"launches": true}: count CUDA kernel launches (uprobes on
+         * the CUDA runtime's and driver's launch calls) under the CPU stack
+         * that made them (default false; docs/gpu.md). */
+        bool gpu_launches;
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */
