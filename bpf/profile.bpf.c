@@ -765,13 +765,12 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct tas
         return 0;
 }
 
-static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
-                                       struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
-                                       __u32 session_flags) {
+/* Starts a user stack walk: an empty stack, and the process's unwind
+ * tables if the session walks with them (NULL: frame pointers). */
+static __always_inline struct cgprof_unwind_proc *user_stack_init(struct scratch *s, __u32 pid,
+                                                                  __u64 start_time, __u32 session_flags) {
         struct cgprof_stack *st = &s->user;
         struct cgprof_unwind_proc *proc = NULL;
-        struct walk_ctx wc = { .s = s };
-        long r;
 
         st->n = 0;
         st->flags = 0;
@@ -783,20 +782,16 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                 if (proc && proc->start_time != start_time)
                         proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
-        if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
-                r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
-                st->n = r > 0 ? (__u32) r / 8 : 0;
-                s->w.hash = frames_hash(st);
-                st->flags = CGPROF_STACK_KERNEL_WALK;
-                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
-                        st->flags |= CGPROF_STACK_PENDING;
-                return;
-        }
+        return proc;
+}
 
-        if (user_regs(ctx, task, &s->w) < 0) {
-                st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
-                return;
-        }
+/* Walks the user stack from the registers in s->w (ip, sp, fp): the perf
+ * sample's (user_stack()) or a uprobe's (cgprof_launch). */
+static __always_inline void user_stack_walk(struct scratch *s, struct cgprof_unwind_proc *proc, __u32 pid,
+                                            __u64 start_time, __u32 session, __u32 session_flags) {
+        struct cgprof_stack *st = &s->user;
+        struct walk_ctx wc = { .s = s };
+
         stack_copy(&s->w);
         if (!proc) {
                 /* Frame pointers only: our own walk, the same as the
@@ -814,6 +809,30 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         s->w.map.start = s->w.map.end = 0;
         s->w.stack_switched = 0;
         walk_by_tables(&wc);
+}
+
+static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
+                                       struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
+                                       __u32 session_flags) {
+        struct cgprof_stack *st = &s->user;
+        struct cgprof_unwind_proc *proc = user_stack_init(s, pid, start_time, session_flags);
+        long r;
+
+        if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
+                r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
+                st->n = r > 0 ? (__u32) r / 8 : 0;
+                s->w.hash = frames_hash(st);
+                st->flags = CGPROF_STACK_KERNEL_WALK;
+                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
+                        st->flags |= CGPROF_STACK_PENDING;
+                return;
+        }
+
+        if (user_regs(ctx, task, &s->w) < 0) {
+                st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
+                return;
+        }
+        user_stack_walk(s, proc, pid, start_time, session, session_flags);
 }
 
 /* ---- The Python frame walk (bpf/python.h) ---- */
@@ -1013,6 +1032,35 @@ static __always_inline int store_stacks(void *stacks, struct scratch *s, struct 
         return changed;
 }
 
+/* Adds one to the key's count. Its first count in this drain period
+ * stores its stacks first. Returns -1 when the counts map is full. */
+static __always_inline int count_key(void *counts, void *stacks, struct scratch *s,
+                                     struct cgprof_sample_key *key, struct cgprof_session_stats *st) {
+        __u64 one = 1, *v;
+
+        v = bpf_map_lookup_elem(counts, key);
+        if (v) {
+                __sync_fetch_and_add(v, 1);
+                return 0;
+        }
+        /* The first sample of this key: its stacks are stored now. */
+        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(stacks, s, key, st))
+                /* A stack took another key: it may have been counted. */
+                v = bpf_map_lookup_elem(counts, key);
+        if (v) {
+                __sync_fetch_and_add(v, 1);
+                return 0;
+        }
+        if (bpf_map_update_elem(counts, key, &one, BPF_NOEXIST) < 0) {
+                /* Lost the race to another CPU, or the map is full. */
+                v = bpf_map_lookup_elem(counts, key);
+                if (!v)
+                        return -1;
+                __sync_fetch_and_add(v, 1);
+        }
+        return 0;
+}
+
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -1023,7 +1071,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         struct task_struct *task, *leader;
         void *counts, *stacks, *mm;
         struct scratch *s;
-        __u64 pid_tgid, one = 1, *v;
+        __u64 pid_tgid;
         int r = 0;
 
         if (mode == CGPROF_ATTACH_CGROUP)
@@ -1112,25 +1160,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         store_stacks(stacks, s, &key, st);
                 goto counted;
         }
-        v = bpf_map_lookup_elem(counts, &key);
-        if (v) {
-                __sync_fetch_and_add(v, 1);
-                goto counted;
-        }
-        /* The first sample of this key: its stacks are stored now. */
-        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(stacks, s, &key, st))
-                /* A stack took another key: it may have been counted. */
-                v = bpf_map_lookup_elem(counts, &key);
-        if (v)
-                __sync_fetch_and_add(v, 1);
-        else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST) < 0) {
-                /* Lost the race to another CPU, or the map is full. */
-                v = bpf_map_lookup_elem(counts, &key);
-                if (v)
-                        __sync_fetch_and_add(v, 1);
-                else
-                        r = -1;
-        }
+        r = count_key(counts, stacks, s, &key, st);
 
 counted:
         if (st) {
@@ -1142,6 +1172,148 @@ counted:
 
         if (!BENCH(CGPROF_BENCH_NO_NOTE))
                 note_process(leader, key.pid, key.start_time, key.exec_id, slot);
+        return 0;
+}
+
+/* ---- CUDA kernel launches (profile.h: CGPROF_LAUNCH_*) ---- */
+
+#ifndef PT_REGS_PARM6 /* libbpf < 1.2 */
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) (__PT_REGS_CAST(x)->r9)
+#else
+#define PT_REGS_PARM6(x) 0 /* x86-64 only (the launch ABI is read for it) */
+#endif
+#endif
+
+/* The i-th 8-byte argument passed on the stack (x86-64 SysV: the 7th
+ * integer argument and on, above the return address at sp). */
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, __u32 i) {
+        __u64 v = 0;
+
+        read_user_u64(PT_REGS_SP(ctx) + 8 * (__u64) i, &v);
+        return v;
+}
+
+/* The launch's config struct (cudaLaunchConfig_t, CUlaunchConfig): six
+ * 32-bit dimensions (grid x y z, block x y z) at 0, the stream at 32. */
+struct launch_config {
+        __u32 dims[6];
+        __u64 shmem;
+        __u64 stream;
+};
+
+/* What the entry point launched, into st (a CGPROF_STACK_LAUNCH record).
+ * x86-64 SysV: a dim3 (12 bytes, INTEGER class) takes two registers, x | y
+ * << 32 and z, so cudaLaunchKernel(func, grid, block, args, shmem, stream)
+ * has func in rdi, grid in rsi:rdx, block in rcx:r8, args in r9, and shmem
+ * and stream on the stack (bench/gpu-launch.sh disassembles a caller). */
+static __always_inline void launch_record(struct pt_regs *ctx, __u32 entry, struct cgprof_stack *st) {
+        __u64 *pc = st->pcs;
+        struct launch_config c = {};
+
+        st->n = CGPROF_LAUNCH_PCS;
+        st->flags = CGPROF_STACK_LAUNCH;
+        st->fp_frames[0] = st->fp_frames[1] = 0;
+        pc[CGPROF_LAUNCH_PC_ENTRY] = entry;
+        switch (entry) {
+        case CGPROF_LAUNCH_KERNEL:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] = PT_REGS_PARM2(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        (PT_REGS_PARM3(ctx) & 0xffffffffULL) | (PT_REGS_PARM4(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] = (PT_REGS_PARM4(ctx) >> 32) | (PT_REGS_PARM5(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = stack_arg(ctx, 2);
+                return;
+        case CGPROF_LAUNCH_CU_KERNEL:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] =
+                        (PT_REGS_PARM2(ctx) & 0xffffffffULL) | (PT_REGS_PARM3(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        (PT_REGS_PARM4(ctx) & 0xffffffffULL) | (PT_REGS_PARM5(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] =
+                        (PT_REGS_PARM6(ctx) & 0xffffffffULL) | (stack_arg(ctx, 1) << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = stack_arg(ctx, 3);
+                return;
+        case CGPROF_LAUNCH_KERNEL_EXC:
+        case CGPROF_LAUNCH_CU_KERNEL_EX:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM2(ctx);
+                if (bpf_probe_read_user(&c, sizeof(c), (void *) PT_REGS_PARM1(ctx)) < 0)
+                        __builtin_memset(&c, 0, sizeof(c));
+                pc[CGPROF_LAUNCH_PC_GRID] = c.dims[0] | ((__u64) c.dims[1] << 32);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] = c.dims[2] | ((__u64) c.dims[3] << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] = c.dims[4] | ((__u64) c.dims[5] << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = c.stream;
+                return;
+        default: /* CGPROF_LAUNCH_GRAPH */
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] = pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        pc[CGPROF_LAUNCH_PC_BLOCK] = 0;
+                pc[CGPROF_LAUNCH_PC_STREAM] = PT_REGS_PARM2(ctx);
+        }
+}
+
+/* A uprobe on a launch entry point (attached per file by the agent,
+ * agent/sampling/cuda-probes.c): fires for every process that maps the
+ * file; only those of a session's cgroups that asked for launches count. */
+SEC("uprobe")
+int cgprof_launch(struct pt_regs *ctx) {
+        __u32 entry = (__u32) bpf_get_attach_cookie(ctx), zero = 0, *sl, slot;
+        __u64 cgid = bpf_get_current_cgroup_id();
+        struct cgprof_sample_key key = {};
+        struct cgprof_unwind_proc *proc;
+        struct cgprof_session_stats *st;
+        struct cgprof_session *sess;
+        struct task_struct *task, *leader;
+        void *counts, *stacks;
+        struct scratch *s;
+        __u64 pid_tgid;
+
+        sl = bpf_map_lookup_elem(&cgroups, &cgid);
+        if (!sl)
+                return 0;
+        slot = *sl;
+        sess = bpf_map_lookup_elem(&sessions, &slot);
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_GPU_LAUNCHES))
+                return 0;
+        s = bpf_map_lookup_elem(&scratch_map, &zero);
+        if (!s)
+                return 0;
+
+        pid_tgid = bpf_get_current_pid_tgid();
+        key.pid = pid_tgid >> 32;
+        key.session = slot;
+        task = bpf_get_current_task_btf();
+        leader = task->group_leader;
+        key.start_time = leader->start_time;
+        key.exec_id = leader->self_exec_id;
+        st = bpf_map_lookup_elem(&stats, &slot);
+        if (active_set == 0) {
+                counts = &counts0;
+                stacks = &stacks0;
+        } else {
+                counts = &counts1;
+                stacks = &stacks1;
+        }
+
+        /* The uprobe fires at the entry point's first instruction, in user
+         * mode: ctx holds the user registers. */
+        proc = user_stack_init(s, key.pid, key.start_time, sess->flags);
+        s->w.ip = PT_REGS_IP(ctx);
+        s->w.sp = PT_REGS_SP(ctx);
+        s->w.fp = PT_REGS_FP(ctx);
+        user_stack_walk(s, proc, key.pid, key.start_time, slot, sess->flags);
+        if (s->user.n > 0)
+                key.user_stack = stack_hash_finish(&s->user, s->w.hash);
+        if ((sess->flags & CGPROF_SESSION_PYTHON) &&
+            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
+                key.python_stack = stack_hash(&s->python);
+        launch_record(ctx, entry < _CGPROF_LAUNCH_MAX ? entry : CGPROF_LAUNCH_GRAPH, &s->kernel);
+        key.kernel_stack = stack_hash(&s->kernel);
+
+        /* Launches are not samples: only a lost one is in the stats. */
+        if (count_key(counts, stacks, s, &key, st) < 0 && st)
+                __sync_fetch_and_add(&st->lost, 1);
+        note_process(leader, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }
 

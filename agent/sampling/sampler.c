@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "profile.skel.h"
+#include "cuda-probes.h"
 #include "sampler.h"
 
 #define MAX_GROUPS 64
@@ -32,6 +33,7 @@ struct Sampler {
         SamplerMode mode;
         struct profile_bpf *skel;
         struct bpf_link *exec_link;
+        CudaProbes *cuda; /* the launch probes, made at their first use */
         struct ring_buffer *rb;
         SamplerProcCallback proc_cb;
         void *userdata;
@@ -317,6 +319,7 @@ Sampler *sampler_free(Sampler *s) {
                 free(s->groups[i].event);
         }
         ring_buffer__free(s->rb);
+        cuda_probes_free(s->cuda);
         bpf_link__destroy(s->exec_link);
         profile_bpf__destroy(s->skel);
         free(s);
@@ -519,6 +522,16 @@ int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool
 static int slot_update(Sampler *s, uint32_t slot) {
         return bpf_map__update_elem(s->skel->maps.sessions, &slot, sizeof(slot), &s->slots[slot].session,
                                     sizeof(struct cgprof_session), BPF_ANY);
+}
+
+int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        if (on)
+                s->slots[slot].session.flags |= CGPROF_SESSION_GPU_LAUNCHES;
+        else
+                s->slots[slot].session.flags &= ~CGPROF_SESSION_GPU_LAUNCHES;
+        return slot_update(s, slot);
 }
 
 int sampler_session_activate(Sampler *s, uint32_t slot) {
@@ -772,6 +785,26 @@ void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret) {
 void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd) {
         *ret_procs_fd = bpf_map__fd(s->skel->maps.python_procs);
         *ret_threads_fd = bpf_map__fd(s->skel->maps.python_threads);
+}
+
+CudaProbes *sampler_cuda_probes(Sampler *s) {
+        if (!s->cuda)
+                s->cuda = cuda_probes_new(s);
+        return s->cuda;
+}
+
+int sampler_launch_attach(Sampler *s, const char *path, uint64_t offset, uint32_t entry,
+                          struct bpf_link **ret) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = entry);
+        struct bpf_link *l;
+
+        if (entry >= _CGPROF_LAUNCH_MAX)
+                return -EINVAL;
+        l = bpf_program__attach_uprobe_opts(s->skel->progs.cgprof_launch, -1, path, (size_t) offset, &opts);
+        if (!l)
+                return negative_errno();
+        *ret = l;
+        return 0;
 }
 
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt) {

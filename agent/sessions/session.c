@@ -32,6 +32,8 @@ struct SessionProcess {
         uint64_t comm_checked; /* drain sequence number of the last comm check */
         uint32_t data_index; /* index in data->processes (wanted only) */
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
+        CudaProbes *cuda; /* holds a reference to its launch probes (gpu.launches), NULL: not */
+        uint64_t cuda_checked; /* drain_seq + 1 of the last look at its mappings for launch probes */
         bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
         uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
         Python *python_owner; /* holds a reference to 'python' */
@@ -83,6 +85,7 @@ static void process_free(void *p) {
                 return;
         if (sp->unwinder)
                 unwinder_process_unref(sp->unwinder, (pid_t) sp->pid, sp->start_time);
+        cuda_probes_process_unref(sp->cuda, (pid_t) sp->pid, sp->start_time);
         python_process_unref(sp->python_owner, sp->python);
         free(sp->comm);
         free(sp->cmdline);
@@ -349,6 +352,12 @@ static int session_start_internal(Session *s, bool now) {
                                 s->cgroup, strerror(-r));
                 return r;
         }
+        if (s->profile->gpu_launches) {
+                r = sampler_session_set_gpu_launches(room->sampler, s->slot, true);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to count the CUDA launches of cgroup %s, ignoring: %m",
+                                          s->cgroup);
+        }
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
 
@@ -419,6 +428,31 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
 
 /* Reads the process's command line and decides whether it is wanted; captures
  * its mappings while it is alive. */
+/* The launch probes of the CUDA files the process maps (gpu.launches): at
+ * its capture, and again (once per drain) while it maps none, or when its
+ * mappings changed (dlopen(), dlclose()). */
+static void process_cuda_check(Session *s, SessionProcess *sp) {
+        CudaProbes *cuda;
+        int r;
+
+        if (!s->profile->gpu_launches || sp->cuda_checked == s->room->drain_seq + 1)
+                return;
+        sp->cuda_checked = s->room->drain_seq + 1;
+        if (sp->cuda) {
+                r = cuda_probes_process_rescan(sp->cuda, (pid_t) sp->pid, sp->start_time);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
+                return;
+        }
+        cuda = sampler_cuda_probes(s->room->sampler);
+        if (!cuda)
+                return (void) log_oom();
+        r = cuda_probes_process_ref(cuda, (pid_t) sp->pid, sp->start_time);
+        if (r < 0)
+                log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
+        sp->cuda = cuda; /* holds its reference either way */
+}
+
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
         SessionsRoom *room = s->room;
         _cleanup_free_ char *comm = NULL, *cmdline = NULL;
@@ -479,6 +513,7 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                         (void) session_data_add_process(s, sp);
                 if (unwind == -EAGAIN)
                         return; /* in the middle of exec(): nothing to capture */
+                process_cuda_check(s, sp);
                 /* Its symbols are read after the other events at hand:
                  * their unwind tables come first (session_capture_pending()). */
                 sp->capture_pending = true;
@@ -976,6 +1011,45 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
         }
 }
 
+/* The leaf of a launch's stack (bpf/profile.h: CGPROF_STACK_LAUNCH): the
+ * kernel launched, named after its host stub (the function pointer the
+ * runtime got), in the module PROFILE_CUDA_KERNEL_MODULE that tells the report
+ * writers a launch from a CPU sample (report.c splits them). A graph, or a
+ * driver launch's CUfunction, has no stub to name. */
+static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *launch, uint64_t count,
+                         uint32_t *ret_frame, uint32_t *ret_location) {
+        uint64_t func = launch->pcs[CGPROF_LAUNCH_PC_FUNC], entry = launch->pcs[CGPROF_LAUNCH_PC_ENTRY];
+        uint32_t frames[SYMBOLIZER_INLINE_MAX], locations[SYMBOLIZER_INLINE_MAX], frame,
+                mapping = PROFILE_NONE;
+        const char *name = NULL;
+        char buf[64];
+        int k = 0, r;
+
+        if (entry == CGPROF_LAUNCH_KERNEL || entry == CGPROF_LAUNCH_KERNEL_EXC)
+                k = intern_user(s, sp, func, count, FRAME_WALK_TABLE, true, frames, locations,
+                                ELEMENTSOF(frames));
+        if (k > 0 && s->data->frames[frames[k - 1]].kind != FRAME_UNKNOWN) {
+                name = s->data->frames[frames[k - 1]].name;
+                mapping = s->data->locations[locations[k - 1]].mapping;
+        }
+        if (!name) {
+                (void) snprintf(buf, sizeof(buf), "[%s 0x%" PRIx64 "]",
+                                entry == CGPROF_LAUNCH_GRAPH ? "graph" : "kernel", func);
+                name = buf;
+        }
+        _cleanup_free_ char *copy = strdup(name); /* the interning may move the frames */
+        if (!copy)
+                return -ENOMEM;
+        r = profile_data_intern_frame(s->data, copy, PROFILE_CUDA_KERNEL_MODULE, FRAME_USER, &frame);
+        if (r < 0)
+                return r;
+        r = profile_data_intern_location(s->data, func, mapping, frame, ret_location);
+        if (r < 0)
+                return r;
+        *ret_frame = frame;
+        return 0;
+}
+
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost) {
@@ -1014,6 +1088,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 }
         }
 
+        process_cuda_check(s, sp);
         if (user) {
                 session_count_walk(s, user, count);
                 /* Tables not loaded yet (a missed event, exec()), or an
@@ -1048,6 +1123,13 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 if (!s->data->processes[sp->data_index].python)
                         (void) profile_data_process_set_python(s->data, sp->data_index,
                                                                python_process_status(sp->python));
+        }
+        if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
+                /* A launch: its kernel is the leaf. */
+                if (kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames) &&
+                    intern_launch(s, sp, kernel, count, &frames[n], &locations[n]) >= 0)
+                        n++;
+                n_kernel = 0;
         }
         for (size_t i = n_kernel; i > 0; i--)
                 if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, count,

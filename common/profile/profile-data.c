@@ -786,7 +786,47 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
         return profile_data_of_processes(d, &process, 1);
 }
 
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches);
+
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
+        return of_processes(d, processes, n, -1);
+}
+
+bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
+        const Frame *leaf;
+
+        if (st->n_frames == 0)
+                return false;
+        leaf = &d->frames[st->frames[st->n_frames - 1]];
+        return leaf->module && strcmp(leaf->module, PROFILE_CUDA_KERNEL_MODULE) == 0;
+}
+
+int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
+        _cleanup_free_ uint32_t *all = NULL;
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
+        bool any = false;
+
+        *ret_cpu = *ret_launches = NULL;
+        for (size_t i = 0; i < d->n_stacks && !any; i++)
+                any = profile_stack_is_launch(d, &d->stacks[i]);
+        if (!any)
+                return 0;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        cpu = of_processes(d, all, d->n_processes, 0);
+        launches = of_processes(d, all, d->n_processes, 1);
+        if (!cpu || !launches)
+                return -ENOMEM;
+        *ret_cpu = TAKE_PTR(cpu);
+        *ret_launches = TAKE_PTR(launches);
+        return 1;
+}
+
+/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only. */
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
@@ -826,6 +866,8 @@ ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *pro
                 uint32_t idx = process_map[st->process];
 
                 if (idx == PROFILE_NONE)
+                        continue;
+                if (launches >= 0 && profile_stack_is_launch(d, st) != (launches == 1))
                         continue;
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;

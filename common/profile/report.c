@@ -69,12 +69,34 @@ int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret) {
         return 0;
 }
 
-int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const ReportSummaryInfo *in) {
+/* The CUDA kernel launches of a report (profile_data_split_launches()),
+ * in files of their own, whatever formats the profile asks for. */
+static const ReportFormatInfo launch_formats[] = {
+        { REPORT_FORMAT_FOLDED, "cuda.folded", report_write_folded_info },
+};
+
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        const char *files[_REPORT_FORMAT_MAX + 1] = {};
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
+        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) + 1] = {};
+        const ProfileData *d = all;
         ReportSummaryInfo *info;
         size_t n = 0;
         int r;
+
+        r = profile_data_split_launches(all, &cpu, &launches);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                d = cpu;
+                for (size_t i = 0; i < ELEMENTSOF(launch_formats); i++) {
+                        WriteCtx ctx = { .format = &launch_formats[i], .data = launches, .info = in };
+                        r = write_file_atomic_at(dirfd, launch_formats[i].file, write_cb, &ctx);
+                        if (r < 0)
+                                goto finish;
+                        files[n++] = launch_formats[i].file;
+                }
+        }
 
         /* Every format with the same names, valid UTF-8 (the profile data's
          * are already). */
