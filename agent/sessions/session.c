@@ -7,6 +7,7 @@
 
 #include "cgroup-util.h"
 #include "checkpoint.h"
+#include "demangle.h"
 #include "fileio.h"
 #include "base.h"
 #include "log.h"
@@ -1011,36 +1012,63 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
         }
 }
 
+#define DEVICE_STUB_PREFIX "__device_stub__"
+
+/* The kernel a launch's user stack launched (frames: root first, n of
+ * them): nvcc's host code calls the runtime from __device_stub__Z7k_alphaPfi,
+ * the stub of k_alpha(float*, int), whose name is the kernel's mangled
+ * name after the prefix. CUDA 13's launches pass the runtime a kernel
+ * handle (__cudaGetKernel()), not the host function: the stack names it. */
+static char *launch_kernel_from_stack(Session *s, const uint32_t *frames, size_t n) {
+        for (size_t i = n; i > 0; i--) {
+                const char *name = s->data->frames[frames[i - 1]].name, *end;
+                _cleanup_free_ char *mangled = NULL;
+                char *demangled = NULL;
+
+                if (strncmp(name, DEVICE_STUB_PREFIX, strlen(DEVICE_STUB_PREFIX)) != 0)
+                        continue;
+                name += strlen(DEVICE_STUB_PREFIX);
+                end = strchrnul(name, '(');
+                if (asprintf(&mangled, "_%.*s", (int) (end - name), name) < 0)
+                        return NULL;
+                if (demangle_symbol(mangled, &demangled) >= 0 && demangled)
+                        return demangled;
+                return strndup(name, end - name); /* a C kernel: its name as it is */
+        }
+        return NULL;
+}
+
 /* The leaf of a launch's stack (bpf/profile.h: CGPROF_STACK_LAUNCH): the
- * kernel launched, named after its host stub (the function pointer the
- * runtime got), in the module PROFILE_CUDA_KERNEL_MODULE that tells the report
- * writers a launch from a CPU sample (report.c splits them). A graph, or a
- * driver launch's CUfunction, has no stub to name. */
-static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *launch, uint64_t count,
-                         uint32_t *ret_frame, uint32_t *ret_location) {
+ * kernel launched, in the module PROFILE_CUDA_KERNEL_MODULE that tells
+ * the report writers a launch from a CPU sample (report.c splits them).
+ * Named after the host function the launch's function pointer points at
+ * (cudaLaunchKernel(func, ...) called directly), else after the stack's
+ * device stub, else "[kernel 0x...]" / "[graph 0x...]". */
+static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *launch, const uint32_t *stack,
+                         size_t n, uint64_t count, uint32_t *ret_frame, uint32_t *ret_location) {
         uint64_t func = launch->pcs[CGPROF_LAUNCH_PC_FUNC], entry = launch->pcs[CGPROF_LAUNCH_PC_ENTRY];
         uint32_t frames[SYMBOLIZER_INLINE_MAX], locations[SYMBOLIZER_INLINE_MAX], frame,
                 mapping = PROFILE_NONE;
-        const char *name = NULL;
-        char buf[64];
+        _cleanup_free_ char *name = NULL;
         int k = 0, r;
 
-        if (entry == CGPROF_LAUNCH_KERNEL || entry == CGPROF_LAUNCH_KERNEL_EXC)
+        if (func != 0 && (entry == CGPROF_LAUNCH_KERNEL || entry == CGPROF_LAUNCH_KERNEL_EXC))
                 k = intern_user(s, sp, func, count, FRAME_WALK_TABLE, true, frames, locations,
                                 ELEMENTSOF(frames));
-        if (k > 0 && s->data->frames[frames[k - 1]].kind != FRAME_UNKNOWN) {
-                name = s->data->frames[frames[k - 1]].name;
+        if (k > 0 && s->data->frames[frames[k - 1]].kind == FRAME_USER) {
+                name = strdup(s->data->frames[frames[k - 1]].name);
                 mapping = s->data->locations[locations[k - 1]].mapping;
-        }
-        if (!name) {
-                (void) snprintf(buf, sizeof(buf), "[%s 0x%" PRIx64 "]",
-                                entry == CGPROF_LAUNCH_GRAPH ? "graph" : "kernel", func);
-                name = buf;
-        }
-        _cleanup_free_ char *copy = strdup(name); /* the interning may move the frames */
-        if (!copy)
+        } else if (entry != CGPROF_LAUNCH_GRAPH)
+                name = launch_kernel_from_stack(s, stack, n);
+        if (!name && asprintf(&name, "[%s 0x%" PRIx64 "]", entry == CGPROF_LAUNCH_GRAPH ? "graph" : "kernel",
+                              func) < 0)
                 return -ENOMEM;
-        r = profile_data_intern_frame(s->data, copy, PROFILE_CUDA_KERNEL_MODULE, FRAME_USER, &frame);
+        if (!name)
+                return -ENOMEM;
+        /* Unnamed: resolved again before the report (session-resolve.c),
+         * when its process's symbols arrived after the drain. */
+        r = profile_data_intern_frame(s->data, name, PROFILE_CUDA_KERNEL_MODULE,
+                                      name[0] == '[' ? FRAME_UNKNOWN : FRAME_USER, &frame);
         if (r < 0)
                 return r;
         r = profile_data_intern_location(s->data, func, mapping, frame, ret_location);
@@ -1127,7 +1155,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
                 /* A launch: its kernel is the leaf. */
                 if (kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames) &&
-                    intern_launch(s, sp, kernel, count, &frames[n], &locations[n]) >= 0)
+                    intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n]) >= 0)
                         n++;
                 n_kernel = 0;
         }

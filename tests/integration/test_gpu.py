@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""CUDA kernel launches counted under the CPU stacks that made them
+(profile key "gpu": {"launches": true}, docs/gpu.md), without a GPU: the
+nvcc-built fixture (tests/cuda/cuda-launch.cu) calls the runtime's launch
+entry point once per launch, which fails with "insufficient driver" here,
+and the agent's uprobe counts each call.
+
+- Three kernels launched 5:3:2 from three distinct host call paths: the
+  launch counts per kernel are exact (cuda.folded), each kernel sits under
+  its own path, and the CPU profile (profile.folded) holds no launch.
+- The same with cudart linked statically (the probes in the executable).
+- A Python caller (ctypes) of a library that launches: its Python frames
+  name the caller.
+- A process of a cgroup outside the session that launches is not counted.
+- A process that dlclose()s a library linked with libcudart does not break
+  the session: its launches before and after are counted.
+- "gpu": {"launches": "yes"} is refused with the key's path."""
+
+import os
+import subprocess
+
+from cgproflib import Agent, Cgroup, log, main, profile, run_in_cgroup, skip_prereq, wait_for
+
+SHARED = os.environ.get("CGPROF_CUDA_LAUNCH_SHARED", "")
+STATIC = os.environ.get("CGPROF_CUDA_LAUNCH_STATIC", "")
+LIB = os.environ.get("CGPROF_CUDA_LAUNCH_LIB", "")
+PYTHON = "/usr/bin/python3.11"
+ROUNDS = 100  # alpha 500, beta 300, gamma 200
+KERNELS = {"k_alpha(float*, int)": ("path_alpha", 5), "k_beta(float*, int)": ("path_beta", 3),
+           "k_gamma(int*)": ("path_gamma", 2)}
+MODULE = "[cuda kernel]"
+
+
+def need_fixture(path):
+    if not path or not os.access(path, os.X_OK):
+        skip_prereq("the CUDA launch fixture was not built (no nvcc: the CUDA toolkit is not installed)")
+
+
+def launches(report):
+    """{stack tuple: count} of a report's cuda.folded."""
+    out = {}
+    with open(os.path.join(report["_dir"], "cuda.folded")) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            key = tuple(stack.split(";"))
+            out[key] = out.get(key, 0) + int(count)
+    return out
+
+
+def cpu_folded(report):
+    with open(os.path.join(report["_dir"], "profile.folded")) as f:
+        return f.read()
+
+
+def per_kernel(stacks):
+    out = {}
+    for st, n in stacks.items():
+        out[st[-1]] = out.get(st[-1], 0) + n
+    return out
+
+
+class Session:
+    """An agent with one session on a fresh cgroup, counting launches."""
+
+    def __init__(self, tag, **keys):
+        self.cg = Cgroup(f"cgprof-test-gpu-{tag}-{os.getpid()}")
+        self.agent = Agent({
+            "profiles": [profile(name="gpu", gpu={"launches": True}, **keys)],
+            "targets": [{"name": "t", "profileRef": "gpu", "cgroupPatterns": [self.cg.rel]}],
+        })
+        self.agent.start()
+
+    def start(self, argv, cg=None):
+        """Starts argv in the cgroup; returns once the agent attached the
+        launch probes of the files it maps (the process spins until then)."""
+        p = run_in_cgroup(cg or self.cg, argv, stdin=subprocess.PIPE)
+        line = p.stdout.readline().decode()
+        assert line.startswith("ready"), f"{argv} did not start: {line!r}"
+        return p
+
+    def wait_probes(self, what):
+        wait_for(lambda: f"CUDA launch probes in " in self.agent.log() and what in self.agent.log(), 60,
+                 f"the launch probes in {what}")
+
+    def go(self, p):
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        line = p.stdout.readline().decode()
+        assert line.startswith("done"), f"no launches: {line!r}"
+        return line
+
+    def finish(self, p):
+        p.stdin.close()
+        assert p.wait(timeout=60) == 0, f"the fixture exited {p.returncode}"
+
+    def report(self, alive=None):
+        """Ends the session: by removing its cgroup, or, while the process
+        alive still runs (its Python code objects still readable), by
+        cgprofctl stop."""
+        if alive:
+            self.agent.ctl("stop", "--all")
+        else:
+            self.cg.remove()
+        report = self.agent.wait_summary(lambda s: s["cgroup"] == self.cg.rel)
+        if alive:
+            self.finish(alive)
+        rc = self.agent.stop()
+        assert rc == 0, f"cgprofd exited {rc}:\n{self.agent.log()[-4000:]}"
+        return report
+
+    def cleanup(self):
+        self.agent.cleanup()
+        self.cg.remove()
+
+
+def check_kernels(report, comm):
+    stacks = launches(report)
+    log("launches: " + str(per_kernel(stacks)))
+    want = {k: n * ROUNDS for k, (_, n) in KERNELS.items()}
+    assert per_kernel(stacks) == want, f"{per_kernel(stacks)} != {want}; stacks: {stacks}"
+    for st, n in stacks.items():
+        assert st[0] == comm, st
+        path = KERNELS[st[-1]][0]
+        others = [p for k, (p, _) in KERNELS.items() if p != path]
+        assert path in st and "main" in st, f"{st[-1]} not under main..{path}: {st}"
+        assert not any(o in st for o in others), st
+    # Launches are not CPU samples.
+    assert MODULE not in cpu_folded(report) and "k_alpha(float*, int) " not in cpu_folded(report)
+
+
+def run_fixture(tag, path, probed):
+    need_fixture(path)
+    s = Session(tag)
+    try:
+        p = s.start([path, str(ROUNDS)])
+        s.wait_probes(probed)
+        s.go(p)
+        s.finish(p)
+        report = s.report()
+        check_kernels(report, os.path.basename(path)[:15])
+        return report
+    finally:
+        s.cleanup()
+
+
+def test_runtime_shared():
+    run_fixture("shared", SHARED, "libcudart.so")
+
+
+def test_runtime_static():
+    run_fixture("static", STATIC, os.path.basename(STATIC or "cuda-launch-static"))
+
+
+PY_CALLER = """
+import ctypes, select, sys
+lib = ctypes.CDLL(sys.argv[1])
+def spin():
+    while not select.select([sys.stdin], [], [], 0)[0]:
+        sum(range(10000))
+    sys.stdin.readline()
+def py_launcher(n):
+    return lib.launch_alpha(n)
+print("ready", flush=True)
+spin()
+py_launcher(int(sys.argv[2]))
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_python_caller():
+    need_fixture(LIB)
+    if not os.access(PYTHON, os.X_OK):
+        skip_prereq(f"{PYTHON} is not installed")
+    s = Session("python")
+    try:
+        p = s.start([PYTHON, "-c", PY_CALLER, LIB, str(ROUNDS)])
+        s.wait_probes("libcudart.so")
+        s.go(p)
+        report = s.report(alive=p)
+        stacks = launches(report)
+        log("python launches: " + str(per_kernel(stacks)))
+        assert per_kernel(stacks) == {"k_alpha(float*, int)": ROUNDS}, stacks
+        for st in stacks:
+            assert "py_launcher" in st and "path_alpha" in st, st
+            assert st.index("py_launcher") < st.index("path_alpha"), st
+    finally:
+        s.cleanup()
+
+
+def test_outside_cgroup():
+    need_fixture(SHARED)
+    s = Session("outside")
+    other = Cgroup(f"cgprof-test-gpu-other-{os.getpid()}")
+    try:
+        p = s.start([SHARED, str(ROUNDS)])
+        s.wait_probes("libcudart.so")
+        q = s.start([SHARED, str(ROUNDS)], cg=other)
+        s.go(q)  # the probes are attached: its launches fire them
+        s.go(p)
+        s.finish(q)
+        s.finish(p)
+        report = s.report()
+        pids = {pr["pid"] for pr in report["processes"]}
+        assert q.pid not in pids, (q.pid, pids)
+        assert sum(launches(report).values()) == 10 * ROUNDS, launches(report)
+    finally:
+        s.cleanup()
+        other.remove()
+
+
+def test_dlclose():
+    need_fixture(SHARED)
+    need_fixture(LIB)
+    s = Session("dlclose")
+    try:
+        p = s.start([SHARED, str(ROUNDS), "--dlclose", LIB])
+        s.wait_probes("libcudart.so")
+        s.go(p)
+        s.finish(p)
+        report = s.report()
+        got = per_kernel(launches(report))
+        assert got == {"k_alpha(float*, int)": ROUNDS, "k_beta(float*, int)": ROUNDS}, got
+    finally:
+        s.cleanup()
+
+
+def test_bad_config():
+    cg = Cgroup(f"cgprof-test-gpu-bad-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="gpu", gpu={"launches": "yes"})],
+        "targets": [{"name": "t", "profileRef": "gpu", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        try:
+            agent.start()
+            raise AssertionError("cgprofd accepted \"launches\": \"yes\"")
+        except AssertionError as e:
+            if "accepted" in str(e):
+                raise
+        assert "profiles[0].gpu.launches: must be a boolean" in agent.log(), agent.log()[-2000:]
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+if __name__ == "__main__":
+    main([test_runtime_shared, test_runtime_static, test_python_caller, test_outside_cgroup, test_dlclose,
+          test_bad_config])
