@@ -499,7 +499,7 @@ static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *c
                 session_refresh_process(s, e->pid, e->start_time, e->exec_id);
                 return;
         }
-        session_on_process(s, e->pid, e->start_time, e->exec_id, comm);
+        session_on_process(s, e, comm);
         session_capture_pending(s);
 }
 

@@ -23,6 +23,8 @@ struct SessionProcess {
         uint32_t pid;
         uint64_t start_time;
         uint32_t exec_id; /* the program it runs: samples before an exec() are not the new program's */
+        uint32_t ppid; /* its parent (0: not known) */
+        uint64_t parent_start_time;
         bool superseded; /* it called exec(): /proc names the next program */
         char *comm;
         char *cmdline;
@@ -417,6 +419,14 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
         return p ? *p : NULL;
 }
 
+/* The process's parent in the session when the process still runs the
+ * program its parent ran at the fork (no exec() since: the same exec_id). */
+static SessionProcess *process_parent(Session *s, const SessionProcess *sp) {
+        if (sp->ppid == 0 || sp->ppid == sp->pid)
+                return NULL;
+        return process_find(s, sp->ppid, sp->parent_start_time, sp->exec_id);
+}
+
 /* Reads the process's command line and decides whether it is wanted; captures
  * its mappings while it is alive. */
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
@@ -457,10 +467,13 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
         }
         if (r < 0) {
                 if (!sp->comm) {
-                        /* Gone before we could look: we cannot know its command line. */
+                        /* Gone before we could look: a forked child that
+                         * did not exec() has its parent's command line;
+                         * of any other we cannot know it. */
+                        SessionProcess *parent = process_parent(s, sp);
                         sp->comm = comm ? TAKE_PTR(comm) : strdup("[exited]");
-                        sp->cmdline = strdup("");
-                        sp->wanted = profile_process_wanted(s->profile, "");
+                        sp->cmdline = strdup(parent && parent->cmdline ? parent->cmdline : "");
+                        sp->wanted = profile_process_wanted(s->profile, sp->cmdline ?: "");
                         if (sp->wanted)
                                 (void) session_data_add_process(s, sp);
                 }
@@ -501,7 +514,18 @@ static void process_python_check(Session *s, SessionProcess *sp) {
             sp->python_checked == room->drain_seq + 1)
                 return;
         sp->python_checked = room->drain_seq + 1;
-        r = python_process_ref(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id, &sp->python);
+        /* A forked child (a DataLoader worker): its parent's interpreter,
+         * looked at first, at the same addresses. */
+        SessionProcess *parent = process_parent(s, sp);
+        if (parent && !parent->python)
+                process_python_check(s, parent);
+        r = -ENOENT;
+        if (sp->ppid > 0)
+                r = python_process_ref_forked(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id,
+                                              (pid_t) sp->ppid, sp->parent_start_time, &sp->python);
+        if (r == -ENOENT)
+                r = python_process_ref(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id,
+                                       &sp->python);
         if (r < 0)
                 log_debug_errno(r, "Failed to look for CPython in PID %u: %m", sp->pid);
         else if (r > 0) {
@@ -599,11 +623,15 @@ void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint3
         process_python_check(s, sp);
 }
 
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm) {
         bool is_new;
-        SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
+        SessionProcess *sp = process_get(s, e->pid, e->start_time, e->exec_id, &is_new);
         if (!sp)
                 return (void) log_oom();
+        if (e->ppid > 0 && sp->ppid == 0) {
+                sp->ppid = e->ppid;
+                sp->parent_start_time = e->parent_start_time;
+        }
         if (sp->superseded && !is_new)
                 return; /* a late event of the program before exec(): what we knew stays */
         /* New, or re-reported after exec() or a rename: (re-)examine. */

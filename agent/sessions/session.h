@@ -150,7 +150,8 @@ void session_discard(Session *s);
 /* A process is (pid, start time, exec() count): each program a process runs
  * is its own, so samples taken before an exec() stay with the program that
  * ran then. */
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm);
+/* e: the kernel's event (pid, start time, exec() count, the parent). */
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost);
