@@ -25,6 +25,9 @@ struct SessionProcess {
         uint32_t exec_id; /* the program it runs: samples before an exec() are not the new program's */
         uint32_t ppid; /* its parent (0: not known) */
         uint64_t parent_start_time;
+        JobIdentity job; /* who it is in a distributed job (JOB_IDENTITY_NONE: not known) */
+        JobRole role;
+        uint32_t job_parent; /* a worker's parent: the rank's own process */
         bool superseded; /* it called exec(): /proc names the next program */
         char *comm;
         char *cmdline;
@@ -70,7 +73,7 @@ static int session_data_add_process(Session *s, SessionProcess *sp) {
         }
         s->data_processes[index] = sp;
         sp->data_index = index;
-        return 0;
+        return profile_data_process_set_job(s->data, index, &sp->job, sp->role, (pid_t) sp->job_parent);
 }
 
 ProcessMaps *session_process_maps(Session *s, uint32_t index) {
@@ -561,6 +564,21 @@ void session_capture_pending(Session *s) {
         twalk_r(s->processes, capture_action, s);
 }
 
+/* Who the process is in its job: its own keys, and whether it inherited
+ * its rank from its parent (a ranked process of the session it was forked
+ * from: a DataLoader worker). */
+static void process_set_job(Session *s, SessionProcess *sp, const JobIdentity *job) {
+        SessionProcess *parent = process_parent(s, sp);
+
+        sp->job = *job;
+        sp->role = job_identity_role(job, parent && parent->job.rank >= 0 ? &parent->job : NULL);
+        sp->job_parent = sp->role == JOB_ROLE_WORKER ? parent->pid : 0;
+        if (sp->wanted && sp->data_index < s->data->n_processes && s->data_processes &&
+            s->data_processes[sp->data_index] == sp)
+                (void) profile_data_process_set_job(s->data, sp->data_index, &sp->job, sp->role,
+                                                    (pid_t) sp->job_parent);
+}
+
 static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id,
                                    bool *ret_new) {
         SessionProcess *sp = process_find(s, pid, start_time, exec_id), *before;
@@ -574,6 +592,7 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
         sp->pid = pid;
         sp->start_time = start_time;
         sp->exec_id = exec_id;
+        sp->job = JOB_IDENTITY_NONE;
         if (!tsearch(sp, &s->processes, process_cmp)) {
                 free(sp);
                 return NULL;
@@ -623,7 +642,8 @@ void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint3
         process_python_check(s, sp);
 }
 
-void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm) {
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm,
+                        const JobIdentity *job) {
         bool is_new;
         SessionProcess *sp = process_get(s, e->pid, e->start_time, e->exec_id, &is_new);
         if (!sp)
@@ -632,6 +652,8 @@ void session_on_process(Session *s, const struct cgprof_proc_event *e, const cha
                 sp->ppid = e->ppid;
                 sp->parent_start_time = e->parent_start_time;
         }
+        if (job && !sp->superseded)
+                process_set_job(s, sp, job);
         if (sp->superseded && !is_new)
                 return; /* a late event of the program before exec(): what we knew stays */
         /* New, or re-reported after exec() or a rename: (re-)examine. */
@@ -874,8 +896,9 @@ static int read_comm_file(const char *path, char **ret) {
         return 0;
 }
 
-static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, uint32_t *ret_frame,
-                         uint32_t *ret_location) {
+/* module: the frame runs a module's body (module_body()). */
+static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, bool module,
+                         uint32_t *ret_frame, uint32_t *ret_location) {
         SessionsRoom *room = s->room;
         uint64_t code = CGPROF_PY_FRAME_CODE(v);
         uint32_t instr = CGPROF_PY_FRAME_INSTR(v), frame;
@@ -883,11 +906,18 @@ static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t co
         int r;
 
         s->python.frames += count;
-        if (python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf) >= 0)
+        r = python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf);
+        if (r >= 0 && module && !streq(pf.name, "<module>"))
+                r = -ESTALE; /* another code object now where the module's was */
+        if (r >= 0)
                 r = profile_data_intern_frame_full(s->data, pf.name, NULL, pf.file, FRAME_PYTHON, &frame);
         else {
                 s->python.unresolved_frames += count;
-                r = profile_data_intern_frame(s->data, "[python]", NULL, FRAME_UNKNOWN, &frame);
+                if (module)
+                        r = profile_data_intern_frame_full(s->data, "<module>", NULL, NULL, FRAME_PYTHON,
+                                                           &frame);
+                else
+                        r = profile_data_intern_frame(s->data, "[python]", NULL, FRAME_UNKNOWN, &frame);
                 pf.line = 0;
         }
         if (r < 0)
@@ -939,6 +969,27 @@ static void session_count_python(Session *s, const SamplerStack *py, uint64_t co
         count_flags(&s->python, reasons, ELEMENTSOF(reasons), py->flags, count);
 }
 
+/* The code PyEval_EvalCode() runs is a module's body, or a string given
+ * to exec() or eval(): compiled, all of them, into a code object named
+ * "<module>". Such code objects are often freed within milliseconds (a
+ * module's body once it is imported, a string run by exec()), before the
+ * agent reads them at its next drain, and their memory reused, by another
+ * code object too. So the first frame of an evaluation loop call made by
+ * PyEval_EvalCode() (or, when the native frames between are missing, by
+ * importlib's _call_with_frames_removed(), which exec()s a module's body)
+ * is named "<module>" when its code object cannot be read or reads as one
+ * of another name (its file and line are then unknown). Returns whether v
+ * is such a frame. */
+static bool module_body(Session *s, uint64_t v, uint32_t caller) {
+        const char *name;
+
+        if (!CGPROF_PY_FRAME_ENTRY(v) || caller == PROFILE_NONE)
+                return false;
+        name = s->data->frames[caller].name;
+        return streq_ptr(name, "PyEval_EvalCode") || (s->data->frames[caller].kind == FRAME_PYTHON &&
+                                                      streq_ptr(name, "_call_with_frames_removed"));
+}
+
 /* Puts the sample's Python frames among its native user frames
  * (frames[0..n_native), root first): python-merge.h. Returns the new count. */
 static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *py, uint64_t count,
@@ -970,7 +1021,9 @@ static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *p
                         frames[n] = native_frames[i];
                         locations[n] = native_locations[i];
                         n++;
-                } else if (intern_python(s, sp, py->pcs[i], count, &frames[n], &locations[n]) >= 0)
+                } else if (intern_python(s, sp, py->pcs[i], count,
+                                         module_body(s, py->pcs[i], n > 0 ? frames[n - 1] : PROFILE_NONE),
+                                         &frames[n], &locations[n]) >= 0)
                         n++;
         }
         return n;

@@ -150,8 +150,11 @@ void session_discard(Session *s);
 /* A process is (pid, start time, exec() count): each program a process runs
  * is its own, so samples taken before an exec() stay with the program that
  * ran then. */
-/* e: the kernel's event (pid, start time, exec() count, the parent). */
-void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm);
+/* e: the kernel's event (pid, start time, exec() count, the parent); job:
+ * who the process is in a distributed job (read from its environment's
+ * listed keys), NULL: not read. */
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm,
+                        const JobIdentity *job);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost);

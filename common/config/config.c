@@ -920,6 +920,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
                 { "pythonFrames", dispatch_bool, offsetof(Profile, python_frames) },
+                { "foldedRankRoot", dispatch_bool, offsetof(Profile, folded_rank_root) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),

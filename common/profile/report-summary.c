@@ -158,9 +158,36 @@ static int add_top_functions(cJSON *root, const ProfileData *d, uint64_t total) 
         return 0;
 }
 
+/* Who the process is in a distributed job: the listed keys that were set
+ * (job-identity.h), its role, a worker's parent. */
+static int add_process_job(cJSON *o, const ProfileProcess *p) {
+        const struct {
+                const char *key;
+                int32_t value;
+        } numbers[] = {
+                { "rank", p->job.rank },
+                { "localRank", p->job.local_rank },
+                { "worldSize", p->job.world_size },
+                { "groupRank", p->job.group_rank },
+                { "roleRank", p->job.role_rank },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++)
+                if (numbers[i].value >= 0)
+                        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, numbers[i].key, (double) numbers[i].value));
+        if (p->job.run_id[0])
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "runId", p->job.run_id));
+        if (job_role_to_string(p->role))
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "role", job_role_to_string(p->role)));
+        if (p->parent_pid > 0)
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "parentPid", (double) p->parent_pid));
+        return 0;
+}
+
 static int add_processes(cJSON *root, const ProfileData *d) {
         _cleanup_free_ size_t *order = NULL;
         cJSON *array;
+        int r;
 
         array = cJSON_AddArrayToObject(root, "processes");
         if (!array)
@@ -189,6 +216,9 @@ static int add_processes(cJSON *root, const ProfileData *d) {
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
                 if (p->python)
                         ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "pythonFrames", p->python));
+                r = add_process_job(o, p);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
