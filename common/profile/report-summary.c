@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "report-by-rank.h"
 #include "report.h"
 
 #define SUMMARY_TOP_FUNCTIONS 20
@@ -220,6 +221,36 @@ static int add_processes(cJSON *root, const ProfileData *d) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* "byRank": one view across the ranks of a distributed job
+ * (report-by-rank.h), when some process has a rank. */
+static int add_by_rank(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info) {
+        _cleanup_(by_rank_freep) ByRank *b = NULL;
+        RankPatterns patterns = {};
+        cJSON *o = NULL;
+        bool ranked = false;
+        int r;
+
+        for (size_t i = 0; i < d->n_processes && !ranked; i++)
+                ranked = d->processes[i].job.rank >= 0;
+        if (!ranked)
+                return 0;
+        for (size_t i = 0; i < RANK_CATEGORY_OTHER; i++)
+                patterns.extra[i] = info->rank_categories[i];
+        r = by_rank_new(&patterns, &b, NULL);
+        if (r == -EINVAL) /* the config checked them: a report converted with others */
+                r = by_rank_new(NULL, &b, NULL);
+        if (r < 0)
+                return r;
+        r = by_rank_add(b, d, info->frequency);
+        if (r < 0)
+                return r;
+        r = by_rank_json(b, &o);
+        if (r < 0)
+                return r;
+        cJSON_AddItemToObject(root, "byRank", o);
         return 0;
 }
 
@@ -581,6 +612,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (r < 0)
                 return r;
         r = add_processes(root, d);
+        if (r < 0)
+                return r;
+        r = add_by_rank(root, d, info);
         if (r < 0)
                 return r;
         r = add_stack_depths(root, d);

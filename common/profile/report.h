@@ -61,6 +61,9 @@ struct ReportSummaryInfo {
         const char *end_reason; /* "duration", "stopped", "cgroup-removed", "agent-stopped", ... */
         bool partial; /* a checkpoint of a running session ("partial": true; end_reason NULL) */
         bool folded_rank_root; /* profile.folded: "rank N;comm;..." for a ranked process */
+        /* byRank's extra patterns per category (report-by-rank.h; the
+         * profile's rankCategories), NULL-terminated, or NULL. */
+        char *const *rank_categories[3];
         bool interrupted; /* a checkpoint whose session never ended (set by recovery, kept by conversion) */
         const char *interrupted_reason; /* why, when interrupted */
         uint64_t *samples_per_cpu; /* n_cpus entries */

@@ -108,6 +108,7 @@ def check_pprof(report, tmp):
     workers = share(lambda lb, st: lb.get("role") == "worker")
     log(f"workers: unnamed Python frames in {workers_unnamed} of {workers} samples")
     assert workers_unnamed <= 0.01 * workers, (workers_unnamed, workers)
+    assert unnamed <= 0.01 * total, (unnamed, total)
     assert ranked > 0.8 * total, (ranked, total)
 
     go = GoPprof(tmp)
@@ -150,11 +151,23 @@ def check_by_rank(report):
         assert abs(sum(shares.values()) - 100) <= 1, r
         assert r["samples"] > 0 and r["cpuSeconds"] > 0, r
     # Rank 1's data path does more work: its data loading is the larger, and
-    # the view names it.
-    assert ranks[1]["cpuSeconds"]["dataLoading"] if isinstance(ranks[1]["cpuSeconds"], dict) else True
-    assert by["straggler"]["rank"] == 1, by["straggler"]
+    # the view names it, and its extra function first.
+    assert ranks[1]["seconds"]["dataLoading"] > ranks[0]["seconds"]["dataLoading"], ranks
+    assert by["straggler"]["rank"] == 1 and by["straggler"]["category"] == "dataLoading", by["straggler"]
     top = by["differences"][0]
-    assert top["rank"] == 1, by["differences"][:3]
+    assert top["rank"] == 1 and top["function"] == "slow_augment", by["differences"][:3]
+
+
+def check_ctl_by_rank(agent, report):
+    out = agent.ctl("report", "--by", "rank", report["_dir"]).stdout
+    log("cgprofctl report --by rank:\n" + out)
+    rows = {l.split()[0]: l.split() for l in out.splitlines() if l[:1].isdigit()}
+    assert sorted(rows) == ["0", "1"], out
+    for r in rows.values():
+        assert abs(sum(float(x) for x in r[4:8]) - 100) <= 1, r
+    assert "Straggler: rank 1" in out and "slow_augment" in out, out
+    j = agent.ctl("--json", "report", "--by", "rank", report["_dir"]).stdout
+    assert '"straggler":{"rank":1' in j.replace(" ", ""), j
 
 
 def check_secret(agent, secret, reports):
@@ -211,6 +224,7 @@ def test_training_job():
         check_folded(report)
         check_svg(report)
         check_by_rank(report)
+        check_ctl_by_rank(agent, report)
         check_secret(agent, secret, agent.report_dir)
     finally:
         agent.cleanup()
