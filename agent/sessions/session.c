@@ -161,6 +161,8 @@ int session_new_rule(SessionsRoom *room, ConfigRef *config, const SessionRule *r
                     strdup_optional(kube->container_id, &s->container_id) < 0)
                         return -ENOMEM;
                 s->provisional = !kube->container;
+                if (report_job_labels_copy(kube->labels, &s->job_labels) < 0)
+                        return -ENOMEM;
         }
 
         r = sd_id128_randomize(&s->id);
@@ -211,6 +213,7 @@ Session *session_free(Session *s) {
         free(s->namespace);
         free(s->pod);
         free(s->pod_uid);
+        strv_free(s->job_labels);
         free(s->container);
         free(s->container_id);
         safe_close(s->cgroup_fd);

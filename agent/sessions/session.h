@@ -53,6 +53,7 @@ struct Session {
         char *cgroup; /* relative to the cgroup root */
         /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
         char *namespace, *pod, *pod_uid, *container, *container_id;
+        char **job_labels; /* the pod's distributed-job labels (strv: key, value, ...), NULL: none */
         bool provisional; /* started from the cgroup before the pod's status named the container */
         bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
         unsigned
@@ -104,6 +105,9 @@ struct Session {
  * known yet: the session is provisional until session_confirm()). */
 typedef struct SessionKube {
         const char *namespace, *pod, *pod_uid, *container, *container_id;
+        /* The pod's labels (strv: key, value, ...): the distributed job's
+         * (report.h's REPORT_JOB_LABELS) are kept. */
+        char *const *labels;
 } SessionKube;
 
 int session_new(SessionsRoom *r, ConfigRef *config, const Target *target, const char *cgroup,

@@ -238,6 +238,11 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
 
                 for (size_t i = 0; i < ELEMENTSOF(values); i++)
                         string_table_add(t, values[i]);
+                for (size_t i = 0; info->job_labels && info->job_labels[i] && info->job_labels[i + 1];
+                     i += 2) {
+                        string_table_add(t, report_job_label_short(info->job_labels[i]));
+                        string_table_add(t, info->job_labels[i + 1]);
+                }
         }
         for (size_t i = 0; i < d->n_frames; i++) {
                 string_table_add(t, d->frames[i].name);
@@ -550,8 +555,10 @@ static size_t process_labels(PprofWriter *w, const ProfileProcess *pp, Perftools
         return n;
 }
 
+#define JOB_LABELS_MAX 4
+
 static int build_labels(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
-        const char *keys[] = { "cgroup", "namespace", "pod", "container" };
+        const char *keys[4 + JOB_LABELS_MAX] = { "cgroup", "namespace", "pod", "container" };
         const char *values[ELEMENTSOF(keys)] = {};
         size_t n_shared = 0, n_structs;
         Perftools__Profiles__Label *shared;
@@ -561,6 +568,14 @@ static int build_labels(PprofWriter *w, const ProfileData *d, const ReportSummar
                 values[1] = info->namespace;
                 values[2] = info->pod;
                 values[3] = info->container;
+                /* The pod's distributed-job labels, under their short names. */
+                for (size_t i = 0, k = 4; info->job_labels && info->job_labels[i] &&
+                                          info->job_labels[i + 1] && k < ELEMENTSOF(keys);
+                     i += 2)
+                        if (report_job_label_short(info->job_labels[i])) {
+                                keys[k] = report_job_label_short(info->job_labels[i]);
+                                values[k++] = info->job_labels[i + 1];
+                        }
         }
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (values[i])

@@ -617,6 +617,13 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         r = add_by_rank(root, d, info);
         if (r < 0)
                 return r;
+        if (info->job_labels && info->job_labels[0]) {
+                cJSON *o = cJSON_AddObjectToObject(root, "jobLabels");
+                ADD_OR_ENOMEM(o);
+                for (size_t i = 0; info->job_labels[i] && info->job_labels[i + 1]; i += 2)
+                        ADD_OR_ENOMEM(
+                                cJSON_AddStringToObject(o, info->job_labels[i], info->job_labels[i + 1]));
+        }
         r = add_stack_depths(root, d);
         if (r < 0)
                 return r;
