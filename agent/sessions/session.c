@@ -567,13 +567,41 @@ void session_capture_pending(Session *s) {
         twalk_r(s->processes, capture_action, s);
 }
 
+static void process_update_role(Session *s, SessionProcess *sp);
+
+/* A ranked process's identity came after its children's (a child sampled
+ * first): their roles are looked at again. */
+typedef struct ChildrenOf {
+        Session *session;
+        const SessionProcess *parent;
+} ChildrenOf;
+
+static void children_role_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+        ChildrenOf *c = userdata;
+
+        if ((which == postorder || which == leaf) && sp->ppid == c->parent->pid &&
+            sp->parent_start_time == c->parent->start_time && sp->exec_id == c->parent->exec_id &&
+            sp->job.rank >= 0)
+                process_update_role(c->session, sp);
+}
+
 /* Who the process is in its job: its own keys, and whether it inherited
  * its rank from its parent (a ranked process of the session it was forked
  * from: a DataLoader worker). */
 static void process_set_job(Session *s, SessionProcess *sp, const JobIdentity *job) {
-        SessionProcess *parent = process_parent(s, sp);
+        bool was_ranked = sp->job.rank >= 0;
 
         sp->job = *job;
+        process_update_role(s, sp);
+        if (!was_ranked && sp->job.rank >= 0)
+                twalk_r(s->processes, children_role_action, &(ChildrenOf){ .session = s, .parent = sp });
+}
+
+static void process_update_role(Session *s, SessionProcess *sp) {
+        SessionProcess *parent = process_parent(s, sp);
+        const JobIdentity *job = &sp->job;
+
         sp->role = job_identity_role(job, parent && parent->job.rank >= 0 ? &parent->job : NULL);
         sp->job_parent = sp->role == JOB_ROLE_WORKER ? parent->pid : 0;
         if (sp->wanted && sp->data_index < s->data->n_processes && s->data_processes &&
