@@ -920,12 +920,14 @@ static __always_inline int python_inherit(struct py_state *p, struct task_struct
                                           __u64 start_time, __u32 exec_id) {
         struct cgprof_python_proc *parent;
         __u32 ppid = BPF_CORE_READ(leader, real_parent, tgid);
-        __u64 parent_start = BPF_CORE_READ(leader, real_parent, group_leader, start_time);
 
+        /* A process that runs no Python (its parent does not either, most
+         * often) pays this read and one lookup per sample. */
         if (ppid == 0 || ppid == pid)
                 return -1;
         parent = bpf_map_lookup_elem(&python_procs, &ppid);
-        if (!parent || parent->start_time != parent_start || parent->exec_id != exec_id)
+        if (!parent || parent->exec_id != exec_id ||
+            parent->start_time != BPF_CORE_READ(leader, real_parent, group_leader, start_time))
                 return -1;
         p->proc = *parent;
         p->proc.start_time = start_time;
