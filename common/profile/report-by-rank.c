@@ -498,6 +498,14 @@ int by_rank_json(const ByRank *b, cJSON **ret) {
         return 0;
 }
 
+/* The slot of a rank in the function table. */
+static size_t rank_slot_of(const ByRank *b, int32_t rank) {
+        for (size_t i = 0; i < b->n_ranks; i++)
+                if (b->ranks[i].rank == rank)
+                        return i;
+        return SIZE_MAX;
+}
+
 int by_rank_print(const ByRank *b, FILE *f) {
         _cleanup_free_ Difference *l = NULL;
         _cleanup_free_ RankStats *sorted = NULL;
@@ -542,9 +550,11 @@ int by_rank_print(const ByRank *b, FILE *f) {
         for (size_t i = 0; i < n; i++) {
                 fprintf(f, "  %-40s rank %-4" PRIi32 " %+.2f %s (", l[i].f->name, b->ranks[l[i].top].rank,
                         l[i].spread, b->have_seconds ? "s" : "samples");
-                for (size_t k = 0; k < b->n_ranks; k++)
-                        fprintf(f, "%s%" PRIi32 ": %.2f", k > 0 ? ", " : "", b->ranks[k].rank,
-                                k < l[i].f->n ? l[i].f->seconds[k] : 0);
+                for (size_t k = 0; k < b->n_ranks; k++) {
+                        size_t slot = rank_slot_of(b, sorted[k].rank);
+                        fprintf(f, "%s%" PRIi32 ": %.2f", k > 0 ? ", " : "", sorted[k].rank,
+                                slot < l[i].f->n ? l[i].f->seconds[slot] : 0);
+                }
                 fputs(")\n", f);
         }
         return ferror(f) ? -EIO : 0;
