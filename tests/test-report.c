@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "fileio.h"
+#include "report-by-rank.h"
 #include "report.h"
 #include "profile-fixture.h"
 #include "template.h"
@@ -518,6 +519,58 @@ TEST(summary_ranks) {
         ASSERT_NOT_NULL(strstr(text, "\npython3;main;train_step 80\n")
                                 ?: strstr(text, "python3;main;train_step 80\n"));
         free(text);
+}
+
+/* Two pods of one job, each its own report (rank 0 and rank 1): one view
+ * (cgprofctl report --by rank DIR DIR), with an extra pattern. */
+TEST(by_rank_two_reports) {
+        _cleanup_(profile_data_freep) ProfileData *a = profile_data_new(), *b = profile_data_new();
+        _cleanup_(by_rank_freep) ByRank *br = NULL;
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        char *extra[] = { (char *) "^horovod::", NULL }, *bad[] = { (char *) "(", NULL };
+        RankPatterns patterns = { .extra = { [RANK_CATEGORY_COMMUNICATION] = extra } };
+        JobIdentity r = JOB_IDENTITY_NONE;
+        _cleanup_free_ char *error = NULL, *text = NULL;
+        const cJSON *ranks, *o;
+        size_t size = 0;
+        uint32_t p;
+        FILE *f;
+
+        r.rank = 0;
+        p = process(a, 10, "python3", "python3 train.py");
+        ASSERT_OK(profile_data_process_set_job(a, p, &r, JOB_ROLE_MAIN, 0));
+        add(a, p, 30, 2, frame(a, "train_step", NULL, FRAME_PYTHON),
+            frame(a, "horovod::allreduce", NULL, FRAME_USER));
+        add(a, p, 70, 1, frame(a, "train_step", NULL, FRAME_PYTHON));
+        r.rank = 1;
+        p = process(b, 10, "python3", "python3 train.py"); /* the same PID in another pod */
+        ASSERT_OK(profile_data_process_set_job(b, p, &r, JOB_ROLE_MAIN, 0));
+        add(b, p, 50, 2, frame(b, "train_step", NULL, FRAME_PYTHON),
+            frame(b, "at::native::add", NULL, FRAME_USER));
+        add(b, p, 10, 1, frame(b, "unranked?", NULL, FRAME_PYTHON));
+
+        ASSERT_ERROR(by_rank_new(&(RankPatterns){ .extra = { [RANK_CATEGORY_COMPUTE] = bad } }, &br, &error),
+                     EINVAL);
+        ASSERT_STREQ(error, "compute: invalid pattern \"(\"");
+        ASSERT_OK(by_rank_new(&patterns, &br, NULL));
+        ASSERT_OK(by_rank_add(br, a, 100));
+        ASSERT_OK(by_rank_add(br, b, 0)); /* no frequency: the view counts samples */
+        ASSERT_EQ(by_rank_n_ranks(br), 2);
+        ASSERT_OK(by_rank_json(br, &j));
+        ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
+        o = cJSON_GetArrayItem(ranks, 0);
+        ASSERT_NUMBER(o, "rank", 0);
+        ASSERT_NUMBER(cJSON_GetObjectItemCaseSensitive(o, "shares"), "communication", 30);
+        o = cJSON_GetArrayItem(ranks, 1);
+        ASSERT_NUMBER(o, "rank", 1);
+        ASSERT_NUMBER(o, "samples", 60);
+        ASSERT_NUMBER(cJSON_GetObjectItemCaseSensitive(o, "shares"), "compute", 83.33);
+        f = open_memstream(&text, &size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(by_rank_print(br, f));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_NOT_NULL(strstr(text, "RANK"));
+        ASSERT_NOT_NULL(strstr(text, "Straggler: rank"));
 }
 
 TEST(summary_minimal) {
