@@ -927,8 +927,14 @@ static int read_comm_file(const char *path, char **ret) {
         return 0;
 }
 
-/* module: the frame runs a module's body (module_body()). */
-static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, bool module,
+/* Whether a frame runs a module's body (module_body()). */
+typedef enum ModuleBody {
+        MODULE_BODY_NO,
+        MODULE_BODY_LIKELY, /* "<module>" when its code object cannot be read */
+        MODULE_BODY_SURE, /* ... or reads as one of another name */
+} ModuleBody;
+
+static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, ModuleBody module,
                          uint32_t *ret_frame, uint32_t *ret_location) {
         SessionsRoom *room = s->room;
         uint64_t code = CGPROF_PY_FRAME_CODE(v);
@@ -938,13 +944,13 @@ static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t co
 
         s->python.frames += count;
         r = python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf);
-        if (r >= 0 && module && !streq(pf.name, "<module>"))
+        if (r >= 0 && module == MODULE_BODY_SURE && !streq(pf.name, "<module>"))
                 r = -ESTALE; /* another code object now where the module's was */
         if (r >= 0)
                 r = profile_data_intern_frame_full(s->data, pf.name, NULL, pf.file, FRAME_PYTHON, &frame);
         else {
                 s->python.unresolved_frames += count;
-                if (module)
+                if (module != MODULE_BODY_NO)
                         r = profile_data_intern_frame_full(s->data, "<module>", NULL, NULL, FRAME_PYTHON,
                                                            &frame);
                 else
@@ -1008,17 +1014,22 @@ static void session_count_python(Session *s, const SamplerStack *py, uint64_t co
  * code object too. So the first frame of an evaluation loop call made by
  * PyEval_EvalCode() (or, when the native frames between are missing, by
  * importlib's _call_with_frames_removed(), which exec()s a module's body)
- * is named "<module>" when its code object cannot be read or reads as one
- * of another name (its file and line are then unknown). Returns whether v
- * is such a frame. */
-static bool module_body(Session *s, uint64_t v, uint32_t caller) {
+ * is named "<module>" when its code object cannot be read (its file and
+ * line are then unknown); under PyEval_EvalCode() also when it reads as a
+ * code object of another name (what _call_with_frames_removed() runs is
+ * not always a module's body: a C function's Python callback, its native
+ * frames missing). */
+static ModuleBody module_body(Session *s, uint64_t v, uint32_t caller) {
         const char *name;
 
         if (!CGPROF_PY_FRAME_ENTRY(v) || caller == PROFILE_NONE)
-                return false;
+                return MODULE_BODY_NO;
         name = s->data->frames[caller].name;
-        return streq_ptr(name, "PyEval_EvalCode") || (s->data->frames[caller].kind == FRAME_PYTHON &&
-                                                      streq_ptr(name, "_call_with_frames_removed"));
+        if (streq_ptr(name, "PyEval_EvalCode"))
+                return MODULE_BODY_SURE;
+        if (s->data->frames[caller].kind == FRAME_PYTHON && streq_ptr(name, "_call_with_frames_removed"))
+                return MODULE_BODY_LIKELY;
+        return MODULE_BODY_NO;
 }
 
 /* Puts the sample's Python frames among its native user frames
