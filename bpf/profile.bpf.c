@@ -50,6 +50,7 @@ struct task_struct {
         struct thread_struct thread;
         __u64 start_time;
         struct task_struct *group_leader;
+        struct task_struct *real_parent;
         __s32 tgid;
         char comm[16];
         void *mm;
@@ -256,6 +257,9 @@ static __always_inline void note_process(struct task_struct *leader, __u32 pid, 
         __builtin_memcpy(e->comm, v.comm, sizeof(e->comm));
         e->kind = CGPROF_PROC_EVENT_SEEN;
         e->exec_id = exec_id;
+        e->ppid = BPF_CORE_READ(leader, real_parent, tgid);
+        e->pad = 0;
+        e->parent_start_time = BPF_CORE_READ(leader, real_parent, group_leader, start_time);
         bpf_ringbuf_submit(e, 0);
         bpf_map_update_elem(&procs_seen, &pid, &v, BPF_ANY);
 }
@@ -945,18 +949,45 @@ static long py_frame(__u32 i, void *data) {
         return 0;
 }
 
+/* A forked child without an entry of its own (bpf/python.h): its parent's,
+ * when the child still runs the program its parent registered (same
+ * exec() count, the parent the same process). Copied into python_procs
+ * for the child's next samples; the agent's own registration of the child
+ * replaces it. */
+static __always_inline int python_inherit(struct py_state *p, struct task_struct *leader, __u32 pid,
+                                          __u64 start_time, __u32 exec_id) {
+        struct cgprof_python_proc *parent;
+        __u32 ppid = BPF_CORE_READ(leader, real_parent, tgid);
+
+        /* A process that runs no Python (its parent does not either, most
+         * often) pays this read and one lookup per sample. */
+        if (ppid == 0 || ppid == pid)
+                return -1;
+        parent = bpf_map_lookup_elem(&python_procs, &ppid);
+        if (!parent || parent->exec_id != exec_id ||
+            parent->start_time != BPF_CORE_READ(leader, real_parent, group_leader, start_time))
+                return -1;
+        p->proc = *parent;
+        p->proc.start_time = start_time;
+        p->proc.parent = ppid;
+        bpf_map_update_elem(&python_procs, &pid, &p->proc, BPF_ANY);
+        return 0;
+}
+
 /* Walks the Python frames of the sampled thread into s->python. Returns
  * whether there is a Python stack to store (frames, or a reason why not). */
-static __always_inline int python_stack(struct scratch *s, struct task_struct *task, __u32 pid, __u32 tid,
-                                        __u64 start_time) {
+static __always_inline int python_stack(struct scratch *s, struct task_struct *task,
+                                        struct task_struct *leader, __u32 pid, __u32 tid, __u64 start_time,
+                                        __u32 exec_id) {
         struct cgprof_python_proc *proc = bpf_map_lookup_elem(&python_procs, &pid);
         struct cgprof_stack *st = &s->python;
         struct py_state *p = &s->py;
         __u64 *cached, v, interp;
 
-        if (!proc || proc->start_time != start_time)
+        if (proc && proc->start_time == start_time)
+                p->proc = *proc;
+        else if (python_inherit(p, leader, pid, start_time, exec_id) < 0)
                 return 0;
-        p->proc = *proc;
         st->n = 0;
         st->flags = CGPROF_STACK_PYTHON;
         st->fp_frames[0] = st->fp_frames[1] = 0;
@@ -1140,7 +1171,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                                                  : stack_hash_finish(&s->user, s->w.hash);
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
-            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
+            python_stack(s, task, leader, key.pid, (__u32) pid_tgid, key.start_time, key.exec_id))
                 key.python_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_hash(&s->python);
         /* A sample that interrupted user mode has no kernel stack: the
          * kernel's walker would find none (it walks kernel registers only). */
@@ -1305,7 +1336,7 @@ int cgprof_launch(struct pt_regs *ctx) {
         if (s->user.n > 0)
                 key.user_stack = stack_hash_finish(&s->user, s->w.hash);
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
-            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
+            python_stack(s, task, leader, key.pid, (__u32) pid_tgid, key.start_time, key.exec_id))
                 key.python_stack = stack_hash(&s->python);
         launch_record(ctx, entry < _CGPROF_LAUNCH_MAX ? entry : CGPROF_LAUNCH_GRAPH, &s->kernel);
         key.kernel_stack = stack_hash(&s->kernel);
@@ -1352,6 +1383,9 @@ int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         BPF_CORE_READ_STR_INTO(&e->comm, p, group_leader, comm);
         e->kind = CGPROF_PROC_EVENT_EXEC;
         e->exec_id = BPF_CORE_READ(p, group_leader, self_exec_id);
+        e->ppid = BPF_CORE_READ(p, group_leader, real_parent, tgid);
+        e->pad = 0;
+        e->parent_start_time = BPF_CORE_READ(p, group_leader, real_parent, group_leader, start_time);
         bpf_ringbuf_submit(e, 0);
         return 0;
 }

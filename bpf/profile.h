@@ -151,6 +151,13 @@ struct cgprof_proc_event {
         char comm[CGPROF_COMM_LEN];
         __u32 kind; /* CGPROF_PROC_EVENT_* */
         __u32 exec_id;
+        /* The parent process (real_parent's thread group) and its start
+         * time: a forked child runs its parent's program until it calls
+         * exec() (same exec_id), so what the agent knows of the parent's
+         * interpreter holds for it (DataLoader workers). 0: unknown. */
+        __u32 ppid;
+        __u32 pad;
+        __u64 parent_start_time;
 };
 
 struct cgprof_proc_seen {

@@ -86,6 +86,8 @@ static void profile_done(Profile *p) {
         free(p->output);
         patterns_free(p->include_patterns, p->n_include_patterns);
         patterns_free(p->exclude_patterns, p->n_exclude_patterns);
+        for (size_t i = 0; i < ELEMENTSOF(p->rank_categories); i++)
+                strv_free(p->rank_categories[i]);
         *p = (Profile){};
 }
 
@@ -901,6 +903,41 @@ static int dispatch_gpu(const cJSON *j, const char *path, void *base, const Json
         return json_dispatch(j, path, fields, base, error);
 }
 
+/* rankCategories: { "communication": [...], "dataLoading": [...],
+ * "compute": [...] }, each a list of patterns checked as includePatterns
+ * are (report-by-rank.h); their sources are kept. */
+static int dispatch_rank_category(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                  char **error) {
+        Pattern *patterns = NULL;
+        size_t n = 0;
+        char **l;
+        int r;
+
+        r = parse_patterns(j, path, /* allow_empty= */ false, &patterns, &n, error);
+        if (r < 0)
+                return r;
+        l = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; l && i < n; i++)
+                l[i] = TAKE_PTR(patterns[i].source);
+        patterns_free(patterns, n);
+        if (!l)
+                return -ENOMEM;
+        strv_free(*(char ***) FIELD(base, f));
+        *(char ***) FIELD(base, f) = l;
+        return 0;
+}
+
+static int dispatch_rank_categories(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        static const JsonField fields[] = {
+                { "communication", dispatch_rank_category, 0 * sizeof(char **) },
+                { "dataLoading", dispatch_rank_category, 1 * sizeof(char **) },
+                { "compute", dispatch_rank_category, 2 * sizeof(char **) },
+                {},
+        };
+        return json_dispatch(j, path, fields, FIELD(base, f), error);
+}
+
 static int profile_init_defaults(Profile *p) {
         *p = (Profile){
                 .frequency = CONFIG_DEFAULT_FREQUENCY,
@@ -930,6 +967,8 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
                 { "pythonFrames", dispatch_bool, offsetof(Profile, python_frames) },
                 { "gpu", dispatch_gpu, 0 },
+                { "foldedRankRoot", dispatch_bool, offsetof(Profile, folded_rank_root) },
+                { "rankCategories", dispatch_rank_categories, offsetof(Profile, rank_categories) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),

@@ -108,6 +108,12 @@ typedef struct Profile {
         ProfileStart start;
         bool kernel_stacks;
         bool python_frames; /* walk the Python frames of CPython processes (default true) */
+        /* profile.folded: a ranked process's stacks under "rank N" (default false) */
+        bool folded_rank_root;
+        /* summary.json byRank: more patterns per category (communication,
+         * dataLoading, compute; report-by-rank.h), NULL-terminated sources
+         * checked as includePatterns are; NULL: none. */
+        char **rank_categories[3];
         UnwindMode unwind;
         /* "gpu": {"launches": true}: count CUDA kernel launches (uprobes on
          * the CUDA runtime's and driver's launch calls) under the CPU stack
