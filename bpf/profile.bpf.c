@@ -211,6 +211,16 @@ struct {
         __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+/* The launch program's own (cgprof_launch): a CPU sample (cgprof_sample)
+ * may interrupt it on its CPU, and would overwrite a shared scratch under
+ * it. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct scratch);
+} launch_scratch_map SEC(".maps");
+
 /* The walks' loop context: the per-CPU scratch, found once per sample
  * rather than once per frame. */
 struct walk_ctx {
@@ -863,8 +873,7 @@ static __always_inline __u8 py_buf_u8(const __u8 *buf, __u64 off) {
 }
 
 static long py_thread_scan(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         __u64 tid_value, next;
 
         if (!s)
@@ -885,8 +894,7 @@ static long py_thread_scan(__u32 i, void *data) {
 }
 
 static long py_frame(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         struct cgprof_stack *st;
         struct py_state *p;
         __u64 code, instr_ptr, first, instr = CGPROF_PY_INSTR_UNKNOWN;
@@ -979,6 +987,7 @@ static __always_inline int python_inherit(struct py_state *p, struct task_struct
 static __always_inline int python_stack(struct scratch *s, struct task_struct *task,
                                         struct task_struct *leader, __u32 pid, __u32 tid, __u64 start_time,
                                         __u32 exec_id) {
+        struct walk_ctx wc = { .s = s }; /* the callbacks' scratch: the caller's */
         struct cgprof_python_proc *proc = bpf_map_lookup_elem(&python_procs, &pid);
         struct cgprof_stack *st = &s->python;
         struct py_state *p = &s->py;
@@ -1007,7 +1016,7 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
                         st->flags |= CGPROF_PY_NOT_INITIALIZED;
                         return 1;
                 }
-                bpf_loop(CGPROF_PYTHON_MAX_THREAD_SCAN, py_thread_scan, NULL, 0);
+                bpf_loop(CGPROF_PYTHON_MAX_THREAD_SCAN, py_thread_scan, &wc, 0);
                 if (p->tstate == 0) {
                         st->flags |= CGPROF_PY_NO_THREAD;
                         return 1;
@@ -1030,7 +1039,7 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
                 st->flags |= CGPROF_PY_NO_FRAME;
                 return 1;
         }
-        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, py_frame, NULL, 0);
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, py_frame, &wc, 0);
         return 1;
 }
 
@@ -1283,6 +1292,33 @@ static __always_inline void launch_record(struct pt_regs *ctx, __u32 entry, stru
         }
 }
 
+/* Launch programs running, per counts/stacks set they write to: the
+ * agent's drain waits after its flip until none writes to the set it
+ * drains (sampler.c). A launch that read the old set just before the flip
+ * would otherwise count itself there after the drain took its key, and its
+ * stacks, found stored, be taken meanwhile: the count read at a later drain
+ * without its stacks (lost to the launch profile). CPU samples live with
+ * that rare loss; exact launch counts cannot. */
+__u32 launch_inflight[2] = {};
+
+/* The set to write to, marked in use (launch_set_put() when done). */
+static __always_inline __u32 launch_set_get(void) {
+        __u32 set = active_set & 1;
+
+        __sync_fetch_and_add(&launch_inflight[set], 1);
+        /* Flipped meanwhile: the agent may not have seen the mark. */
+        if ((active_set & 1) != set) {
+                __sync_fetch_and_add(&launch_inflight[set], -1);
+                set = active_set & 1;
+                __sync_fetch_and_add(&launch_inflight[set], 1);
+        }
+        return set;
+}
+
+static __always_inline void launch_set_put(__u32 set) {
+        __sync_fetch_and_add(&launch_inflight[set & 1], -1);
+}
+
 /* A uprobe on a launch entry point (attached per file by the agent,
  * agent/sampling/cuda-probes.c): fires for every process that maps the
  * file; only those of a session's cgroups that asked for launches count. */
@@ -1298,6 +1334,7 @@ int cgprof_launch(struct pt_regs *ctx) {
         void *counts, *stacks;
         struct scratch *s;
         __u64 pid_tgid;
+        __u32 set;
 
         sl = bpf_map_lookup_elem(&cgroups, &cgid);
         if (!sl)
@@ -1306,7 +1343,7 @@ int cgprof_launch(struct pt_regs *ctx) {
         sess = bpf_map_lookup_elem(&sessions, &slot);
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_GPU_LAUNCHES))
                 return 0;
-        s = bpf_map_lookup_elem(&scratch_map, &zero);
+        s = bpf_map_lookup_elem(&launch_scratch_map, &zero);
         if (!s)
                 return 0;
 
@@ -1318,7 +1355,8 @@ int cgprof_launch(struct pt_regs *ctx) {
         key.start_time = leader->start_time;
         key.exec_id = leader->self_exec_id;
         st = bpf_map_lookup_elem(&stats, &slot);
-        if (active_set == 0) {
+        set = launch_set_get();
+        if (set == 0) {
                 counts = &counts0;
                 stacks = &stacks0;
         } else {
@@ -1344,6 +1382,7 @@ int cgprof_launch(struct pt_regs *ctx) {
         /* Launches are not samples: only a lost one is in the stats. */
         if (count_key(counts, stacks, s, &key, st) < 0 && st)
                 __sync_fetch_and_add(&st->lost, 1);
+        launch_set_put(set);
         note_process(leader, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }

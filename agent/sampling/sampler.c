@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sched.h>
+#include <time.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
@@ -716,6 +719,25 @@ static int drained_stacks_sort(DrainedStacks *d, uint64_t *ids, struct cgprof_st
         return 0;
 }
 
+/* Waits until no launch program writes to the set just flipped away from
+ * (bpf/profile.bpf.c: launch_inflight): a program runs for microseconds;
+ * at most LAUNCH_SETTLE_USEC on the loop, in case one was preempted. */
+#define LAUNCH_SETTLE_USEC 2000
+static void launches_settle(Sampler *s, uint32_t set) {
+        uint64_t end = 0;
+
+        while (__atomic_load_n(&s->skel->bss->launch_inflight[set & 1], __ATOMIC_SEQ_CST) != 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                if (end == 0)
+                        end = now + LAUNCH_SETTLE_USEC;
+                else if (now > end) {
+                        log_debug("A launch program still writes to the drained set, draining anyway.");
+                        return;
+                }
+                sched_yield();
+        }
+}
+
 /* Takes the counts and stacks of the set the program wrote to until now.
  * Counts first: a count the program stored after its stack (it always
  * stores the stack first) is then never read without its stack. What the
@@ -734,6 +756,7 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
 
         /* New samples go to the other set from now on. */
         __atomic_store_n(&s->skel->bss->active_set, !old, __ATOMIC_SEQ_CST);
+        launches_settle(s, old);
 
         r = map_take_all(bpf_map__fd(counts), sizeof(*keys), sizeof(*values), bpf_map__max_entries(counts),
                          (void **) &keys, (void **) &values, &n_keys);

@@ -533,7 +533,6 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
                         (void) session_data_add_process(s, sp);
                 if (unwind == -EAGAIN)
                         return; /* in the middle of exec(): nothing to capture */
-                process_cuda_check(s, sp);
                 /* Its symbols are read after the other events at hand:
                  * their unwind tables come first (session_capture_pending()). */
                 sp->capture_pending = true;
@@ -587,6 +586,8 @@ static void process_capture(Session *s, SessionProcess *sp) {
         if (r < 0)
                 log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
         process_python_check(s, sp);
+        /* After its symbols: a launch is named when it is drained. */
+        process_cuda_check(s, sp);
 }
 
 static void capture_action(const void *nodep, VISIT which, void *userdata) {

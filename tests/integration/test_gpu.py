@@ -118,7 +118,9 @@ def check_kernels(report, comm):
     stacks = launches(report)
     log("launches: " + str(per_kernel(stacks)))
     want = {k: n * ROUNDS for k, (_, n) in KERNELS.items()}
-    assert per_kernel(stacks) == want, f"{per_kernel(stacks)} != {want}; stacks: {stacks}"
+    assert per_kernel(stacks) == want, (f"{per_kernel(stacks)} != {want}; samples: {report['samples']}; "
+                                        f"stacks: {stacks}; short CPU stacks: "
+                                        + str([l for l in cpu_folded(report).splitlines() if l.count(";") < 3 or "Launch" in l or "path_" in l]))
     for st, n in stacks.items():
         assert st[0] == comm, st
         path = KERNELS[st[-1]][0]
@@ -138,7 +140,11 @@ def run_fixture(tag, path, probed):
         s.go(p)
         s.finish(p)
         report = s.report()
-        check_kernels(report, os.path.basename(path)[:15])
+        try:
+            check_kernels(report, os.path.basename(path)[:15])
+        except AssertionError:
+            log("agent log:\n" + "\n".join(l for l in s.agent.log().splitlines() if "cuda" in l.lower()))
+            raise
         return report
     finally:
         s.cleanup()
