@@ -325,3 +325,11 @@ size_t cuda_probes_files(CudaProbes *p, const CudaProbeFile *const **ret) {
         *ret = (const CudaProbeFile *const *) p->files;
         return p->n_files;
 }
+
+size_t cuda_probes_process_files(CudaProbes *p, pid_t pid, uint64_t start_time,
+                                 const CudaProbeFile *const **ret) {
+        CudaProbeProc *c = p ? proc_find(p, pid, start_time, NULL) : NULL;
+
+        *ret = c ? (const CudaProbeFile *const *) c->files : NULL;
+        return c ? c->n_files : 0;
+}

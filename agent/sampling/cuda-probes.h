@@ -41,5 +41,10 @@ typedef struct CudaProbeFile {
         unsigned users; /* processes that map it */
 } CudaProbeFile;
 
-/* The files with probes now. */
+/* The probed files the process maps, as of its last look (none for a
+ * process not referenced). */
+size_t cuda_probes_process_files(CudaProbes *p, pid_t pid, uint64_t start_time,
+                                 const CudaProbeFile *const **ret);
+
+/* The files looked at (with probes: n_links > 0, or none). */
 size_t cuda_probes_files(CudaProbes *p, const CudaProbeFile *const **ret);

@@ -218,6 +218,7 @@ Session *session_free(Session *s) {
         free(s->pod);
         free(s->pod_uid);
         strv_free(s->job_labels);
+        strv_free(s->cuda_probes);
         free(s->container);
         free(s->container_id);
         safe_close(s->cgroup_fd);
@@ -448,6 +449,36 @@ static SessionProcess *process_parent(Session *s, const SessionProcess *sp) {
 /* The launch probes of the CUDA files the process maps (gpu.launches): at
  * its capture, and again (once per drain) while it maps none, or when its
  * mappings changed (dlopen(), dlclose()). */
+/* Notes the probed files the process maps, for summary.json. */
+static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
+        const CudaProbeFile *const *files;
+        size_t n = cuda_probes_process_files(sp->cuda, (pid_t) sp->pid, sp->start_time, &files), k;
+        char **l;
+
+        for (size_t i = 0; i < n; i++) {
+                bool known = false;
+
+                k = strv_length(s->cuda_probes);
+                for (size_t j = 0; j + 1 < k && !known; j += 2)
+                        known = streq(s->cuda_probes[j], files[i]->path);
+                if (known || !files[i]->entries)
+                        continue;
+                l = reallocarray(s->cuda_probes, k + 3, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+                s->cuda_probes = l;
+                l[k] = strdup(files[i]->path);
+                l[k + 1] = l[k] ? strdup(files[i]->entries) : NULL;
+                l[k + 2] = NULL;
+                if (!l[k + 1]) {
+                        free(l[k]);
+                        l[k] = NULL;
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static void process_cuda_check(Session *s, SessionProcess *sp) {
         CudaProbes *cuda;
         int r;
@@ -459,6 +490,8 @@ static void process_cuda_check(Session *s, SessionProcess *sp) {
                 r = cuda_probes_process_rescan(sp->cuda, (pid_t) sp->pid, sp->start_time);
                 if (r < 0)
                         log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
+                if (r > 0 && session_note_cuda_probes(s, sp) < 0)
+                        log_oom();
                 return;
         }
         cuda = sampler_cuda_probes(s->room->sampler);
@@ -468,6 +501,8 @@ static void process_cuda_check(Session *s, SessionProcess *sp) {
         if (r < 0)
                 log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
         sp->cuda = cuda; /* holds its reference either way */
+        if (r > 0 && session_note_cuda_probes(s, sp) < 0)
+                log_oom();
 }
 
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {

@@ -97,6 +97,7 @@ typedef struct PprofWriter {
         size_t n_comments;
 
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
+        bool launches; /* CUDA kernel launches (cuda_launches/count), not CPU samples */
         Perftools__Profiles__ValueType **sample_types;
 
         Perftools__Profiles__Mapping *mappings;
@@ -206,9 +207,9 @@ static int check_data(const ProfileData *d) {
 
 static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
         static const char *const fixed[] = {
-                "",     "samples",    "count",     "cpu",  "nanoseconds", "pid",
-                "comm", "cgroup",     "namespace", "pod",  "container",   KERNEL_MAPPING_FILE,
-                "rank", "local_rank", "role",      "main", "worker",
+                "",           "samples", "count",     "cpu",    "nanoseconds", "cuda_launches",     "pid",
+                "comm",       "cgroup",  "namespace", "pod",    "container",   KERNEL_MAPPING_FILE, "rank",
+                "local_rank", "role",    "main",      "worker",
         };
         StringTable *t = &w->strings;
 
@@ -645,7 +646,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                         continue;
 
                 perftools__profiles__sample__init(sample);
-                sample->n_value = 2;
+                sample->n_value = w->launches ? 1 : 2;
                 sample->value = w->values + 2 * k;
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
@@ -757,6 +758,14 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         p.n_string_table = w.strings.n;
         p.string_table = (char **) w.strings.strings;
 
+        /* The launches of a CUDA launch report (report.c: cuda.pb.gz): one
+         * sample type, cuda_launches/count, the period one launch. */
+        w.launches = d->n_stacks > 0;
+        for (size_t i = 0; i < d->n_stacks && w.launches; i++)
+                w.launches = profile_stack_is_launch(d, &d->stacks[i]);
+        if (w.launches)
+                period = 1;
+
         /* samples/count, cpu/nanoseconds; the period type is cpu/nanoseconds too. */
         w.value_types = calloc(3, sizeof(Perftools__Profiles__ValueType));
         w.sample_types = calloc(2, sizeof(Perftools__Profiles__ValueType *));
@@ -769,11 +778,15 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         }
         w.sample_types[0] = w.value_types;
         w.sample_types[1] = w.value_types + 1;
-        p.n_sample_type = 2;
+        if (w.launches) {
+                w.value_types[0].type = w.value_types[2].type = string_index(&w.strings, "cuda_launches");
+                w.value_types[0].unit = w.value_types[2].unit = string_index(&w.strings, "count");
+        }
+        p.n_sample_type = w.launches ? 1 : 2;
         p.sample_type = w.sample_types;
         p.period_type = w.value_types + 2;
         p.period = clamp_i64(period);
-        p.default_sample_type = string_index(&w.strings, "cpu");
+        p.default_sample_type = string_index(&w.strings, w.launches ? "cuda_launches" : "cpu");
 
         if (info) {
                 p.time_nanos = mul_i64(info->start_usec, NSEC_PER_USEC);

@@ -73,6 +73,8 @@ int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret) {
  * in files of their own, whatever formats the profile asks for. */
 static const ReportFormatInfo launch_formats[] = {
         { REPORT_FORMAT_FOLDED, "cuda.folded", report_write_folded_info },
+        { REPORT_FORMAT_PPROF, "cuda.pb.gz", report_write_pprof }, /* cuda_launches/count */
+        { REPORT_FORMAT_SVG, "cuda.svg", report_write_svg }, /* kernels in green */
 };
 
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
@@ -90,6 +92,10 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
         if (r > 0) {
                 d = cpu;
                 for (size_t i = 0; i < ELEMENTSOF(launch_formats); i++) {
+                        /* cuda.folded always; the others as the profile's formats say. */
+                        if (launch_formats[i].format != REPORT_FORMAT_FOLDED &&
+                            !(formats & (1u << launch_formats[i].format)))
+                                continue;
                         WriteCtx ctx = { .format = &launch_formats[i], .data = launches, .info = in };
                         r = write_file_atomic_at(dirfd, launch_formats[i].file, write_cb, &ctx);
                         if (r < 0)
@@ -104,6 +110,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
         if (r < 0)
                 return r;
         info = &valid.info;
+        info->launches = launches;
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (formats & (1u << f))
                         files[n++] = report_formats[f].file;

@@ -17,10 +17,12 @@ and the agent's uprobe counts each call.
   the session: its launches before and after are counted.
 - "gpu": {"launches": "yes"} is refused with the key's path."""
 
+import gzip
 import os
 import subprocess
 
 from cgproflib import Agent, Cgroup, log, main, profile, run_in_cgroup, skip_prereq, wait_for
+from test_pprof import fields, ints
 
 SHARED = os.environ.get("CGPROF_CUDA_LAUNCH_SHARED", "")
 STATIC = os.environ.get("CGPROF_CUDA_LAUNCH_STATIC", "")
@@ -66,7 +68,8 @@ class Session:
     def __init__(self, tag, **keys):
         self.cg = Cgroup(f"cgprof-test-gpu-{tag}-{os.getpid()}")
         self.agent = Agent({
-            "profiles": [profile(name="gpu", gpu={"launches": True}, **keys)],
+            "profiles": [profile(name="gpu", gpu={"launches": True}, formats=["folded", "json", "pprof", "svg"],
+                                 **keys)],
             "targets": [{"name": "t", "profileRef": "gpu", "cgroupPatterns": [self.cg.rel]}],
         })
         self.agent.start()
@@ -129,6 +132,30 @@ def check_kernels(report, comm):
         assert not any(o in st for o in others), st
     # Launches are not CPU samples.
     assert MODULE not in cpu_folded(report) and "k_alpha(float*, int) " not in cpu_folded(report)
+    # summary.json: per kernel, per stack, and the probes attached.
+    cuda = report["cudaLaunches"]
+    assert cuda["total"] == 10 * ROUNDS, cuda
+    assert {k["name"]: k["launches"] for k in cuda["kernels"]} == want, cuda["kernels"]
+    assert [k["name"] for k in cuda["kernels"]] == list(KERNELS), cuda["kernels"]
+    assert sum(x["launches"] for x in cuda["stacks"]) == 10 * ROUNDS, cuda["stacks"]
+    assert any("cudaLaunchKernel" in p["entryPoints"] for p in cuda["probes"]), cuda["probes"]
+    assert "cuda.folded" in report["files"], report["files"]
+    # pprof: cuda_launches/count; the SVG: the kernels in their own palette.
+    with open(os.path.join(report["_dir"], "cuda.pb.gz"), "rb") as f:
+        pb = gzip.decompress(f.read())
+    strings, types, samples = [], [], 0
+    for num, wt, v in fields(pb):
+        if num == 6:
+            strings.append(v.decode())
+        elif num == 1:
+            types.append(dict((n, x) for n, _, x in fields(v)))
+        elif num == 2:
+            samples += sum(ints(w, x)[0] for n, w, x in fields(v) if n == 2)
+    assert [(strings[t[1]], strings[t[2]]) for t in types] == [("cuda_launches", "count")], types
+    assert samples == 10 * ROUNDS and "k_gamma(int*)" in strings, samples
+    with open(os.path.join(report["_dir"], "cuda.svg")) as f:
+        svg = f.read()
+    assert 'data-name="k_beta(float*, int)"' in svg and 'data-kind="cuda"' in svg
 
 
 def run_fixture(tag, path, probed):
