@@ -1246,7 +1246,7 @@ struct launch_config {
  * x86-64 SysV: a dim3 (12 bytes, INTEGER class) takes two registers, x | y
  * << 32 and z, so cudaLaunchKernel(func, grid, block, args, shmem, stream)
  * has func in rdi, grid in rsi:rdx, block in rcx:r8, args in r9, and shmem
- * and stream on the stack (bench/gpu-launch.sh disassembles a caller). */
+ * and stream on the stack (bench/gpu-launch disassembles a caller). */
 static __always_inline void launch_record(struct pt_regs *ctx, __u32 entry, struct cgprof_stack *st) {
         __u64 *pc = st->pcs;
         struct launch_config c = {};
