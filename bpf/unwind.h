@@ -82,6 +82,13 @@ struct cgprof_unwind_rule {
         __s8 fp_offset;
 };
 
+/* BPF arrays round their values up to 8 bytes: the shards and the rules
+ * map hold two of them per value (cell or rule i is half i & 1 of value
+ * i >> 1), and read through mmap() they are plain arrays of 4-byte items. */
+struct cgprof_unwind_rule_pair {
+        struct cgprof_unwind_rule r[2];
+};
+
 /* Where a page's cells are: in the maps, shard first >> CGPROF_UNWIND_SHARD_BITS,
  * cell first & (2^CGPROF_UNWIND_SHARD_BITS - 1) of it; in the builder's
  * output, the index of its first cell. */

@@ -742,10 +742,13 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                                 return r;
                 }
                 if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
-                        r = profile_data_mapping_set_unwind_table(
-                                s->data, mapping, unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr));
-                        if (r < 0)
-                                return r;
+                        const char *d = unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr);
+                        /* Still being built: a later sample says how it ended. */
+                        if (!streq_ptr(d, UNWINDER_DESCRIBE_PENDING)) {
+                                r = profile_data_mapping_set_unwind_table(s->data, mapping, d);
+                                if (r < 0)
+                                        return r;
+                        }
                 }
                 /* Whether the function keeps a frame pointer: its CFA is
                  * computed from it (the leaf may be in a prologue). */
@@ -964,6 +967,7 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
                 { CGPROF_STACK_READ_ERROR, offsetof(ReportUnwindInfo, read_error) },
                 { CGPROF_STACK_BAD_FRAME, offsetof(ReportUnwindInfo, bad_frame) },
                 { CGPROF_STACK_FP_END, offsetof(ReportUnwindInfo, fp_end) },
+                { CGPROF_STACK_TABLE_PENDING, offsetof(ReportUnwindInfo, table_pending) },
         };
 
         if (st->flags & CGPROF_STACK_PENDING)

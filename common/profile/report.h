@@ -26,6 +26,8 @@ typedef struct ReportUnwindInfo {
         uint64_t table_walks, kernel_walks, pending_walks;
         /* Why the table walks ended (a walk may have several reasons). */
         uint64_t complete, truncated, no_mapping, no_table, unsupported, read_error, bad_frame, fp_end;
+        /* Table walks that met a table still being built (those frames walked as without one). */
+        uint64_t table_pending;
 } ReportUnwindInfo;
 
 /* How the Python frames of the session's CPython processes were walked
