@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "elf-symtab.h"
 #include "elf-util.h"
 #include "log.h"
@@ -22,7 +23,6 @@
 #include "unwind-table.h"
 #include "unwind.h"
 #include "unwinder.h"
-#include "worker.h"
 
 /* A table no live process uses is kept this long: the next process of the
  * same binary (a shell loop, a worker pool) finds it ready. */
