@@ -126,8 +126,8 @@ struct Unwinder {
         sd_event *event;
         SamplerUnwindMaps maps;
         UnwindStore *store;
-        UnwindRules
-                *rules; /* the worker's while a build runs (it interns); the loop reads those published */
+        /* The worker's while a build runs (it interns); the loop reads those published. */
+        UnwindRules *rules;
         Worker *worker; /* builds tables */
         UnwindFile *queue_first, *queue_last; /* tables to build, in the order seen */
         BuildJob *in_flight; /* the build on the worker (one at a time) */
@@ -973,9 +973,11 @@ static int process_load(UnwindProcess *p) {
         /* Everything in place: the walker may use the tables. */
         if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)
                 return negative_errno();
-        log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding (%.1f ms after it "
-                  "started).",
+        log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding in %.1f ms (%.1f "
+                  "ms after "
+                  "it started).",
                   (int) p->pid, p->n_mappings, p->n_keys,
+                  (double) (now_usec(CLOCK_MONOTONIC) - p->loaded_usec) / 1e3,
                   (double) (now_usec(CLOCK_MONOTONIC) * 1000 - p->start_time) / 1e6);
         return 0;
 }

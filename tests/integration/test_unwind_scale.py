@@ -94,14 +94,25 @@ def test_cuda_and_torch_tables_fit():
         agent.start()
         u = wait_tables_built(agent)
         time.sleep(4)  # samples walked with all the tables in (those before: some pending)
-        u = agent.status()["unwindTables"]
+        st = agent.status()
+        u = st["unwindTables"]
         log("unwindTables:", u)
+        # The builds ran on the worker: the loop's longest dispatch (CPU
+        # and wall time), for the record.
+        log("eventLoop:", st["eventLoop"])
         p.terminate()
         p.wait(60)
         cg.remove()
         r = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
         text = agent.log()
 
+        lines = text.splitlines()
+        for line in lines:
+            if "map entries loaded for unwinding" in line and f"PID {p.pid}:" in line:
+                log(line[line.index("PID"):])
+        for i, line in enumerate(lines):
+            if "An event loop dispatch took" in line:
+                log("slow dispatch, after:\n  " + "\n  ".join(x[:200] for x in lines[max(0, i - 3):i + 1]))
         assert u["tablesNotFitted"] == 0, u
         assert u["tablesPending"] == 0, u
         assert 0 < u["bytesUsed"] <= u["bytesBudget"], u
