@@ -200,7 +200,7 @@ struct walk_state {
         __u32 pid;
         __u32 session_flags;
         __u32 session;
-        __u32 pad;
+        __u32 stack_switched; /* a CGPROF_CFA_FP_STACK_SWITCH step was taken */
         /* The user stack from the interrupted sp, copied in one read: frame
          * records inside it are loads, not a helper call each. */
         __u64 copy_base, copy_len;
@@ -535,8 +535,9 @@ static __always_inline int read_frame_record(struct walk_state *w, __u64 addr, s
         return read_stack(w, addr, ret, sizeof(*ret));
 }
 
-/* One frame by frame pointer: [fp] is the caller's fp, [fp + 8] the return address. */
-static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st) {
+/* One frame by frame pointer: [fp] is the caller's fp, [fp + 8] the return
+ * address. any_stack: the frame may be on another stack (once a walk). */
+static __always_inline int fp_step_on(struct walk_state *w, struct cgprof_stack *st, int any_stack) {
         struct frame_record f;
 
         if (w->fp == 0) {
@@ -552,7 +553,7 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
                 st->flags |= CGPROF_STACK_READ_ERROR;
                 return 1;
         }
-        if (w->fp + 16 <= w->sp) {
+        if (w->fp + 16 <= w->sp && !any_stack) {
                 st->flags |= CGPROF_STACK_BAD_FRAME;
                 return 1;
         }
@@ -566,7 +567,12 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
         return 0;
 }
 
-/* One frame by the table row. Returns 1 to stop, 2 to try a frame-pointer step. */
+static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st) {
+        return fp_step_on(w, st, 0);
+}
+
+/* One frame by the table row. Returns 1 to stop, 2 to try a frame-pointer
+ * step, 3 for a frame-pointer step that may switch stacks. */
 static __always_inline int table_step(struct walk_state *w, struct cgprof_stack *st, __u64 addr) {
         struct cgprof_unwind_table *t;
         struct cgprof_unwind_rule *row;
@@ -613,6 +619,8 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
         case CGPROF_CFA_UNSUPPORTED:
                 st->flags |= CGPROF_STACK_UNSUPPORTED;
                 return 2;
+        case CGPROF_CFA_FP_STACK_SWITCH:
+                return 3;
         default: /* CGPROF_CFA_NONE: no FDE covers the address */
                 return 2;
         }
@@ -714,6 +722,16 @@ static long walk_frame(__u32 i, void *data) {
                 r = 2;
         else
                 r = table_step(w, st, addr);
+        if (r == 3) {
+                /* Go's stack switch: rbp links back to the stack it left. */
+                if (n < 64)
+                        st->fp_frames[0] |= 1ULL << n;
+                else
+                        st->fp_frames[1] |= 1ULL << (n & 63);
+                r = fp_step_on(w, st, !w->stack_switched);
+                w->stack_switched = 1;
+                return r ? 1 : 0;
+        }
         if (r == 2) {
                 if (!(w->session_flags & CGPROF_SESSION_UNWIND_FP_FALLBACK)) {
                         st->flags |= CGPROF_STACK_NO_TABLE;
@@ -849,6 +867,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         s->w.session = session;
         s->w.session_flags = session_flags;
         s->w.map.start = s->w.map.end = 0;
+        s->w.stack_switched = 0;
         walk_by_tables(&wc);
 }
 

@@ -6,7 +6,8 @@
 /* The unwind table format, shared by the BPF walker (profile.bpf.c), the
  * agent that loads tables into maps, and the table builder
  * (common/symbols/unwind-table.c) that makes them from .eh_frame /
- * .debug_frame. Fixed-width fields only.
+ * .debug_frame, and from .gopclntab's pcsp for Go functions
+ * (common/symbols/go-unwind.c). Fixed-width fields only.
  *
  * A table describes one ELF file. Its rows are sorted by pc, which is an
  * offset from the table's base (the lowest address an FDE covers, an ELF
@@ -36,6 +37,13 @@ enum {
         CGPROF_CFA_PLT = 3,
         CGPROF_CFA_END = 4, /* the outermost frame: the return address is undefined (e.g. _start) */
         CGPROF_CFA_UNSUPPORTED = 5, /* an expression or register the walker does not evaluate */
+        /* A frame-pointer step ([fp] the caller's fp, [fp + 8] the return
+         * address) that may land on another stack: Go's functions that
+         * switch stacks (SPWRITE: systemstack, asmcgocall, the vDSO calls
+         * of time.now), whose rbp still links to the stack they came from.
+         * The walker takes one such step per walk without checking that
+         * the stack grows. */
+        CGPROF_CFA_FP_STACK_SWITCH = 7,
 };
 
 /* Where the caller's frame pointer is (bits 4-7 of a row's rule). */

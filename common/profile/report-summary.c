@@ -363,7 +363,11 @@ static int add_mappings(cJSON *root, const ProfileData *d) {
                  * pointer; where they were walked by frame pointer, its
                  * stacks end early (most leaves at a shallow depth). */
                 bool no_fp;
-                if (b->sp_cfa_frames + b->fp_cfa_frames >= SHALLOW_MIN_SAMPLES)
+                if (b->unwind_table && strncmp(b->unwind_table, ".gopclntab", strlen(".gopclntab")) == 0)
+                        /* Go (amd64, since 1.7) keeps frame pointers; its
+                         * rows count from rsp because pcsp is exact. */
+                        no_fp = false;
+                else if (b->sp_cfa_frames + b->fp_cfa_frames >= SHALLOW_MIN_SAMPLES)
                         no_fp = b->sp_cfa_frames > b->fp_cfa_frames;
                 else
                         no_fp = b->leaf >= SHALLOW_MIN_SAMPLES &&

@@ -298,9 +298,10 @@ static uint64_t functab_pc(const GoPclntab *t, uint64_t i) {
 typedef struct GoFunc {
         uint64_t entry, end;
         uint32_t name_off;
-        uint32_t pcfile, pcln;
+        uint32_t pcsp, pcfile, pcln;
         uint32_t npcdata;
         uint32_t cu_offset;
+        uint8_t func_id, flag; /* flag: Go 1.17+ (a pad byte, 0, in Go 1.16) */
         uint8_t nfuncdata;
         const uint8_t *pcdata; /* npcdata uint32 */
         const uint8_t *funcdata; /* nfuncdata uint32 (1.18+) or pointers */
@@ -330,10 +331,13 @@ static int func_read(const GoPclntab *t, uint64_t i, GoFunc *ret) {
                 return -EBADMSG; /* the record is not the function's */
         p = f + entry_size;
         fn.name_off = u32_at(t, p);
+        fn.pcsp = u32_at(t, p + 12);
         fn.pcfile = u32_at(t, p + 16);
         fn.pcln = u32_at(t, p + 20);
         fn.npcdata = u32_at(t, p + 24);
         fn.cu_offset = u32_at(t, p + 28);
+        fn.func_id = f[fixed - 4];
+        fn.flag = f[fixed - 3];
         fn.nfuncdata = f[fixed - 1];
 
         /* pcdata[npcdata], then funcdata[nfuncdata]: uint32 offsets from
@@ -456,6 +460,90 @@ static int pcvalue(const GoPclntab *t, uint32_t off, uint64_t entry, uint64_t ta
                         return 0;
                 }
         }
+}
+
+/* ---- the stack-pointer delta (pcsp), for unwinding ---- */
+
+int gopclntab_func_info(const GoPclntab *t, size_t i, GoFuncInfo *ret) {
+        const char *name;
+        GoFunc fn;
+        int r;
+
+        if (!t || !ret)
+                return -EINVAL;
+        r = func_read(t, i, &fn);
+        if (r < 0)
+                return r;
+        if (fn.end < fn.entry)
+                return -EBADMSG; /* unsorted */
+        name = string_at(t->funcnametab, t->funcnametab_size, fn.name_off);
+        if (!name)
+                return -EBADMSG;
+        *ret = (GoFuncInfo){
+                .entry = fn.entry,
+                .end = fn.end,
+                .name = name,
+                .pcsp = fn.pcsp,
+                .func_id = fn.func_id,
+                .flag = fn.flag,
+        };
+        return 0;
+}
+
+int gopclntab_pcsp_begin(const GoPclntab *t, const GoFuncInfo *fn, GoPcValueIter *ret) {
+        if (!t || !fn || !ret || fn->end < fn->entry)
+                return -EINVAL;
+        if (fn->pcsp == 0)
+                return -ENOENT;
+        if (fn->pcsp >= t->pctab_size)
+                return -EBADMSG;
+        *ret = (GoPcValueIter){
+                .p = t->pctab + fn->pcsp,
+                .end = t->pctab + t->pctab_size,
+                .pc = fn->entry,
+                .entry = fn->entry,
+                .fn_end = fn->end,
+                .value = (uint32_t) -1,
+                .quantum = t->quantum,
+        };
+        return 0;
+}
+
+int gopclntab_pcvalue_next(GoPcValueIter *it, uint64_t *ret_start, uint64_t *ret_end, int32_t *ret_value) {
+        if (!it || !ret_start || !ret_end || !ret_value)
+                return -EINVAL;
+
+        /* Each step reads at least two bytes of the table: the loop ends
+         * with it. A run of no addresses is skipped. */
+        while (!it->done) {
+                uint32_t uv, pcdelta;
+                uint64_t start = it->pc;
+
+                it->steps++;
+                if (read_uvarint(&it->p, it->end, &uv) < 0)
+                        return -EBADMSG;
+                if (uv == 0 && it->pc != it->entry) {
+                        it->done = true; /* the end of the table */
+                        break;
+                }
+                it->value += (uint32_t) - (uv & 1) ^ (uv >> 1);
+                if (read_uvarint(&it->p, it->end, &pcdelta) < 0)
+                        return -EBADMSG;
+                if ((uint64_t) pcdelta * it->quantum >= it->fn_end - it->pc) {
+                        /* The function's end (a table that runs past it
+                         * is cut there). */
+                        it->pc = it->fn_end;
+                        it->done = true;
+                } else
+                        it->pc += (uint64_t) pcdelta * it->quantum;
+                if (it->pc > start) {
+                        *ret_start = start;
+                        *ret_end = it->pc;
+                        *ret_value = (int32_t) it->value;
+                        return 1;
+                }
+        }
+        return 0;
 }
 
 static const char *func_name(const GoPclntab *t, uint32_t name_off) {
@@ -739,8 +827,8 @@ static void elf_image_done(ElfImage *image) {
 }
 
 /* The file: mapped from fd (only the pages lookups touch are read), or with
- * fd < 0 the in-memory image copied. */
-static int elf_image_open(Elf *elf, int fd, ElfImage *ret) {
+ * fd < 0 the in-memory image copied, or borrowed. */
+static int elf_image_open(Elf *elf, int fd, bool borrow, ElfImage *ret) {
         const char *raw;
         size_t size;
         void *p;
@@ -763,6 +851,10 @@ static int elf_image_open(Elf *elf, int fd, ElfImage *ret) {
         raw = elf_rawfile(elf, &size);
         if (!raw || size == 0)
                 return -EBADMSG;
+        if (borrow) {
+                *ret = (ElfImage){ .data = (const uint8_t *) raw, .size = size };
+                return 0;
+        }
         p = malloc(size);
         if (!p)
                 return -ENOMEM;
@@ -839,7 +931,7 @@ static void load_go_version(GoPclntab *t, Elf *elf, size_t shstrndx, const ElfIm
                                                  &t->go_version);
 }
 
-int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
+static int load(Elf *elf, int fd, bool borrow, GoPclntab **ret) {
         _cleanup_(gopclntab_freep) GoPclntab *t = NULL;
         _cleanup_(elf_image_done) ElfImage image = {};
         GoSections sections;
@@ -856,7 +948,7 @@ int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
         r = pclntab_section(elf, shstrndx, &sh);
         if (r < 0)
                 return r;
-        r = elf_image_open(elf, fd, &image);
+        r = elf_image_open(elf, fd, borrow, &image);
         if (r < 0)
                 return r;
         d = section_bytes(image.data, image.size, &sh);
@@ -885,4 +977,12 @@ int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
 
         *ret = TAKE_PTR(t);
         return 0;
+}
+
+int gopclntab_load(Elf *elf, int fd, GoPclntab **ret) {
+        return load(elf, fd, false, ret);
+}
+
+int gopclntab_load_borrowed(Elf *elf, GoPclntab **ret) {
+        return load(elf, -1, true, ret);
 }

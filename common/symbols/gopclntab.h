@@ -75,6 +75,10 @@ typedef struct GoPclntabImage {
  * data sections by its pointer to the table; without it (not found) lookups
  * give no inlined frames. The Go version comes from .go.buildinfo. */
 int gopclntab_load(Elf *elf, int fd, GoPclntab **ret);
+/* The same, reading the ELF's image in place (elf_rawfile(): nothing is
+ * mapped or copied): elf must outlive the table. The unwind-table builder's
+ * way, which has no fd. */
+int gopclntab_load_borrowed(Elf *elf, GoPclntab **ret);
 /* The same from memory (borrowed, not copied): tests and fuzzing. */
 int gopclntab_new(const GoPclntabImage *image, GoPclntab **ret);
 GoPclntab *gopclntab_free(GoPclntab *t);
@@ -98,6 +102,48 @@ int gopclntab_function(const GoPclntab *t, size_t i, uint64_t *ret_entry, uint64
  * data is malformed (broken inline data only ends the inlined frames).
  * Strings point into the table. */
 int gopclntab_lookup(const GoPclntab *t, uint64_t pc, GoFrame *frames, size_t max, size_t *ret_n);
+
+/* ---- unwinding: each function's stack-pointer delta ---- */
+
+/* runtime/symtab.go's funcFlag (Go 1.17+; 0 in Go 1.16). */
+#define GO_FUNC_FLAG_TOPFRAME 0x01U /* the outermost frame of its stack (goexit, mstart, rt0_go) */
+#define GO_FUNC_FLAG_SPWRITE 0x02U /* writes SP other than by a constant: pcsp does not hold past that */
+#define GO_FUNC_FLAG_ASM 0x04U /* written in assembly */
+
+typedef struct GoFuncInfo {
+        uint64_t entry, end; /* [entry, end) */
+        const char *name; /* lives as long as the table */
+        uint32_t pcsp; /* its pcsp table (an offset in the table's pctab), 0: none */
+        uint8_t func_id; /* runtime's funcID (numbered differently by Go versions) */
+        uint8_t flag; /* GO_FUNC_FLAG_* */
+} GoFuncInfo;
+
+/* The i-th function (sorted by address), for unwinding. -ENOENT past the
+ * last, -EBADMSG when its record is malformed. */
+int gopclntab_func_info(const GoPclntab *t, size_t i, GoFuncInfo *ret);
+
+/* A pc-value table read run by run. */
+typedef struct GoPcValueIter {
+        const uint8_t *p, *end;
+        uint64_t pc, entry, fn_end;
+        uint32_t value;
+        uint8_t quantum;
+        bool done;
+        uint64_t steps; /* (value, pc) pairs read so far */
+} GoPcValueIter;
+
+/* The runs of a function's pcsp table: the bytes the function has pushed
+ * (the stack pointer's distance below its value at entry, return address
+ * not counted) at each address: 0 at entry, the frame size after the
+ * prologue. -ENOENT when the function has none. */
+int gopclntab_pcsp_begin(const GoPclntab *t, const GoFuncInfo *fn, GoPcValueIter *ret);
+/* The next run [*ret_start, *ret_end) and its value: 1; 0 at the end of
+ * the table (which may come before the function's end: the rest is
+ * unknown); -EBADMSG when the table is malformed (truncated). Runs lie in
+ * [entry, end), in order, none empty; a table running past the
+ * function's end is cut there. Each call reads at least two bytes of the
+ * table, so a table is read in at most its size / 2 steps. */
+int gopclntab_pcvalue_next(GoPcValueIter *it, uint64_t *ret_start, uint64_t *ret_end, int32_t *ret_value);
 
 /* Reads the Go version string of a .go.buildinfo section (1.18+: inline;
  * earlier: through pointers, resolved with 'regions'). 0 and *ret

@@ -37,6 +37,7 @@
 #include <libelf.h>
 
 #include "elf-util.h"
+#include "go-unwind.h"
 #include "log.h"
 #include "unwind-table.h"
 
@@ -1109,6 +1110,12 @@ const char *unwind_source_to_string(UnwindSource s) {
                 return ".eh_frame";
         case UNWIND_SOURCE_DEBUG_FRAME:
                 return ".debug_frame";
+        case UNWIND_SOURCE_GOPCLNTAB:
+                return ".gopclntab";
+        case UNWIND_SOURCE_GOPCLNTAB_EH_FRAME:
+                return ".gopclntab+.eh_frame";
+        case UNWIND_SOURCE_GOPCLNTAB_DEBUG_FRAME:
+                return ".gopclntab+.debug_frame";
         default:
                 return "none";
         }
@@ -1147,7 +1154,8 @@ static int section_bytes(Elf_Scn *scn, const GElf_Shdr *shdr, const uint8_t **re
         return 0;
 }
 
-int unwind_table_build_elf(Elf *elf, UnwindTable **ret) {
+/* The table of .eh_frame, else .debug_frame. */
+static int cfi_build_elf(Elf *elf, UnwindTable **ret) {
         Elf_Scn *scn = NULL, *eh_scn = NULL, *debug_scn = NULL;
         GElf_Shdr eh_shdr = {}, debug_shdr = {};
         const UnwindArch *arch = NULL;
@@ -1219,6 +1227,39 @@ int unwind_table_build_elf(Elf *elf, UnwindTable **ret) {
                         r = k;
         }
         return r;
+}
+
+int unwind_table_build_elf(Elf *elf, UnwindTable **ret) {
+        _cleanup_(unwind_table_freep) UnwindTable *cfi = NULL, *go = NULL;
+        int r, k;
+
+        r = cfi_build_elf(elf, &cfi);
+        if (r == -EINVAL || r == -ENOEXEC || r == -ENOTSUP)
+                return r;
+
+        /* Go functions: .gopclntab's pcsp, exact and present in stripped
+         * binaries too; the CFI (cgo's C code) for the rest. */
+        k = go_unwind_build_elf(elf, &go);
+        if (k < 0) {
+                if (k != -ENODATA)
+                        log_debug_errno(k, "No unwind rows from .gopclntab, ignoring: %m");
+                if (r < 0)
+                        return r;
+                *ret = TAKE_PTR(cfi);
+                return 0;
+        }
+        if (r < 0) {
+                log_debug_errno(r, "No usable CFI, the Go rows alone: %m");
+                *ret = TAKE_PTR(go);
+                return 0;
+        }
+        k = go_unwind_merge(go, cfi, ret);
+        if (k == -E2BIG) {
+                log_debug("The Go rows and the CFI span more than 4 GiB, the Go rows alone.");
+                *ret = TAKE_PTR(go);
+                return 0;
+        }
+        return k;
 }
 
 int unwind_table_build_fd(int fd, UnwindTable **ret) {

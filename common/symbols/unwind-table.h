@@ -30,6 +30,9 @@ typedef enum UnwindSource {
         UNWIND_SOURCE_NONE,
         UNWIND_SOURCE_EH_FRAME,
         UNWIND_SOURCE_DEBUG_FRAME,
+        UNWIND_SOURCE_GOPCLNTAB, /* Go functions only (go-unwind.h) */
+        UNWIND_SOURCE_GOPCLNTAB_EH_FRAME, /* Go functions, and .eh_frame for the rest (cgo) */
+        UNWIND_SOURCE_GOPCLNTAB_DEBUG_FRAME, /* Go functions, and .debug_frame for the rest */
 } UnwindSource;
 
 typedef struct UnwindTableStats {
@@ -40,6 +43,7 @@ typedef struct UnwindTableStats {
         /* rows of the table whose CFA rule the walker cannot evaluate (CGPROF_CFA_UNSUPPORTED) */
         size_t n_unsupported_rows;
         size_t n_rows_raw; /* one per address range of every FDE and gap, before merging equal neighbours */
+        size_t n_go_functions; /* Go functions whose rows come from .gopclntab's pcsp */
 } UnwindTableStats;
 
 typedef struct UnwindTable {
@@ -55,9 +59,12 @@ typedef struct UnwindTable {
 #define UNWIND_TABLE_ROWS_MAX (16U * 1024U * 1024U)
 
 /* Both return 0 and a table, or
+ * (Go binaries: the rows of .gopclntab's pcsp for Go functions, merged
+ * with .eh_frame's or .debug_frame's for the rest: go-unwind.h; a Go
+ * binary without CFI, stripped, gets the Go rows alone)
  *   -ENOEXEC  not an ELF file,
  *   -ENOTSUP  an architecture (e_machine, class, byte order) without a register mapping (x86-64 only, for now),
- *   -ENODATA  neither .eh_frame nor .debug_frame, or no FDE in them,
+ *   -ENODATA  neither .eh_frame nor .debug_frame (nor .gopclntab), or no FDE in them,
  *   -EBADMSG  a section so broken nothing usable came out of it,
  *   -E2BIG    the covered addresses span more than 4 GiB (row pc is 32 bits), or too many rows,
  *   -ENOMEM.

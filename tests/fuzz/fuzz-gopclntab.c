@@ -11,13 +11,16 @@
  *    read-only data (8 bytes each, little endian), the table's size (4
  *    bytes), the table, then the region (where inline trees are read).
  * Every table built is probed with lookups across the functions' range and
- * by function index; their strings must lie inside the input. */
+ * by function index; their strings must lie inside the input. The pcsp
+ * reader and the unwind rows built from it (go-unwind.c) are checked too:
+ * runs in order inside their function, rows sorted and well-formed. */
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "go-unwind.h"
 #include "gopclntab.h"
 
 #define CHECK(x)                          \
@@ -59,6 +62,62 @@ static void probe(const GoPclntab *t, const void *buf, size_t size) {
         }
 }
 
+/* A table's rows: sorted, no equal neighbours, known rules, a NONE row at
+ * the end, lookups finding each. */
+static void check_rows(const UnwindTable *u) {
+        CHECK(u->n_rows >= 2);
+        CHECK(u->rows[0].pc == 0 && u->rows[u->n_rows - 1].pc == u->end - u->base);
+        CHECK(CGPROF_UNWIND_CFA(u->rows[u->n_rows - 1].rule) == CGPROF_CFA_NONE);
+        for (size_t i = 1; i < u->n_rows; i++) {
+                const struct cgprof_unwind_row *p = &u->rows[i - 1], *r = &u->rows[i];
+
+                CHECK(p->pc < r->pc);
+                CHECK(!(p->rule == r->rule && p->cfa_offset == r->cfa_offset &&
+                        p->fp_offset == r->fp_offset));
+                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
+                      CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
+                CHECK(CGPROF_UNWIND_FP(r->rule) <= CGPROF_FP_UNKNOWN);
+                CHECK(unwind_table_lookup(u, u->base + r->pc) == (i + 1 < u->n_rows ? r : NULL));
+        }
+}
+
+/* The pcsp reader: runs in order, contiguous, inside the function, in
+ * bounded steps; and the unwind rows built from them: sorted, no equal
+ * neighbours, a NONE row at the end. */
+static void probe_unwind(const GoPclntab *t, const GoRegion *code, size_t n_code, size_t size) {
+        UnwindTable *u = NULL;
+        size_t n = gopclntab_count(t);
+
+        for (size_t i = 0; i < n && i < 256; i++) {
+                uint64_t s, e, prev;
+                GoPcValueIter it;
+                GoFuncInfo fn;
+                int32_t v;
+                int r;
+
+                if (gopclntab_func_info(t, i, &fn) < 0)
+                        continue;
+                CHECK(fn.entry <= fn.end && fn.name);
+                if (gopclntab_pcsp_begin(t, &fn, &it) < 0)
+                        continue;
+                prev = fn.entry;
+                while ((r = gopclntab_pcvalue_next(&it, &s, &e, &v)) > 0) {
+                        CHECK(s == prev && s < e && e <= fn.end);
+                        prev = e;
+                }
+                CHECK(r == 0 || r == -EBADMSG);
+                CHECK(it.steps <= size / 2 + 1);
+        }
+
+        if (go_unwind_rows(t, code, n_code, &u) < 0) {
+                CHECK(!u);
+                return;
+        }
+        CHECK(u->source == UNWIND_SOURCE_GOPCLNTAB);
+        check_rows(u);
+        unwind_table_free(u);
+}
+
 static uint64_t le64(const uint8_t *p) {
         uint64_t v = 0;
 
@@ -89,6 +148,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         gopclntab_free(t);
                 } else
                         CHECK(!t);
+                /* The unwind rows of the file, its code recognized, alone
+                 * and merged with its CFI (cgo). */
+                if (elf) {
+                        UnwindTable *u = NULL;
+
+                        if (go_unwind_build_elf(elf, &u) >= 0) {
+                                check_rows(u);
+                                unwind_table_free(u);
+                                u = NULL;
+                        } else
+                                CHECK(!u);
+                        if (unwind_table_build_elf(elf, &u) >= 0) {
+                                check_rows(u);
+                                unwind_table_free(u);
+                        } else
+                                CHECK(!u);
+                }
                 if (elf)
                         elf_end(elf);
                 free(copy);
@@ -128,6 +204,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         }
         probe(t, data + 28, n);
+        /* The region doubles as code, where prologues are recognized. */
+        probe_unwind(t, &region, 1, n);
         gopclntab_free(t);
         return 0;
 }

@@ -38,7 +38,8 @@ static void check_table(const UnwindTable *t) {
         for (size_t i = 0; i < t->n_rows; i++) {
                 const struct cgprof_unwind_row *r = &t->rows[i];
 
-                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED);
+                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
+                      CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
                 CHECK(CGPROF_UNWIND_FP(r->rule) <= CGPROF_FP_UNKNOWN);
                 if (i > 0) {
                         const struct cgprof_unwind_row *p = &t->rows[i - 1];
@@ -65,7 +66,8 @@ static void run(char *image, size_t size) {
         r = unwind_table_build_elf(elf, &t);
         CHECK(r < 0 ? t == NULL : t != NULL);
         if (t) {
-                CHECK(t->source == UNWIND_SOURCE_EH_FRAME || t->source == UNWIND_SOURCE_DEBUG_FRAME);
+                CHECK(t->source >= UNWIND_SOURCE_EH_FRAME &&
+                      t->source <= UNWIND_SOURCE_GOPCLNTAB_DEBUG_FRAME);
                 check_table(t);
                 unwind_table_free(t);
         }

@@ -12,7 +12,8 @@
 // marked LINE:gammaCall. test-gopclntab and test_go_symbols.py find those
 // lines by their markers.
 //
-// Usage: cgprof-go-workload [--seconds N]; prints "ready" once running.
+// Usage: cgprof-go-workload [--seconds N] [--leaves]; prints "ready" once
+// running.
 package main
 
 import (
@@ -70,14 +71,50 @@ func goGamma(n int) uint64 {
 	return keep(x)
 }
 
+// The frameless leaves (--leaves): the same work, but calling nothing,
+// so the compiler gives them no frame ("go build -gcflags=-S": "leaf",
+// locals=0x0, no SUBQ/PUSHQ): no frame pointer of their own, the stack
+// pointer where the call left it. A frame-pointer walk from inside them
+// skips their caller; .gopclntab's pcsp (delta 0 throughout) does not.
+//
+//go:noinline
+func leafAlpha(x uint64, n int) uint64 {
+	for i := 0; i < n; i++ {
+		x = (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29) // LINE:leafAlpha
+	}
+	return x
+}
+
+//go:noinline
+func leafBeta(x uint64, n int) uint64 {
+	for i := 0; i < n; i++ {
+		x = (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29)
+	}
+	return x
+}
+
+//go:noinline
+func leafGamma(x uint64, n int) uint64 {
+	for i := 0; i < n; i++ {
+		x = (x*6364136223846793005 + 1442695040888963407) ^ (x >> 29)
+	}
+	return x
+}
+
 func main() {
 	seconds := flag.Float64("seconds", 5, "how long to run")
+	leaves := flag.Bool("leaves", false, "spend the time in the frameless leaves leafAlpha, leafBeta, leafGamma (5:3:2)")
 	flag.Parse()
 
 	fmt.Println("ready")
 	os.Stdout.Sync()
 	end := time.Now().Add(time.Duration(*seconds * float64(time.Second)))
-	for time.Now().Before(end) {
+	for *leaves && time.Now().Before(end) {
+		sink = leafAlpha(sink, 5*unit)
+		sink = leafBeta(sink, 3*unit)
+		sink = leafGamma(sink, 2*unit)
+	}
+	for !*leaves && time.Now().Before(end) {
 		sink += goAlpha(5 * unit) // LINE:alphaCall
 		sink += goBeta(3 * unit)
 		sink += goGamma(2 * unit)

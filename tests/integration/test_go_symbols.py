@@ -72,9 +72,10 @@ def test_go_symbols():
             assert abs(share - want) <= 5, f"{name}: {share:.1f}% is not {want}±5%"
 
         # main.main above them, the workload's process at the root. (Go code
-        # is walked by frame pointer: a sample in a function's first
-        # instructions, before it pushed its frame pointer, misses its
-        # caller and shows runtime.main there; a rare few.)
+        # is walked with .gopclntab's pcsp, exact in prologues too; where a
+        # table is not loaded yet, by frame pointer: a sample in a
+        # function's first instructions, before it pushed its frame
+        # pointer, misses its caller and shows runtime.main there.)
         for name in HOT:
             callers = {}
             for st, c in stacks.items():

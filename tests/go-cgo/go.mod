@@ -1,0 +1,3 @@
+module cgprof.test/gocgoworkload
+
+go 1.19
