@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
         for (size_t i = 0; i < n; i++) {
                 const uint8_t *b = data + 5 * i;
-                uint8_t cfa = b[3] % 6, fp = (b[3] >> 3) % 3;
+                uint8_t cfa = b[3] % 8, fp = (b[3] >> 3) % 3; /* any CFA kind, Go's stack switch (7) too */
 
                 if (i > 0)
                         pc += 1 + ((uint64_t) b[0] | (uint64_t) b[1] << 8 | (uint64_t) (b[2] & 3) << 16);
