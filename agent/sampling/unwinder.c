@@ -1161,9 +1161,10 @@ int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret)
         r = unwind_rules_new(&u->rules);
         if (r < 0)
                 return r;
-        /* Builds take long (a second for the largest libraries): in the
-         * background, the loop first. */
-        r = worker_new(event, "unwind-build", WORKER_NICE_BACKGROUND, &u->worker);
+        /* Builds take long (100 ms for the largest libraries) and the
+         * walker waits for them: at the loop's priority (at nice 10 beside
+         * a busy workload a build took 10 times longer). */
+        r = worker_new(event, "unwind-build", 0, &u->worker);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(u);

@@ -967,10 +967,14 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
                 { CGPROF_STACK_READ_ERROR, offsetof(ReportUnwindInfo, read_error) },
                 { CGPROF_STACK_BAD_FRAME, offsetof(ReportUnwindInfo, bad_frame) },
                 { CGPROF_STACK_FP_END, offsetof(ReportUnwindInfo, fp_end) },
-                { CGPROF_STACK_TABLE_PENDING, offsetof(ReportUnwindInfo, table_pending) },
         };
 
-        if (st->flags & CGPROF_STACK_PENDING)
+        /* A walk that met a table still being built went on by frame
+         * pointer there: pending, as one before the process's tables. */
+        if (st->flags & CGPROF_STACK_TABLE_PENDING) {
+                s->unwind.pending_walks += count;
+                s->unwind.table_pending += count;
+        } else if (st->flags & CGPROF_STACK_PENDING)
                 s->unwind.pending_walks += count;
         else if (st->flags & CGPROF_STACK_KERNEL_WALK)
                 s->unwind.kernel_walks += count;
