@@ -895,10 +895,13 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                                 return r;
                 }
                 if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
-                        r = profile_data_mapping_set_unwind_table(
-                                s->data, mapping, unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr));
-                        if (r < 0)
-                                return r;
+                        const char *d = unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr);
+                        /* Still being built: a later sample says how it ended. */
+                        if (!streq_ptr(d, UNWINDER_DESCRIBE_PENDING)) {
+                                r = profile_data_mapping_set_unwind_table(s->data, mapping, d);
+                                if (r < 0)
+                                        return r;
+                        }
                 }
                 /* Whether the function keeps a frame pointer: its CFA is
                  * computed from it (the leaf may be in a prologue). */
@@ -1161,7 +1164,12 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
                 { CGPROF_STACK_FP_END, offsetof(ReportUnwindInfo, fp_end) },
         };
 
-        if (st->flags & CGPROF_STACK_PENDING)
+        /* A walk that met a table still being built went on by frame
+         * pointer there: pending, as one before the process's tables. */
+        if (st->flags & CGPROF_STACK_TABLE_PENDING) {
+                s->unwind.pending_walks += count;
+                s->unwind.table_pending += count;
+        } else if (st->flags & CGPROF_STACK_PENDING)
                 s->unwind.pending_walks += count;
         else if (st->flags & CGPROF_STACK_KERNEL_WALK)
                 s->unwind.kernel_walks += count;

@@ -840,7 +840,7 @@ static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *ba
                                       char **error) {
         if (json_integer(j, CONFIG_UNWIND_TABLE_ROWS_MIN, (double) CONFIG_UNWIND_TABLE_ROWS_MAX,
                          FIELD(base, f)) < 0)
-                return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
+                return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 4 bytes)",
                                       CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
         return 0;
 }

@@ -486,6 +486,7 @@ static const SummaryCounter unwind_counters[] = {
         UNWIND_COUNTER("tableWalkEnds", "readError", read_error),
         UNWIND_COUNTER("tableWalkEnds", "badFrame", bad_frame),
         UNWIND_COUNTER("tableWalkEnds", "framePointerEnd", fp_end),
+        UNWIND_COUNTER(NULL, "tablePending", table_pending),
 };
 
 static uint64_t *counter_field(const SummaryCounter *c, const void *base) {

@@ -26,6 +26,9 @@ typedef struct ReportUnwindInfo {
         uint64_t table_walks, kernel_walks, pending_walks;
         /* Why the table walks ended (a walk may have several reasons). */
         uint64_t complete, truncated, no_mapping, no_table, unsupported, read_error, bad_frame, fp_end;
+        /* Walks that met a table still being built (that frame on walked as
+         * without one): counted in pending_walks too, not as table walks. */
+        uint64_t table_pending;
 } ReportUnwindInfo;
 
 /* How the Python frames of the session's CPython processes were walked
