@@ -254,7 +254,13 @@ def test_dlclose():
         s.finish(p)
         report = s.report()
         got = per_kernel(launches(report))
-        assert got == {"k_alpha(float*, int)": ROUNDS, "k_beta(float*, int)": ROUNDS}, got
+        # Every launch counted, the program's own named. The library's
+        # kernel is named when its symbols were read before it was unloaded
+        # (a library loaded and unloaded between two looks at the process's
+        # mappings is not): "[kernel 0x...]" otherwise.
+        assert sum(got.values()) == 2 * ROUNDS and got.get("k_beta(float*, int)") == ROUNDS, got
+        other = [k for k in got if k != "k_beta(float*, int)"]
+        assert len(other) == 1 and (other[0] == "k_alpha(float*, int)" or other[0].startswith("[kernel 0x")), got
     finally:
         s.cleanup()
 
