@@ -1210,9 +1210,12 @@ static char *launch_kernel_from_stack(Session *s, const uint32_t *frames, size_t
  * the report writers a launch from a CPU sample (report.c splits them).
  * Named after the host function the launch's function pointer points at
  * (cudaLaunchKernel(func, ...) called directly), else after the stack's
- * device stub, else "[kernel 0x...]" / "[graph 0x...]". */
+ * device stub, else "[kernel 0x...]" / "[graph 0x...]". Then a frame of
+ * its dimensions (PROFILE_CUDA_LAUNCH_MODULE) where room is left. Returns
+ * the entries written (1 or 2). */
 static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *launch, const uint32_t *stack,
-                         size_t n, uint64_t count, uint32_t *ret_frame, uint32_t *ret_location) {
+                         size_t n, uint64_t count, uint32_t *ret_frames, uint32_t *ret_locations,
+                         size_t room) {
         uint64_t func = launch->pcs[CGPROF_LAUNCH_PC_FUNC], entry = launch->pcs[CGPROF_LAUNCH_PC_ENTRY];
         uint32_t frames[SYMBOLIZER_INLINE_MAX], locations[SYMBOLIZER_INLINE_MAX], frame,
                 mapping = PROFILE_NONE;
@@ -1238,11 +1241,32 @@ static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *lau
                                       name[0] == '[' ? FRAME_UNKNOWN : FRAME_USER, &frame);
         if (r < 0)
                 return r;
-        r = profile_data_intern_location(s->data, func, mapping, frame, ret_location);
+        r = profile_data_intern_location(s->data, func, mapping, frame, &ret_locations[0]);
         if (r < 0)
                 return r;
-        *ret_frame = frame;
-        return 0;
+        ret_frames[0] = frame;
+        if (room < 2)
+                return 1;
+
+        /* Its dimensions, a frame after it (pprof's labels: report.c). */
+        const uint64_t *pc = launch->pcs;
+        char dims[160];
+        (void) snprintf(dims, sizeof(dims),
+                        "grid=%" PRIu32 "x%" PRIu32 "x%" PRIu32 " block=%" PRIu32 "x%" PRIu32 "x%" PRIu32
+                        " stream=0x%" PRIx64,
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_GRID], (uint32_t) (pc[CGPROF_LAUNCH_PC_GRID] >> 32),
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X],
+                        (uint32_t) (pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] >> 32),
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_BLOCK], (uint32_t) (pc[CGPROF_LAUNCH_PC_BLOCK] >> 32),
+                        pc[CGPROF_LAUNCH_PC_STREAM]);
+        r = profile_data_intern_frame(s->data, dims, PROFILE_CUDA_LAUNCH_MODULE, FRAME_USER, &frame);
+        if (r < 0)
+                return 1;
+        r = profile_data_intern_location(s->data, func, PROFILE_NONE, frame, &ret_locations[1]);
+        if (r < 0)
+                return 1;
+        ret_frames[1] = frame;
+        return 2;
 }
 
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
@@ -1321,9 +1345,12 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         }
         if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
                 /* A launch: its kernel is the leaf. */
-                if (kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames) &&
-                    intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n]) >= 0)
-                        n++;
+                int k = kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames)
+                                ? intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n],
+                                                ELEMENTSOF(frames) - n)
+                                : -1;
+                if (k > 0)
+                        n += (size_t) k;
                 n_kernel = 0;
         }
         for (size_t i = n_kernel; i > 0; i--)

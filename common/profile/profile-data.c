@@ -809,7 +809,24 @@ bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
         if (st->n_frames == 0)
                 return false;
         leaf = &d->frames[st->frames[st->n_frames - 1]];
-        return leaf->module && strcmp(leaf->module, PROFILE_CUDA_KERNEL_MODULE) == 0;
+        return leaf->module && (strcmp(leaf->module, PROFILE_CUDA_KERNEL_MODULE) == 0 ||
+                                strcmp(leaf->module, PROFILE_CUDA_LAUNCH_MODULE) == 0);
+}
+
+static bool stack_has_dims(const ProfileData *d, const ProfileStack *st) {
+        const char *m = st->n_frames > 0 ? d->frames[st->frames[st->n_frames - 1]].module : NULL;
+        return m && strcmp(m, PROFILE_CUDA_LAUNCH_MODULE) == 0;
+}
+
+ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
+        _cleanup_free_ uint32_t *all = malloc(MAX(launches->n_processes, (size_t) 1) * sizeof(uint32_t));
+
+        if (!all)
+                return NULL;
+        for (size_t i = 0; i < launches->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return launches->n_processes > 0 ? of_processes(launches, all, launches->n_processes, 2)
+                                         : profile_data_new();
 }
 
 int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
@@ -836,7 +853,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
-/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only. */
+/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
+ * the launches without their dimensions frame. */
 static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
@@ -880,13 +898,14 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
 
                 if (idx == PROFILE_NONE)
                         continue;
-                if (launches >= 0 && profile_stack_is_launch(d, st) != (launches == 1))
+                if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
                         continue;
+                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
                 if (!frames || (st->locations && !locations))
                         return NULL;
-                for (size_t k = 0; k < st->n_frames; k++) {
+                for (size_t k = 0; k < n_frames; k++) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
@@ -931,7 +950,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                         }
                         locations[k] = location_map[l];
                 }
-                if (profile_data_add_stack_full(p, idx, frames, locations, st->n_frames, st->truncated,
+                if (profile_data_add_stack_full(p, idx, frames, locations, n_frames, st->truncated,
                                                 st->count) < 0)
                         return NULL;
         }

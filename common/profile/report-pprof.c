@@ -98,6 +98,12 @@ typedef struct PprofWriter {
 
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
         bool launches; /* CUDA kernel launches (cuda_launches/count), not CPU samples */
+        /* A launch's dimensions frame (PROFILE_CUDA_LAUNCH_MODULE), per frame:
+         * its labels' values (grid, block, stream), parsed from its name. */
+        char (*dims)[3][40];
+        bool *is_dims;
+        Perftools__Profiles__Label *dims_labels; /* 3 per sample */
+        Perftools__Profiles__Label **dims_label_ptrs; /* n_labels + 3 per sample */
         Perftools__Profiles__ValueType **sample_types;
 
         Perftools__Profiles__Mapping *mappings;
@@ -135,6 +141,10 @@ static void pprof_writer_done(PprofWriter *w) {
                 free(w->comments[i]);
         free(w->value_types);
         free(w->sample_types);
+        free(w->dims);
+        free(w->is_dims);
+        free(w->dims_labels);
+        free(w->dims_label_ptrs);
         free(w->mappings);
         free(w->mapping_ptrs);
         free(w->functions);
@@ -248,6 +258,23 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
         for (size_t i = 0; i < d->n_frames; i++) {
                 string_table_add(t, d->frames[i].name);
                 string_table_add(t, d->frames[i].file);
+        }
+        /* Launches' dimensions frames: labels grid, block, stream. */
+        w->dims = calloc(MAX(d->n_frames, (size_t) 1), sizeof(*w->dims));
+        w->is_dims = calloc(MAX(d->n_frames, (size_t) 1), sizeof(bool));
+        if (!w->dims || !w->is_dims)
+                return -ENOMEM;
+        string_table_add(t, "grid");
+        string_table_add(t, "block");
+        string_table_add(t, "stream");
+        for (size_t i = 0; i < d->n_frames; i++) {
+                if (!streq_ptr(d->frames[i].module, PROFILE_CUDA_LAUNCH_MODULE) ||
+                    sscanf(d->frames[i].name, "grid=%39s block=%39s stream=%39s", w->dims[i][0],
+                           w->dims[i][1], w->dims[i][2]) != 3)
+                        continue;
+                w->is_dims[i] = true;
+                for (size_t k = 0; k < 3; k++)
+                        string_table_add(t, w->dims[i][k]);
         }
         for (size_t i = 0; i < d->n_mappings; i++) {
                 string_table_add(t, d->mappings[i].file);
@@ -630,6 +657,12 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         if (n == 0)
                 return 0;
 
+        if (w->launches) {
+                w->dims_labels = calloc(3 * n, sizeof(Perftools__Profiles__Label));
+                w->dims_label_ptrs = calloc(n * (w->n_labels + 3), sizeof(Perftools__Profiles__Label *));
+                if (!w->dims_labels || !w->dims_label_ptrs)
+                        return -ENOMEM;
+        }
         w->samples = calloc(n, sizeof(Perftools__Profiles__Sample));
         w->sample_ptrs = calloc(n, sizeof(Perftools__Profiles__Sample *));
         w->values = calloc(2 * n, sizeof(int64_t));
@@ -651,20 +684,42 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
 
+                /* A launch's dimensions frame: labels, not a location. */
+                uint32_t n_frames = s->n_frames;
+                uint32_t dims = n_frames > 0 && w->is_dims[s->frames[n_frames - 1]] ? s->frames[n_frames - 1]
+                                                                                    : UINT32_MAX;
+                if (dims != UINT32_MAX)
+                        n_frames--;
+
                 /* Leaf first: the reverse of the stack's order; a chain of
                  * inlined calls is its innermost call's Location. */
-                sample->location_id = s->n_frames > 0 ? w->location_ids + id : NULL;
+                sample->location_id = n_frames > 0 ? w->location_ids + id : NULL;
                 if (s->locations)
-                        for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
+                        for (uint32_t j = n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
                                 sample->location_id[m++] = (uint64_t) s->locations[j - 1] + 1;
                 else
-                        for (uint32_t j = s->n_frames; j > 0; j--)
+                        for (uint32_t j = n_frames; j > 0; j--)
                                 sample->location_id[m++] = w->synthesized[s->frames[j - 1]];
                 sample->n_location_id = m;
                 id += m;
 
                 sample->n_label = w->process_n_labels[s->process];
                 sample->label = w->label_ptrs + s->process * w->n_labels;
+                if (dims != UINT32_MAX && w->dims_labels) {
+                        static const char *const keys[] = { "grid", "block", "stream" };
+                        Perftools__Profiles__Label **l = w->dims_label_ptrs + k * (w->n_labels + 3);
+
+                        memcpy(l, sample->label, sample->n_label * sizeof(*l));
+                        for (size_t q = 0; q < 3; q++) {
+                                Perftools__Profiles__Label *x = w->dims_labels + 3 * k + q;
+                                perftools__profiles__label__init(x);
+                                x->key = string_index(&w->strings, keys[q]);
+                                x->str = string_index(&w->strings, w->dims[dims][q]);
+                                l[sample->n_label + q] = x;
+                        }
+                        sample->label = l;
+                        sample->n_label += 3;
+                }
                 w->sample_ptrs[k++] = sample;
         }
 

@@ -79,7 +79,7 @@ static const ReportFormatInfo launch_formats[] = {
 
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL;
         const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) + 1] = {};
         const ProfileData *d = all;
         ReportSummaryInfo *info;
@@ -91,12 +91,19 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                 return r;
         if (r > 0) {
                 d = cpu;
+                /* Each stack ends in its kernel: its dimensions are pprof's labels only. */
+                kernels = profile_data_launches_without_dims(launches);
+                if (!kernels)
+                        return -ENOMEM;
                 for (size_t i = 0; i < ELEMENTSOF(launch_formats); i++) {
                         /* cuda.folded always; the others as the profile's formats say. */
                         if (launch_formats[i].format != REPORT_FORMAT_FOLDED &&
                             !(formats & (1u << launch_formats[i].format)))
                                 continue;
-                        WriteCtx ctx = { .format = &launch_formats[i], .data = launches, .info = in };
+                        WriteCtx ctx = { .format = &launch_formats[i],
+                                         .data = launch_formats[i].format == REPORT_FORMAT_PPROF ? launches
+                                                                                                 : kernels,
+                                         .info = in };
                         r = write_file_atomic_at(dirfd, launch_formats[i].file, write_cb, &ctx);
                         if (r < 0)
                                 goto finish;
@@ -110,7 +117,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
         if (r < 0)
                 return r;
         info = &valid.info;
-        info->launches = launches;
+        info->launches = kernels;
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (formats & (1u << f))
                         files[n++] = report_formats[f].file;

@@ -143,16 +143,32 @@ def check_kernels(report, comm):
     # pprof: cuda_launches/count; the SVG: the kernels in their own palette.
     with open(os.path.join(report["_dir"], "cuda.pb.gz"), "rb") as f:
         pb = gzip.decompress(f.read())
-    strings, types, samples = [], [], 0
+    strings, types, samples, raw = [], [], 0, []
     for num, wt, v in fields(pb):
         if num == 6:
             strings.append(v.decode())
         elif num == 1:
             types.append(dict((n, x) for n, _, x in fields(v)))
         elif num == 2:
-            samples += sum(ints(w, x)[0] for n, w, x in fields(v) if n == 2)
+            raw.append(v)
     assert [(strings[t[1]], strings[t[2]]) for t in types] == [("cuda_launches", "count")], types
+    # Each sample's dimensions as labels: the launch program read nvcc's
+    # dim3 registers right (x86-64 SysV: x|y in one, z in the next).
+    dims = {}
+    for v in raw:
+        count, labels = 0, {}
+        for n, w, x in fields(v):
+            if n == 2:
+                count += ints(w, x)[0]
+            elif n == 3:
+                lab = dict((a, b) for a, _, b in fields(x))
+                labels[strings[lab[1]]] = strings[lab.get(2, 0)]
+        samples += count
+        key = (labels.get("grid"), labels.get("block"), labels.get("stream"))
+        dims[key] = dims.get(key, 0) + count
     assert samples == 10 * ROUNDS and "k_gamma(int*)" in strings, samples
+    assert dims == {("4x1x1", "128x1x1", "0x0"): 5 * ROUNDS, ("2x3x1", "32x4x1", "0x0"): 3 * ROUNDS,
+                    ("1x1x1", "64x1x1", "0x0"): 2 * ROUNDS}, dims
     with open(os.path.join(report["_dir"], "cuda.svg")) as f:
         svg = f.read()
     assert 'data-name="k_beta(float*, int)"' in svg and 'data-kind="cuda"' in svg
