@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "cuda-probes.h"
+#include "base.h"
 #include "elf-symtab.h"
 #include "log.h"
 #include "proc-maps.h"
@@ -48,6 +49,8 @@ typedef struct CudaProbeProc {
 
 struct CudaProbes {
         Sampler *sampler;
+        Worker *worker; /* reads the files' symbols, off the loop */
+        bool freeing;
         /* Every file looked at, by (dev, ino): with probes, or none (no
          * entry point: looked at once). */
         CudaProbeFile **files;
@@ -56,11 +59,16 @@ struct CudaProbes {
         size_t n_procs;
 };
 
-CudaProbes *cuda_probes_new(Sampler *sampler) {
+CudaProbes *cuda_probes_new(Sampler *sampler, sd_event *event) {
         CudaProbes *p = calloc(1, sizeof(*p));
 
-        if (p)
-                p->sampler = sampler;
+        if (!p)
+                return NULL;
+        p->sampler = sampler;
+        if (worker_new(event, "cgprofd-cuda", 0, &p->worker) < 0) {
+                free(p);
+                return NULL;
+        }
         return p;
 }
 
@@ -85,6 +93,9 @@ static void file_free(CudaProbeFile *f) {
 CudaProbes *cuda_probes_free(CudaProbes *p) {
         if (!p)
                 return NULL;
+        /* Jobs not run yet are freed (done(ran false)); their files below. */
+        p->freeing = true;
+        worker_free(p->worker);
         for (size_t i = 0; i < p->n_procs; i++) {
                 free(p->procs[i]->files);
                 free(p->procs[i]);
@@ -107,26 +118,52 @@ static int append_entry(char **list, const char *name) {
         return 0;
 }
 
-/* Attaches the probes of the entry points the file defines. The uprobe
- * is placed by path: the file through the process's root (containers). */
-static int file_attach(CudaProbes *p, CudaProbeFile *f, pid_t pid, int fd) {
+/* A file's entry points, looked for on the worker. */
+typedef struct InspectJob {
+        WorkerJob job;
+        CudaProbes *p;
+        CudaProbeFile *f;
+        pid_t pid;
+        ProcMapsEntry e; /* e.path: path */
+        char *path;
+        int error;
+        bool found[ELEMENTSOF(entry_points)];
+        uint64_t offsets[ELEMENTSOF(entry_points)];
+} InspectJob;
+
+static void inspect_run(WorkerJob *job) {
+        InspectJob *j = (InspectJob *) job;
         _cleanup_(elf_symtab_freep) ElfSymtab *st = NULL;
+        _cleanup_close_ int fd = proc_maps_open_file("/proc", j->pid, &j->e);
+        uint64_t vaddr;
+
+        if (fd < 0) {
+                j->error = fd;
+                return;
+        }
+        j->error = elf_symtab_load(fd, &st);
+        if (j->error < 0)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(entry_points); i++)
+                j->found[i] = elf_symtab_find_name(st, entry_points[i].name, &vaddr) >= 0 && vaddr != 0 &&
+                              elf_symtab_vaddr_to_offset(st, vaddr, &j->offsets[i]) >= 0;
+}
+
+/* Attaches the probes of the entry points found (on the loop: a
+ * perf_event_open() each). The uprobe is placed by path: the file through
+ * the process's root (containers). */
+static int file_attach(CudaProbes *p, CudaProbeFile *f, const InspectJob *j) {
         _cleanup_free_ char *path = NULL;
         int r;
 
-        r = elf_symtab_load(fd, &st);
-        if (r < 0)
-                return r;
-        if (asprintf(&path, "/proc/%d/root%s", (int) pid, f->path) < 0)
+        if (asprintf(&path, "/proc/%d/root%s", (int) j->pid, f->path) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < ELEMENTSOF(entry_points); i++) {
-                uint64_t vaddr, offset;
                 struct bpf_link *l, **a;
 
-                if (elf_symtab_find_name(st, entry_points[i].name, &vaddr) < 0 || vaddr == 0 ||
-                    elf_symtab_vaddr_to_offset(st, vaddr, &offset) < 0)
+                if (!j->found[i])
                         continue;
-                r = sampler_launch_attach(p->sampler, path, offset, entry_points[i].entry, &l);
+                r = sampler_launch_attach(p->sampler, path, j->offsets[i], entry_points[i].entry, &l);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to attach the launch probe %s in %s, ignoring: %m",
                                           entry_points[i].name, f->path);
@@ -148,6 +185,26 @@ static int file_attach(CudaProbes *p, CudaProbeFile *f, pid_t pid, int fd) {
         return 0;
 }
 
+static void inspect_done(WorkerJob *job, bool ran) {
+        InspectJob *j = (InspectJob *) job;
+        CudaProbeFile *f = j->f;
+
+        if (!j->p->freeing) {
+                f->pending = false;
+                if (f->orphan) /* no process holds it any more */
+                        file_free(f);
+                else if (!ran || j->error < 0)
+                        log_debug_errno(j->error,
+                                        "Failed to read the symbols of %s for launch probes, ignoring: %m",
+                                        f->path);
+                else if (file_attach(j->p, f, j) < 0)
+                        log_oom();
+        } else if (f->orphan)
+                file_free(f);
+        free(j->path);
+        free(j);
+}
+
 static CudaProbeFile *file_find(CudaProbes *p, uint64_t dev, uint64_t ino) {
         for (size_t i = 0; i < p->n_files; i++)
                 if (p->files[i]->dev == dev && p->files[i]->ino == ino)
@@ -155,12 +212,12 @@ static CudaProbeFile *file_find(CudaProbes *p, uint64_t dev, uint64_t ino) {
         return NULL;
 }
 
-/* The file of a mapping: looked at (and probed) the first time. */
+/* The file of a mapping: looked at the first time, on the worker (pending
+ * until then). */
 static int file_get(CudaProbes *p, pid_t pid, const ProcMapsEntry *e, CudaProbeFile **ret) {
         uint64_t dev = ((uint64_t) e->major << 32) | e->minor;
-        _cleanup_close_ int fd = -EBADF;
         CudaProbeFile *f, **a;
-        int r;
+        InspectJob *j;
 
         f = file_find(p, dev, e->inode);
         if (f) {
@@ -173,24 +230,21 @@ static int file_get(CudaProbes *p, pid_t pid, const ProcMapsEntry *e, CudaProbeF
         f->dev = dev;
         f->ino = e->inode;
         f->path = strdup(e->path);
-        a = f->path ? reallocarray(p->files, p->n_files + 1, sizeof(*a)) : NULL;
-        if (!a) {
+        j = f->path ? calloc(1, sizeof(*j)) : NULL;
+        a = j ? reallocarray(p->files, p->n_files + 1, sizeof(*a)) : NULL;
+        if (!a || !(j->path = strdup(e->path))) {
+                if (a)
+                        p->files = a;
+                free(j);
                 file_free(f);
                 return -ENOMEM;
         }
         p->files = a;
         p->files[p->n_files++] = f;
-        fd = proc_maps_open_file("/proc", pid, e);
-        if (fd < 0)
-                log_debug_errno(fd, "Failed to open %s of PID %d for launch probes, ignoring: %m", e->path,
-                                (int) pid);
-        else {
-                r = file_attach(p, f, pid, fd);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0)
-                        log_debug_errno(r, "Failed to read the symbols of %s, ignoring: %m", e->path);
-        }
+        *j = (InspectJob){ .p = p, .f = f, .pid = pid, .e = *e, .path = j->path };
+        j->e.path = j->path;
+        f->pending = true;
+        worker_submit(p->worker, &j->job, inspect_run, inspect_done);
         *ret = f;
         return 0;
 }
@@ -200,13 +254,18 @@ static int file_get(CudaProbes *p, pid_t pid, const ProcMapsEntry *e, CudaProbeF
 static void file_unuse(CudaProbes *p, CudaProbeFile *f) {
         if (f->users > 0)
                 f->users--;
-        if (f->users > 0)
+        /* A file without entry points stays known (it is not read again). */
+        if (f->users > 0 || (!f->pending && f->n_links == 0))
                 return;
         for (size_t i = 0; i < p->n_files; i++)
                 if (p->files[i] == f) {
                         p->files[i] = p->files[--p->n_files];
                         break;
                 }
+        if (f->pending) {
+                f->orphan = true; /* freed when its job is done */
+                return;
+        }
         log_info("CUDA launch probes in %s detached: no process maps it", f->path);
         file_free(f);
 }
@@ -251,7 +310,7 @@ static int proc_scan(CudaProbes *p, pid_t pid, CudaProbeFile ***ret, size_t *ret
                 r = file_get(p, pid, &e, &f);
                 if (r < 0)
                         return r;
-                if (f->n_links == 0 || files_contain(files, n, f))
+                if ((!f->pending && f->n_links == 0) || files_contain(files, n, f))
                         continue;
                 a = reallocarray(files, n + 1, sizeof(*a));
                 if (!a)

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <systemd/sd-event.h>
+
 #include "macro.h"
 
 /* The launch probes of CUDA kernel launches (docs/gpu.md): for the
@@ -18,14 +20,16 @@
 typedef struct Sampler Sampler;
 typedef struct CudaProbes CudaProbes;
 
-CudaProbes *cuda_probes_new(Sampler *sampler);
+/* Each file is read (its symbols) on a worker thread of event's. */
+CudaProbes *cuda_probes_new(Sampler *sampler, sd_event *event);
 CudaProbes *cuda_probes_free(CudaProbes *p);
 
 /* Looks (again) at the process's mappings: attaches the probes of the
  * files it maps now, lets go of those it no longer maps (dlclose()). Each
  * call for a new (pid, start_time) takes a reference, dropped by
- * cuda_probes_process_unref(). Returns the number of files with probes the
- * process maps. */
+ * cuda_probes_process_unref(). Returns the number of files the process
+ * maps that have probes, or are being looked at (their symbols read on the
+ * worker: the probes come when that is done). */
 int cuda_probes_process_ref(CudaProbes *p, pid_t pid, uint64_t start_time);
 int cuda_probes_process_rescan(CudaProbes *p, pid_t pid, uint64_t start_time);
 void cuda_probes_process_unref(CudaProbes *p, pid_t pid, uint64_t start_time);
@@ -39,6 +43,8 @@ typedef struct CudaProbeFile {
         struct bpf_link **links;
         size_t n_links;
         unsigned users; /* processes that map it */
+        bool pending; /* its symbols are being read (on the worker) */
+        bool orphan; /* no process holds it any more: freed once read */
 } CudaProbeFile;
 
 /* The probed files the process maps, as of its last look (none for a

@@ -850,9 +850,9 @@ void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd) {
         *ret_threads_fd = bpf_map__fd(s->skel->maps.python_threads);
 }
 
-CudaProbes *sampler_cuda_probes(Sampler *s) {
+CudaProbes *sampler_cuda_probes(Sampler *s, sd_event *event) {
         if (!s->cuda)
-                s->cuda = cuda_probes_new(s);
+                s->cuda = cuda_probes_new(s, event);
         return s->cuda;
 }
 

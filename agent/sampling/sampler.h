@@ -138,7 +138,8 @@ void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd);
  * only sessions that count launches keep them. */
 /* The launch probes (cuda-probes.h), NULL when out of memory. */
 typedef struct CudaProbes CudaProbes;
-CudaProbes *sampler_cuda_probes(Sampler *s);
+typedef struct sd_event sd_event;
+CudaProbes *sampler_cuda_probes(Sampler *s, sd_event *event);
 int sampler_launch_attach(Sampler *s, const char *path, uint64_t offset, uint32_t entry,
                           struct bpf_link **ret);
 

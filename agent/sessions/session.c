@@ -40,6 +40,7 @@ struct SessionProcess {
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
         CudaProbes *cuda; /* holds a reference to its launch probes (gpu.launches), NULL: not */
         uint64_t cuda_checked; /* drain_seq + 1 of the last look at its mappings for launch probes */
+        int cuda_files; /* probed files it mapped at that look */
         bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
         uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
         Python *python_owner; /* holds a reference to 'python' */
@@ -486,22 +487,25 @@ static void process_cuda_check(Session *s, SessionProcess *sp) {
         if (!s->profile->gpu_launches || sp->cuda_checked == s->room->drain_seq + 1)
                 return;
         sp->cuda_checked = s->room->drain_seq + 1;
-        if (sp->cuda) {
+        if (sp->cuda)
                 r = cuda_probes_process_rescan(sp->cuda, (pid_t) sp->pid, sp->start_time);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
-                if (r > 0 && session_note_cuda_probes(s, sp) < 0)
-                        log_oom();
+        else {
+                cuda = sampler_cuda_probes(s->room->sampler, s->room->deps.event);
+                if (!cuda)
+                        return (void) log_oom();
+                r = cuda_probes_process_ref(cuda, (pid_t) sp->pid, sp->start_time);
+                sp->cuda = cuda; /* holds its reference either way */
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
                 return;
         }
-        cuda = sampler_cuda_probes(s->room->sampler);
-        if (!cuda)
-                return (void) log_oom();
-        r = cuda_probes_process_ref(cuda, (pid_t) sp->pid, sp->start_time);
-        if (r < 0)
-                log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
-        sp->cuda = cuda; /* holds its reference either way */
-        if (r > 0 && session_note_cuda_probes(s, sp) < 0)
+        if (r > sp->cuda_files && sp->maps)
+                /* A runtime loaded since its mappings were read (dlopen()):
+                 * read them again before its launches are drained. */
+                sessions_room_refresh_process_soon(s->room, s->slot, sp->pid, sp->start_time, sp->exec_id);
+        sp->cuda_files = r;
+        if (session_note_cuda_probes(s, sp) < 0)
                 log_oom();
 }
 
@@ -1344,6 +1348,8 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                                                                python_process_status(sp->python));
         }
         if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
+                if (session_note_cuda_probes(s, sp) < 0)
+                        log_oom();
                 /* A launch: its kernel is the leaf. */
                 int k = kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames)
                                 ? intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n],
