@@ -367,5 +367,7 @@ if __name__ == "__main__":
         test_cxx,
         test_shared_library,
         test_deep_recursion,
+        test_deeper_recursion,
+        test_signal_handler,
         test_python_interpreter,
     ])
