@@ -789,10 +789,13 @@ static long walk_frame(__u32 i, void *data) {
          * the latter is stored as ip + 1, as the return address it stands
          * for (the agent symbolizes every frame but the leaf at pc - 1). */
         pc = w->ip;
-        if (w->at_signal && n > 0)
-                pc++;
-        addr = n == 0 || w->at_signal ? w->ip : w->ip - 1;
-        w->at_signal = 0;
+        addr = n == 0 ? pc : pc - 1;
+        if (w->at_signal) {
+                addr = pc;
+                if (n > 0)
+                        pc++;
+                w->at_signal = 0;
+        }
         st->pcs[frame_index(n)] = pc;
         st->n = n + 1;
 
