@@ -362,9 +362,17 @@ static __always_inline void fp_frame_mark(struct cgprof_stack *st, __u32 n) {
         }
 }
 
-/* A stack's frame-pointer bits cleared (before a walk). */
+/* A stack's frame-pointer bits cleared, before a walk: the first 128
+ * frames' only. The others' (fp_more, a cache line 4 KiB away) are read
+ * only for a stack of more than 128 frames, and cleared by the walk when it
+ * gets there (fp_more_clear()): ordinary stacks never touch them. */
 static __always_inline void fp_frames_clear(struct cgprof_stack *st) {
         st->fp_frames[0] = st->fp_frames[1] = 0;
+}
+
+static __always_inline void fp_more_clear(struct cgprof_stack *st, __u32 n) {
+        if (n != CGPROF_SHORT_STACK_DEPTH)
+                return;
         for (int i = 0; i < CGPROF_MORE_FP_WORDS; i++)
                 st->fp_more[i] = 0;
 }
@@ -780,6 +788,7 @@ static long walk_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_STACK_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         if (w->ip == 0 || w->ip > USER_ADDR_MAX) {
                 st->flags |= CGPROF_STACK_COMPLETE;
                 return 1;
@@ -835,6 +844,7 @@ static long fp_walk_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_STACK_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         if (s->w.ip == 0 || s->w.ip > USER_ADDR_MAX) {
                 st->flags |= CGPROF_STACK_COMPLETE;
                 return 1;
@@ -1014,6 +1024,7 @@ static long py_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_PY_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         size = p->proc.frame_size;
         asm volatile("%0 &= 127" : "+r"(size));
         if (size == 0 || p->frame > USER_ADDR_MAX - PY_FRAME_READ ||
