@@ -446,11 +446,6 @@ static SessionProcess *process_parent(Session *s, const SessionProcess *sp) {
         return process_find(s, sp->ppid, sp->parent_start_time, sp->exec_id);
 }
 
-/* Reads the process's command line and decides whether it is wanted; captures
- * its mappings while it is alive. */
-/* The launch probes of the CUDA files the process maps (gpu.launches): at
- * its capture, and again (once per drain) while it maps none, or when its
- * mappings changed (dlopen(), dlclose()). */
 /* Notes the probed files the process maps, for summary.json. */
 static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
         const CudaProbeFile *const *files;
@@ -481,6 +476,9 @@ static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
         return 0;
 }
 
+/* The launch probes of the CUDA files the process maps (gpu.launches): at
+ * its capture (after its symbols), and again once per drain in which it is
+ * sampled or launches (dlopen(), dlclose()). */
 static void process_cuda_check(Session *s, SessionProcess *sp) {
         CudaProbes *cuda;
         int r;
@@ -510,6 +508,8 @@ static void process_cuda_check(Session *s, SessionProcess *sp) {
                 log_oom();
 }
 
+/* Reads the process's command line and decides whether it is wanted; captures
+ * its mappings while it is alive. */
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
         SessionsRoom *room = s->room;
         _cleanup_free_ char *comm = NULL, *cmdline = NULL;
