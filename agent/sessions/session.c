@@ -46,7 +46,16 @@ struct SessionProcess {
         Python *python_owner; /* holds a reference to 'python' */
         PythonProcess *python; /* it runs CPython (NULL: not, or not known yet) */
         uint64_t python_checked; /* drain sequence number of the last look for CPython + 1 */
+        uint8_t python_looks; /* looks for CPython at later drains (PYTHON_LATE_LOOKS at most) */
 };
+
+/* A process in which no CPython was found at its capture is looked at
+ * again at its next drains, this many times at most: its libpython may
+ * have been mapped after the mappings the capture read (exec(), then the
+ * dynamic loader), while no walk meets an address outside the unwinder's
+ * mappings to tell (the unwinder read them later). One read of its maps
+ * per drain, for a few drains. */
+#define PYTHON_LATE_LOOKS 3
 
 static int process_cmp(const void *a, const void *b) {
         const SessionProcess *x = a, *y = b;
@@ -1300,6 +1309,11 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         }
         if (sp->capture_pending)
                 process_capture(s, sp);
+        else if (!sp->python && sp->python_looks < PYTHON_LATE_LOOKS &&
+                 sp->python_checked != s->room->drain_seq + 1) {
+                sp->python_looks++;
+                process_python_check(s, sp);
+        }
         if (stack_lost)
                 s->stack_lost += count;
 
