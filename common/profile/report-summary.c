@@ -541,8 +541,9 @@ void report_unwind_from_json(const cJSON *o, ReportUnwindInfo *u) {
         u->mode = cJSON_IsString(mode) ? mode->valuestring : NULL;
         for (size_t i = 0; i < ELEMENTSOF(unwind_counters); i++) {
                 const SummaryCounter *c = &unwind_counters[i];
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-                        cJSON_GetObjectItemCaseSensitive(o, c->object), c->key);
+                /* A counter of no sub-object (tablePending) is o's own. */
+                const cJSON *in = c->object ? cJSON_GetObjectItemCaseSensitive(o, c->object) : o;
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, c->key);
 
                 *counter_field(c, u) = cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
         }
