@@ -741,12 +741,13 @@ static __always_inline int sample_in_user_mode(struct bpf_perf_event_data *ctx) 
 }
 
 /* The user registers: ctx's when the sample interrupted user mode,
- * otherwise those saved on kernel entry. */
+ * otherwise (or without a perf sample: ctx NULL) those saved on kernel
+ * entry. */
 static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
                                      struct walk_state *w) {
         struct pt_regs regs;
 
-        if (!BENCH(CGPROF_BENCH_REGS_READ) && sample_in_user_mode(ctx)) {
+        if (ctx && !BENCH(CGPROF_BENCH_REGS_READ) && sample_in_user_mode(ctx)) {
                 __u64 ip = PT_REGS_IP(&ctx->regs), sp = PT_REGS_SP(&ctx->regs), fp = PT_REGS_FP(&ctx->regs);
                 /* Loads of ctx must stay loads of ctx: keep the compiler
                  * from sharing them with the branch below (the verifier
@@ -765,6 +766,8 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct tas
         return 0;
 }
 
+/* ctx: the perf sample, or NULL for the current task outside one (its
+ * registers saved on kernel entry: bpf/offcpu.h). */
 static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
                                        struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
                                        __u32 session_flags) {
@@ -783,7 +786,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                 if (proc && proc->start_time != start_time)
                         proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
-        if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
+        if (ctx && !proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
                 r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
                 st->n = r > 0 ? (__u32) r / 8 : 0;
                 s->w.hash = frames_hash(st);
@@ -1037,7 +1040,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         }
 
         sess = bpf_map_lookup_elem(&sessions, &slot);
-        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
+        if (!sess ||
+            (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_NO_CPU)) != CGPROF_SESSION_ACTIVE)
                 return 0;
         if (mode == CGPROF_ATTACH_CPU && sess->group != id)
                 return 0; /* another (event, frequency) group's sample */
@@ -1183,3 +1187,5 @@ int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         bpf_ringbuf_submit(e, 0);
         return 0;
 }
+
+#include "offcpu.h" /* off-CPU: the sched_switch programs */

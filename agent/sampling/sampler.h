@@ -38,6 +38,9 @@ typedef struct SamplerSessionStats {
         uint64_t lost;
         uint64_t collisions;
         uint64_t stack_errors;
+        /* Off-CPU waits: recorded with stacks, under offCpuMinUsec, lost (counts map full). */
+        uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
+        uint64_t offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
 } SamplerSessionStats;
 
 void sampler_session_stats_done(SamplerSessionStats *s);
@@ -93,6 +96,14 @@ int sampler_proc_events_consume(Sampler *s, uint64_t deadline_usec);
 int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, bool python,
                          UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
                          char **ret_fallback);
+/* What the session samples ("events"): perf samples (cpu), off-CPU waits
+ * (offcpu: bpf/offcpu.h) at least offcpu_min_usec long, of a share
+ * offcpu_probability of the switches. Before activation. -EOPNOTSUPP: the
+ * kernel cannot (sampler_offcpu_unavailable() says why). */
+int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu, uint64_t offcpu_min_usec,
+                               double offcpu_probability);
+/* Why off-CPU profiling is not available here, NULL when it is. */
+const char *sampler_offcpu_unavailable(const Sampler *s);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be
  * drained and its stats read. */

@@ -96,6 +96,7 @@ int report_write_new(const char *dir, unsigned formats, ProfileData *data, const
                 &w->info.end_reason,
                 &w->info.cpu_usage_source,
                 &w->info.unwind.mode,
+                &w->info.offcpu.unavailable,
         };
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 r = own_string(w, fields[i]);

@@ -97,6 +97,12 @@ typedef struct Pattern {
         regex_t regex; /* compiled, REG_EXTENDED|REG_NOSUB */
 } Pattern;
 
+/* What a profile samples ("events"). */
+#define PROFILE_EVENT_CPU (1u << 0) /* where threads run: perf samples */
+#define PROFILE_EVENT_OFFCPU (1u << 1) /* where and how long threads wait: sched_switch */
+#define CONFIG_OFFCPU_MIN_USEC_DEFAULT 1000U
+#define CONFIG_OFFCPU_MIN_USEC_MAX (60ULL * USEC_PER_SEC)
+
 typedef struct Profile {
         char *name;
         char *event; /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
@@ -109,6 +115,9 @@ typedef struct Profile {
         bool kernel_stacks;
         bool python_frames; /* walk the Python frames of CPython processes (default true) */
         UnwindMode unwind;
+        unsigned events; /* "events": bit mask of PROFILE_EVENT_CPU, PROFILE_EVENT_OFFCPU */
+        uint64_t offcpu_min_usec; /* "offCpuMinUsec": shorter waits are counted, not stacked */
+        double offcpu_probability; /* "offCpuProbability": share of blocking switches followed (0..1] */
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */

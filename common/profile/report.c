@@ -69,9 +69,23 @@ int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret) {
         return 0;
 }
 
+/* The off-CPU files, beside their CPU formats (profile "events" with
+ * "offcpu"): the folded stacks in µs, and the flame graph in blue. */
+static const ReportFormatInfo report_offcpu_formats[] = {
+        { REPORT_FORMAT_FOLDED, "offcpu.folded", report_write_folded_info },
+        { REPORT_FORMAT_SVG, "offcpu.svg", report_write_svg_offcpu },
+};
+
+static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileData *d,
+                     const ReportSummaryInfo *info) {
+        WriteCtx ctx = { .format = format, .data = d, .info = info };
+        return write_file_atomic_at(dirfd, format->file, write_cb, &ctx);
+}
+
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        const char *files[_REPORT_FORMAT_MAX + 1] = {};
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *off = NULL;
+        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(report_offcpu_formats) + 1] = {};
         ReportSummaryInfo *info;
         size_t n = 0;
         int r;
@@ -82,23 +96,40 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const Re
         if (r < 0)
                 return r;
         info = &valid.info;
+        if (info->offcpu.enabled) {
+                /* The formats of one value get the CPU samples; pprof and
+                 * summary.json both. */
+                cpu = profile_data_of_value(d, PROFILE_VALUE_CPU);
+                off = profile_data_of_value(d, PROFILE_VALUE_OFFCPU_USEC);
+                if (!cpu || !off)
+                        return -ENOMEM;
+                info->offcpu.data = off;
+        }
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (formats & (1u << f))
                         files[n++] = report_formats[f].file;
+        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++)
+                if (formats & (1u << report_offcpu_formats[i].format))
+                        files[n++] = report_offcpu_formats[i].file;
         info->formats = files;
 
         /* summary.json last: it lists the files, which exist by then. */
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++) {
                 if (f == REPORT_FORMAT_JSON || !(formats & (1u << f)))
                         continue;
-                WriteCtx ctx = { .format = &report_formats[f], .data = d, .info = info };
-                r = write_file_atomic_at(dirfd, report_formats[f].file, write_cb, &ctx);
+                r = write_one(dirfd, &report_formats[f], cpu && f != REPORT_FORMAT_PPROF ? cpu : d, info);
+                if (r < 0)
+                        goto finish;
+        }
+        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++) {
+                if (!(formats & (1u << report_offcpu_formats[i].format)))
+                        continue;
+                r = write_one(dirfd, &report_offcpu_formats[i], off, info);
                 if (r < 0)
                         goto finish;
         }
         if (formats & (1u << REPORT_FORMAT_JSON)) {
-                WriteCtx ctx = { .format = &report_formats[REPORT_FORMAT_JSON], .data = d, .info = info };
-                r = write_file_atomic_at(dirfd, report_formats[REPORT_FORMAT_JSON].file, write_cb, &ctx);
+                r = write_one(dirfd, &report_formats[REPORT_FORMAT_JSON], d, info);
                 if (r < 0)
                         goto finish;
         }

@@ -44,6 +44,20 @@ typedef struct ReportPythonInfo {
                 unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
 } ReportPythonInfo;
 
+/* Off-CPU time of the session (profile "events" with "offcpu"): summary.json
+ * "offCpu". Times in nanoseconds. */
+typedef struct ReportOffCpuInfo {
+        bool enabled; /* the profile asked for it */
+        const char *unavailable; /* why the kernel could not (then nothing was recorded), or NULL */
+        uint64_t min_usec; /* offCpuMinUsec */
+        double probability; /* offCpuProbability */
+        uint64_t recorded, recorded_ns; /* waits recorded with their stacks */
+        uint64_t short_waits, short_ns; /* waits under min_usec: counted, not stacked */
+        uint64_t lost, lost_ns; /* waits not recorded: the counts map was full */
+        uint64_t excluded_ns; /* of processes the patterns exclude */
+        const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
+} ReportOffCpuInfo;
+
 /* Session metadata for summary.json. */
 struct ReportSummaryInfo {
         const char *session_id; /* 32 hex */
@@ -73,6 +87,7 @@ struct ReportSummaryInfo {
         uint64_t total_frames; /* frames (weighted by samples) */
         ReportUnwindInfo unwind;
         ReportPythonInfo python;
+        ReportOffCpuInfo offcpu;
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
 };
@@ -94,6 +109,9 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
 
 /* flame.svg: a self-contained interactive flame graph. */
 int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+/* offcpu.svg: the same for off-CPU stacks (counts in µs), in blues. */
+int report_write_svg_offcpu(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+int report_write_svg_full(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu);
 
 /* profile.speedscope.json: the speedscope file format, one sampled profile. */
 int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
