@@ -96,6 +96,7 @@ typedef struct PprofWriter {
         char *comments[8];
         size_t n_comments;
 
+        bool offcpu; /* a third value: off_cpu/nanoseconds (profile "events" with "offcpu") */
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
         Perftools__Profiles__ValueType **sample_types;
 
@@ -209,6 +210,8 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
 
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 string_table_add(t, fixed[i]);
+        if (w->offcpu)
+                string_table_add(t, "off_cpu");
         for (size_t i = 0; i < w->n_comments; i++)
                 string_table_add(t, w->comments[i]);
         if (info) {
@@ -444,7 +447,7 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
-                if (!s->locations || s->count == 0)
+                if (!s->locations || (s->count == 0 && s->offcpu_ns == 0))
                         continue;
                 for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
                         role[s->locations[j - 1]] |= 1;
@@ -478,7 +481,7 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
-                if (s->locations || s->count == 0)
+                if (s->locations || (s->count == 0 && s->offcpu_ns == 0))
                         continue;
                 for (uint32_t j = 0; j < s->n_frames; j++) {
                         uint32_t f = s->frames[j];
@@ -555,7 +558,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         size_t n = 0, n_ids = 0, k = 0, id = 0;
 
         for (size_t i = 0; i < d->n_stacks; i++)
-                if (d->stacks[i].count > 0) {
+                if (d->stacks[i].count > 0 || d->stacks[i].offcpu_ns > 0) {
                         n++;
                         n_ids += d->stacks[i].n_frames;
                 }
@@ -564,7 +567,8 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
 
         w->samples = calloc(n, sizeof(Perftools__Profiles__Sample));
         w->sample_ptrs = calloc(n, sizeof(Perftools__Profiles__Sample *));
-        w->values = calloc(2 * n, sizeof(int64_t));
+        size_t n_values = w->offcpu ? 3 : 2;
+        w->values = calloc(n_values * n, sizeof(int64_t));
         w->location_ids = calloc(MAX(n_ids, (size_t) 1), sizeof(uint64_t));
         if (!w->samples || !w->sample_ptrs || !w->values || !w->location_ids)
                 return -ENOMEM;
@@ -574,14 +578,16 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                 Perftools__Profiles__Sample *sample = w->samples + k;
                 size_t m = 0;
 
-                if (s->count == 0)
+                if (s->count == 0 && s->offcpu_ns == 0)
                         continue;
 
                 perftools__profiles__sample__init(sample);
-                sample->n_value = 2;
-                sample->value = w->values + 2 * k;
+                sample->n_value = n_values;
+                sample->value = w->values + n_values * k;
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
+                if (w->offcpu)
+                        sample->value[2] = clamp_i64(s->offcpu_ns);
 
                 /* Leaf first: the reverse of the stack's order; a chain of
                  * inlined calls is its innermost call's Location. */
@@ -657,6 +663,7 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         if (r < 0)
                 return r;
 
+        w.offcpu = (info && info->offcpu.enabled) || profile_data_offcpu_total(d) > 0;
         if (info && info->frequency > 0)
                 period = MAX((NSEC_PER_SEC + info->frequency / 2) / info->frequency, (uint64_t) 1);
 
@@ -690,23 +697,28 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         p.n_string_table = w.strings.n;
         p.string_table = (char **) w.strings.strings;
 
-        /* samples/count, cpu/nanoseconds; the period type is cpu/nanoseconds too. */
-        w.value_types = calloc(3, sizeof(Perftools__Profiles__ValueType));
-        w.sample_types = calloc(2, sizeof(Perftools__Profiles__ValueType *));
+        /* samples/count, cpu/nanoseconds, and off_cpu/nanoseconds with
+         * off-CPU time; the period type is cpu/nanoseconds. */
+        w.value_types = calloc(4, sizeof(Perftools__Profiles__ValueType));
+        w.sample_types = calloc(3, sizeof(Perftools__Profiles__ValueType *));
         if (!w.value_types || !w.sample_types)
                 return -ENOMEM;
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < 4; i++) {
                 perftools__profiles__value_type__init(w.value_types + i);
-                w.value_types[i].type = string_index(&w.strings, i == 0 ? "samples" : "cpu");
+                w.value_types[i].type = string_index(&w.strings, i == 0               ? "samples"
+                                                                 : i == 2 && w.offcpu ? "off_cpu"
+                                                                                      : "cpu");
                 w.value_types[i].unit = string_index(&w.strings, i == 0 ? "count" : "nanoseconds");
         }
         w.sample_types[0] = w.value_types;
         w.sample_types[1] = w.value_types + 1;
-        p.n_sample_type = 2;
+        w.sample_types[2] = w.value_types + 2;
+        p.n_sample_type = w.offcpu ? 3 : 2;
         p.sample_type = w.sample_types;
-        p.period_type = w.value_types + 2;
+        p.period_type = w.value_types + 3;
         p.period = clamp_i64(period);
-        p.default_sample_type = string_index(&w.strings, "cpu");
+        p.default_sample_type =
+                string_index(&w.strings, w.offcpu && profile_data_total(d) == 0 ? "off_cpu" : "cpu");
 
         if (info) {
                 p.time_nanos = mul_i64(info->start_usec, NSEC_PER_USEC);

@@ -569,6 +569,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         r = add_unwind(root, &info->unwind);
         if (r < 0)
                 return r;
+        r = report_summary_add_offcpu(root, d, info);
+        if (r < 0)
+                return r;
 
         ADD_OR_ENOMEM(add_string_or_null(root, "reportDir", info->report_dir));
 

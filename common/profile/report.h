@@ -100,6 +100,14 @@ struct ReportSummaryInfo {
  * frequency × cpu_usage_usec / 1e6, rounded. */
 int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 
+/* summary.json "offCpu" (report-offcpu.c), when info->offcpu.enabled; all:
+ * the profile with both values. */
+struct cJSON;
+int report_summary_add_offcpu(struct cJSON *root, const ProfileData *all, const ReportSummaryInfo *info);
+/* Why an off-CPU stack waited: its innermost kernel frame that is not the
+ * scheduler's own (futex_wait, pipe_read, do_nanosleep, ...), or PROFILE_NONE. */
+uint32_t report_offcpu_reason(const ProfileData *d, const ProfileStack *st);
+
 /* profile.pb.gz: the pprof Profile protobuf (protobuf-c), gzipped (zlib).
  * Sample types samples/count and cpu/nanoseconds (count x 1e9/frequency),
  * period cpu/nanoseconds, one Location per unique address, Mappings with
