@@ -35,6 +35,7 @@ static void start_container_session(Manager *m, CgroupState *c, const SessionRul
                 .pod_uid = pod->uid,
                 .container = container,
                 .container_id = c->container_id,
+                .labels = pod->labels,
         };
         int r;
 

@@ -478,7 +478,8 @@ static void manager_retarget(Manager *m) {
 
 /* An event, its process's mappings read (in the maps cache): unwind
  * tables first, then the symbols of the process. */
-static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
+static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *comm,
+                                const JobIdentity *identity, void *userdata) {
         Manager *m = userdata;
 
         log_debug("Process event %u for PID %u (exec %u, %s), %.1f ms after it started.", e->kind, e->pid,
@@ -499,7 +500,7 @@ static void on_proc_event_ready(const struct cgprof_proc_event *e, const char *c
                 session_refresh_process(s, e->pid, e->start_time, e->exec_id);
                 return;
         }
-        session_on_process(s, e->pid, e->start_time, e->exec_id, comm);
+        session_on_process(s, e, comm, identity);
         session_capture_pending(s);
 }
 
@@ -512,7 +513,7 @@ static void on_proc_event(const struct cgprof_proc_event *e, const char *comm, v
                 proc_event_queue_add(m->proc_event_queue, e, comm);
         else {
                 proc_maps_cache_clear(m->maps_cache);
-                on_proc_event_ready(e, comm, m);
+                on_proc_event_ready(e, comm, NULL, m);
         }
 }
 

@@ -15,19 +15,34 @@
  *  - the peak RSS delta of the first build (getrusage's ru_maxrss, KiB):
  *    heap (rows, FDE list, CIEs) plus the section's file pages, mapped by
  *    libelf; not bytes allocated,
- *  - the table size, rows * 8 bytes: what the agent would load into a map. */
+ *  - the builder's table size, rows * 8 bytes,
+ *  - the compact form the agent loads (common/symbols/unwind-compact.c):
+ *    the time to make it (median of 5), its cells (4 bytes) and pages (8
+ *    bytes), the distinct rules it uses, its size and its bytes per row.
+ * Then the totals of all files (a CUDA library set, a PyTorch install).
+ * Every file's builds run in a child process: the totals come back through
+ * shared memory. */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "unwind-compact.h"
 #include "unwind-table.h"
 
 #define RUNS 5
+
+typedef struct Totals {
+        uint64_t files, rows, bytes_rows, bytes_compact, build_ns, compact_ns;
+} Totals;
+
+static Totals *totals; /* shared with the children */
 
 static uint64_t now_nsec(void) {
         struct timespec ts;
@@ -77,6 +92,46 @@ static uint64_t section_size(int fd, const char *name) {
         return size;
 }
 
+/* The compact form of t: made RUNS times, printed with the rest of the line. */
+static int bench_compact(const char *path, const UnwindTable *t, uint64_t build_ns, long rss, int fd) {
+        _cleanup_(unwind_compact_freep) UnwindCompact *c = NULL;
+        _cleanup_(unwind_rules_freep) UnwindRules *rules = NULL;
+        uint64_t ns[RUNS];
+        size_t bytes;
+        int r;
+
+        r = unwind_rules_new(&rules);
+        for (int i = 0; r >= 0 && i < RUNS; i++) {
+                uint64_t start = now_nsec();
+                c = unwind_compact_free(c);
+                r = unwind_compact_build(t, rules, &c);
+                ns[i] = now_nsec() - start;
+        }
+        if (r < 0) {
+                printf("%-40s  compact: %s\n", path, strerror(-r));
+                return r;
+        }
+        qsort(ns, RUNS, sizeof(ns[0]), compare_u64);
+        bytes = c->n_cells * sizeof(struct cgprof_unwind_cell) +
+                c->n_pages * sizeof(struct cgprof_unwind_page);
+
+        printf("%-40s %-12s %9.1f %8zu %9zu %9zu %4zu %9.2f %9ld %10.1f %8.2f %9zu %6zu %6zu %10.1f %5.2f\n",
+               path, unwind_source_to_string(t->source),
+               (double) section_size(fd, unwind_source_to_string(t->source)) / 1024.0, t->stats.n_fdes,
+               t->stats.n_rows_raw, t->n_rows, t->stats.n_bad_entries, (double) build_ns / 1e6, rss,
+               (double) (t->n_rows * sizeof(struct cgprof_unwind_row)) / 1024.0, (double) ns[RUNS / 2] / 1e6,
+               c->n_cells, c->n_pages, unwind_rules_count(rules) - 1, (double) bytes / 1024.0,
+               (double) bytes / (double) t->n_rows);
+        __atomic_add_fetch(&totals->files, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->rows, t->n_rows, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->bytes_rows, t->n_rows * sizeof(struct cgprof_unwind_row),
+                           __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->bytes_compact, bytes, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->build_ns, build_ns, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&totals->compact_ns, ns[RUNS / 2], __ATOMIC_RELAXED);
+        return 0;
+}
+
 static int bench_file(const char *path) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_(unwind_table_freep) UnwindTable *first = NULL;
@@ -113,13 +168,8 @@ static int bench_file(const char *path) {
         }
         qsort(ns, RUNS, sizeof(ns[0]), compare_u64);
 
-        printf("%-40s %-12s %9.1f %8zu %9zu %9zu %6zu %4zu %9.2f %8.2f %9ld %10.1f\n", path,
-               unwind_source_to_string(first->source),
-               (double) section_size(fd, unwind_source_to_string(first->source)) / 1024.0,
-               first->stats.n_fdes, first->stats.n_rows_raw, first->n_rows, first->stats.n_unsupported_rows,
-               first->stats.n_bad_entries, (double) ns[RUNS / 2] / 1e6, (double) ns[0] / 1e6,
-               rss_after - rss_before, (double) (first->n_rows * sizeof(struct cgprof_unwind_row)) / 1024.0);
-        return 0;
+        r = bench_compact(path, first, ns[RUNS / 2], rss_after - rss_before, fd);
+        return r < 0 ? 1 : 0;
 }
 
 /* The x86-64 path of a library from ldconfig's cache. */
@@ -170,8 +220,12 @@ int main(int argc, char *argv[]) {
                 files = defaults;
         }
 
-        printf("%-40s %-12s %9s %8s %9s %9s %6s %4s %9s %8s %9s %10s\n", "file", "section", "sect KiB",
-               "FDEs", "rows raw", "rows", "unsup", "bad", "med ms", "min ms", "RSS+ KiB", "table KiB");
+        totals = mmap(NULL, sizeof(Totals), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (totals == MAP_FAILED)
+                return 1;
+        printf("%-40s %-12s %9s %8s %9s %9s %4s %9s %9s %10s %8s %9s %6s %6s %10s %5s\n", "file", "section",
+               "sect KiB", "FDEs", "rows raw", "rows", "bad", "build ms", "RSS+ KiB", "8B KiB", "cmpct ms",
+               "cells", "pages", "rules", "cmpct KiB", "B/row");
         fflush(stdout);
         for (size_t i = 0; i < n_files; i++) {
                 pid_t pid = fork();
@@ -188,5 +242,13 @@ int main(int argc, char *argv[]) {
                 if (waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
                         status = 1;
         }
+        if (totals->rows > 0)
+                printf("total: %" PRIu64 " files, %" PRIu64
+                       " rows; 8-byte rows %.1f MiB, compact %.1f MiB (%.2f bytes "
+                       "per row); build %.0f ms, compact %.0f ms (medians, summed)\n",
+                       totals->files, totals->rows, (double) totals->bytes_rows / 1048576.0,
+                       (double) totals->bytes_compact / 1048576.0,
+                       (double) totals->bytes_compact / (double) totals->rows,
+                       (double) totals->build_ns / 1e6, (double) totals->compact_ns / 1e6);
         return status;
 }

@@ -73,14 +73,16 @@ static __always_inline int offcpu_count(void *counts, void *stacks, struct scrat
 
 /* The stacks of the current task (the user walk now, the kernel stack
  * taken at its switch-in) into s and key's stack fields (hashes). */
-static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct *task, struct offcpu_task *t,
+static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct *task,
+                                          struct task_struct *leader, struct offcpu_task *t,
                                           struct cgprof_sample_key *key, __u32 tid, __u32 flags) {
         if (task->mm) {
                 user_stack(NULL, s, task, key->pid, key->start_time, key->session, flags);
                 if (s->user.n > 0)
                         key->user_stack = stack_hash_finish(&s->user, s->w.hash);
         }
-        if ((flags & CGPROF_SESSION_PYTHON) && python_stack(s, task, key->pid, tid, key->start_time))
+        if ((flags & CGPROF_SESSION_PYTHON) &&
+            python_stack(s, task, leader, key->pid, tid, key->start_time, key->exec_id))
                 key->python_stack = stack_hash(&s->python);
         if (t->kernel_n > 0) {
                 __builtin_memcpy(s->kernel.pcs, t->kernel_pcs, sizeof(t->kernel_pcs));
@@ -119,7 +121,7 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         leader = task->group_leader;
         key.start_time = leader->start_time;
         key.exec_id = leader->self_exec_id;
-        offcpu_stacks(s, task, t, &key, (__u32) pid_tgid, sess->flags);
+        offcpu_stacks(s, task, leader, t, &key, (__u32) pid_tgid, sess->flags);
 
         if (active_set == 0) {
                 counts = &counts0;

@@ -50,6 +50,7 @@ struct task_struct {
         struct thread_struct thread;
         __u64 start_time;
         struct task_struct *group_leader;
+        struct task_struct *real_parent;
         __s32 tgid;
         char comm[16];
         void *mm;
@@ -117,15 +118,39 @@ struct {
         __uint(max_entries, 256 * 1024);
 } proc_events SEC(".maps");
 
-/* Unwind tables: the agent writes rows through mmap() (max_entries is set
- * from the config before load). */
+/* Unwind tables (bpf/unwind.h): the agent creates the shards as it needs
+ * them and writes them, the pages and the rules through mmap(). The sizes
+ * are set from the config before load (the shards' inner size too). */
+struct unwind_shard {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, CGPROF_UNWIND_SHARD_ROWS / 2);
+        __type(key, __u32);
+        __type(value, __u64); /* two struct cgprof_unwind_cell (not in the BTF otherwise) */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+        __uint(max_entries, CGPROF_UNWIND_ROWS_DEFAULT / CGPROF_UNWIND_SHARD_ROWS);
+        __type(key, __u32);
+        __array(values, struct unwind_shard);
+} unwind_shards SEC(".maps");
+
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
         __uint(map_flags, BPF_F_MMAPABLE);
-        __uint(max_entries, CGPROF_UNWIND_ROWS_DEFAULT);
+        __uint(max_entries, CGPROF_UNWIND_ROWS_DEFAULT / CGPROF_UNWIND_PAGES_PER_ROWS);
         __type(key, __u32);
-        __type(value, struct cgprof_unwind_row);
-} unwind_rows SEC(".maps");
+        __type(value, struct cgprof_unwind_page);
+} unwind_pages SEC(".maps");
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __uint(max_entries, CGPROF_UNWIND_RULES_MAX / 2);
+        __type(key, __u32);
+        __type(value, struct cgprof_unwind_rule_pair);
+} unwind_rules SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -256,6 +281,9 @@ static __always_inline void note_process(struct task_struct *leader, __u32 pid, 
         __builtin_memcpy(e->comm, v.comm, sizeof(e->comm));
         e->kind = CGPROF_PROC_EVENT_SEEN;
         e->exec_id = exec_id;
+        e->ppid = BPF_CORE_READ(leader, real_parent, tgid);
+        e->pad = 0;
+        e->parent_start_time = BPF_CORE_READ(leader, real_parent, group_leader, start_time);
         bpf_ringbuf_submit(e, 0);
         bpf_map_update_elem(&procs_seen, &pid, &v, BPF_ANY);
 }
@@ -374,31 +402,53 @@ static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st, 
 
 /* ---- The user stack walk with unwind tables ---- */
 
-/* The last row whose pc <= rel, in rows [first, first + n). */
-static __always_inline struct cgprof_unwind_row *row_find(__u32 first, __u32 n, __u32 rel) {
-        __u32 lo = 0, hi = n; /* the answer is in [lo, hi) once row lo's pc <= rel */
-        struct cgprof_unwind_row *row;
-        __u32 idx;
+/* Cell i of a shard: half i & 1 of its value i >> 1 (bpf/unwind.h). */
+static __always_inline struct cgprof_unwind_cell *cell_get(void *shard, __u32 i) {
+        __u32 k = i >> 1;
+        struct cgprof_unwind_cell *pair = bpf_map_lookup_elem(shard, &k);
 
-        if (n == 0)
+        return pair ? &pair[i & 1] : NULL;
+}
+
+/* The rule in force at rel (an offset from the table's base): its page,
+ * the page's shard, the last of the page's cells whose pc_lo <= rel's low
+ * 16 bits (the first cell's is 0), its rule. */
+static __always_inline struct cgprof_unwind_rule *rule_find(struct cgprof_unwind_table *t, __u32 rel) {
+        __u32 idx = rel >> CGPROF_UNWIND_PAGE_SHIFT, lo = 0, hi, first;
+        __u16 pc = rel & 0xffff;
+        struct cgprof_unwind_rule_pair *rules;
+        struct cgprof_unwind_page *page;
+        struct cgprof_unwind_cell *cell;
+        void *shard;
+
+        if (idx >= t->n_pages)
                 return NULL;
-        idx = first;
-        row = bpf_map_lookup_elem(&unwind_rows, &idx);
-        if (!row || row->pc > rel)
+        idx += t->first_page;
+        page = bpf_map_lookup_elem(&unwind_pages, &idx);
+        if (!page || page->n == 0)
                 return NULL;
-        for (int i = 0; i < 32 && hi - lo > 1; i++) {
+        idx = page->first >> CGPROF_UNWIND_SHARD_BITS;
+        shard = bpf_map_lookup_elem(&unwind_shards, &idx);
+        if (!shard)
+                return NULL;
+        first = page->first & ((1u << CGPROF_UNWIND_SHARD_BITS) - 1);
+        hi = page->n;
+        for (int i = 0; i < 17 && hi - lo > 1; i++) {
                 __u32 mid = lo + (hi - lo) / 2;
-                idx = first + mid;
-                row = bpf_map_lookup_elem(&unwind_rows, &idx);
-                if (!row)
+                cell = cell_get(shard, first + mid);
+                if (!cell)
                         return NULL;
-                if (row->pc <= rel)
+                if (cell->pc_lo <= pc)
                         lo = mid;
                 else
                         hi = mid;
         }
-        idx = first + lo;
-        return bpf_map_lookup_elem(&unwind_rows, &idx);
+        cell = cell_get(shard, first + lo);
+        if (!cell)
+                return NULL;
+        idx = cell->rule_id >> 1;
+        rules = bpf_map_lookup_elem(&unwind_rules, &idx);
+        return rules ? &rules->r[cell->rule_id & 1] : NULL;
 }
 
 static __always_inline int mapping_find(struct walk_state *w, __u64 addr) {
@@ -529,18 +579,27 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
  * step, 3 for a frame-pointer step that may switch stacks. */
 static __always_inline int table_step(struct walk_state *w, struct cgprof_stack *st, __u64 addr) {
         struct cgprof_unwind_table *t;
-        struct cgprof_unwind_row *row;
+        struct cgprof_unwind_rule *row;
         __u64 cfa, ra, fp, rel;
         __u32 tid = w->map.table;
         __u8 rule;
 
         t = bpf_map_lookup_elem(&unwind_tables, &tid);
-        if (!t || t->n_rows == 0)
+        if (!t)
                 return 2;
-        rel = addr - w->map.bias;
+        if (t->n_pages == 0) {
+                /* Not built yet: the agent builds the wanted ones first. */
+                if (t->pending) {
+                        if (!t->wanted)
+                                t->wanted = 1;
+                        st->flags |= CGPROF_STACK_TABLE_PENDING;
+                }
+                return 2;
+        }
+        rel = addr - w->map.bias - t->base;
         if (rel > 0xffffffffULL)
                 return 2;
-        row = row_find(t->first_row, t->n_rows, (__u32) rel);
+        row = rule_find(t, (__u32) rel);
         if (!row)
                 return 2;
         rule = row->rule;
@@ -929,18 +988,45 @@ static long py_frame(__u32 i, void *data) {
         return 0;
 }
 
+/* A forked child without an entry of its own (bpf/python.h): its parent's,
+ * when the child still runs the program its parent registered (same
+ * exec() count, the parent the same process). Copied into python_procs
+ * for the child's next samples; the agent's own registration of the child
+ * replaces it. */
+static __always_inline int python_inherit(struct py_state *p, struct task_struct *leader, __u32 pid,
+                                          __u64 start_time, __u32 exec_id) {
+        struct cgprof_python_proc *parent;
+        __u32 ppid = BPF_CORE_READ(leader, real_parent, tgid);
+
+        /* A process that runs no Python (its parent does not either, most
+         * often) pays this read and one lookup per sample. */
+        if (ppid == 0 || ppid == pid)
+                return -1;
+        parent = bpf_map_lookup_elem(&python_procs, &ppid);
+        if (!parent || parent->exec_id != exec_id ||
+            parent->start_time != BPF_CORE_READ(leader, real_parent, group_leader, start_time))
+                return -1;
+        p->proc = *parent;
+        p->proc.start_time = start_time;
+        p->proc.parent = ppid;
+        bpf_map_update_elem(&python_procs, &pid, &p->proc, BPF_ANY);
+        return 0;
+}
+
 /* Walks the Python frames of the sampled thread into s->python. Returns
  * whether there is a Python stack to store (frames, or a reason why not). */
-static __always_inline int python_stack(struct scratch *s, struct task_struct *task, __u32 pid, __u32 tid,
-                                        __u64 start_time) {
+static __always_inline int python_stack(struct scratch *s, struct task_struct *task,
+                                        struct task_struct *leader, __u32 pid, __u32 tid, __u64 start_time,
+                                        __u32 exec_id) {
         struct cgprof_python_proc *proc = bpf_map_lookup_elem(&python_procs, &pid);
         struct cgprof_stack *st = &s->python;
         struct py_state *p = &s->py;
         __u64 *cached, v, interp;
 
-        if (!proc || proc->start_time != start_time)
+        if (proc && proc->start_time == start_time)
+                p->proc = *proc;
+        else if (python_inherit(p, leader, pid, start_time, exec_id) < 0)
                 return 0;
-        p->proc = *proc;
         st->n = 0;
         st->flags = CGPROF_STACK_PYTHON;
         st->fp_frames[0] = st->fp_frames[1] = 0;
@@ -1096,7 +1182,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                                                  : stack_hash_finish(&s->user, s->w.hash);
         }
         if ((sess->flags & CGPROF_SESSION_PYTHON) &&
-            python_stack(s, task, key.pid, (__u32) pid_tgid, key.start_time))
+            python_stack(s, task, leader, key.pid, (__u32) pid_tgid, key.start_time, key.exec_id))
                 key.python_stack = BENCH(CGPROF_BENCH_NO_STORE) ? s->python.n : stack_hash(&s->python);
         /* A sample that interrupted user mode has no kernel stack: the
          * kernel's walker would find none (it walks kernel registers only). */
@@ -1184,6 +1270,9 @@ int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         BPF_CORE_READ_STR_INTO(&e->comm, p, group_leader, comm);
         e->kind = CGPROF_PROC_EVENT_EXEC;
         e->exec_id = BPF_CORE_READ(p, group_leader, self_exec_id);
+        e->ppid = BPF_CORE_READ(p, group_leader, real_parent, tgid);
+        e->pad = 0;
+        e->parent_start_time = BPF_CORE_READ(p, group_leader, real_parent, group_leader, start_time);
         bpf_ringbuf_submit(e, 0);
         return 0;
 }

@@ -13,7 +13,13 @@
 #define CGPROF_STACKS_PER_SET 16384 /* distinct stacks (user and kernel) between two drains */
 
 /* Unwinding with tables (bpf/unwind.h for the rows). */
-#define CGPROF_UNWIND_ROWS_DEFAULT (1u << 21) /* rows, all tables together: 16 MiB */
+/* The budget of rows (cells of 4 bytes, bpf/unwind.h) of all tables
+ * together: 64 MiB. Shards of CGPROF_UNWIND_SHARD_ROWS cells are created as
+ * tables come, up to it. */
+#define CGPROF_UNWIND_ROWS_DEFAULT (1u << 24)
+#define CGPROF_UNWIND_SHARD_ROWS (1u << 18) /* 1 MiB; a smaller budget makes them smaller */
+/* Pages (64 KiB of text each, 8 bytes) of all tables: one per 64 rows of the budget. */
+#define CGPROF_UNWIND_PAGES_PER_ROWS 64
 #define CGPROF_MAX_UNWIND_TABLES 16384 /* table 0 is never used: "no table" */
 #define CGPROF_MAX_MAPPING_ENTRIES 262144 /* prefix entries of all processes' mappings */
 #define CGPROF_MAX_UNWIND_PROCS 32768
@@ -97,6 +103,8 @@ struct cgprof_sample_key {
 #define CGPROF_STACK_READ_ERROR (1u << 7) /* the stack could not be read (paged out, bad pointer) */
 #define CGPROF_STACK_BAD_FRAME (1u << 8) /* the stack pointer did not grow: a broken frame */
 #define CGPROF_STACK_FP_END (1u << 9) /* a frame-pointer step found no frame pointer (0) */
+#define CGPROF_STACK_TABLE_PENDING \
+        (1u << 10) /* a frame whose table was not built yet (walked as without one) */
 
 /* A stored stack (value of the stacks maps), leaf first. */
 struct cgprof_stack {
@@ -119,11 +127,15 @@ struct cgprof_session_stats {
         __u64 offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
 };
 
-/* Unwind tables in maps: the rows of every table in one array, a table is
- * a range of it. */
+/* Unwind tables in maps (bpf/unwind.h): a table is a range of the pages
+ * map; a page says where its cells are in the shards. */
 struct cgprof_unwind_table {
-        __u32 first_row;
-        __u32 n_rows;
+        __u64 base; /* ELF vaddr of offset 0 of page 0 (a mapping's bias + base: the table's address 0) */
+        __u32 first_page;
+        __u32 n_pages; /* 0: no table (none, or not built yet) */
+        __u8 pending; /* being built: its frames are walked as without a table meanwhile */
+        __u8 wanted; /* set by the walker when it meets a pending table: built first */
+        __u8 pad[6];
 };
 
 /* The mappings of processes whose stacks are walked with tables: longest
@@ -137,7 +149,7 @@ struct cgprof_mapping_key {
 
 struct cgprof_mapping {
         __u64 start, end;
-        __u64 bias; /* table row pc = address - bias */
+        __u64 bias; /* load bias: the table's offset = address - bias - table base */
         __u32 table; /* 0: no table (walk by frame pointer) */
         __u32 flags;
 };
@@ -165,6 +177,13 @@ struct cgprof_proc_event {
         char comm[CGPROF_COMM_LEN];
         __u32 kind; /* CGPROF_PROC_EVENT_* */
         __u32 exec_id;
+        /* The parent process (real_parent's thread group) and its start
+         * time: a forked child runs its parent's program until it calls
+         * exec() (same exec_id), so what the agent knows of the parent's
+         * interpreter holds for it (DataLoader workers). 0: unknown. */
+        __u32 ppid;
+        __u32 pad;
+        __u64 parent_start_time;
 };
 
 struct cgprof_proc_seen {

@@ -14,7 +14,14 @@
  * recording per frame the code object's address and the instruction
  * offset: _PyInterpreterFrame.previous (3.11+) or PyFrameObject.f_back
  * (3.7-3.10, where every frame is its own evaluation loop call). The agent
- * reads the code objects' names, files and line tables. */
+ * reads the code objects' names, files and line tables.
+ *
+ * A forked child (a DataLoader worker, a multiprocessing 'fork' child) runs
+ * its parent's interpreter at the same addresses until it calls exec(): at
+ * its first sample without an entry of its own, the walk copies its
+ * parent's (when the parent's start time and exec() count are the child's
+ * parent's and the child's own), so the child is walked from its first
+ * sample, not from when the agent has looked at it. */
 
 #define CGPROF_MAX_PYTHON_PROCS 16384
 #define CGPROF_MAX_PYTHON_THREADS 65536
@@ -44,6 +51,7 @@ struct cgprof_python_proc {
         __u8 owner_cstack; /* owner value of C-stack shim frames (skipped), 0: none */
         __u8 lasti_shift; /* f_lasti >> lasti_shift is in code units */
         __u32 exec_id; /* the program (exec() count) registered: for the agent, the walk ignores it */
+        __u32 parent; /* 0, or the tgid whose entry this one was copied from at the child's first sample */
 };
 
 /* A Python frame as stored in a stack's pcs[]: the code object's address

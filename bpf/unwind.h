@@ -63,3 +63,48 @@ struct cgprof_unwind_row {
         __u8 rule; /* CGPROF_UNWIND_RULE(CGPROF_CFA_*, CGPROF_FP_*) */
         __s8 fp_offset; /* in units of 8 bytes, from the CFA */
 };
+
+/* ---- The compact form the walker reads (common/symbols/unwind-compact.c
+ * makes it from the rows above) ----
+ *
+ * A table's address range (from its base) is cut into pages of 64 KiB. Each
+ * page has its own sorted run of 4-byte cells: the low 16 bits of the pc
+ * (the offset in the page) and the id of the rule in force from there. The
+ * first cell of every page is at offset 0 (the rule in force across the
+ * page boundary is repeated), so a lookup never leaves the page. Rule ids
+ * index one table of distinct rules shared by every unwind table (an
+ * interner: 65536 at most, never freed); id 0 is the NONE rule. */
+
+#define CGPROF_UNWIND_PAGE_SHIFT 16
+#define CGPROF_UNWIND_RULES_MAX 65536
+#define CGPROF_UNWIND_RULE_NONE_ID 0
+
+struct cgprof_unwind_cell {
+        __u16 pc_lo; /* offset in the page */
+        __u16 rule_id; /* in the rules map */
+};
+
+struct cgprof_unwind_rule {
+        __u16 cfa_offset;
+        __u8 rule; /* CGPROF_UNWIND_RULE(CGPROF_CFA_*, CGPROF_FP_*) */
+        __s8 fp_offset;
+};
+
+/* BPF arrays round their values up to 8 bytes: the shards and the rules
+ * map hold two of them per value (cell or rule i is half i & 1 of value
+ * i >> 1), and read through mmap() they are plain arrays of 4-byte items. */
+struct cgprof_unwind_rule_pair {
+        struct cgprof_unwind_rule r[2];
+};
+
+/* Where a page's cells are: in the maps, shard first >> CGPROF_UNWIND_SHARD_BITS,
+ * cell first & (2^CGPROF_UNWIND_SHARD_BITS - 1) of it; in the builder's
+ * output, the index of its first cell. */
+struct cgprof_unwind_page {
+        __u32 first;
+        __u32 n; /* cells (1 at least) */
+};
+
+/* Cells per shard at most (the shards' size: 2^18 cells, 1 MiB; smaller
+ * when the whole budget is smaller). */
+#define CGPROF_UNWIND_SHARD_BITS 18

@@ -25,8 +25,8 @@
 #include "report.h"
 
 static const char *const option_names[] = {
-        "--pod", "--container", "--cgroup", "--profile",   "--duration",
-        "--all", "--since",     "--filter", "--frequency", "--format",
+        "--pod",   "--container", "--cgroup",    "--profile", "--duration", "--all",
+        "--since", "--filter",    "--frequency", "--format",  "--by",
 };
 
 static const Verb verbs[] = {
@@ -42,7 +42,8 @@ static const Verb verbs[] = {
           "reports [--since T] [--filter F]" },
         { "record", 1, UINT_MAX, OPT_PROFILE | OPT_FREQUENCY | OPT_DURATION, true, NULL, verb_record,
           "record [--profile P] [--frequency F] [--duration D] -- COMMAND [ARGS...]" },
-        { "report", 1, 1, OPT_FORMAT, false, NULL, verb_report, "report DIR [--format FORMAT]" },
+        { "report", 1, UINT_MAX, OPT_FORMAT | OPT_BY, false, NULL, verb_report,
+          "report DIR [--format FORMAT] | report --by rank DIR..." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -90,7 +91,9 @@ static void help(void) {
                "                             is the last line). SIGINT/SIGTERM/SIGHUP sent\n"
                "                             to cgprofctl are passed on to COMMAND\n"
                "  report DIR [--format F]    Re-render a report directory in other formats\n"
-               "                             (from its profile.pb.gz, else profile.folded)\n\n"
+               "                             (from its profile.pb.gz, else profile.folded)\n"
+               "  report --by rank DIR...    One view across the ranks of a distributed job,\n"
+               "                             from one or more report directories\n\n"
                "Options:\n"
                "  -h --help                  Show this help\n"
                "     --version               Show the version\n"
@@ -98,7 +101,8 @@ static void help(void) {
                "     --system                Talk to %4$s on the system bus instead\n"
                "     --json                  Print JSON (camelCase keys, as the D-Bus results)\n"
                "     --format FORMAT         With report: folded, json, pprof, svg, speedscope\n"
-               "                             (repeatable or comma-separated; default: all)\n\n"
+               "                             (repeatable or comma-separated; default: all)\n"
+               "     --by rank               With report: per rank, then where ranks differ\n\n"
                "Only root may control cgprofd. Exit status: 0 ok, 1 failure, 2 usage or an\n"
                "argument the agent refused (e.g. an unknown profile), 3 not found (pod,\n"
                "container, cgroup, session or report directory).\n",
@@ -207,6 +211,7 @@ enum {
         ARG_SINCE,
         ARG_FILTER,
         ARG_FREQUENCY,
+        ARG_BY,
 };
 
 static const struct option long_options[] = {
@@ -225,6 +230,7 @@ static const struct option long_options[] = {
         { "since", required_argument, NULL, ARG_SINCE },
         { "filter", required_argument, NULL, ARG_FILTER },
         { "frequency", required_argument, NULL, ARG_FREQUENCY },
+        { "by", required_argument, NULL, ARG_BY },
         {},
 };
 
@@ -290,6 +296,12 @@ static int parse_verb_option(int opt, const char *arg, Ctl *c) {
         case ARG_FILTER:
                 c->options |= OPT_FILTER;
                 c->filter = arg;
+                return 0;
+        case ARG_BY:
+                c->options |= OPT_BY;
+                if (!streq(arg, "rank"))
+                        return -usage_error(NULL, "--by: '%s' is not a view (rank).", arg);
+                c->by_rank = true;
                 return 0;
         case ARG_FREQUENCY:
                 c->options |= OPT_FREQUENCY;

@@ -14,6 +14,8 @@
 #include "ctl-output.h"
 #include "ctl.h"
 #include "log.h"
+#include "fileio.h"
+#include "report-by-rank.h"
 #include "report.h"
 
 static cJSON *report_to_json(const ReportInfo *ri) {
@@ -87,6 +89,63 @@ int verb_reports(Ctl *c, char **args) {
         return EXIT_SUCCESS;
 }
 
+/* The frequency of a report directory's samples (summary.json), 0: unknown. */
+static uint64_t report_frequency(int fd) {
+        _cleanup_free_ char *text = NULL;
+        cJSON *j, *f;
+        uint64_t v = 0;
+
+        if (read_full_file_max(fd, "summary.json", 64 * 1024 * 1024, &text, NULL) < 0)
+                return 0;
+        j = cJSON_Parse(text);
+        f = cJSON_GetObjectItemCaseSensitive(j, "frequency");
+        if (cJSON_IsNumber(f) && f->valuedouble > 0 && f->valuedouble <= 1e6)
+                v = (uint64_t) f->valuedouble;
+        cJSON_Delete(j);
+        return v;
+}
+
+/* report --by rank DIR...: the by-rank view of one or more report
+ * directories (the pods of one job, each its own report), from their
+ * profile.pb.gz (its rank, local_rank and role labels). */
+static int report_by_rank(Ctl *c, char **args) {
+        _cleanup_(by_rank_freep) ByRank *b = NULL;
+        int r;
+
+        r = by_rank_new(NULL, &b, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the view: %m"), EXIT_FAILURE;
+        for (char **a = args; *a; a++) {
+                _cleanup_(profile_data_freep) ProfileData *d = NULL;
+                _cleanup_free_ char *pb = NULL;
+                _cleanup_close_ int fd = open(*a, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                size_t size;
+
+                if (fd < 0) {
+                        log_error_errno(errno, "%s: %m", *a);
+                        return errno == ENOENT || errno == ENOTDIR ? EXIT_NOT_FOUND : EXIT_FAILURE;
+                }
+                r = read_full_file_max(fd, "profile.pb.gz", 0, &pb, &size);
+                if (r >= 0)
+                        r = report_read_pprof(pb, size, &d);
+                if (r >= 0)
+                        r = by_rank_add(b, d, report_frequency(fd));
+                if (r < 0) {
+                        log_error_errno(r, "%s/profile.pb.gz: %m", *a);
+                        return r == -ENOENT ? EXIT_NOT_FOUND : EXIT_FAILURE;
+                }
+        }
+        if (c->json) {
+                cJSON *j = NULL;
+                r = by_rank_json(b, &j);
+                if (r < 0)
+                        return log_oom(), EXIT_FAILURE;
+                return print_json(j);
+        }
+        r = by_rank_print(b, stdout);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int verb_report(Ctl *c, char **args) {
         _cleanup_free_ char *error = NULL, *path = strdup(args[0]);
         _cleanup_close_ int fd = -EBADF;
@@ -94,6 +153,10 @@ int verb_report(Ctl *c, char **args) {
         size_t l;
         int r;
 
+        if (c->by_rank)
+                return report_by_rank(c, args);
+        if (args[1])
+                return usage_error(c->verb, "report: one report directory (several with --by rank).");
         if (!path)
                 return log_oom(), EXIT_FAILURE;
         for (l = strlen(path); l > 1 && path[l - 1] == '/'; l--)

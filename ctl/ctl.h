@@ -38,6 +38,7 @@ typedef enum Option {
         OPT_FILTER = 1u << 7,
         OPT_FREQUENCY = 1u << 8,
         OPT_FORMAT = 1u << 9,
+        OPT_BY = 1u << 10,
 } Option;
 
 typedef struct Verb Verb;
@@ -52,6 +53,7 @@ typedef struct Ctl {
         const char *pod, *container, *cgroup, *profile, *filter;
         uint64_t duration_usec, since_usec, frequency;
         bool all;
+        bool by_rank; /* report --by rank */
 
         /* The verb being run, and what its verify step parsed before connecting. */
         const Verb *verb;

@@ -609,12 +609,31 @@ TEST(debuginfod_urls) {
         check_fail(doc, "debuginfodUrls[0]: longer than 1024 characters");
 }
 
+TEST(rank_categories) {
+        Config *c =
+                parse_ok("{\"profiles\": [{\"name\": \"p\", \"foldedRankRoot\": true, \"rankCategories\": "
+                         "{\"communication\": [\"^horovod::\"], \"compute\": [\"^xla::\", \"jax\"]}}]}");
+        const Profile *p = &c->profiles[0];
+
+        ASSERT_TRUE(p->folded_rank_root);
+        ASSERT_STREQ(p->rank_categories[0][0], "^horovod::");
+        ASSERT_NULL(p->rank_categories[0][1]);
+        ASSERT_NULL(p->rank_categories[1]);
+        ASSERT_STREQ(p->rank_categories[2][1], "jax");
+        config_free(c);
+        check_profile_fail("\"rankCategories\": {\"io\": [\"x\"]}",
+                           "profiles[1].rankCategories.io: unknown key");
+        check_profile_fail("\"rankCategories\": {\"compute\": [\"(\"]}",
+                           "profiles[1].rankCategories.compute[0]: ");
+}
+
 TEST(booleans) {
         check_fail("{\"restoreMachineConfig\": \"true\"}", "restoreMachineConfig: must be a boolean");
         check_fail("{\"enableDefault\": 1}", "enableDefault: must be a boolean");
         check_fail("{\"enableDefault\": null}", "enableDefault: must be a boolean");
         check_profile_fail("\"kernelStacks\": \"yes\"", "profiles[1].kernelStacks: must be a boolean");
         check_profile_fail("\"pythonFrames\": 1", "profiles[1].pythonFrames: must be a boolean");
+        check_profile_fail("\"foldedRankRoot\": 1", "profiles[1].foldedRankRoot: must be a boolean");
 
         _cleanup_free_ char *doc = NULL;
         ASSERT_TRUE(asprintf(&doc,

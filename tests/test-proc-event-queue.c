@@ -22,7 +22,8 @@ static unsigned handled[N_EVENTS], n_handled;
 static char first_lines[N_EVENTS][128];
 static bool pending_while_handled;
 
-static void on_event(const struct cgprof_proc_event *e, const char *comm, void *userdata) {
+static void on_event(const struct cgprof_proc_event *e, const char *comm, const JobIdentity *identity,
+                     void *userdata) {
         _cleanup_fclose_ FILE *f = proc_maps_fopen(cache, root, (pid_t) e->pid);
         char *line = NULL;
         size_t n = 0;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "fileio.h"
+#include "report-by-rank.h"
 #include "report.h"
 #include "profile-fixture.h"
 #include "template.h"
@@ -410,6 +411,166 @@ TEST(summary) {
         ASSERT_EQ(cJSON_GetArraySize(array), 2);
         ASSERT_STREQ(cJSON_GetArrayItem(array, 0)->valuestring, "profile.folded");
         ASSERT_STREQ(cJSON_GetArrayItem(array, 1)->valuestring, "summary.json");
+}
+
+/* Two ranks and a worker of rank 1 (job-identity.h): summary.json per
+ * process and byRank, jobLabels, profile.folded's rank root. */
+TEST(summary_ranks) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        char *labels[] = { (char *) "app",
+                           (char *) "trainer",
+                           (char *) "training.kubeflow.org/job-name",
+                           (char *) "mnist",
+                           (char *) "training.kubeflow.org/replica-index",
+                           (char *) "1",
+                           NULL };
+        _cleanup_strv_free_ char **job_labels = NULL;
+        JobIdentity r0 = JOB_IDENTITY_NONE, r1 = JOB_IDENTITY_NONE;
+        uint32_t p0, p1, w1, step, comm, item, slow, other;
+        const cJSON *by, *ranks, *o, *shares, *c;
+        char *text = NULL;
+        size_t size = 0;
+        double sum = 0;
+        FILE *f;
+
+        ASSERT_OK(report_job_labels_copy(labels, &job_labels));
+        ASSERT_STREQ(job_labels[0], "training.kubeflow.org/job-name");
+        ASSERT_STREQ(job_labels[3], "1");
+        ASSERT_NULL(job_labels[4]);
+        ReportSummaryInfo info = { .session_id = "0123456789abcdef0123456789abcdef",
+                                   .frequency = 100,
+                                   .folded_rank_root = true,
+                                   .job_labels = job_labels };
+
+        p0 = process(d, 10, "python3", "python3 train.py");
+        p1 = process(d, 11, "python3", "python3 train.py");
+        w1 = process(d, 12, "python3", "python3 train.py");
+        r0.rank = 0;
+        r0.world_size = 2;
+        r1.rank = 1;
+        r1.world_size = 2;
+        ASSERT_OK(profile_data_process_set_job(d, p0, &r0, JOB_ROLE_MAIN, 0));
+        ASSERT_OK(profile_data_process_set_job(d, p1, &r1, JOB_ROLE_MAIN, 0));
+        ASSERT_OK(profile_data_process_set_job(d, w1, &r1, JOB_ROLE_WORKER, 11));
+        step = frame(d, "train_step", NULL, FRAME_PYTHON);
+        comm = frame(d, "gloo::transport::tcp::Pair::recv", "libtorch_cpu.so", FRAME_USER);
+        item = frame(d, "Synthetic.__getitem__", NULL, FRAME_PYTHON);
+        slow = frame(d, "slow_augment", NULL, FRAME_PYTHON);
+        other = frame(d, "main", NULL, FRAME_PYTHON);
+        add(d, p0, 40, 2, other, step);
+        add(d, p0, 60, 3, other, step, comm);
+        add(d, p1, 40, 2, other, step);
+        add(d, p1, 10, 3, other, step, comm);
+        add(d, w1, 100, 2, item, slow);
+        add(d, w1, 50, 1, other); /* a worker's sample: data loading */
+
+        j = summary(d, &info);
+        o = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "processes"), 0);
+        ASSERT_NUMBER(o, "pid", 12); /* most samples first */
+        ASSERT_NUMBER(o, "rank", 1);
+        ASSERT_NUMBER(o, "worldSize", 2);
+        ASSERT_STREQ(get_string(o, "role"), "worker");
+        ASSERT_NUMBER(o, "parentPid", 11);
+        ASSERT_NULL(cJSON_GetObjectItemCaseSensitive(o, "localRank"));
+        ASSERT_STREQ(get_string(cJSON_GetObjectItemCaseSensitive(j, "jobLabels"),
+                                "training.kubeflow.org/job-name"),
+                     "mnist");
+        ASSERT_NULL(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "jobLabels"), "app"));
+
+        by = cJSON_GetObjectItemCaseSensitive(j, "byRank");
+        ASSERT_NOT_NULL(by);
+        ranks = cJSON_GetObjectItemCaseSensitive(by, "ranks");
+        ASSERT_EQ(cJSON_GetArraySize(ranks), 2);
+        o = cJSON_GetArrayItem(ranks, 0);
+        ASSERT_NUMBER(o, "rank", 0);
+        ASSERT_NUMBER(o, "samples", 100);
+        ASSERT_NUMBER(o, "cpuSeconds", 1);
+        shares = cJSON_GetObjectItemCaseSensitive(o, "shares");
+        ASSERT_NUMBER(shares, "communication", 60);
+        ASSERT_NUMBER(shares, "other", 40);
+        o = cJSON_GetArrayItem(ranks, 1);
+        ASSERT_NUMBER(o, "rank", 1);
+        ASSERT_NUMBER(o, "processes", 2);
+        ASSERT_NUMBER(o, "workers", 1);
+        shares = cJSON_GetObjectItemCaseSensitive(o, "shares");
+        cJSON_ArrayForEach (c, shares)
+                sum += c->valuedouble;
+        ASSERT_TRUE(sum > 99.9 && sum < 100.1);
+        ASSERT_NUMBER(shares, "dataLoading", 75);
+        ASSERT_NUMBER(shares, "communication", 5);
+        o = cJSON_GetObjectItemCaseSensitive(by, "straggler");
+        ASSERT_NUMBER(o, "rank", 1);
+        ASSERT_STREQ(get_string(o, "category"), "dataLoading");
+        o = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(by, "differences"), 0);
+        ASSERT_STREQ(get_string(o, "function"),
+                     "Synthetic.__getitem__"); /* a tie with slow_augment: by name */
+        ASSERT_NUMBER(o, "rank", 1);
+
+        f = open_memstream(&text, &size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(report_write_folded_info(f, d, &info));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_NOT_NULL(strstr(text, "rank 0;python3;main;train_step 40\n"));
+        ASSERT_NOT_NULL(strstr(text, "rank 1;python3;Synthetic.__getitem__;slow_augment 100\n"));
+        free(text);
+        text = folded(d); /* without the option: comm first */
+        ASSERT_NOT_NULL(strstr(text, "\npython3;main;train_step 80\n")
+                                ?: strstr(text, "python3;main;train_step 80\n"));
+        free(text);
+}
+
+/* Two pods of one job, each its own report (rank 0 and rank 1): one view
+ * (cgprofctl report --by rank DIR DIR), with an extra pattern. */
+TEST(by_rank_two_reports) {
+        _cleanup_(profile_data_freep) ProfileData *a = profile_data_new(), *b = profile_data_new();
+        _cleanup_(by_rank_freep) ByRank *br = NULL;
+        _cleanup_(cjson_deletep) cJSON *j = NULL;
+        char *extra[] = { (char *) "^horovod::", NULL }, *bad[] = { (char *) "(", NULL };
+        RankPatterns patterns = { .extra = { [RANK_CATEGORY_COMMUNICATION] = extra } };
+        JobIdentity r = JOB_IDENTITY_NONE;
+        _cleanup_free_ char *error = NULL, *text = NULL;
+        const cJSON *ranks, *o;
+        size_t size = 0;
+        uint32_t p;
+        FILE *f;
+
+        r.rank = 0;
+        p = process(a, 10, "python3", "python3 train.py");
+        ASSERT_OK(profile_data_process_set_job(a, p, &r, JOB_ROLE_MAIN, 0));
+        add(a, p, 30, 2, frame(a, "train_step", NULL, FRAME_PYTHON),
+            frame(a, "horovod::allreduce", NULL, FRAME_USER));
+        add(a, p, 70, 1, frame(a, "train_step", NULL, FRAME_PYTHON));
+        r.rank = 1;
+        p = process(b, 10, "python3", "python3 train.py"); /* the same PID in another pod */
+        ASSERT_OK(profile_data_process_set_job(b, p, &r, JOB_ROLE_MAIN, 0));
+        add(b, p, 50, 2, frame(b, "train_step", NULL, FRAME_PYTHON),
+            frame(b, "at::native::add", NULL, FRAME_USER));
+        add(b, p, 10, 1, frame(b, "unranked?", NULL, FRAME_PYTHON));
+
+        ASSERT_ERROR(by_rank_new(&(RankPatterns){ .extra = { [RANK_CATEGORY_COMPUTE] = bad } }, &br, &error),
+                     EINVAL);
+        ASSERT_STREQ(error, "compute: invalid pattern \"(\"");
+        ASSERT_OK(by_rank_new(&patterns, &br, NULL));
+        ASSERT_OK(by_rank_add(br, a, 100));
+        ASSERT_OK(by_rank_add(br, b, 0)); /* no frequency: the view counts samples */
+        ASSERT_EQ(by_rank_n_ranks(br), 2);
+        ASSERT_OK(by_rank_json(br, &j));
+        ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
+        o = cJSON_GetArrayItem(ranks, 0);
+        ASSERT_NUMBER(o, "rank", 0);
+        ASSERT_NUMBER(cJSON_GetObjectItemCaseSensitive(o, "shares"), "communication", 30);
+        o = cJSON_GetArrayItem(ranks, 1);
+        ASSERT_NUMBER(o, "rank", 1);
+        ASSERT_NUMBER(o, "samples", 60);
+        ASSERT_NUMBER(cJSON_GetObjectItemCaseSensitive(o, "shares"), "compute", 83.33);
+        f = open_memstream(&text, &size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(by_rank_print(br, f));
+        ASSERT_EQ(fclose(f), 0);
+        ASSERT_NOT_NULL(strstr(text, "RANK"));
+        ASSERT_NOT_NULL(strstr(text, "Straggler: rank"));
 }
 
 TEST(summary_minimal) {

@@ -12,6 +12,7 @@ static const TemplateVars test_vars = {
         .profile = "default",
         .process_name = "python3",
         .process_id = "4242",
+        .rank = "1",
         .timestamp_ms = UINT64_C(1700000000123),
         .uid = "abcd1234",
 };
@@ -41,6 +42,7 @@ TEST(each_placeholder) {
         ASSERT_EXPANDS("{PROFILE}", &test_vars, "default");
         ASSERT_EXPANDS("{PROCESS_NAME}", &test_vars, "python3");
         ASSERT_EXPANDS("{PROCESS_ID}", &test_vars, "4242");
+        ASSERT_EXPANDS("rank{RANK}", &test_vars, "rank1");
         ASSERT_EXPANDS("{TIMESTAMP}", &test_vars, "1700000000123");
         ASSERT_EXPANDS("{UID}", &test_vars, "abcd1234");
 
@@ -274,6 +276,8 @@ TEST(per_process) {
         ASSERT_TRUE(template_is_per_process("{NAMESPACE}/{PROCESS_NAME}"));
         ASSERT_TRUE(template_is_per_process("x/{PROCESS_ID}_{UID}"));
         ASSERT_FALSE(template_is_per_process(TEMPLATE_POD_DEFAULT));
+        /* One report per rank (a rank's process and its workers). */
+        ASSERT_TRUE(template_is_per_process("{CGROUP}/{TIMESTAMP}/rank{RANK}"));
         ASSERT_FALSE(template_is_per_process("%{PROCESS_NAME}"));
         ASSERT_FALSE(template_is_per_process("PROCESS_NAME"));
         ASSERT_FALSE(template_is_per_process(NULL));

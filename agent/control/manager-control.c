@@ -747,6 +747,7 @@ int control_start_session(ControlRoom *room, const char *target, const char *pro
                         .pod_uid = pod->uid,
                         .container = kc->name,
                         .container_id = c->container_id,
+                        .labels = pod->labels,
                 };
         r = session_new_rule(room->deps.sessions_room, control_config(room), &rule, c->path,
                              pod ? &kube : NULL, &s);

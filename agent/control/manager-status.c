@@ -76,15 +76,20 @@ static void unwinder_json(const ControlStatus *m, cJSON *j) {
         if (!m->unwinder)
                 return;
         unwinder_stats(m->unwinder, &us);
-        JSON_ADD_NUMBERS(j, "unwindTables", { "processes", (double) us.processes },
-                         { "tables", (double) us.tables }, { "tablesUnused", (double) us.tables_unused },
-                         { "rowsUsed", (double) us.rows_used }, { "rowsMax", (double) us.rows_max },
-                         { "tablesBuilt", (double) us.tables_built }, { "buildMsec", msec(us.build_usec) },
-                         { "tablesNotFitted", (double) us.tables_not_fitted },
-                         { "filesWithoutTable", (double) us.files_without_table },
-                         { "filesBad", (double) us.files_bad },
-                         { "mappingEntriesFailed", (double) us.mapping_entries_failed },
-                         { "processesCapped", (double) us.processes_capped });
+        JSON_ADD_NUMBERS(
+                j, "unwindTables", { "processes", (double) us.processes }, { "tables", (double) us.tables },
+                { "tablesUnused", (double) us.tables_unused }, { "rowsUsed", (double) us.rows_used },
+                { "rowsMax", (double) us.rows_max }, { "bytesUsed", (double) us.bytes_used },
+                { "bytesBudget", (double) us.bytes_budget }, { "bytesFixed", (double) us.bytes_fixed },
+                { "shards", (double) us.shards }, { "shardsMax", (double) us.shards_max },
+                { "rulesInterned", (double) us.rules }, { "tablesPending", (double) us.tables_pending },
+                { "tablesWanted", (double) us.tables_wanted }, { "tablesBuilt", (double) us.tables_built },
+                { "buildMsec", msec(us.build_usec) }, { "buildMsecMax", msec(us.build_usec_max) },
+                { "tablesNotFitted", (double) us.tables_not_fitted },
+                { "filesWithoutTable", (double) us.files_without_table },
+                { "filesBad", (double) us.files_bad },
+                { "mappingEntriesFailed", (double) us.mapping_entries_failed },
+                { "processesCapped", (double) us.processes_capped });
 }
 
 static void debuginfod_json(const ControlStatus *m, cJSON *j) {

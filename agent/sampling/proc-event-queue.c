@@ -43,7 +43,15 @@ typedef struct ProcEventJob {
         struct cgprof_proc_event event;
         char comm[CGPROF_COMM_LEN + 1];
         ProcMapsText text;
+        JobIdentity identity;
+        bool identity_read;
 } ProcEventJob;
+
+/* Events of a process of a session that tell who it is: its first sample,
+ * an exec(). */
+static bool event_reads_identity(const struct cgprof_proc_event *e) {
+        return e->kind == CGPROF_PROC_EVENT_SEEN || e->kind == CGPROF_PROC_EVENT_EXEC;
+}
 
 static void job_run(WorkerJob *j) {
         ProcEventJob *pj = (ProcEventJob *) j;
@@ -51,6 +59,10 @@ static void job_run(WorkerJob *j) {
          * rest of the queue is the loop's. An error is handed over in the
          * text, for the readers to see. */
         (void) proc_maps_text_read(pj->queue->proc_root, (pid_t) pj->event.pid, &pj->text);
+        /* Its environment blocks on its memory too (the listed keys only). */
+        if (event_reads_identity(&pj->event))
+                pj->identity_read =
+                        job_identity_read(pj->queue->proc_root, (pid_t) pj->event.pid, &pj->identity) >= 0;
 }
 
 static void job_done(WorkerJob *j, bool ran) {
@@ -65,11 +77,12 @@ static void job_done(WorkerJob *j, bool ran) {
                 q->stats.wait_usec_max =
                         MAX(q->stats.wait_usec_max, now_usec(CLOCK_MONOTONIC) - j->submitted_usec);
                 proc_maps_cache_put(q->cache, q->proc_root, (pid_t) pj->event.pid, &pj->text);
-                q->handle(&pj->event, pj->comm, q->userdata);
+                q->handle(&pj->event, pj->comm, pj->identity_read ? &pj->identity : NULL, q->userdata);
                 /* What the next one reads is read anew (or handed over). */
                 proc_maps_cache_clear(q->cache);
         }
         proc_maps_text_done(&pj->text);
+        explicit_bzero(&pj->identity, sizeof(pj->identity));
         free(pj);
 }
 
@@ -77,9 +90,10 @@ void proc_event_queue_add(ProcEventQueue *q, const struct cgprof_proc_event *e, 
         ProcEventJob *pj = calloc(1, sizeof(*pj));
 
         if (!pj) {
-                /* No memory for the queue: the mappings are read here. */
+                /* No memory for the queue: the mappings are read here (and
+                 * not the environment: that waits for the next event). */
                 proc_maps_cache_clear(q->cache);
-                q->handle(e, comm, q->userdata);
+                q->handle(e, comm, NULL, q->userdata);
                 proc_maps_cache_clear(q->cache);
                 return;
         }

@@ -4,6 +4,7 @@
 #include <linux/types.h>
 #include <systemd/sd-event.h>
 
+#include "job-identity.h"
 #include "macro.h"
 #include "profile.h"
 #include "proc-maps.h"
@@ -23,7 +24,12 @@
  * again (a sample's address in no mapping it knew: a dlopen(), JIT code). */
 #define PROC_EVENT_REFRESH 0x100U
 
-typedef void (*ProcEventFunc)(const struct cgprof_proc_event *e, const char *comm, void *userdata);
+/* identity: who the process is in a distributed job, read from its
+ * /proc/PID/environ on the worker thread with its mappings (the listed keys
+ * only, job-identity.h), for a process seen or exec()ed; NULL for the other
+ * events. */
+typedef void (*ProcEventFunc)(const struct cgprof_proc_event *e, const char *comm,
+                              const JobIdentity *identity, void *userdata);
 
 typedef struct ProcEventQueue ProcEventQueue;
 

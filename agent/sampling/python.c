@@ -53,6 +53,8 @@ struct PythonProcess {
         uint64_t start_time;
         uint32_t exec_id;
         unsigned n_ref;
+        uint64_t runtime; /* _PyRuntime's address in the process */
+        PythonProcess *parent; /* forked from it (holds a reference): names what it can no longer read */
         bool registered; /* in python_procs */
         bool gone; /* its memory cannot be read any more: use the cache as it is */
         char *status;
@@ -322,8 +324,9 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
         }
         if (fi->info.code_type_vaddr)
                 pp->code_type = bias + fi->info.code_type_vaddr;
+        pp->runtime = bias + fi->info.runtime_vaddr;
         if (pp->offsets) {
-                r = process_register(py, pp, bias + fi->info.runtime_vaddr);
+                r = process_register(py, pp, pp->runtime);
                 if (r < 0)
                         log_debug_errno(r, "Failed to register Python process %d with the walk: %m",
                                         (int) pid);
@@ -339,9 +342,64 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
         return 1;
 }
 
+int python_process_ref_forked(Python *py, pid_t pid, uint64_t start_time, uint32_t exec_id, pid_t ppid,
+                              uint64_t parent_start_time, PythonProcess **ret) {
+        PythonProcess key = { .pid = pid, .start_time = start_time, .exec_id = exec_id }, **found, *pp;
+        PythonProcess pkey = { .pid = ppid, .start_time = parent_start_time, .exec_id = exec_id }, *parent;
+        int r;
+
+        found = tfind(&key, &py->processes, process_cmp);
+        if (found) {
+                (*found)->n_ref++;
+                *ret = *found;
+                return 1;
+        }
+        found = ppid > 0 ? tfind(&pkey, &py->processes, process_cmp) : NULL;
+        if (!found)
+                return -ENOENT;
+        parent = *found;
+
+        pp = calloc(1, sizeof(*pp));
+        if (!pp)
+                return -ENOMEM;
+        *pp = (PythonProcess){
+                .pid = pid,
+                .start_time = start_time,
+                .exec_id = exec_id,
+                .n_ref = 1,
+                .runtime = parent->runtime,
+                .parent = parent,
+                .own_offsets = parent->own_offsets,
+                .code_type = parent->code_type,
+        };
+        pp->offsets = parent->offsets == &parent->own_offsets ? &pp->own_offsets : parent->offsets;
+        pp->status = strdup(parent->status);
+        if (!pp->status) {
+                free(pp);
+                return -ENOMEM;
+        }
+        if (pp->offsets) {
+                r = process_register(py, pp, pp->runtime);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to register Python process %d with the walk: %m",
+                                        (int) pid);
+        }
+        if (!tsearch(pp, &py->processes, process_cmp)) {
+                process_free(pp);
+                return -ENOMEM;
+        }
+        parent->n_ref++;
+        py->stats.processes++;
+        py->stats.forked++;
+        log_debug("PID %d runs CPython (%s), forked from PID %d.", (int) pid, pp->status, (int) ppid);
+        *ret = pp;
+        return 1;
+}
+
 void python_process_unref(Python *py, PythonProcess *pp) {
         if (!pp || --pp->n_ref > 0)
                 return;
+        python_process_unref(py, TAKE_PTR(pp->parent));
         if (pp->registered) {
                 struct cgprof_python_proc v;
                 uint32_t key = (uint32_t) pp->pid;
@@ -480,6 +538,12 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
 
         found = tfind(&key, &pp->codes, code_cmp);
         c = found ? *found : NULL;
+        if (!c && pp->gone && pp->parent)
+                /* A forked child that exited before its frames were named:
+                 * the code objects it ran are its parent's, inherited at
+                 * the fork at the same addresses (what the child created
+                 * itself after the fork it no longer has). */
+                return python_process_resolve(py, pp->parent, frame, seq, ret);
         if (c && !pp->gone && c->validated_seq != seq) {
                 /* Still the same code object? A freed one's address may be
                  * reused by another. When what is there now is no code
@@ -517,6 +581,11 @@ int python_process_resolve(Python *py, PythonProcess *pp, uint64_t frame, uint64
                 r = read_memory(pp, addr, c->header, o->code_header_size);
                 if (r >= 0)
                         r = code_read(py, pp, c);
+                if (r < 0 && pp->gone && pp->parent) {
+                        /* Exited just now: as above. */
+                        code_free(c);
+                        return python_process_resolve(py, pp->parent, frame, seq, ret);
+                }
                 if (r < 0) {
                         py->stats.code_read_errors++;
                         if (py->stats.code_read_errors <= 64) /* the first few: a diagnosis, not a flood */

@@ -35,6 +35,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Python *, python_free);
  * when it runs CPython (registered with the walk if its version is
  * supported), 0 when it does not (*ret NULL), negative errno on errors. */
 int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec_id, PythonProcess **ret);
+/* A forked child of (ppid, parent_start_time) that runs its parent's
+ * program still (the same exec_id): when the parent is known to run
+ * CPython, the child does, at the same addresses; it is registered with
+ * the walk without looking at its mappings (it may have exited already),
+ * and frames it can no longer read (it exited) are named from its parent's
+ * code objects. -ENOENT: the parent is not known (look at the child's own
+ * mappings). */
+int python_process_ref_forked(Python *py, pid_t pid, uint64_t start_time, uint32_t exec_id, pid_t ppid,
+                              uint64_t parent_start_time, PythonProcess **ret);
 void python_process_unref(Python *py, PythonProcess *pp);
 
 /* "3.12" (walked), "unsupported version 3.99", "unsupported version 3.14
@@ -59,5 +68,7 @@ typedef struct PythonStats {
         /* Code objects found freed when checked again, whose names were kept
          * for the frames of that drain. */
         uint64_t code_freed;
+        /* Processes registered as forked children of a known one. */
+        uint64_t forked;
 } PythonStats;
 void python_stats(const Python *py, PythonStats *ret);

@@ -9,6 +9,7 @@
 #include "offcpu-probe.h"
 #include "profile.skel.h"
 #include "sampler.h"
+#include "unwind.h"
 
 #define MAX_GROUPS 64
 
@@ -45,6 +46,8 @@ struct Sampler {
         char *offcpu_unavailable;
         struct bpf_link *offcpu_switch_link, *offcpu_exit_link;
         size_t n_offcpu_sessions;
+        uint32_t unwind_rows; /* the budget of unwind table cells */
+        uint32_t unwind_shard_rows; /* ... and the cells of one shard */
 };
 
 static const char *const sampler_mode_table[_SAMPLER_MODE_MAX] = {
@@ -266,8 +269,38 @@ int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char *
         return 0;
 }
 
+/* The unwind maps from the budget of rows (cells): shards of 2^18 cells (a
+ * smaller budget: one shard of its size, rounded up to a power of two), as
+ * many as the budget holds; pages: one per 64 cells (4096 at least). The
+ * shards' template (what their size is checked against) into *ret_inner_fd,
+ * to close after load. */
+static int unwind_maps_size(struct profile_bpf *skel, uint32_t rows, uint32_t *ret_shard,
+                            int *ret_inner_fd) {
+        LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+        uint32_t shard = CGPROF_UNWIND_SHARD_ROWS, n_pages = MAX(rows / CGPROF_UNWIND_PAGES_PER_ROWS, 4096u);
+        int r, fd;
+
+        while (shard / 2 >= rows && shard > 4096)
+                shard /= 2;
+        /* Two cells a value (bpf/unwind.h). */
+        fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_shard_t", sizeof(uint32_t),
+                            2 * sizeof(struct cgprof_unwind_cell), shard / 2, &opts);
+        if (fd < 0)
+                return fd;
+        *ret_inner_fd = fd;
+        *ret_shard = shard;
+        r = bpf_map__set_inner_map_fd(skel->maps.unwind_shards, fd);
+        if (r < 0)
+                return r;
+        r = bpf_map__set_max_entries(skel->maps.unwind_shards, (rows + shard - 1) / shard);
+        if (r < 0)
+                return r;
+        return bpf_map__set_max_entries(skel->maps.unwind_pages, n_pages);
+}
+
 int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
         _cleanup_(sampler_freep) Sampler *s = NULL;
+        _cleanup_close_ int inner_fd = -EBADF; /* the unwind shards' template: used at load only */
         int r;
 
         libbpf_set_print(libbpf_log);
@@ -288,8 +321,8 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
         s->skel = profile_bpf__open();
         if (!s->skel)
                 return negative_errno();
-        r = bpf_map__set_max_entries(s->skel->maps.unwind_rows,
-                                     opts->unwind_rows > 0 ? opts->unwind_rows : CGPROF_UNWIND_ROWS_DEFAULT);
+        s->unwind_rows = opts->unwind_rows > 0 ? opts->unwind_rows : CGPROF_UNWIND_ROWS_DEFAULT;
+        r = unwind_maps_size(s->skel, s->unwind_rows, &s->unwind_shard_rows, &inner_fd);
         if (r < 0)
                 return r;
         s->skel->rodata->bench_variant = opts->bench_variant;
@@ -839,12 +872,19 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
 }
 
 void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret) {
+        struct bpf_map *shards = s->skel->maps.unwind_shards;
+
         *ret = (SamplerUnwindMaps){
-                .rows_fd = bpf_map__fd(s->skel->maps.unwind_rows),
+                .shards_fd = bpf_map__fd(shards),
+                .pages_fd = bpf_map__fd(s->skel->maps.unwind_pages),
+                .rules_fd = bpf_map__fd(s->skel->maps.unwind_rules),
                 .tables_fd = bpf_map__fd(s->skel->maps.unwind_tables),
                 .mappings_fd = bpf_map__fd(s->skel->maps.unwind_mappings),
                 .procs_fd = bpf_map__fd(s->skel->maps.unwind_procs),
-                .n_rows = bpf_map__max_entries(s->skel->maps.unwind_rows),
+                .n_rows = s->unwind_rows,
+                .shard_rows = s->unwind_shard_rows,
+                .n_shards = bpf_map__max_entries(shards),
+                .n_pages = bpf_map__max_entries(s->skel->maps.unwind_pages),
         };
 }
 

@@ -66,7 +66,8 @@ typedef void (*SamplerSampleCallback)(const struct cgprof_sample_key *key, uint6
 
 typedef struct SamplerOptions {
         SamplerMode mode;
-        uint32_t unwind_rows; /* size of the unwind rows map; 0: CGPROF_UNWIND_ROWS_DEFAULT */
+        uint32_t
+                unwind_rows; /* the budget of unwind table cells (bpf/unwind.h); 0: CGPROF_UNWIND_ROWS_DEFAULT */
         uint32_t bench_variant; /* CGPROF_BENCH_*: benchmarks only (bench/bpf-variants) */
 } SamplerOptions;
 
@@ -127,8 +128,10 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata);
 
 /* The maps the unwinder fills (bpf/unwind.h, bpf/profile.h). */
 typedef struct SamplerUnwindMaps {
-        int rows_fd, tables_fd, mappings_fd, procs_fd;
-        uint32_t n_rows; /* entries of the rows map */
+        int shards_fd, pages_fd, rules_fd, tables_fd, mappings_fd, procs_fd;
+        uint32_t n_rows; /* the budget of cells, all shards together */
+        uint32_t shard_rows; /* cells per shard (the inner maps' size) */
+        uint32_t n_shards, n_pages; /* entries of the shards and pages maps */
 } SamplerUnwindMaps;
 
 void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret);

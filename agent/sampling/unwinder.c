@@ -12,11 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "elf-symtab.h"
 #include "elf-util.h"
 #include "log.h"
 #include "proc-maps.h"
 #include "profile.h"
+#include "unwind-compact.h"
+#include "unwind-store.h"
 #include "unwind-table.h"
 #include "unwind.h"
 #include "unwinder.h"
@@ -25,6 +28,9 @@
  * same binary (a shell loop, a worker pool) finds it ready. */
 #define UNUSED_GRACE_USEC (60 * USEC_PER_SEC)
 #define MAX_SEGMENTS 16
+
+typedef struct BuildJob BuildJob;
+static void build_job_detach(BuildJob *j);
 
 typedef struct FileKey {
         uint64_t dev, ino, size, mtime_nsec;
@@ -36,6 +42,12 @@ typedef struct LoadSegment {
 } LoadSegment;
 
 typedef struct UnwindFile UnwindFile;
+
+typedef enum FileState {
+        FILE_NO_TABLE, /* none to load (describe says why): its table id walks by frame pointer */
+        FILE_PENDING, /* queued or being built */
+        FILE_LOADED,
+} FileState;
 
 /* One (device, inode, size, mtime) that names a file entry: a file has
  * several when copies with one build ID are mapped (containers). */
@@ -50,10 +62,20 @@ struct UnwindFile {
         FileAlias *aliases;
         LoadSegment segments[MAX_SEGMENTS];
         size_t n_segments;
-        uint32_t table; /* 0: no table in the maps */
-        uint32_t first_row, n_rows;
+        uint32_t table; /* its id in the tables map from the first sight on; 0: none */
+        FileState state;
+        UnwindPlacement placement; /* FILE_LOADED: its cells and pages */
         uint64_t base; /* the table's base vaddr */
         char *describe; /* "eh_frame", "none", "error: ...", "not loaded: ..." */
+        /* FILE_PENDING: what the build reads (a file, or the vDSO's image),
+         * the job building it, its place in the queue. */
+        char *path;
+        int build_fd;
+        void *image;
+        size_t image_size;
+        BuildJob *job;
+        UnwindFile *queue_prev, *queue_next;
+        bool in_queue;
         unsigned n_ref; /* processes mapping it */
         uint64_t unused_since; /* when n_ref dropped to 0 */
         UnwindFile *unused_prev, *unused_next;
@@ -99,18 +121,17 @@ typedef struct UnwindProcess {
         bool exited;
 } UnwindProcess;
 
-typedef struct RowExtent {
-        uint32_t start, len;
-} RowExtent;
-
 struct Unwinder {
         ProcMapsCache *maps_cache; /* the Manager's (NULL: none) */
         sd_event *event;
         SamplerUnwindMaps maps;
-        struct cgprof_unwind_row *rows; /* the rows map, mmap()ed */
-        size_t rows_mapped_size;
-        RowExtent *free_rows; /* sorted by start, coalesced */
-        size_t n_free_rows, allocated_free_rows;
+        UnwindStore *store;
+        /* The worker's while a build runs (it interns); the loop reads those published. */
+        UnwindRules *rules;
+        Worker *worker; /* builds tables */
+        UnwindFile *queue_first, *queue_last; /* tables to build, in the order seen */
+        BuildJob *in_flight; /* the build on the worker (one at a time) */
+        bool freeing;
         uint8_t table_used[CGPROF_MAX_UNWIND_TABLES];
         uint32_t next_table;
 
@@ -124,63 +145,6 @@ struct Unwinder {
 
         UnwinderStats stats;
 };
-
-/* ---- rows: first fit over the free extents ---- */
-
-static int rows_alloc(Unwinder *u, uint32_t n, uint32_t *ret) {
-        for (size_t i = 0; i < u->n_free_rows; i++) {
-                RowExtent *e = &u->free_rows[i];
-                if (e->len < n)
-                        continue;
-                *ret = e->start;
-                e->start += n;
-                e->len -= n;
-                if (e->len == 0) {
-                        memmove(e, e + 1, (u->n_free_rows - i - 1) * sizeof(*e));
-                        u->n_free_rows--;
-                }
-                u->stats.rows_used += n;
-                return 0;
-        }
-        return -ENOSPC;
-}
-
-static int rows_release(Unwinder *u, uint32_t start, uint32_t n) {
-        size_t i = 0;
-
-        if (n == 0)
-                return 0;
-        while (i < u->n_free_rows && u->free_rows[i].start < start)
-                i++;
-        /* Merge with the extent before and/or after. */
-        bool prev = i > 0 && u->free_rows[i - 1].start + u->free_rows[i - 1].len == start;
-        bool next = i < u->n_free_rows && start + n == u->free_rows[i].start;
-        if (prev && next) {
-                u->free_rows[i - 1].len += n + u->free_rows[i].len;
-                memmove(&u->free_rows[i], &u->free_rows[i + 1],
-                        (u->n_free_rows - i - 1) * sizeof(RowExtent));
-                u->n_free_rows--;
-        } else if (prev)
-                u->free_rows[i - 1].len += n;
-        else if (next) {
-                u->free_rows[i].start = start;
-                u->free_rows[i].len += n;
-        } else {
-                if (u->n_free_rows == u->allocated_free_rows) {
-                        size_t na = MAX(u->allocated_free_rows * 2, (size_t) 16);
-                        RowExtent *a = reallocarray(u->free_rows, na, sizeof(RowExtent));
-                        if (!a)
-                                return -ENOMEM; /* the rows are lost to this run: harmless */
-                        u->free_rows = a;
-                        u->allocated_free_rows = na;
-                }
-                memmove(&u->free_rows[i + 1], &u->free_rows[i], (u->n_free_rows - i) * sizeof(RowExtent));
-                u->free_rows[i] = (RowExtent){ .start = start, .len = n };
-                u->n_free_rows++;
-        }
-        u->stats.rows_used -= n;
-        return 0;
-}
 
 static uint32_t table_id_alloc(Unwinder *u) {
         for (uint32_t k = 0; k < CGPROF_MAX_UNWIND_TABLES - 1; k++) {
@@ -227,21 +191,57 @@ static void unused_append(Unwinder *u, UnwindFile *f) {
         u->stats.tables_unused++;
 }
 
-static void file_unload_table(Unwinder *u, UnwindFile *f) {
-        struct cgprof_unwind_table none = {};
+/* The table entry of f: loaded (its pages), pending, or none. */
+static int table_entry_write(Unwinder *u, UnwindFile *f) {
+        struct cgprof_unwind_table e = {};
 
+        if (f->state == FILE_LOADED)
+                e = (struct cgprof_unwind_table){
+                        .base = f->base,
+                        .first_page = f->placement.first_page,
+                        .n_pages = f->placement.n_pages,
+                };
+        else if (f->state == FILE_PENDING)
+                e.pending = 1;
+        return bpf_map_update_elem(u->maps.tables_fd, &f->table, &e, BPF_ANY) < 0 ? negative_errno() : 0;
+}
+
+static void queue_remove(Unwinder *u, UnwindFile *f) {
+        if (!f->in_queue)
+                return;
+        DLIST_REMOVE(queue_prev, queue_next, u->queue_first, u->queue_last, f);
+        f->in_queue = false;
+}
+
+/* What a pending file holds for its build. */
+static void file_build_input_free(UnwindFile *f) {
+        f->build_fd = safe_close(f->build_fd);
+        f->image = mfree(f->image);
+        f->path = mfree(f->path);
+}
+
+static void file_unload_table(Unwinder *u, UnwindFile *f) {
         if (f->table == 0)
                 return;
-        (void) bpf_map_update_elem(u->maps.tables_fd, &f->table, &none, BPF_ANY);
-        (void) rows_release(u, f->first_row, f->n_rows);
+        if (f->state == FILE_LOADED)
+                u->stats.tables--;
+        else if (f->state == FILE_PENDING)
+                u->stats.tables_pending--;
+        f->state = FILE_NO_TABLE;
+        /* Out of the walker's sight before its space is given back. */
+        (void) table_entry_write(u, f);
+        unwind_store_release(u->store, &f->placement);
         u->table_used[f->table] = 0;
         f->table = 0;
-        u->stats.tables--;
 }
 
 static void file_free(Unwinder *u, UnwindFile *f) {
         unused_remove(u, f);
+        queue_remove(u, f);
+        if (f->job)
+                build_job_detach(f->job); /* its done() drops what it built */
         file_unload_table(u, f);
+        file_build_input_free(f);
         while (f->aliases) {
                 FileAlias *a = f->aliases;
                 f->aliases = a->next;
@@ -260,10 +260,10 @@ static void file_unref(Unwinder *u, UnwindFile *f) {
                 return;
         if (--f->n_ref > 0)
                 return;
-        if (f->table == 0)
+        if (f->state == FILE_NO_TABLE)
                 file_free(u, f); /* nothing loaded to keep */
         else
-                unused_append(u, f);
+                unused_append(u, f); /* loaded or on its way: the next process may want it */
 }
 
 static UnwindFile *file_ref(Unwinder *u, UnwindFile *f) {
@@ -272,14 +272,18 @@ static UnwindFile *file_ref(Unwinder *u, UnwindFile *f) {
         return f;
 }
 
-/* Frees unused tables, oldest first, until n rows fit (or none is left). */
-static int rows_alloc_evicting(Unwinder *u, uint32_t n, uint32_t *ret) {
-        while (rows_alloc(u, n, ret) < 0) {
-                if (!u->unused_first)
-                        return -ENOSPC;
+/* Puts c into the store, freeing unused tables, oldest first, until it fits
+ * (or none is left). f, whose table it is, is never one of them. */
+static int store_put_evicting(Unwinder *u, UnwindFile *f, const UnwindCompact *c) {
+        bool was_unused = f->in_unused;
+        int r;
+
+        unused_remove(u, f);
+        while ((r = unwind_store_put(u->store, c, u->rules, &f->placement)) == -ENOSPC && u->unused_first)
                 file_free(u, u->unused_first);
-        }
-        return 0;
+        if (was_unused)
+                unused_append(u, f);
+        return r;
 }
 
 static int read_segments(Elf *elf, UnwindFile *f) {
@@ -331,71 +335,119 @@ static int file_describef(UnwindFile *f, const char *fmt, const char *arg) {
         return 0;
 }
 
-/* Builds the table and writes it into the maps. */
-static int file_load(Unwinder *u, UnwindFile *f, Elf *elf, const char *path) {
-        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
-        struct cgprof_unwind_table desc;
-        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
-        uint32_t first, id;
+/* ---- builds, on the worker ---- */
+
+/* A table built (and made compact) on the worker for one file. The file
+ * may go meanwhile (detached: file NULL); done() then drops the result. */
+struct BuildJob {
+        WorkerJob job;
+        Unwinder *unwinder;
+        UnwindFile *file;
+        /* Input, taken from the file (the worker's while it runs). */
+        char *path;
+        int fd;
+        void *image;
+        size_t image_size;
+        /* Output. */
+        int r;
+        UnwindTable *table;
+        UnwindCompact *compact;
+        uint64_t build_usec, compact_usec;
+};
+
+static void build_job_detach(BuildJob *j) {
+        j->file->job = NULL;
+        j->file = NULL;
+}
+
+static void build_job_free(BuildJob *j) {
+        safe_close(j->fd);
+        free(j->image);
+        free(j->path);
+        unwind_table_free(j->table);
+        unwind_compact_free(j->compact);
+        free(j);
+}
+
+/* On the worker: reads the file, builds its table, makes it compact
+ * (interning its rules: the loop only reads those published). */
+static void build_run(WorkerJob *job) {
+        BuildJob *j = (BuildJob *) job;
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1;
+        Elf *elf = NULL;
+
+        if (j->image)
+                elf = elf_memory(j->image, j->image_size);
+        else if (elf_open_fd(j->fd, &elf) < 0)
+                elf = NULL;
+        if (!elf) {
+                j->r = -EBADMSG;
+                return;
+        }
+        j->r = unwind_table_build_elf(elf, &j->table);
+        elf_end(elf);
+        t1 = now_usec(CLOCK_MONOTONIC);
+        j->build_usec = t1 - t0;
+        if (j->r < 0 || j->table->n_rows == 0 || j->table->n_rows > UINT32_MAX)
+                return;
+        j->r = unwind_compact_build(j->table, j->unwinder->rules, &j->compact);
+        j->compact_usec = now_usec(CLOCK_MONOTONIC) - t1;
+}
+
+static void builds_pump(Unwinder *u);
+
+/* A built table into the maps (the rest of f's fields: its describe). */
+static int file_load_built(Unwinder *u, UnwindFile *f, BuildJob *j) {
+        const UnwindTable *t = j->table;
         int r;
 
-        r = unwind_table_build_elf(elf, &t);
-        u->stats.build_usec += now_usec(CLOCK_MONOTONIC) - t0;
-        if (r == -ENODATA) {
+        if (j->r == -ENODATA || (j->r >= 0 && (t->n_rows == 0 || t->n_rows > UINT32_MAX))) {
                 u->stats.files_without_table++;
                 return file_describef(f, "%s", "none");
         }
-        if (r < 0) {
+        if (j->r == -ENOSPC) {
+                u->stats.tables_not_fitted++;
+                return file_describef(f, "%s", "not loaded: too many distinct unwind rules");
+        }
+        if (j->r < 0) {
                 u->stats.files_bad++;
-                log_debug_errno(r, "Failed to build the unwind table of %s, walking it by frame pointer: %m",
-                                path);
+                log_debug_errno(j->r,
+                                "Failed to build the unwind table of %s, walking it by frame pointer: %m",
+                                f->path);
                 return file_describef(f, "error: %s",
-                                      r == -EBADMSG   ? "malformed unwind data"
-                                      : r == -E2BIG   ? "unwind table too large"
-                                      : r == -ENOTSUP ? "unsupported architecture"
-                                                      : strerror(-r));
+                                      j->r == -EBADMSG   ? "malformed unwind data"
+                                      : j->r == -E2BIG   ? "unwind table too large"
+                                      : j->r == -ENOTSUP ? "unsupported architecture"
+                                                         : strerror(-j->r));
         }
         u->stats.tables_built++;
         if (t->stats.n_bad_entries > 0)
                 u->stats.files_bad++;
-        if (t->n_rows == 0 || t->n_rows > UINT32_MAX) {
-                u->stats.files_without_table++;
-                return file_describef(f, "%s", "none");
-        }
 
-        r = rows_alloc_evicting(u, (uint32_t) t->n_rows, &first);
+        r = store_put_evicting(u, f, j->compact);
         if (r < 0) {
                 u->stats.tables_not_fitted++;
-                log_debug("The unwind table of %s (%zu rows) does not fit in the rows map, walking it by "
+                log_debug("The unwind table of %s (%zu rows) does not fit in the budget, walking it by "
                           "frame pointer.",
-                          path, t->n_rows);
-                return file_describef(f, "%s", "not loaded: the unwind rows map is full (unwindTableRows)");
+                          f->path, t->n_rows);
+                return file_describef(f, "%s",
+                                      "not loaded: the unwind rows budget is full (unwindTableRows)");
         }
-        id = table_id_alloc(u);
-        if (id == 0) {
-                (void) rows_release(u, first, (uint32_t) t->n_rows);
-                u->stats.tables_not_fitted++;
-                return file_describef(f, "%s", "not loaded: too many tables");
-        }
-        memcpy(u->rows + first, t->rows, t->n_rows * sizeof(struct cgprof_unwind_row));
-        /* The rows are in place before the table points at them. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        desc = (struct cgprof_unwind_table){ .first_row = first, .n_rows = (uint32_t) t->n_rows };
-        r = bpf_map_update_elem(u->maps.tables_fd, &id, &desc, BPF_ANY);
+        f->base = t->base;
+        f->state = FILE_LOADED;
+        r = table_entry_write(u, f);
         if (r < 0) {
-                r = negative_errno();
-                (void) rows_release(u, first, (uint32_t) t->n_rows);
-                u->table_used[id] = 0;
+                f->state = FILE_NO_TABLE;
+                unwind_store_release(u->store, &f->placement);
                 return r;
         }
-        f->table = id;
-        f->first_row = first;
-        f->n_rows = (uint32_t) t->n_rows;
-        f->base = t->base;
         u->stats.tables++;
-        log_debug("Unwind table of %s: %zu rows from %s (%zu FDEs, %zu bad entries) as table %u.", path,
-                  t->n_rows, unwind_source_to_string(t->source), t->stats.n_fdes, t->stats.n_bad_entries,
-                  id);
+        log_debug(
+                "Unwind table of %s: %zu rows from %s (%zu FDEs, %zu bad entries) as table %u: %zu cells in "
+                "%u pages, built in %.1f ms, made compact in %.1f ms.",
+                f->path, t->n_rows, unwind_source_to_string(t->source), t->stats.n_fdes,
+                t->stats.n_bad_entries, f->table, j->compact->n_cells, f->placement.n_pages,
+                (double) j->build_usec / 1e3, (double) j->compact_usec / 1e3);
         if (t->stats.n_bad_entries > 0) {
                 char buf[128];
                 snprintf(buf, sizeof(buf), "%s (%zu bad entries skipped)",
@@ -403,6 +455,110 @@ static int file_load(Unwinder *u, UnwindFile *f, Elf *elf, const char *path) {
                 return file_describef(f, "%s", buf);
         }
         return file_describef(f, "%s", unwind_source_to_string(t->source));
+}
+
+/* On the loop: the build's result into the maps, the next build out. */
+static void build_done(WorkerJob *job, bool ran) {
+        BuildJob *j = (BuildJob *) job;
+        Unwinder *u = j->unwinder;
+        UnwindFile *f = j->file;
+
+        if (u->in_flight == j)
+                u->in_flight = NULL;
+        if (f) {
+                f->job = NULL;
+                u->stats.build_usec += j->build_usec + j->compact_usec;
+                u->stats.build_usec_max = MAX(u->stats.build_usec_max, j->build_usec + j->compact_usec);
+                if (!ran)
+                        j->r = -ECANCELED;
+                u->stats.tables_pending--;
+                f->state = FILE_NO_TABLE;
+                if (!u->freeing && file_load_built(u, f, j) < 0)
+                        (void) file_describef(f, "%s", "error: the table could not be loaded");
+                if (f->state != FILE_LOADED)
+                        (void) table_entry_write(u, f); /* not pending any more: frame pointers */
+                if (f->n_ref == 0 && f->state == FILE_NO_TABLE)
+                        file_free(u, f);
+        }
+        build_job_free(j);
+        if (!u->freeing)
+                builds_pump(u);
+}
+
+/* Whether the walker met f's table while it was pending. */
+static bool table_wanted(Unwinder *u, UnwindFile *f) {
+        struct cgprof_unwind_table e;
+
+        return bpf_map_lookup_elem(u->maps.tables_fd, &f->table, &e) >= 0 && e.wanted;
+}
+
+/* The next build out, when none runs: a table a walk wanted first, else
+ * the first seen. */
+static void builds_pump(Unwinder *u) {
+        UnwindFile *f = NULL;
+        BuildJob *j;
+
+        if (u->in_flight || !u->queue_first)
+                return;
+        for (UnwindFile *i = u->queue_first; i && !f; i = i->queue_next)
+                if (table_wanted(u, i)) {
+                        f = i;
+                        u->stats.tables_wanted++;
+                }
+        if (!f)
+                f = u->queue_first;
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return (void) log_oom();
+        queue_remove(u, f);
+        *j = (BuildJob){
+                .unwinder = u,
+                .file = f,
+                .path = TAKE_PTR(f->path),
+                .fd = TAKE_FD(f->build_fd),
+                .image = TAKE_PTR(f->image),
+                .image_size = f->image_size,
+        };
+        f->path = strdup(j->path ?: "?"); /* for its messages */
+        f->job = j;
+        u->in_flight = j;
+        worker_submit(u->worker, &j->job, build_run, build_done);
+}
+
+/* A new file: its table id at once (its mappings point at it), pending
+ * until its build is done. fd (dup()ed) or image (taken) is what the
+ * build reads. */
+static int file_enqueue(Unwinder *u, UnwindFile *f, int fd, void *image, size_t image_size,
+                        const char *path) {
+        int r;
+
+        f->table = table_id_alloc(u);
+        if (f->table == 0) {
+                free(image);
+                u->stats.tables_not_fitted++;
+                return file_describef(f, "%s", "not loaded: too many tables");
+        }
+        f->path = strdup(path);
+        if (!f->path) {
+                free(image);
+                return -ENOMEM;
+        }
+        if (image) {
+                f->image = image;
+                f->image_size = image_size;
+        } else {
+                f->build_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (f->build_fd < 0)
+                        return negative_errno();
+        }
+        f->state = FILE_PENDING;
+        u->stats.tables_pending++;
+        r = table_entry_write(u, f);
+        if (r < 0)
+                return r;
+        DLIST_APPEND(queue_prev, queue_next, u->queue_first, u->queue_last, f);
+        f->in_queue = true;
+        return file_describef(f, "%s", UNWINDER_DESCRIBE_PENDING);
 }
 
 static int alias_add(Unwinder *u, UnwindFile *f, const FileKey *key) {
@@ -451,6 +607,7 @@ static int file_get(Unwinder *u, int fd, const char *path, UnwindFile **ret) {
                 r = -ENOMEM;
                 goto finish;
         }
+        f->build_fd = -EBADF;
         (void) elf_read_build_id(elf, &f->build_id);
         if (f->build_id) {
                 UnwindFile **same = tfind(f, &u->by_build_id, build_id_cmp);
@@ -469,7 +626,7 @@ static int file_get(Unwinder *u, int fd, const char *path, UnwindFile **ret) {
         if (elf_kind(elf) != ELF_K_ELF || read_segments(elf, f) < 0)
                 r = file_describef(f, "%s", "none");
         else
-                r = file_load(u, f, elf, path);
+                r = file_enqueue(u, f, fd, NULL, 0, path);
         if (r < 0)
                 goto finish;
 
@@ -487,7 +644,9 @@ static int file_get(Unwinder *u, int fd, const char *path, UnwindFile **ret) {
         r = 0;
 finish:
         if (f) {
+                queue_remove(u, f);
                 file_unload_table(u, f);
+                file_build_input_free(f);
                 free(f->build_id);
                 free(f->describe);
                 free(f);
@@ -505,6 +664,7 @@ static UnwindFile *vdso_get(Unwinder *u, uint64_t size) {
                 const void *own;
                 size_t n;
                 Elf *elf;
+                int r;
 
                 u->vdso_tried = true;
                 if (proc_self_vdso(&own, &n) < 0)
@@ -513,19 +673,26 @@ static UnwindFile *vdso_get(Unwinder *u, uint64_t size) {
                 f = calloc(1, sizeof(*f));
                 if (!image || !f)
                         return NULL;
+                f->build_fd = -EBADF;
                 memcpy(image, own, n);
                 elf = elf_memory(image, n);
                 if (!elf)
                         return NULL;
-                if (read_segments(elf, f) >= 0 && file_load(u, f, elf, "[vdso]") >= 0 && f->table != 0) {
-                        f->n_ref = 1;
-                        u->vdso = TAKE_PTR(f);
-                        u->vdso_size = n;
-                } else if (f) {
-                        file_unload_table(u, f);
-                        free(f->describe);
-                }
+                r = read_segments(elf, f);
                 elf_end(elf);
+                if (r < 0)
+                        return NULL;
+                r = file_enqueue(u, f, -EBADF, TAKE_PTR(image), n, "[vdso]");
+                if (r < 0 || f->table == 0) {
+                        queue_remove(u, f);
+                        file_unload_table(u, f);
+                        file_build_input_free(f);
+                        free(f->describe);
+                        return NULL;
+                }
+                f->n_ref = 1;
+                u->vdso = TAKE_PTR(f);
+                u->vdso_size = n;
         }
         if (!u->vdso || size != u->vdso_size)
                 return NULL;
@@ -619,7 +786,7 @@ static void mapping_set_bias(ProcMapping *pm, struct cgprof_mapping *v, uint64_t
 
         if (file_load_bias(pm->file, start, pgoff, &bias) >= 0) {
                 v->table = pm->file->table;
-                v->bias = bias + pm->file->base;
+                v->bias = bias; /* the table's base is in its entry (known once built) */
                 pm->bias = v->bias;
         }
 }
@@ -801,12 +968,16 @@ static int process_load(UnwindProcess *p) {
         p->keys = TAKE_PTR(l.keys);
         p->n_keys = l.n_keys;
 
+        builds_pump(u); /* the tables of the files new to us */
+
         /* Everything in place: the walker may use the tables. */
         if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)
                 return negative_errno();
-        log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding (%.1f ms after it "
-                  "started).",
+        log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding in %.1f ms (%.1f "
+                  "ms after "
+                  "it started).",
                   (int) p->pid, p->n_mappings, p->n_keys,
+                  (double) (now_usec(CLOCK_MONOTONIC) - p->loaded_usec) / 1e3,
                   (double) (now_usec(CLOCK_MONOTONIC) * 1000 - p->start_time) / 1e6);
         return 0;
 }
@@ -904,24 +1075,27 @@ static const ProcMapping *mapping_find(Unwinder *u, pid_t pid, uint64_t addr) {
 
 const char *unwinder_describe(Unwinder *u, pid_t pid, uint64_t addr) {
         const ProcMapping *pm = mapping_find(u, pid, addr);
-        return pm ? pm->describe : NULL;
+
+        if (!pm)
+                return NULL;
+        /* The file's says where its build is now. */
+        return pm->file && pm->file->describe ? pm->file->describe : pm->describe;
 }
 
 int unwinder_frame_rule(Unwinder *u, pid_t pid, uint64_t addr, uint8_t *ret_rule) {
         const ProcMapping *pm = mapping_find(u, pid, addr);
-        const struct cgprof_unwind_row *rows;
-        size_t n;
+        struct cgprof_unwind_rule rule;
         uint64_t rel;
 
-        if (!pm || !pm->file || pm->file->table == 0)
+        if (!pm || !pm->file || pm->file->state != FILE_LOADED)
                 return -ENOENT;
-        rows = u->rows + pm->file->first_row;
-        n = pm->file->n_rows;
-        rel = addr - pm->bias;
-        if (rel > UINT32_MAX || n == 0 || rows[0].pc > rel)
+        rel = addr - pm->bias - pm->file->base;
+        if (rel > UINT32_MAX || unwind_store_rule(u->store, &pm->file->placement, (uint32_t) rel, &rule) < 0)
                 return -ENOENT;
-        /* The last row whose pc <= rel. */
-        *ret_rule = rows[SORTED_UPPER_BOUND(rows, n, _e->pc, rel) - 1].rule;
+        /* A NONE rule: no FDE there. */
+        if (CGPROF_UNWIND_CFA(rule.rule) == CGPROF_CFA_NONE)
+                return -ENOENT;
+        *ret_rule = rule.rule;
         return 0;
 }
 
@@ -949,16 +1123,27 @@ void unwinder_tick(Unwinder *u) {
 
         while (u->unused_first && now - u->unused_first->unused_since >= UNUSED_GRACE_USEC)
                 file_free(u, u->unused_first);
+        builds_pump(u);
 }
 
 void unwinder_stats(const Unwinder *u, UnwinderStats *ret) {
+        UnwindStoreStats ss;
+
         *ret = u->stats;
-        ret->rows_max = u->maps.n_rows;
+        unwind_store_stats(u->store, &ss);
+        ret->rows_used = ss.cells_used;
+        ret->rows_max = ss.cells_max;
+        ret->shards = ss.shards;
+        ret->shards_max = ss.shards_max;
+        ret->rules = ss.rules;
+        ret->bytes_used = ss.bytes_used;
+        ret->bytes_budget = ss.bytes_budget;
+        ret->bytes_fixed = ss.bytes_fixed;
 }
 
 int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret) {
         _cleanup_(unwinder_freep) Unwinder *u = NULL;
-        long page = sysconf(_SC_PAGESIZE);
+        int r;
 
         if (elf_version(EV_CURRENT) == EV_NONE)
                 return -EINVAL;
@@ -970,20 +1155,18 @@ int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret)
         u->next_table = 1;
         u->table_used[0] = 1; /* "no table" */
 
-        u->rows_mapped_size =
-                ((size_t) maps->n_rows * sizeof(struct cgprof_unwind_row) + (size_t) page - 1) &
-                ~((size_t) page - 1);
-        u->rows = mmap(NULL, u->rows_mapped_size, PROT_READ | PROT_WRITE, MAP_SHARED, maps->rows_fd, 0);
-        if (u->rows == MAP_FAILED) {
-                u->rows = NULL;
-                return negative_errno();
-        }
-        u->free_rows = calloc(1, sizeof(RowExtent));
-        if (!u->free_rows)
-                return -ENOMEM;
-        u->free_rows[0] = (RowExtent){ .start = 0, .len = maps->n_rows };
-        u->n_free_rows = u->allocated_free_rows = 1;
-
+        r = unwind_store_new(maps, &u->store);
+        if (r < 0)
+                return r;
+        r = unwind_rules_new(&u->rules);
+        if (r < 0)
+                return r;
+        /* Builds take long (100 ms for the largest libraries) and the
+         * walker waits for them: at the loop's priority (at nice 10 beside
+         * a busy workload a build took 10 times longer). */
+        r = worker_new(event, "unwind-build", 0, &u->worker);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(u);
         return 0;
 }
@@ -1006,14 +1189,18 @@ void unwinder_set_maps_cache(Unwinder *x, ProcMapsCache *c) {
 Unwinder *unwinder_free(Unwinder *u) {
         if (!u)
                 return NULL;
+        /* The build on the worker ends, its result is dropped. */
+        u->freeing = true;
+        u->worker = worker_free(u->worker);
         tdestroy(u->processes, process_free_action);
         u->processes = NULL;
         file_unref(u, TAKE_PTR(u->vdso));
         while (u->unused_first)
                 file_free(u, u->unused_first);
-        if (u->rows)
-                munmap(u->rows, u->rows_mapped_size);
-        free(u->free_rows);
+        while (u->queue_first)
+                file_free(u, u->queue_first); /* pending, held by nobody (none left) */
+        unwind_store_free(u->store);
+        unwind_rules_free(u->rules);
         sd_event_unref(u->event);
         free(u);
         return NULL;

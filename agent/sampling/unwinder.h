@@ -12,8 +12,13 @@
  *
  * A table is built once per file (common/symbols/unwind-table.c, from
  * .eh_frame or .debug_frame), keyed by the file's build ID, else by (device,
- * inode, size, mtime), and written once into the rows map however many processes
- * map the file. A process's executable mappings go into the mappings map
+ * inode, size, mtime), made compact (unwind-compact.h) and written once
+ * into the shards (unwind-store.h) however many processes map the file.
+ * Builds run on a worker thread, one at a time: a file gets its table id
+ * when first seen (its mappings point at it at once) and its entry says
+ * "pending" until the build is in; the walker walks such frames as without
+ * a table and marks the table wanted, and wanted tables are built first,
+ * the others in the order seen. A process's executable mappings go into the mappings map
  * (longest prefix match on pid and address) pointing at their file's table
  * with the load bias; then the process is marked ready, and the BPF walker
  * uses the tables for its samples (before that: frame pointers, counted as
@@ -29,10 +34,16 @@ typedef struct Unwinder Unwinder;
 typedef struct UnwinderStats {
         size_t processes; /* processes whose mappings are loaded */
         size_t tables; /* tables in the maps */
-        size_t tables_unused; /* ... of which no live process uses */
-        size_t rows_used, rows_max;
-        uint64_t tables_built, build_usec; /* tables built so far and the time it took */
-        uint64_t tables_not_fitted; /* tables that did not fit in the rows map */
+        size_t tables_unused; /* ... of which no live process uses (or pending) */
+        size_t tables_pending; /* waiting for their build, or being built (on the worker) */
+        uint64_t tables_wanted; /* built before their turn: a walk met them pending */
+        size_t rows_used, rows_max; /* cells (4 bytes each: bpf/unwind.h) used, and the budget */
+        size_t shards, shards_max, rules; /* shards created (and the most), distinct rules interned */
+        uint64_t bytes_used, bytes_budget; /* the shards' memory, and the budget's */
+        uint64_t bytes_fixed; /* the pages and rules maps (allocated at start) */
+        uint64_t tables_built, build_usec; /* tables built so far and the time it took (on the worker) */
+        uint64_t build_usec_max; /* the longest build */
+        uint64_t tables_not_fitted; /* tables that did not fit in the budget */
         uint64_t files_without_table; /* files with no usable .eh_frame/.debug_frame */
         uint64_t files_bad; /* files whose tables had errors (entries skipped, or none usable) */
         uint64_t mapping_entries_failed; /* mapping entries the map refused (full) */
@@ -64,6 +75,10 @@ const char *unwinder_describe(Unwinder *u, pid_t pid, uint64_t addr);
 /* The rule (bpf/unwind.h CGPROF_UNWIND_RULE) of the table row covering
  * addr in process pid: -ENOENT when its mapping has no table. */
 int unwinder_frame_rule(Unwinder *u, pid_t pid, uint64_t addr, uint8_t *ret_rule);
+
+/* unwinder_describe() of a table still being built (the summary waits for
+ * the final word). */
+#define UNWINDER_DESCRIBE_PENDING "not loaded yet: the table is being built"
 
 /* Call after each drain: forgets processes that exited two ticks ago and
  * frees tables unused for longer than the grace period. */

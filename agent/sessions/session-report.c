@@ -75,6 +75,10 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
                 .lost_ns = st->offcpu_lost_ns,
                 .excluded_ns = s->offcpu_excluded_ns,
         };
+        ret->folded_rank_root = s->profile->folded_rank_root;
+        ret->job_labels = s->job_labels;
+        for (size_t i = 0; i < ELEMENTSOF(ret->rank_categories); i++)
+                ret->rank_categories[i] = s->profile->rank_categories[i];
 }
 
 void session_report_vars(Session *s, char node_buf[static 256], TemplateVars *ret) {
@@ -142,15 +146,20 @@ int session_report_units(Session *s, const TemplateVars *vars_in, SessionReportU
                 r = -ENOMEM;
         for (size_t i = 0; i < n_procs && r >= 0; i++) {
                 const ProfileProcess *pp = &s->data->processes[i];
-                _cleanup_free_ char *pid = NULL;
+                _cleanup_free_ char *pid = NULL, *rank = NULL;
                 if (pp->samples == 0)
                         continue;
-                if (asprintf(&pid, "%d", (int) pp->pid) < 0) {
+                if (asprintf(&pid, "%d", (int) pp->pid) < 0 ||
+                    (pp->job.rank >= 0 ? asprintf(&rank, "%" PRIi32, pp->job.rank)
+                                       : asprintf(&rank, "none")) < 0) {
                         r = -ENOMEM;
                         break;
                 }
                 vars.process_name = pp->comm;
                 vars.process_id = pid;
+                /* {RANK}: a rank's process and its workers share a report;
+                 * a process of no rank is "none". */
+                vars.rank = rank;
                 r = template_expand(session_output(s), &vars, &rels[i]);
         }
         for (size_t i = 0; i < n_procs && r >= 0; i++) {

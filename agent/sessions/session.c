@@ -23,6 +23,11 @@ struct SessionProcess {
         uint32_t pid;
         uint64_t start_time;
         uint32_t exec_id; /* the program it runs: samples before an exec() are not the new program's */
+        uint32_t ppid; /* its parent (0: not known) */
+        uint64_t parent_start_time;
+        JobIdentity job; /* who it is in a distributed job (JOB_IDENTITY_NONE: not known) */
+        JobRole role;
+        uint32_t job_parent; /* a worker's parent: the rank's own process */
         bool superseded; /* it called exec(): /proc names the next program */
         char *comm;
         char *cmdline;
@@ -68,7 +73,7 @@ static int session_data_add_process(Session *s, SessionProcess *sp) {
         }
         s->data_processes[index] = sp;
         sp->data_index = index;
-        return 0;
+        return profile_data_process_set_job(s->data, index, &sp->job, sp->role, (pid_t) sp->job_parent);
 }
 
 ProcessMaps *session_process_maps(Session *s, uint32_t index) {
@@ -156,6 +161,8 @@ int session_new_rule(SessionsRoom *room, ConfigRef *config, const SessionRule *r
                     strdup_optional(kube->container_id, &s->container_id) < 0)
                         return -ENOMEM;
                 s->provisional = !kube->container;
+                if (report_job_labels_copy(kube->labels, &s->job_labels) < 0)
+                        return -ENOMEM;
         }
 
         r = sd_id128_randomize(&s->id);
@@ -206,6 +213,7 @@ Session *session_free(Session *s) {
         free(s->namespace);
         free(s->pod);
         free(s->pod_uid);
+        strv_free(s->job_labels);
         free(s->container);
         free(s->container_id);
         safe_close(s->cgroup_fd);
@@ -451,6 +459,14 @@ static SessionProcess *process_find(Session *s, uint32_t pid, uint64_t start_tim
         return p ? *p : NULL;
 }
 
+/* The process's parent in the session when the process still runs the
+ * program its parent ran at the fork (no exec() since: the same exec_id). */
+static SessionProcess *process_parent(Session *s, const SessionProcess *sp) {
+        if (sp->ppid == 0 || sp->ppid == sp->pid)
+                return NULL;
+        return process_find(s, sp->ppid, sp->parent_start_time, sp->exec_id);
+}
+
 /* Reads the process's command line and decides whether it is wanted; captures
  * its mappings while it is alive. */
 static void process_examine(Session *s, SessionProcess *sp, const char *comm_hint) {
@@ -491,10 +507,13 @@ static void process_examine(Session *s, SessionProcess *sp, const char *comm_hin
         }
         if (r < 0) {
                 if (!sp->comm) {
-                        /* Gone before we could look: we cannot know its command line. */
+                        /* Gone before we could look: a forked child that
+                         * did not exec() has its parent's command line;
+                         * of any other we cannot know it. */
+                        SessionProcess *parent = process_parent(s, sp);
                         sp->comm = comm ? TAKE_PTR(comm) : strdup("[exited]");
-                        sp->cmdline = strdup("");
-                        sp->wanted = profile_process_wanted(s->profile, "");
+                        sp->cmdline = strdup(parent && parent->cmdline ? parent->cmdline : "");
+                        sp->wanted = profile_process_wanted(s->profile, sp->cmdline ?: "");
                         if (sp->wanted)
                                 (void) session_data_add_process(s, sp);
                 }
@@ -535,7 +554,18 @@ static void process_python_check(Session *s, SessionProcess *sp) {
             sp->python_checked == room->drain_seq + 1)
                 return;
         sp->python_checked = room->drain_seq + 1;
-        r = python_process_ref(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id, &sp->python);
+        /* A forked child (a DataLoader worker): its parent's interpreter,
+         * looked at first, at the same addresses. */
+        SessionProcess *parent = process_parent(s, sp);
+        if (parent && !parent->python)
+                process_python_check(s, parent);
+        r = -ENOENT;
+        if (sp->ppid > 0)
+                r = python_process_ref_forked(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id,
+                                              (pid_t) sp->ppid, sp->parent_start_time, &sp->python);
+        if (r == -ENOENT)
+                r = python_process_ref(room->python, (pid_t) sp->pid, sp->start_time, sp->exec_id,
+                                       &sp->python);
         if (r < 0)
                 log_debug_errno(r, "Failed to look for CPython in PID %u: %m", sp->pid);
         else if (r > 0) {
@@ -571,6 +601,49 @@ void session_capture_pending(Session *s) {
         twalk_r(s->processes, capture_action, s);
 }
 
+static void process_update_role(Session *s, SessionProcess *sp);
+
+/* A ranked process's identity came after its children's (a child sampled
+ * first): their roles are looked at again. */
+typedef struct ChildrenOf {
+        Session *session;
+        const SessionProcess *parent;
+} ChildrenOf;
+
+static void children_role_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+        ChildrenOf *c = userdata;
+
+        if ((which == postorder || which == leaf) && sp->ppid == c->parent->pid &&
+            sp->parent_start_time == c->parent->start_time && sp->exec_id == c->parent->exec_id &&
+            sp->job.rank >= 0)
+                process_update_role(c->session, sp);
+}
+
+/* Who the process is in its job: its own keys, and whether it inherited
+ * its rank from its parent (a ranked process of the session it was forked
+ * from: a DataLoader worker). */
+static void process_set_job(Session *s, SessionProcess *sp, const JobIdentity *job) {
+        bool was_ranked = sp->job.rank >= 0;
+
+        sp->job = *job;
+        process_update_role(s, sp);
+        if (!was_ranked && sp->job.rank >= 0)
+                twalk_r(s->processes, children_role_action, &(ChildrenOf){ .session = s, .parent = sp });
+}
+
+static void process_update_role(Session *s, SessionProcess *sp) {
+        SessionProcess *parent = process_parent(s, sp);
+        const JobIdentity *job = &sp->job;
+
+        sp->role = job_identity_role(job, parent && parent->job.rank >= 0 ? &parent->job : NULL);
+        sp->job_parent = sp->role == JOB_ROLE_WORKER ? parent->pid : 0;
+        if (sp->wanted && sp->data_index < s->data->n_processes && s->data_processes &&
+            s->data_processes[sp->data_index] == sp)
+                (void) profile_data_process_set_job(s->data, sp->data_index, &sp->job, sp->role,
+                                                    (pid_t) sp->job_parent);
+}
+
 static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id,
                                    bool *ret_new) {
         SessionProcess *sp = process_find(s, pid, start_time, exec_id), *before;
@@ -584,6 +657,7 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
         sp->pid = pid;
         sp->start_time = start_time;
         sp->exec_id = exec_id;
+        sp->job = JOB_IDENTITY_NONE;
         if (!tsearch(sp, &s->processes, process_cmp)) {
                 free(sp);
                 return NULL;
@@ -633,11 +707,18 @@ void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint3
         process_python_check(s, sp);
 }
 
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm) {
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm,
+                        const JobIdentity *job) {
         bool is_new;
-        SessionProcess *sp = process_get(s, pid, start_time, exec_id, &is_new);
+        SessionProcess *sp = process_get(s, e->pid, e->start_time, e->exec_id, &is_new);
         if (!sp)
                 return (void) log_oom();
+        if (e->ppid > 0 && sp->ppid == 0) {
+                sp->ppid = e->ppid;
+                sp->parent_start_time = e->parent_start_time;
+        }
+        if (job && !sp->superseded)
+                process_set_job(s, sp, job);
         if (sp->superseded && !is_new)
                 return; /* a late event of the program before exec(): what we knew stays */
         /* New, or re-reported after exec() or a rename: (re-)examine. */
@@ -776,10 +857,13 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                                 return r;
                 }
                 if (!pm->unwind_table && s->profile->unwind != UNWIND_FRAME_POINTER) {
-                        r = profile_data_mapping_set_unwind_table(
-                                s->data, mapping, unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr));
-                        if (r < 0)
-                                return r;
+                        const char *d = unwinder_describe(sr->unwinder, (pid_t) sp->pid, addr);
+                        /* Still being built: a later sample says how it ended. */
+                        if (!streq_ptr(d, UNWINDER_DESCRIBE_PENDING)) {
+                                r = profile_data_mapping_set_unwind_table(s->data, mapping, d);
+                                if (r < 0)
+                                        return r;
+                        }
                 }
                 /* Whether the function keeps a frame pointer: its CFA is
                  * computed from it (the leaf may be in a prologue). */
@@ -880,8 +964,15 @@ static int read_comm_file(const char *path, char **ret) {
         return 0;
 }
 
-static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, uint32_t *ret_frame,
-                         uint32_t *ret_location) {
+/* Whether a frame runs a module's body (module_body()). */
+typedef enum ModuleBody {
+        MODULE_BODY_NO,
+        MODULE_BODY_LIKELY, /* "<module>" when its code object cannot be read */
+        MODULE_BODY_SURE, /* ... or reads as one of another name */
+} ModuleBody;
+
+static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t count, ModuleBody module,
+                         uint32_t *ret_frame, uint32_t *ret_location) {
         SessionsRoom *room = s->room;
         uint64_t code = CGPROF_PY_FRAME_CODE(v);
         uint32_t instr = CGPROF_PY_FRAME_INSTR(v), frame;
@@ -889,11 +980,18 @@ static int intern_python(Session *s, SessionProcess *sp, uint64_t v, uint64_t co
         int r;
 
         s->python.frames += count;
-        if (python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf) >= 0)
+        r = python_process_resolve(room->python, sp->python, v, room->drain_seq, &pf);
+        if (r >= 0 && module == MODULE_BODY_SURE && !streq(pf.name, "<module>"))
+                r = -ESTALE; /* another code object now where the module's was */
+        if (r >= 0)
                 r = profile_data_intern_frame_full(s->data, pf.name, NULL, pf.file, FRAME_PYTHON, &frame);
         else {
                 s->python.unresolved_frames += count;
-                r = profile_data_intern_frame(s->data, "[python]", NULL, FRAME_UNKNOWN, &frame);
+                if (module != MODULE_BODY_NO)
+                        r = profile_data_intern_frame_full(s->data, "<module>", NULL, NULL, FRAME_PYTHON,
+                                                           &frame);
+                else
+                        r = profile_data_intern_frame(s->data, "[python]", NULL, FRAME_UNKNOWN, &frame);
                 pf.line = 0;
         }
         if (r < 0)
@@ -945,6 +1043,32 @@ static void session_count_python(Session *s, const SamplerStack *py, uint64_t co
         count_flags(&s->python, reasons, ELEMENTSOF(reasons), py->flags, count);
 }
 
+/* The code PyEval_EvalCode() runs is a module's body, or a string given
+ * to exec() or eval(): compiled, all of them, into a code object named
+ * "<module>". Such code objects are often freed within milliseconds (a
+ * module's body once it is imported, a string run by exec()), before the
+ * agent reads them at its next drain, and their memory reused, by another
+ * code object too. So the first frame of an evaluation loop call made by
+ * PyEval_EvalCode() (or, when the native frames between are missing, by
+ * importlib's _call_with_frames_removed(), which exec()s a module's body)
+ * is named "<module>" when its code object cannot be read (its file and
+ * line are then unknown); under PyEval_EvalCode() also when it reads as a
+ * code object of another name (what _call_with_frames_removed() runs is
+ * not always a module's body: a C function's Python callback, its native
+ * frames missing). */
+static ModuleBody module_body(Session *s, uint64_t v, uint32_t caller) {
+        const char *name;
+
+        if (!CGPROF_PY_FRAME_ENTRY(v) || caller == PROFILE_NONE)
+                return MODULE_BODY_NO;
+        name = s->data->frames[caller].name;
+        if (streq_ptr(name, "PyEval_EvalCode"))
+                return MODULE_BODY_SURE;
+        if (s->data->frames[caller].kind == FRAME_PYTHON && streq_ptr(name, "_call_with_frames_removed"))
+                return MODULE_BODY_LIKELY;
+        return MODULE_BODY_NO;
+}
+
 /* Puts the sample's Python frames among its native user frames
  * (frames[0..n_native), root first): python-merge.h. Returns the new count. */
 static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *py, uint64_t count,
@@ -976,7 +1100,9 @@ static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *p
                         frames[n] = native_frames[i];
                         locations[n] = native_locations[i];
                         n++;
-                } else if (intern_python(s, sp, py->pcs[i], count, &frames[n], &locations[n]) >= 0)
+                } else if (intern_python(s, sp, py->pcs[i], count,
+                                         module_body(s, py->pcs[i], n > 0 ? frames[n - 1] : PROFILE_NONE),
+                                         &frames[n], &locations[n]) >= 0)
                         n++;
         }
         return n;
@@ -1000,7 +1126,12 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
                 { CGPROF_STACK_FP_END, offsetof(ReportUnwindInfo, fp_end) },
         };
 
-        if (st->flags & CGPROF_STACK_PENDING)
+        /* A walk that met a table still being built went on by frame
+         * pointer there: pending, as one before the process's tables. */
+        if (st->flags & CGPROF_STACK_TABLE_PENDING) {
+                s->unwind.pending_walks += count;
+                s->unwind.table_pending += count;
+        } else if (st->flags & CGPROF_STACK_PENDING)
                 s->unwind.pending_walks += count;
         else if (st->flags & CGPROF_STACK_KERNEL_WALK)
                 s->unwind.kernel_walks += count;

@@ -53,6 +53,7 @@ struct Session {
         char *cgroup; /* relative to the cgroup root */
         /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
         char *namespace, *pod, *pod_uid, *container, *container_id;
+        char **job_labels; /* the pod's distributed-job labels (strv: key, value, ...), NULL: none */
         bool provisional; /* started from the cgroup before the pod's status named the container */
         bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
         unsigned
@@ -106,6 +107,9 @@ struct Session {
  * known yet: the session is provisional until session_confirm()). */
 typedef struct SessionKube {
         const char *namespace, *pod, *pod_uid, *container, *container_id;
+        /* The pod's labels (strv: key, value, ...): the distributed job's
+         * (report.h's REPORT_JOB_LABELS) are kept. */
+        char *const *labels;
 } SessionKube;
 
 int session_new(SessionsRoom *r, ConfigRef *config, const Target *target, const char *cgroup,
@@ -152,7 +156,11 @@ void session_discard(Session *s);
 /* A process is (pid, start time, exec() count): each program a process runs
  * is its own, so samples taken before an exec() stay with the program that
  * ran then. */
-void session_on_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id, const char *comm);
+/* e: the kernel's event (pid, start time, exec() count, the parent); job:
+ * who the process is in a distributed job (read from its environment's
+ * listed keys), NULL: not read. */
+void session_on_process(Session *s, const struct cgprof_proc_event *e, const char *comm,
+                        const JobIdentity *job);
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost);

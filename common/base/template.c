@@ -36,6 +36,7 @@ typedef enum Placeholder {
         PLACEHOLDER_PROFILE,
         PLACEHOLDER_PROCESS_NAME,
         PLACEHOLDER_PROCESS_ID,
+        PLACEHOLDER_RANK,
         PLACEHOLDER_TIMESTAMP,
         PLACEHOLDER_UID,
         _PLACEHOLDER_MAX,
@@ -43,17 +44,12 @@ typedef enum Placeholder {
 } Placeholder;
 
 static const char *const placeholder_table[_PLACEHOLDER_MAX] = {
-        [PLACEHOLDER_NAMESPACE] = "NAMESPACE",
-        [PLACEHOLDER_POD] = "POD",
-        [PLACEHOLDER_CONTAINER] = "CONTAINER",
-        [PLACEHOLDER_CONTAINER_ID] = "CONTAINER_ID",
-        [PLACEHOLDER_CGROUP] = "CGROUP",
-        [PLACEHOLDER_NODE] = "NODE",
-        [PLACEHOLDER_PROFILE] = "PROFILE",
-        [PLACEHOLDER_PROCESS_NAME] = "PROCESS_NAME",
-        [PLACEHOLDER_PROCESS_ID] = "PROCESS_ID",
-        [PLACEHOLDER_TIMESTAMP] = "TIMESTAMP",
-        [PLACEHOLDER_UID] = "UID",
+        [PLACEHOLDER_NAMESPACE] = "NAMESPACE",   [PLACEHOLDER_POD] = "POD",
+        [PLACEHOLDER_CONTAINER] = "CONTAINER",   [PLACEHOLDER_CONTAINER_ID] = "CONTAINER_ID",
+        [PLACEHOLDER_CGROUP] = "CGROUP",         [PLACEHOLDER_NODE] = "NODE",
+        [PLACEHOLDER_PROFILE] = "PROFILE",       [PLACEHOLDER_PROCESS_NAME] = "PROCESS_NAME",
+        [PLACEHOLDER_PROCESS_ID] = "PROCESS_ID", [PLACEHOLDER_RANK] = "RANK",
+        [PLACEHOLDER_TIMESTAMP] = "TIMESTAMP",   [PLACEHOLDER_UID] = "UID",
 };
 
 static Placeholder placeholder_from_string(const char *s, size_t n) {
@@ -500,7 +496,8 @@ bool template_is_per_process(const char *tmpl) {
                 if (template_next_token(tmpl, &p, &t, NULL) < 0 || t.type == TOKEN_END)
                         return false;
                 if (t.type == TOKEN_PLACEHOLDER &&
-                    (t.placeholder == PLACEHOLDER_PROCESS_NAME || t.placeholder == PLACEHOLDER_PROCESS_ID))
+                    (t.placeholder == PLACEHOLDER_PROCESS_NAME || t.placeholder == PLACEHOLDER_PROCESS_ID ||
+                     t.placeholder == PLACEHOLDER_RANK))
                         return true;
         }
 }
@@ -555,6 +552,9 @@ static char *placeholder_value(Placeholder ph, const TemplateVars *v, char uid[s
                 break;
         case PLACEHOLDER_PROCESS_ID:
                 s = v->process_id;
+                break;
+        case PLACEHOLDER_RANK:
+                s = v->rank;
                 break;
         case PLACEHOLDER_TIMESTAMP:
                 (void) snprintf(num, sizeof(num), "%" PRIu64, v->timestamp_ms);

@@ -5,7 +5,7 @@
 
 /* Output name templates: a path relative to reportDir with placeholders
  * {NAMESPACE} {POD} {CONTAINER} {CONTAINER_ID} {CGROUP} {NODE} {PROFILE}
- * {PROCESS_NAME} {PROCESS_ID} {TIMESTAMP} {UID} and %{ENV} (an environment
+ * {PROCESS_NAME} {PROCESS_ID} {RANK} {TIMESTAMP} {UID} and %{ENV} (an environment
  * variable of the agent). Every substituted value is sanitized so that no
  * value can climb out of reportDir. */
 
@@ -25,6 +25,7 @@ typedef struct TemplateVars {
         const char *profile;
         const char *process_name;
         const char *process_id;
+        const char *rank; /* {RANK}: the process's rank in its distributed job (job-identity.h) */
         uint64_t timestamp_ms; /* {TIMESTAMP}: UNIX ms */
         const char *uid; /* {UID}: 8 random alphanumerics; generated when NULL */
         const char *const *env; /* environ-style array for %{ENV}; NULL: the process environment */
@@ -41,7 +42,8 @@ int template_validate(const char *tmpl, char **ret_error);
  * A placeholder whose value is NULL expands to "unknown". */
 int template_expand(const char *tmpl, const TemplateVars *vars, char **ret);
 
-/* Whether the template uses {PROCESS_NAME} or {PROCESS_ID} (one report per process). */
+/* Whether the template uses {PROCESS_NAME} or {PROCESS_ID} (one report per
+ * process), or {RANK} (one per rank: a rank's process and its workers). */
 bool template_is_per_process(const char *tmpl);
 
 /* Sanitizes one value into a single safe path component (malloc()ed). */

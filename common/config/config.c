@@ -86,6 +86,8 @@ static void profile_done(Profile *p) {
         free(p->output);
         patterns_free(p->include_patterns, p->n_include_patterns);
         patterns_free(p->exclude_patterns, p->n_exclude_patterns);
+        for (size_t i = 0; i < ELEMENTSOF(p->rank_categories); i++)
+                strv_free(p->rank_categories[i]);
         *p = (Profile){};
 }
 
@@ -838,7 +840,7 @@ static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *ba
                                       char **error) {
         if (json_integer(j, CONFIG_UNWIND_TABLE_ROWS_MIN, (double) CONFIG_UNWIND_TABLE_ROWS_MAX,
                          FIELD(base, f)) < 0)
-                return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 8 bytes)",
+                return key_path_error(error, path, "must be an integer in %d..%" PRIu64 " (rows of 4 bytes)",
                                       CONFIG_UNWIND_TABLE_ROWS_MIN, CONFIG_UNWIND_TABLE_ROWS_MAX);
         return 0;
 }
@@ -942,6 +944,41 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
         return string_dup(j, path, FIELD(base, f), error);
 }
 
+/* rankCategories: { "communication": [...], "dataLoading": [...],
+ * "compute": [...] }, each a list of patterns checked as includePatterns
+ * are (report-by-rank.h); their sources are kept. */
+static int dispatch_rank_category(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                  char **error) {
+        Pattern *patterns = NULL;
+        size_t n = 0;
+        char **l;
+        int r;
+
+        r = parse_patterns(j, path, /* allow_empty= */ false, &patterns, &n, error);
+        if (r < 0)
+                return r;
+        l = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; l && i < n; i++)
+                l[i] = TAKE_PTR(patterns[i].source);
+        patterns_free(patterns, n);
+        if (!l)
+                return -ENOMEM;
+        strv_free(*(char ***) FIELD(base, f));
+        *(char ***) FIELD(base, f) = l;
+        return 0;
+}
+
+static int dispatch_rank_categories(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        static const JsonField fields[] = {
+                { "communication", dispatch_rank_category, 0 * sizeof(char **) },
+                { "dataLoading", dispatch_rank_category, 1 * sizeof(char **) },
+                { "compute", dispatch_rank_category, 2 * sizeof(char **) },
+                {},
+        };
+        return json_dispatch(j, path, fields, FIELD(base, f), error);
+}
+
 static int profile_init_defaults(Profile *p) {
         *p = (Profile){
                 .frequency = CONFIG_DEFAULT_FREQUENCY,
@@ -976,6 +1013,8 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "events", dispatch_events, offsetof(Profile, events) },
                 { "offCpuMinUsec", dispatch_offcpu_min_usec, offsetof(Profile, offcpu_min_usec) },
                 { "offCpuProbability", dispatch_probability, offsetof(Profile, offcpu_probability) },
+                { "foldedRankRoot", dispatch_bool, offsetof(Profile, folded_rank_root) },
+                { "rankCategories", dispatch_rank_categories, offsetof(Profile, rank_categories) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },
                 { "output", dispatch_output, offsetof(Profile, output) },
                 { "includePatterns", dispatch_patterns, offsetof(Profile, include_patterns),

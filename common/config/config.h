@@ -43,10 +43,13 @@ typedef enum UnwindMode {
 const char *unwind_mode_to_string(UnwindMode m);
 UnwindMode unwind_mode_from_string(const char *s);
 
-/* Rows of unwind tables the agent may load (all files together): 8 bytes each. */
-#define CONFIG_DEFAULT_UNWIND_TABLE_ROWS (UINT64_C(1) << 21)
+/* Rows (compact cells, 4 bytes each: bpf/unwind.h) of unwind tables the
+ * agent may load, all files together: the budget its shards grow to (1 MiB
+ * each, created as tables come). The default, 64 MiB, holds a CUDA PyTorch
+ * library set (4-6 M rows) for a few distinct images. */
+#define CONFIG_DEFAULT_UNWIND_TABLE_ROWS (UINT64_C(1) << 24)
 #define CONFIG_UNWIND_TABLE_ROWS_MIN 4096
-#define CONFIG_UNWIND_TABLE_ROWS_MAX (UINT64_C(1) << 23) /* 64 MiB */
+#define CONFIG_UNWIND_TABLE_ROWS_MAX (UINT64_C(1) << 26) /* 256 MiB */
 /* debuginfodUrls: at most this many servers, each URL at most this long. */
 #define CONFIG_DEBUGINFOD_URLS_MAX 16
 #define CONFIG_DEBUGINFOD_URL_LENGTH_MAX 1024 /* config.c says "1024" in its error */
@@ -114,6 +117,12 @@ typedef struct Profile {
         ProfileStart start;
         bool kernel_stacks;
         bool python_frames; /* walk the Python frames of CPython processes (default true) */
+        /* profile.folded: a ranked process's stacks under "rank N" (default false) */
+        bool folded_rank_root;
+        /* summary.json byRank: more patterns per category (communication,
+         * dataLoading, compute; report-by-rank.h), NULL-terminated sources
+         * checked as includePatterns are; NULL: none. */
+        char **rank_categories[3];
         UnwindMode unwind;
         unsigned events; /* "events": bit mask of PROFILE_EVENT_CPU, PROFILE_EVENT_OFFCPU */
         uint64_t offcpu_min_usec; /* "offCpuMinUsec": shorter waits are counted, not stacked */

@@ -412,10 +412,21 @@ int profile_data_add_process(ProfileData *d, pid_t pid, const char *comm, const 
                 .pid = pid,
                 .comm = TAKE_PTR(c),
                 .cmdline = TAKE_PTR(l),
+                .job = JOB_IDENTITY_NONE,
         };
         if (ret_index)
                 *ret_index = (uint32_t) d->n_processes;
         d->n_processes++;
+        return 0;
+}
+
+int profile_data_process_set_job(ProfileData *d, uint32_t process, const JobIdentity *job, JobRole role,
+                                 pid_t parent_pid) {
+        if (!d || process >= d->n_processes || !job)
+                return -EINVAL;
+        d->processes[process].job = *job;
+        d->processes[process].role = role;
+        d->processes[process].parent_pid = parent_pid;
         return 0;
 }
 
@@ -852,7 +863,9 @@ static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *pro
                         continue; /* listed twice */
                 if (profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &process_map[processes[k]]) <
                             0 ||
-                    profile_data_process_set_python(p, process_map[processes[k]], pp->python) < 0)
+                    profile_data_process_set_python(p, process_map[processes[k]], pp->python) < 0 ||
+                    profile_data_process_set_job(p, process_map[processes[k]], &pp->job, pp->role,
+                                                 pp->parent_pid) < 0)
                         return NULL;
         }
 
@@ -1011,6 +1024,8 @@ static int relocate_copy_processes_mappings(const ProfileData *d, ProfileData *p
                 r = profile_data_add_process(p, pp->pid, pp->comm, pp->cmdline, &idx);
                 if (r >= 0)
                         r = profile_data_process_set_python(p, idx, pp->python);
+                if (r >= 0)
+                        r = profile_data_process_set_job(p, idx, &pp->job, pp->role, pp->parent_pid);
                 if (r < 0)
                         return r;
         }

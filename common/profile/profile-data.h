@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include "job-identity.h"
 #include "macro.h"
 
 /* The aggregated, symbolized samples of one report: interned frames, the
@@ -30,6 +31,12 @@ typedef struct ProfileProcess {
         char *cmdline; /* full command line, args separated by spaces */
         char *python; /* CPython it runs: "3.11", "unsupported version 3.99"; NULL: none seen */
         uint64_t samples;
+        /* Who it is in a distributed job (job-identity.h): its listed
+         * environment keys (JOB_IDENTITY_NONE: none), its role, and a
+         * worker's parent (the rank's own process; 0: none). */
+        JobIdentity job;
+        JobRole role;
+        pid_t parent_pid;
 } ProfileProcess;
 
 #define PROFILE_NONE UINT32_MAX
@@ -135,6 +142,9 @@ int profile_data_intern_location_full(ProfileData *d, uint64_t address, uint32_t
 int profile_data_intern_location(ProfileData *d, uint64_t address, uint32_t mapping, uint32_t frame,
                                  uint32_t *ret_index);
 /* Sets the process's CPython status (profile-data keeps a copy). */
+/* Who the process is in a distributed job (copied). */
+int profile_data_process_set_job(ProfileData *d, uint32_t process, const JobIdentity *job, JobRole role,
+                                 pid_t parent_pid);
 int profile_data_process_set_python(ProfileData *d, uint32_t process, const char *status);
 /* Like profile_data_add_stack(), with the locations of the frames (parallel
  * to frames, may be NULL) and whether the stack was truncated; equal

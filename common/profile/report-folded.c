@@ -62,6 +62,20 @@ static int stack_compare(const void *a, const void *b, void *userdata) {
                                c->by_id[report_stack_segment(&c->ids, y, k)], k + 1 < nx, k + 1 < ny);
 }
 
+/* A process's root: its comm, rendered; with rank_root, "rank N;comm" for
+ * a ranked process (a segment more: ';' is in no rendered name, so a line
+ * still splits one way, and processes of a rank merge under one root). */
+static char *process_root_name(const ProfileProcess *p, bool rank_root) {
+        _cleanup_free_ char *comm = report_frame_name(p->comm, false, /* folded= */ true);
+        char *s;
+
+        if (!comm || !rank_root || p->job.rank < 0)
+                return TAKE_PTR(comm);
+        if (asprintf(&s, "rank %" PRIi32 ";%s", p->job.rank, comm) < 0)
+                return NULL;
+        return s;
+}
+
 static int write_line(FILE *f, const FoldedContext *c, const ProfileStack *s, uint64_t count) {
         for (size_t k = 0; k <= s->n_frames; k++) {
                 if (k > 0)
@@ -72,7 +86,7 @@ static int write_line(FILE *f, const FoldedContext *c, const ProfileStack *s, ui
         return ferror(f) ? -EIO : 0;
 }
 
-int report_write_folded(FILE *f, const ProfileData *d) {
+static int folded_write(FILE *f, const ProfileData *d, bool rank_root) {
         _cleanup_free_ uint32_t *order = NULL, *ids = NULL;
         _cleanup_free_ const char **by_id = NULL;
         _cleanup_free_ size_t *stacks = NULL;
@@ -100,8 +114,7 @@ int report_write_folded(FILE *f, const ProfileData *d) {
                         names[i] = report_frame_name(d->frames[i].name, d->frames[i].kind == FRAME_KERNEL,
                                                      /* folded= */ true);
                 else
-                        names[i] = report_frame_name(d->processes[i - d->n_frames].comm, false,
-                                                     /* folded= */ true);
+                        names[i] = process_root_name(d->processes + i - d->n_frames, rank_root);
                 if (!names[i])
                         return -ENOMEM;
                 order[i] = (uint32_t) i;
@@ -143,8 +156,12 @@ int report_write_folded(FILE *f, const ProfileData *d) {
         return r;
 }
 
+int report_write_folded(FILE *f, const ProfileData *d) {
+        return folded_write(f, d, false);
+}
+
 int report_write_folded_info(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
-        return report_write_folded(f, d);
+        return folded_write(f, d, info && info->folded_rank_root);
 }
 
 /* Parses one folded line into the profile: "comm;f1;...;leaf count". *total

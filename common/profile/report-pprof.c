@@ -116,7 +116,9 @@ typedef struct PprofWriter {
 
         Perftools__Profiles__Label *labels; /* pid and comm per process, then the shared ones */
         Perftools__Profiles__Label **label_ptrs; /* n_labels per process */
-        size_t n_labels;
+        size_t n_labels; /* room per process in label_ptrs */
+        size_t *process_n_labels; /* the labels each process's samples have */
+        char (*job_numbers)[2][12]; /* per process: its rank and local rank as text */
 
         Perftools__Profiles__Sample *samples;
         Perftools__Profiles__Sample **sample_ptrs;
@@ -144,6 +146,8 @@ static void pprof_writer_done(PprofWriter *w) {
         free(w->synthesized);
         free(w->labels);
         free(w->label_ptrs);
+        free(w->process_n_labels);
+        free(w->job_numbers);
         free(w->samples);
         free(w->sample_ptrs);
         free(w->values);
@@ -203,10 +207,28 @@ static int check_data(const ProfileData *d) {
 
 static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
         static const char *const fixed[] = {
-                "",     "samples", "count",     "cpu", "nanoseconds", "pid",
-                "comm", "cgroup",  "namespace", "pod", "container",   KERNEL_MAPPING_FILE,
+                "",     "samples",    "count",     "cpu",  "nanoseconds", "pid",
+                "comm", "cgroup",     "namespace", "pod",  "container",   KERNEL_MAPPING_FILE,
+                "rank", "local_rank", "role",      "main", "worker",
         };
         StringTable *t = &w->strings;
+
+        /* A process's rank and local rank, as label strings. */
+        w->job_numbers = calloc(MAX(d->n_processes, (size_t) 1), sizeof(*w->job_numbers));
+        if (!w->job_numbers)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++) {
+                const JobIdentity *j = &d->processes[i].job;
+                if (j->rank >= 0) {
+                        snprintf(w->job_numbers[i][0], sizeof(w->job_numbers[i][0]), "%" PRIi32, j->rank);
+                        string_table_add(t, w->job_numbers[i][0]);
+                }
+                if (j->local_rank >= 0) {
+                        snprintf(w->job_numbers[i][1], sizeof(w->job_numbers[i][1]), "%" PRIi32,
+                                 j->local_rank);
+                        string_table_add(t, w->job_numbers[i][1]);
+                }
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 string_table_add(t, fixed[i]);
@@ -219,6 +241,11 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
 
                 for (size_t i = 0; i < ELEMENTSOF(values); i++)
                         string_table_add(t, values[i]);
+                for (size_t i = 0; info->job_labels && info->job_labels[i] && info->job_labels[i + 1];
+                     i += 2) {
+                        string_table_add(t, report_job_label_short(info->job_labels[i]));
+                        string_table_add(t, info->job_labels[i + 1]);
+                }
         }
         for (size_t i = 0; i < d->n_frames; i++) {
                 string_table_add(t, d->frames[i].name);
@@ -499,56 +526,96 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
         return 0;
 }
 
+/* The labels of a process's samples: pid, comm, and in a distributed job
+ * rank, local_rank and role (job-identity.h), as strings. */
+#define PROCESS_LABELS_MAX 5
+
+static size_t process_labels(PprofWriter *w, const ProfileProcess *pp, Perftools__Profiles__Label *l,
+                             const char (*numbers)[12]) {
+        size_t n = 0;
+
+        perftools__profiles__label__init(&l[n]);
+        l[n].key = string_index(&w->strings, "pid");
+        l[n++].num = pp->pid;
+        perftools__profiles__label__init(&l[n]);
+        l[n].key = string_index(&w->strings, "comm");
+        l[n++].str = string_index(&w->strings, pp->comm);
+        if (pp->job.rank >= 0) {
+                perftools__profiles__label__init(&l[n]);
+                l[n].key = string_index(&w->strings, "rank");
+                l[n++].str = string_index(&w->strings, numbers[0]);
+        }
+        if (pp->job.local_rank >= 0) {
+                perftools__profiles__label__init(&l[n]);
+                l[n].key = string_index(&w->strings, "local_rank");
+                l[n++].str = string_index(&w->strings, numbers[1]);
+        }
+        if (job_role_to_string(pp->role)) {
+                perftools__profiles__label__init(&l[n]);
+                l[n].key = string_index(&w->strings, "role");
+                l[n++].str = string_index(&w->strings, job_role_to_string(pp->role));
+        }
+        return n;
+}
+
+#define JOB_LABELS_MAX 4
+
 static int build_labels(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
-        const char *keys[] = { "cgroup", "namespace", "pod", "container" };
+        const char *keys[4 + JOB_LABELS_MAX] = { "cgroup", "namespace", "pod", "container" };
         const char *values[ELEMENTSOF(keys)] = {};
         size_t n_shared = 0, n_structs;
+        Perftools__Profiles__Label *shared;
 
         if (info) {
                 values[0] = info->cgroup;
                 values[1] = info->namespace;
                 values[2] = info->pod;
                 values[3] = info->container;
+                /* The pod's distributed-job labels, under their short names. */
+                for (size_t i = 0, k = 4; info->job_labels && info->job_labels[i] &&
+                                          info->job_labels[i + 1] && k < ELEMENTSOF(keys);
+                     i += 2)
+                        if (report_job_label_short(info->job_labels[i])) {
+                                keys[k] = report_job_label_short(info->job_labels[i]);
+                                values[k++] = info->job_labels[i + 1];
+                        }
         }
         for (size_t i = 0; i < ELEMENTSOF(keys); i++)
                 if (values[i])
                         n_shared++;
 
-        w->n_labels = 2 + n_shared;
-        n_structs = 2 * d->n_processes + n_shared;
+        w->n_labels = PROCESS_LABELS_MAX + n_shared; /* the most a sample has */
+        n_structs = PROCESS_LABELS_MAX * d->n_processes + n_shared;
         if (d->n_processes == 0)
                 return 0;
 
         w->labels = calloc(n_structs, sizeof(Perftools__Profiles__Label));
         w->label_ptrs = calloc(d->n_processes * w->n_labels, sizeof(Perftools__Profiles__Label *));
-        if (!w->labels || !w->label_ptrs)
+        w->process_n_labels = calloc(d->n_processes, sizeof(size_t));
+        if (!w->labels || !w->label_ptrs || !w->process_n_labels)
                 return -ENOMEM;
 
         /* The shared labels, after the per-process ones. */
-        for (size_t i = 0, k = 2 * d->n_processes; i < ELEMENTSOF(keys); i++) {
+        shared = w->labels + PROCESS_LABELS_MAX * d->n_processes;
+        for (size_t i = 0, k = 0; i < ELEMENTSOF(keys); i++) {
                 if (!values[i])
                         continue;
-                perftools__profiles__label__init(w->labels + k);
-                w->labels[k].key = string_index(&w->strings, keys[i]);
-                w->labels[k].str = string_index(&w->strings, values[i]);
+                perftools__profiles__label__init(shared + k);
+                shared[k].key = string_index(&w->strings, keys[i]);
+                shared[k].str = string_index(&w->strings, values[i]);
                 k++;
         }
 
         for (size_t i = 0; i < d->n_processes; i++) {
-                Perftools__Profiles__Label *pid = w->labels + 2 * i, *comm = pid + 1;
+                Perftools__Profiles__Label *own = w->labels + PROCESS_LABELS_MAX * i;
                 Perftools__Profiles__Label **l = w->label_ptrs + i * w->n_labels;
+                size_t n = process_labels(w, d->processes + i, own, w->job_numbers[i]);
 
-                perftools__profiles__label__init(pid);
-                pid->key = string_index(&w->strings, "pid");
-                pid->num = d->processes[i].pid;
-                perftools__profiles__label__init(comm);
-                comm->key = string_index(&w->strings, "comm");
-                comm->str = string_index(&w->strings, d->processes[i].comm);
-
-                l[0] = pid;
-                l[1] = comm;
+                for (size_t j = 0; j < n; j++)
+                        l[j] = own + j;
                 for (size_t j = 0; j < n_shared; j++)
-                        l[2 + j] = w->labels + 2 * d->n_processes + j;
+                        l[n + j] = shared + j;
+                w->process_n_labels[i] = n + n_shared;
         }
         return 0;
 }
@@ -601,7 +668,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                 sample->n_location_id = m;
                 id += m;
 
-                sample->n_label = w->n_labels;
+                sample->n_label = w->process_n_labels[s->process];
                 sample->label = w->label_ptrs + s->process * w->n_labels;
                 w->sample_ptrs[k++] = sample;
         }
@@ -1088,7 +1155,21 @@ typedef struct SampleKey {
         int64_t pid;
         const char *comm; /* NULL: no comm label */
         size_t sample;
+        int32_t rank, local_rank; /* -1: no label (not part of the key: the process's own) */
+        JobRole role;
 } SampleKey;
+
+/* A rank label's text: a decimal 0..INT32_MAX, else -1. */
+static int32_t label_number(const char *v) {
+        char *end;
+        long x;
+
+        if (!v || !*v || *v < '0' || *v > '9')
+                return -1;
+        errno = 0;
+        x = strtol(v, &end, 10);
+        return errno == 0 && *end == 0 && x <= INT32_MAX ? (int32_t) x : -1;
+}
 
 static int sample_key_compare(const void *a, const void *b) {
         const SampleKey *x = a, *y = b;
@@ -1139,7 +1220,7 @@ static int read_processes(PprofReader *rd) {
 
                 if (!s)
                         return -EBADMSG;
-                keys[i] = (SampleKey){ .sample = i };
+                keys[i] = (SampleKey){ .sample = i, .rank = -1, .local_rank = -1 };
                 for (size_t j = 0; j < s->n_label; j++) {
                         const Perftools__Profiles__Label *l = s->label[j];
                         const char *key;
@@ -1155,6 +1236,14 @@ static int read_processes(PprofReader *rd) {
                                 keys[i].pid = l->num;
                         } else if (streq(key, "comm"))
                                 keys[i].comm = pprof_string(p, l->str);
+                        else if (streq(key, "rank"))
+                                keys[i].rank = label_number(pprof_string(p, l->str));
+                        else if (streq(key, "local_rank"))
+                                keys[i].local_rank = label_number(pprof_string(p, l->str));
+                        else if (streq(key, "role"))
+                                keys[i].role = streq(pprof_string(p, l->str), "worker") ? JOB_ROLE_WORKER
+                                               : streq(pprof_string(p, l->str), "main") ? JOB_ROLE_MAIN
+                                                                                        : JOB_ROLE_NONE;
                 }
         }
 
@@ -1173,6 +1262,14 @@ static int read_processes(PprofReader *rd) {
                 r = profile_data_add_process(rd->d, (pid_t) k->pid, k->comm, NULL, &index);
                 if (r < 0)
                         return r;
+                if (k->rank >= 0 || k->local_rank >= 0 || k->role != JOB_ROLE_NONE) {
+                        JobIdentity job = JOB_IDENTITY_NONE;
+                        job.rank = k->rank;
+                        job.local_rank = k->local_rank;
+                        r = profile_data_process_set_job(rd->d, index, &job, k->role, 0);
+                        if (r < 0)
+                                return r;
+                }
                 for (size_t i = groups[g].start; i < groups[g].end; i++)
                         rd->sample_process[keys[i].sample] = index;
         }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "report-by-rank.h"
 #include "report.h"
 
 #define SUMMARY_TOP_FUNCTIONS 20
@@ -158,9 +159,36 @@ static int add_top_functions(cJSON *root, const ProfileData *d, uint64_t total) 
         return 0;
 }
 
+/* Who the process is in a distributed job: the listed keys that were set
+ * (job-identity.h), its role, a worker's parent. */
+static int add_process_job(cJSON *o, const ProfileProcess *p) {
+        const struct {
+                const char *key;
+                int32_t value;
+        } numbers[] = {
+                { "rank", p->job.rank },
+                { "localRank", p->job.local_rank },
+                { "worldSize", p->job.world_size },
+                { "groupRank", p->job.group_rank },
+                { "roleRank", p->job.role_rank },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(numbers); i++)
+                if (numbers[i].value >= 0)
+                        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, numbers[i].key, (double) numbers[i].value));
+        if (p->job.run_id[0])
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "runId", p->job.run_id));
+        if (job_role_to_string(p->role))
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "role", job_role_to_string(p->role)));
+        if (p->parent_pid > 0)
+                ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "parentPid", (double) p->parent_pid));
+        return 0;
+}
+
 static int add_processes(cJSON *root, const ProfileData *d) {
         _cleanup_free_ size_t *order = NULL;
         cJSON *array;
+        int r;
 
         array = cJSON_AddArrayToObject(root, "processes");
         if (!array)
@@ -189,7 +217,40 @@ static int add_processes(cJSON *root, const ProfileData *d) {
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "samples", (double) p->samples));
                 if (p->python)
                         ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "pythonFrames", p->python));
+                r = add_process_job(o, p);
+                if (r < 0)
+                        return r;
         }
+        return 0;
+}
+
+/* "byRank": one view across the ranks of a distributed job
+ * (report-by-rank.h), when some process has a rank. */
+static int add_by_rank(cJSON *root, const ProfileData *d, const ReportSummaryInfo *info) {
+        _cleanup_(by_rank_freep) ByRank *b = NULL;
+        RankPatterns patterns = {};
+        cJSON *o = NULL;
+        bool ranked = false;
+        int r;
+
+        for (size_t i = 0; i < d->n_processes && !ranked; i++)
+                ranked = d->processes[i].job.rank >= 0;
+        if (!ranked)
+                return 0;
+        for (size_t i = 0; i < RANK_CATEGORY_OTHER; i++)
+                patterns.extra[i] = info->rank_categories[i];
+        r = by_rank_new(&patterns, &b, NULL);
+        if (r == -EINVAL) /* the config checked them: a report converted with others */
+                r = by_rank_new(NULL, &b, NULL);
+        if (r < 0)
+                return r;
+        r = by_rank_add(b, d, info->frequency);
+        if (r < 0)
+                return r;
+        r = by_rank_json(b, &o);
+        if (r < 0)
+                return r;
+        cJSON_AddItemToObject(root, "byRank", o);
         return 0;
 }
 
@@ -425,6 +486,7 @@ static const SummaryCounter unwind_counters[] = {
         UNWIND_COUNTER("tableWalkEnds", "readError", read_error),
         UNWIND_COUNTER("tableWalkEnds", "badFrame", bad_frame),
         UNWIND_COUNTER("tableWalkEnds", "framePointerEnd", fp_end),
+        UNWIND_COUNTER(NULL, "tablePending", table_pending),
 };
 
 static uint64_t *counter_field(const SummaryCounter *c, const void *base) {
@@ -557,6 +619,16 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         r = add_processes(root, d);
         if (r < 0)
                 return r;
+        r = add_by_rank(root, d, info);
+        if (r < 0)
+                return r;
+        if (info->job_labels && info->job_labels[0]) {
+                cJSON *o = cJSON_AddObjectToObject(root, "jobLabels");
+                ADD_OR_ENOMEM(o);
+                for (size_t i = 0; info->job_labels[i] && info->job_labels[i + 1]; i += 2)
+                        ADD_OR_ENOMEM(
+                                cJSON_AddStringToObject(o, info->job_labels[i], info->job_labels[i + 1]));
+        }
         r = add_stack_depths(root, d);
         if (r < 0)
                 return r;

@@ -910,7 +910,56 @@ static void write_labelled(FILE *f, bool *first, const char *label, const char *
         xml_write(f, value);
 }
 
-static void write_subtitle(FILE *f, const ReportSummaryInfo *info, uint64_t total, bool offcpu) {
+static int rank_compare(const void *a, const void *b) {
+        return CMP(*(const int32_t *) a, *(const int32_t *) b);
+}
+
+/* The distributed job's ranks the processes have (job-identity.h):
+ * "rank 1", "ranks 0, 1 of 2", at most 8 listed, and the run's ID. */
+static void write_ranks(FILE *f, bool *first, const ProfileData *d) {
+        int32_t ranks[9], world = -1;
+        const char *run_id = NULL;
+        size_t n = 0;
+        bool more = false;
+
+        for (size_t i = 0; d && i < d->n_processes; i++) {
+                const JobIdentity *j = &d->processes[i].job;
+                bool seen = false;
+
+                if (j->rank < 0 || d->processes[i].samples == 0)
+                        continue;
+                world = MAX(world, j->world_size);
+                if (j->run_id[0])
+                        run_id = j->run_id;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = ranks[k] == j->rank;
+                if (seen)
+                        continue;
+                if (n < 8)
+                        ranks[n++] = j->rank;
+                else
+                        more = true;
+        }
+        if (n == 0)
+                return;
+        qsort(ranks, n, sizeof(int32_t), rank_compare);
+        write_separator(f, first);
+        fputs(n > 1 ? "ranks " : "rank ", f);
+        for (size_t k = 0; k < n; k++)
+                fprintf(f, "%s%" PRIi32, k > 0 ? ", " : "", ranks[k]);
+        if (more)
+                fputs(", \xe2\x80\xa6", f); /* U+2026 HORIZONTAL ELLIPSIS */
+        if (world > 0)
+                fprintf(f, " of %" PRIi32, world);
+        if (run_id) {
+                fputs(" (run ", f);
+                xml_write(f, run_id);
+                fputc(')', f);
+        }
+}
+
+static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const ProfileData *d, uint64_t total,
+                           bool offcpu) {
         bool first = true;
 
         if (info) {
@@ -919,6 +968,7 @@ static void write_subtitle(FILE *f, const ReportSummaryInfo *info, uint64_t tota
                 write_labelled(f, &first, "cgroup ", info->pod ? info->cgroup : NULL);
                 write_labelled(f, &first, "profile ", info->profile);
         }
+        write_ranks(f, &first, d);
         if (info && (info->event || info->frequency > 0)) {
                 write_separator(f, &first);
                 xml_write(f, info->event ?: "samples");
@@ -988,7 +1038,7 @@ static void write_header(FILE *f, const SvgTree *t, const ReportSummaryInfo *inf
         fprintf(f, "<text class=\"cg-title\" x=\"%u\" y=\"24\">Flame graph: ", SVG_WIDTH / 2);
         write_target(f, info);
         fprintf(f, "</text>\n<text class=\"cg-subtitle\" x=\"%u\" y=\"42\">", SVG_WIDTH / 2);
-        write_subtitle(f, info, t->nodes[0].samples, t->offcpu);
+        write_subtitle(f, info, t->d, t->nodes[0].samples, t->offcpu);
         fputs("</text>\n", f);
 
         fprintf(f,

@@ -142,3 +142,39 @@ finish:
                         (void) unlinkat(dirfd, files[i], 0);
         return r;
 }
+
+static const struct { const char *key, *short_key; } job_labels[] = REPORT_JOB_LABELS;
+
+const char *report_job_label_short(const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(job_labels); i++)
+                if (streq_ptr(key, job_labels[i].key))
+                        return job_labels[i].short_key;
+        return NULL;
+}
+
+int report_job_labels_copy(char *const *pod_labels, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t n = 0;
+
+        for (size_t i = 0; pod_labels && pod_labels[i] && pod_labels[i + 1]; i += 2) {
+                char **a;
+
+                if (!report_job_label_short(pod_labels[i]))
+                        continue;
+                a = reallocarray(l, n + 3, sizeof(char *));
+                if (!a)
+                        return -ENOMEM;
+                l = a;
+                l[n] = strdup(pod_labels[i]);
+                l[n + 1] = l[n] ? strdup(pod_labels[i + 1]) : NULL;
+                l[n + 2] = NULL;
+                if (!l[n + 1]) {
+                        free(l[n]);
+                        l[n] = NULL;
+                        return -ENOMEM;
+                }
+                n += 2;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}

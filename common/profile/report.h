@@ -26,6 +26,9 @@ typedef struct ReportUnwindInfo {
         uint64_t table_walks, kernel_walks, pending_walks;
         /* Why the table walks ended (a walk may have several reasons). */
         uint64_t complete, truncated, no_mapping, no_table, unsupported, read_error, bad_frame, fp_end;
+        /* Walks that met a table still being built (that frame on walked as
+         * without one): counted in pending_walks too, not as table walks. */
+        uint64_t table_pending;
 } ReportUnwindInfo;
 
 /* How the Python frames of the session's CPython processes were walked
@@ -57,6 +60,22 @@ typedef struct ReportOffCpuInfo {
         uint64_t excluded_ns; /* of processes the patterns exclude */
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
 } ReportOffCpuInfo;
+/* The pod labels that name a distributed job and a replica of it, kept
+ * with a session in Kubernetes (summary.json "jobLabels", pprof labels
+ * under the short names): Kubeflow's training operator, Indexed Jobs and
+ * JobSet. */
+#define REPORT_JOB_LABELS                                                                       \
+        {                                                                                       \
+                { "training.kubeflow.org/job-name", "job_name" },                               \
+                        { "training.kubeflow.org/replica-index", "replica_index" },             \
+                        { "batch.kubernetes.io/job-completion-index", "job_completion_index" }, \
+                        { "jobset.sigs.k8s.io/job-index", "jobset_job_index" },                 \
+        }
+/* The job's labels among a pod's (strv: key, value, ...), copied into
+ * *ret (NULL: none of them). */
+int report_job_labels_copy(char *const *pod_labels, char ***ret);
+/* The pprof label key of a job label (NULL: not one). */
+const char *report_job_label_short(const char *key);
 
 /* Session metadata for summary.json. */
 struct ReportSummaryInfo {
@@ -74,6 +93,13 @@ struct ReportSummaryInfo {
         const char *attach_mode; /* "cpu" or "cgroup" */
         const char *end_reason; /* "duration", "stopped", "cgroup-removed", "agent-stopped", ... */
         bool partial; /* a checkpoint of a running session ("partial": true; end_reason NULL) */
+        bool folded_rank_root; /* profile.folded: "rank N;comm;..." for a ranked process */
+        /* byRank's extra patterns per category (report-by-rank.h; the
+         * profile's rankCategories), NULL-terminated, or NULL. */
+        char *const *rank_categories[3];
+        /* The pod's distributed-job labels (strv: key, value, ...; the keys
+         * of REPORT_JOB_LABELS), NULL: none. */
+        char *const *job_labels;
         bool interrupted; /* a checkpoint whose session never ended (set by recovery, kept by conversion) */
         const char *interrupted_reason; /* why, when interrupted */
         uint64_t *samples_per_cpu; /* n_cpus entries */

@@ -439,6 +439,60 @@ def pyenv_tests(version):
     return [single, threads, venv, namespace]
 
 
+PY_FORK = os.path.join(SOURCE, "tests", "python", "py-fork.py")
+
+
+def check_fork(report, where, min_procs=3):
+    """Forked children: their Python frames named from their first samples
+    (child_work;child_spin under each child), ≤ 1 % of samples with an
+    unnamed Python frame, parent and children alike."""
+    stacks = python_stacks(report)
+    total = sum(stacks.values())
+    py = report["python"]
+    unnamed = sum(c for st, c in stacks.items() if "[python]" in st)
+    children = sum(c for st, c in stacks.items() if has_chain(st, ("child_work", "child_spin")))
+    parent = sum(c for st, c in stacks.items() if has_chain(st, ("parent_work", "parent_spin")))
+    log(f"[{where}] {total} samples: children {children}, parent {parent}, unnamed {unnamed}; python {py}")
+    if os.environ.get("CGPROF_PY_DEBUG"):
+        for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:12]:
+            if "child_spin" not in st and "parent_spin" not in st:
+                log(f"[{where}] other: {c} {';'.join(st)}")
+    procs = [p for p in report["processes"] if p["comm"] == "python3.11"]
+    assert len(procs) >= min_procs, procs
+    assert all(p.get("pythonFrames") == "3.11" for p in procs), procs
+    assert unnamed <= 0.01 * total, sorted(((c, st) for st, c in stacks.items() if "[python]" in st), reverse=True)[:4]
+    # Two children and the parent spin for the same time.
+    assert children >= 0.5 * total and parent >= 0.15 * total, (children, parent, total)
+    # Walks that failed: a child's last samples, its memory torn down as
+    # it exits (readError), are a few.
+    failures = py["walkFailures"]
+    assert sum(failures.values()) <= 0.02 * py["samples"], py
+
+
+def test_python_fork():
+    """os.fork() children running Python code they inherited: named."""
+    need_python()
+    profile_python([PYTHON, PY_FORK, "--seconds", SECONDS], "fork", lambda r: check_fork(r, "os.fork"))
+
+
+def test_python_fork_multiprocessing():
+    """multiprocessing's 'fork' children (a DataLoader's workers): named."""
+    need_python()
+    profile_python([PYTHON, PY_FORK, "--seconds", SECONDS, "--mode", "mp"], "mp",
+                   lambda r: check_fork(r, "multiprocessing fork"))
+
+
+def test_python_fork_short_lived():
+    """Children forked anew every 0.2 s (a DataLoader's workers, each
+    epoch), most of them gone before the agent's next drain: their Python
+    frames named from their first sample (the walk takes the parent's
+    registration at the child's first sample, and the agent names the
+    frames of a child that exited from its parent's code objects)."""
+    need_python()
+    profile_python([PYTHON, PY_FORK, "--seconds", SECONDS, "--child-seconds", "0.2"], "short",
+                   lambda r: check_fork(r, "short-lived children", min_procs=10))
+
+
 def test_python_unsupported():
     """A CPython without offsets (3.99): unsupported, native stacks kept."""
     if not os.access(FAKE, os.X_OK):
@@ -483,5 +537,7 @@ def test_python_off():
 if __name__ == "__main__":
     only = os.environ.get("CGPROF_PY_ONLY")
     main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_module_freed,
-                      test_python_namespace, test_python_unsupported,
+                      test_python_namespace, test_python_fork, test_python_fork_multiprocessing,
+                      test_python_fork_short_lived,
+                      test_python_unsupported,
           test_python_off, test_python_perf_trampoline, test_python_debug_offsets_later_version] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])
