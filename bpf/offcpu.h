@@ -9,8 +9,9 @@
  * The state is the task's (task storage), not the CPU's: a task that wakes
  * up on another CPU finds it, and a CPU's next task cannot take it.
  * - sched_switch, prev (current): a task of a session's cgroup leaves the
- *   CPU (blocking, or preempted): its switch-out time, for the share of
- *   switches the session's probability picks.
+ *   CPU: its switch-out time, for the share of switches the session's
+ *   probability picks, and whether it was still runnable (preempted: its
+ *   wait is for a CPU, counted in the stats only, as run-queue time).
  * - sched_switch, next (not running yet): it was off CPU until now. A wait
  *   under the session's offCpuMinUsec only adds to the stats. A longer one
  *   is pending: its time, and its kernel stack (bpf_get_task_stack(): the
@@ -38,7 +39,7 @@ struct offcpu_task {
         __u32 session; /* the slot at switch-out */
         __u32 pending_session;
         __u32 kernel_n; /* frames in kernel_pcs */
-        __u32 pad;
+        __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
         __u64 kernel_pcs[OFFCPU_KERNEL_DEPTH]; /* the pending wait's kernel stack, leaf first */
 };
 
@@ -162,6 +163,13 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
                 return;
         st = bpf_map_lookup_elem(&stats, &t->session);
+        if (t->runqueue) {
+                if (st) {
+                        __sync_fetch_and_add(&st->offcpu_runqueue, 1);
+                        __sync_fetch_and_add(&st->offcpu_runqueue_ns, delta);
+                }
+                return;
+        }
         if (delta < sess->offcpu_min_ns || t->pending_ns) {
                 /* Short; or (never seen) a wait not recorded before the next. */
                 if (st) {
@@ -205,6 +213,8 @@ int BPF_PROG(cgprof_offcpu_switch, _Bool preempt, struct task_struct *prev, stru
                         if (t) {
                                 t->switched_out = bpf_ktime_get_ns();
                                 t->session = *slot;
+                                /* Runnable still: it waits for a CPU, not for something. */
+                                t->runqueue = preempt || prev_state == 0;
                         }
                 }
         }

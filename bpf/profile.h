@@ -125,6 +125,8 @@ struct cgprof_session_stats {
          * recorded (counts map full), and their nanoseconds. */
         __u64 offcpu_recorded, offcpu_short, offcpu_lost;
         __u64 offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
+        /* Run-queue waits: switched out runnable (preempted), until back. */
+        __u64 offcpu_runqueue, offcpu_runqueue_ns;
 };
 
 /* Unwind tables in maps (bpf/unwind.h): a table is a range of the pages

@@ -705,6 +705,8 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
                 st.offcpu_lost += v[c].offcpu_lost;
                 st.offcpu_recorded_ns += v[c].offcpu_recorded_ns;
                 st.offcpu_short_ns += v[c].offcpu_short_ns;
+                st.offcpu_runqueue += v[c].offcpu_runqueue;
+                st.offcpu_runqueue_ns += v[c].offcpu_runqueue_ns;
                 st.offcpu_lost_ns += v[c].offcpu_lost_ns;
         }
         st.per_cpu = TAKE_PTR(per_cpu);

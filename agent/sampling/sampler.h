@@ -41,6 +41,7 @@ typedef struct SamplerSessionStats {
         /* Off-CPU waits: recorded with stacks, under offCpuMinUsec, lost (counts map full). */
         uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
         uint64_t offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
+        uint64_t offcpu_runqueue, offcpu_runqueue_ns; /* preempted: runnable, waiting for a CPU */
 } SamplerSessionStats;
 
 void sampler_session_stats_done(SamplerSessionStats *s);

@@ -74,6 +74,8 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
                 .lost = st->offcpu_lost,
                 .lost_ns = st->offcpu_lost_ns,
                 .excluded_ns = s->offcpu_excluded_ns,
+                .runqueue = st->offcpu_runqueue,
+                .runqueue_ns = st->offcpu_runqueue_ns,
         };
         ret->folded_rank_root = s->profile->folded_rank_root;
         ret->job_labels = s->job_labels;

@@ -164,6 +164,9 @@ int report_summary_add_offcpu(cJSON *root, const ProfileData *all, const ReportS
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "lostWaits", (double) oc->lost));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "lostSec", (double) oc->lost_ns / 1e9));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "excludedSec", (double) oc->excluded_ns / 1e9));
+        /* Preempted, runnable: waiting for a CPU, not blocked (no stack). */
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "runQueueWaits", (double) oc->runqueue));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "runQueueSec", (double) oc->runqueue_ns / 1e9));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(
                 o, "unattributedSec", (double) (oc->short_ns + oc->lost_ns + oc->excluded_ns) / 1e9));
         if (!oc->data)

@@ -58,6 +58,7 @@ typedef struct ReportOffCpuInfo {
         uint64_t short_waits, short_ns; /* waits under min_usec: counted, not stacked */
         uint64_t lost, lost_ns; /* waits not recorded: the counts map was full */
         uint64_t excluded_ns; /* of processes the patterns exclude */
+        uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
 } ReportOffCpuInfo;
 /* The pod labels that name a distributed job and a replica of it, kept
