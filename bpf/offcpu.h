@@ -188,7 +188,7 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(cgprof_offcpu_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next,
+int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state) {
         struct task_struct *current = bpf_get_current_task_btf(); /* prev */
         struct cgprof_session *sess;
@@ -224,7 +224,7 @@ int BPF_PROG(cgprof_offcpu_switch, _Bool preempt, struct task_struct *prev, stru
 
 /* The end of the system call a pending wait was in: record it here. */
 SEC("tp_btf/sys_exit")
-int BPF_PROG(cgprof_offcpu_syscall_exit, struct pt_regs *regs, long ret) {
+int BPF_PROG(cgprof_off_exit, struct pt_regs *regs, long ret) {
         struct task_struct *current = bpf_get_current_task_btf();
         struct offcpu_task *t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
 

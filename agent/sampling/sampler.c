@@ -334,8 +334,8 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
                     asprintf(&s->offcpu_unavailable, "off-CPU probe failed: %s", strerror(-r)) < 0)
                         return -ENOMEM;
                 log_notice("%s: CPU profiling only.", s->offcpu_unavailable);
-                (void) bpf_program__set_autoload(s->skel->progs.cgprof_offcpu_switch, false);
-                (void) bpf_program__set_autoload(s->skel->progs.cgprof_offcpu_syscall_exit, false);
+                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw, false);
+                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, false);
         }
         r = profile_bpf__load(s->skel);
         if (r < 0)
@@ -581,10 +581,10 @@ const char *sampler_offcpu_unavailable(const Sampler *s) {
 static int offcpu_attach(Sampler *s) {
         if (s->offcpu_switch_link)
                 return 0;
-        s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_offcpu_syscall_exit);
+        s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
         if (!s->offcpu_exit_link)
                 return negative_errno();
-        s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_offcpu_switch);
+        s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_off_sw);
         if (!s->offcpu_switch_link) {
                 int r = negative_errno();
                 bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
