@@ -52,7 +52,7 @@ struct {
 
 /* Adds value to the count of key, storing its stacks at its first count in
  * this drain period. Returns 0, or -ENOMEM when the counts map is full. */
-static __always_inline int offcpu_count(void *counts, void *stacks, struct scratch *s,
+static __always_inline int offcpu_count(void *counts, struct stack_maps *stacks, struct scratch *s,
                                         struct cgprof_sample_key *key, struct cgprof_session_stats *st,
                                         __u64 value) {
         __u64 *v = bpf_map_lookup_elem(counts, key);
@@ -91,7 +91,7 @@ static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct 
                 if (t->kernel_n > OFFCPU_KERNEL_DEPTH)
                         s->kernel.n = OFFCPU_KERNEL_DEPTH;
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
-                s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
+                fp_frames_clear(&s->kernel);
                 key->kernel_stack = stack_hash(&s->kernel);
         }
 }
@@ -105,7 +105,8 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         struct scratch *s;
         __u64 delta = t->pending_ns, pid_tgid;
         __u32 zero = 0;
-        void *counts, *stacks;
+        struct stack_maps stacks;
+        void *counts;
 
         t->pending_ns = 0;
         key.session = t->pending_session;
@@ -126,12 +127,14 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
 
         if (active_set == 0) {
                 counts = &counts0;
-                stacks = &stacks0;
+                stacks.short_stacks = &stacks0;
+                stacks.long_stacks = &long_stacks0;
         } else {
                 counts = &counts1;
-                stacks = &stacks1;
+                stacks.short_stacks = &stacks1;
+                stacks.long_stacks = &long_stacks1;
         }
-        if (offcpu_count(counts, stacks, s, &key, st, delta) < 0) {
+        if (offcpu_count(counts, &stacks, s, &key, st, delta) < 0) {
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_lost, 1);
                         __sync_fetch_and_add(&st->offcpu_lost_ns, delta);

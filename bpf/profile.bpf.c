@@ -93,18 +93,23 @@ struct {
                 __type(value, __u64);                  \
         } n SEC(".maps")
 
-#define STACKS_MAP(n)                                       \
-        struct {                                            \
-                __uint(type, BPF_MAP_TYPE_HASH);            \
-                __uint(max_entries, CGPROF_STACKS_PER_SET); \
-                __type(key, __u64);                         \
-                __type(value, struct cgprof_stack);         \
+/* Stacks in two size tiers: the short ones (most) in small values, the
+ * long ones (more than CGPROF_SHORT_STACK_DEPTH frames) in a smaller map of
+ * 4 KiB values. The key's top bit says which (CGPROF_STACK_KEY_LONG). */
+#define STACKS_MAP(n, value_type, entries)       \
+        struct {                                 \
+                __uint(type, BPF_MAP_TYPE_HASH); \
+                __uint(max_entries, entries);    \
+                __type(key, __u64);              \
+                __type(value, value_type);       \
         } n SEC(".maps")
 
 COUNTS_MAP(counts0);
 COUNTS_MAP(counts1);
-STACKS_MAP(stacks0);
-STACKS_MAP(stacks1);
+STACKS_MAP(stacks0, struct cgprof_stack_short, CGPROF_STACKS_PER_SET);
+STACKS_MAP(stacks1, struct cgprof_stack_short, CGPROF_STACKS_PER_SET);
+STACKS_MAP(long_stacks0, struct cgprof_stack, CGPROF_LONG_STACKS_PER_SET);
+STACKS_MAP(long_stacks1, struct cgprof_stack, CGPROF_LONG_STACKS_PER_SET);
 
 struct {
         __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -202,6 +207,8 @@ struct walk_state {
         __u32 session_flags;
         __u32 session;
         __u32 stack_switched; /* a CGPROF_CFA_FP_STACK_SWITCH step was taken */
+        __u32 at_signal; /* ip is the instruction a signal interrupted (from a ucontext), not a return address */
+        __u32 pad;
         /* The user stack from the interrupted sp, copied in one read: frame
          * records inside it are loads, not a helper call each. */
         __u64 copy_base, copy_len;
@@ -314,34 +321,91 @@ static long hash_frame(__u32 i, void *data) {
         return 0;
 }
 
+/* Frames compared: a stored stack's (a, in a map value of either tier)
+ * with the walked one's (b), n of them. */
 struct equal_ctx {
-        struct cgprof_stack *a, *b;
+        __u64 *a, *b;
+        __u32 n;
         int equal;
 };
 
-static long equal_frame(__u32 i, void *data) {
+static long equal_frame_short(__u32 i, void *data) {
         struct equal_ctx *c = data;
-        if (i >= c->a->n || i >= CGPROF_MAX_STACK_DEPTH)
+        if (i >= c->n || i >= CGPROF_SHORT_STACK_DEPTH)
                 return 1;
-        __u64 k = frame_index(i);
-        if (c->a->pcs[k] != c->b->pcs[k]) {
+        __u64 k = i;
+        asm volatile("%0 &= %1" : "+r"(k) : "i"(CGPROF_SHORT_STACK_DEPTH - 1));
+        if (c->a[k] != c->b[k]) {
                 c->equal = 0;
                 return 1;
         }
         return 0;
 }
 
-static __always_inline int stack_equal(struct cgprof_stack *a, struct cgprof_stack *b) {
-        struct equal_ctx c = { .a = a, .b = b, .equal = 1 };
+static long equal_frame_long(__u32 i, void *data) {
+        struct equal_ctx *c = data;
+        if (i >= c->n || i >= CGPROF_MAX_STACK_DEPTH)
+                return 1;
+        __u64 k = frame_index(i);
+        if (c->a[k] != c->b[k]) {
+                c->equal = 0;
+                return 1;
+        }
+        return 0;
+}
+
+static __always_inline int stack_equal_short(struct cgprof_stack_short *a, struct cgprof_stack *b) {
+        struct equal_ctx c = { .a = a->pcs, .b = b->pcs, .n = b->n, .equal = 1 };
 
         if (a->n != b->n || a->flags != b->flags || a->fp_frames[0] != b->fp_frames[0] ||
             a->fp_frames[1] != b->fp_frames[1])
                 return 0;
-        bpf_loop(CGPROF_MAX_STACK_DEPTH, equal_frame, &c, 0);
+        bpf_loop(CGPROF_SHORT_STACK_DEPTH, equal_frame_short, &c, 0);
+        return c.equal;
+}
+
+static __always_inline int stack_equal_long(struct cgprof_stack *a, struct cgprof_stack *b) {
+        struct equal_ctx c = { .a = a->pcs, .b = b->pcs, .n = b->n, .equal = 1 };
+
+        if (a->n != b->n || a->flags != b->flags || a->fp_frames[0] != b->fp_frames[0] ||
+            a->fp_frames[1] != b->fp_frames[1])
+                return 0;
+        for (int i = 0; i < CGPROF_MORE_FP_WORDS; i++)
+                if (a->fp_more[i] != b->fp_more[i])
+                        return 0;
+        bpf_loop(CGPROF_MAX_STACK_DEPTH, equal_frame_long, &c, 0);
         return c.equal;
 }
 
 #define STORE_PROBES 4
+
+/* Marks frame n (< CGPROF_MAX_STACK_DEPTH) as left by frame pointer. */
+static __always_inline void fp_frame_mark(struct cgprof_stack *st, __u32 n) {
+        if (n < 64)
+                st->fp_frames[0] |= 1ULL << n;
+        else if (n < CGPROF_SHORT_STACK_DEPTH)
+                st->fp_frames[1] |= 1ULL << (n & 63);
+        else {
+                __u32 w = (n - CGPROF_SHORT_STACK_DEPTH) >> 6;
+                if (w < CGPROF_MORE_FP_WORDS)
+                        st->fp_more[w] |= 1ULL << (n & 63);
+        }
+}
+
+/* A stack's frame-pointer bits cleared, before a walk: the first 128
+ * frames' only. The others' (fp_more, a cache line 4 KiB away) are read
+ * only for a stack of more than 128 frames, and cleared by the walk when it
+ * gets there (fp_more_clear()): ordinary stacks never touch them. */
+static __always_inline void fp_frames_clear(struct cgprof_stack *st) {
+        st->fp_frames[0] = st->fp_frames[1] = 0;
+}
+
+static __always_inline void fp_more_clear(struct cgprof_stack *st, __u32 n) {
+        if (n != CGPROF_SHORT_STACK_DEPTH)
+                return;
+        for (int i = 0; i < CGPROF_MORE_FP_WORDS; i++)
+                st->fp_more[i] = 0;
+}
 
 /* The stack's 64-bit hash (never 0: 0 means "no stack"), from h, the hash
  * of its frames (hash_mix() of each, in order, from 0). */
@@ -349,6 +413,12 @@ static __always_inline __u64 stack_hash_finish(struct cgprof_stack *st, __u64 h)
         h = hash_mix(h, st->n);
         h = hash_mix(h, st->flags);
         h = hash_mix(h, st->fp_frames[0] ^ (st->fp_frames[1] << 1));
+        if (st->n > CGPROF_SHORT_STACK_DEPTH) {
+                __u64 more = 0;
+                for (int i = 0; i < CGPROF_MORE_FP_WORDS; i++)
+                        more ^= st->fp_more[i] << i;
+                h = hash_mix(h, more);
+        }
         return h ?: 1;
 }
 
@@ -365,16 +435,17 @@ static __always_inline __u64 stack_hash(struct cgprof_stack *st) {
         return stack_hash_finish(st, frames_hash(st));
 }
 
-/* Stores the stack under its hash h, or one of the next keys when another
- * stack has it. Returns the stack's key in the map, 0 when it could not be
- * stored. */
-static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st, __u64 h,
-                                         struct cgprof_session_stats *stats) {
-        struct cgprof_stack *v;
+/* Stores a stack of at most CGPROF_SHORT_STACK_DEPTH frames (its first
+ * bytes, a struct cgprof_stack_short) under its hash h (top bit cleared), or
+ * one of the next keys when another stack has it. Returns the stack's key in
+ * the map, 0 when it could not be stored. */
+static __always_inline __u64 stack_store_short(void *stacks, struct cgprof_stack *st, __u64 h,
+                                               struct cgprof_session_stats *stats) {
+        struct cgprof_stack_short *v;
         long r;
 
         for (int i = 0; i < STORE_PROBES; i++) {
-                __u64 key = h + i;
+                __u64 key = (h + i) & ~CGPROF_STACK_KEY_LONG;
                 if (key == 0)
                         continue; /* 0 means "no stack" */
                 v = bpf_map_lookup_elem(stacks, &key);
@@ -392,12 +463,55 @@ static __always_inline __u64 stack_store(void *stacks, struct cgprof_stack *st, 
                         if (!v)
                                 continue;
                 }
-                if (stack_equal(v, st))
+                if (stack_equal_short(v, st))
                         return key;
         }
         if (stats)
                 __sync_fetch_and_add(&stats->collisions, 1);
         return 0;
+}
+
+/* The same for a longer stack, in the long stacks map (its key has the top
+ * bit set). A function of its own: the rare path, out of the common one. */
+static __attribute__((noinline)) __u64 stack_store_long(void *stacks, struct cgprof_stack *st, __u64 h,
+                                                        struct cgprof_session_stats *stats) {
+        struct cgprof_stack *v;
+        long r;
+
+        for (int i = 0; i < STORE_PROBES; i++) {
+                __u64 key = (h + i) | CGPROF_STACK_KEY_LONG;
+                v = bpf_map_lookup_elem(stacks, &key);
+                if (!v) {
+                        r = bpf_map_update_elem(stacks, &key, st, BPF_NOEXIST);
+                        if (r == 0)
+                                return key;
+                        if (r != -EEXIST) {
+                                if (stats)
+                                        __sync_fetch_and_add(&stats->stack_errors, 1);
+                                return 0; /* full */
+                        }
+                        v = bpf_map_lookup_elem(stacks, &key);
+                        if (!v)
+                                continue;
+                }
+                if (stack_equal_long(v, st))
+                        return key;
+        }
+        if (stats)
+                __sync_fetch_and_add(&stats->collisions, 1);
+        return 0;
+}
+
+/* The maps a sample's stacks go to: the active set's two tiers. */
+struct stack_maps {
+        void *short_stacks, *long_stacks;
+};
+
+static __always_inline __u64 stack_store(struct stack_maps *m, struct cgprof_stack *st, __u64 h,
+                                         struct cgprof_session_stats *stats) {
+        if (st->n <= CGPROF_SHORT_STACK_DEPTH)
+                return stack_store_short(m->short_stacks, st, h, stats);
+        return stack_store_long(m->long_stacks, st, h, stats);
 }
 
 /* ---- The user stack walk with unwind tables ---- */
@@ -575,6 +689,39 @@ static __always_inline int fp_step(struct walk_state *w, struct cgprof_stack *st
         return fp_step_on(w, st, 0);
 }
 
+/* Through a signal frame: the pc is in the signal trampoline (x86-64
+ * __restore_rt), whose sp points at the struct ucontext the kernel saved
+ * when it delivered the signal; it holds the interrupted rip, rsp and rbp.
+ * The next frame is the interrupted one, its pc the interrupted instruction
+ * (looked up as is, not as a return address). Returns 1 to stop. */
+static __always_inline int signal_step(struct walk_state *w, struct cgprof_stack *st) {
+        struct frame_record sp_ip; /* { rsp, rip }: adjacent in the ucontext */
+        __u64 fp;
+
+        if (read_stack(w, w->sp + CGPROF_UCONTEXT_RSP, &sp_ip, sizeof(sp_ip)) < 0 ||
+            read_stack(w, w->sp + CGPROF_UCONTEXT_RBP, &fp, 8) < 0) {
+                st->flags |= CGPROF_STACK_READ_ERROR;
+                return 1;
+        }
+        /* The handler ran below the interrupted frame (a handler on a
+         * sigaltstack above it ends the walk here: no progress to check). */
+        if (sp_ip.fp <= w->sp) {
+                st->flags |= CGPROF_STACK_BAD_FRAME;
+                return 1;
+        }
+        /* The trampoline's frame holds the return address into it, which
+         * the agent would symbolize at pc - 1, a byte before the
+         * trampoline's symbol (glibc starts its FDE there for pc - 1
+         * lookups, not its symbol): stored as pc + 1 instead. */
+        if (st->n > 1)
+                st->pcs[frame_index(st->n - 1)]++;
+        w->sp = sp_ip.fp;
+        w->ip = sp_ip.ra;
+        w->fp = fp;
+        w->at_signal = 1;
+        return 0;
+}
+
 /* One frame by the table row. Returns 1 to stop, 2 to try a frame-pointer
  * step, 3 for a frame-pointer step that may switch stacks. */
 static __always_inline int table_step(struct walk_state *w, struct cgprof_stack *st, __u64 addr) {
@@ -625,6 +772,8 @@ static __always_inline int table_step(struct walk_state *w, struct cgprof_stack 
                 return 2;
         case CGPROF_CFA_FP_STACK_SWITCH:
                 return 3;
+        case CGPROF_CFA_SIGNAL:
+                return signal_step(w, st);
         default: /* CGPROF_CFA_NONE: no FDE covers the address */
                 return 2;
         }
@@ -695,7 +844,7 @@ static long walk_frame(__u32 i, void *data) {
         struct scratch *s = ((struct walk_ctx *) data)->s;
         struct cgprof_stack *st;
         struct walk_state *w;
-        __u64 addr;
+        __u64 addr, pc;
         __u32 n;
         int r;
 
@@ -708,16 +857,26 @@ static long walk_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_STACK_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         if (w->ip == 0 || w->ip > USER_ADDR_MAX) {
                 st->flags |= CGPROF_STACK_COMPLETE;
                 return 1;
         }
-        st->pcs[frame_index(n)] = w->ip;
+        /* A return address is after the call: look up the call itself. The
+         * leaf, and a frame a signal interrupted, are at the instruction:
+         * the latter is stored as ip + 1, as the return address it stands
+         * for (the agent symbolizes every frame but the leaf at pc - 1). */
+        pc = w->ip;
+        addr = n == 0 ? pc : pc - 1;
+        if (w->at_signal) {
+                addr = pc;
+                if (n > 0)
+                        pc++;
+                w->at_signal = 0;
+        }
+        st->pcs[frame_index(n)] = pc;
         st->n = n + 1;
-        w->hash = hash_mix(w->hash, w->ip);
 
-        /* A return address is after the call: look up the call itself. */
-        addr = n == 0 ? w->ip : w->ip - 1;
         if (mapping_find(w, addr) < 0) {
                 st->flags |= CGPROF_STACK_NO_MAPPING;
                 request_mappings(w);
@@ -728,25 +887,20 @@ static long walk_frame(__u32 i, void *data) {
                 r = table_step(w, st, addr);
         if (r == 3) {
                 /* Go's stack switch: rbp links back to the stack it left. */
-                if (n < 64)
-                        st->fp_frames[0] |= 1ULL << n;
-                else
-                        st->fp_frames[1] |= 1ULL << (n & 63);
+                fp_frame_mark(st, n);
                 r = fp_step_on(w, st, !w->stack_switched);
                 w->stack_switched = 1;
-                return r ? 1 : 0;
-        }
-        if (r == 2) {
+        } else if (r == 2) {
                 if (!(w->session_flags & CGPROF_SESSION_UNWIND_FP_FALLBACK)) {
                         st->flags |= CGPROF_STACK_NO_TABLE;
-                        return 1;
+                        r = 1;
+                } else {
+                        fp_frame_mark(st, n);
+                        r = fp_step(w, st);
                 }
-                if (n < 64)
-                        st->fp_frames[0] |= 1ULL << n;
-                else
-                        st->fp_frames[1] |= 1ULL << (n & 63);
-                r = fp_step(w, st);
         }
+        /* Hashed after the step: a signal frame's step changes its pc. */
+        w->hash = hash_mix(w->hash, st->pcs[frame_index(n)]);
         return r ? 1 : 0;
 }
 
@@ -764,6 +918,7 @@ static long fp_walk_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_STACK_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         if (s->w.ip == 0 || s->w.ip > USER_ADDR_MAX) {
                 st->flags |= CGPROF_STACK_COMPLETE;
                 return 1;
@@ -837,8 +992,9 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
 
         st->n = 0;
         st->flags = 0;
-        st->fp_frames[0] = st->fp_frames[1] = 0;
+        fp_frames_clear(st);
         s->w.hash = 0;
+        s->w.at_signal = 0;
 
         if (session_flags & CGPROF_SESSION_UNWIND_TABLES) {
                 proc = bpf_map_lookup_elem(&unwind_procs, &pid);
@@ -846,7 +1002,7 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                         proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
         if (ctx && !proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
-                r = bpf_get_stack(ctx, st->pcs, sizeof(st->pcs), BPF_F_USER_STACK);
+                r = bpf_get_stack(ctx, st->pcs, CGPROF_SHORT_STACK_DEPTH * 8, BPF_F_USER_STACK);
                 st->n = r > 0 ? (__u32) r / 8 : 0;
                 s->w.hash = frames_hash(st);
                 st->flags = CGPROF_STACK_KERNEL_WALK;
@@ -946,6 +1102,7 @@ static long py_frame(__u32 i, void *data) {
                 st->flags |= CGPROF_PY_TRUNCATED;
                 return 1;
         }
+        fp_more_clear(st, n);
         size = p->proc.frame_size;
         asm volatile("%0 &= 127" : "+r"(size));
         if (size == 0 || p->frame > USER_ADDR_MAX - PY_FRAME_READ ||
@@ -1029,7 +1186,7 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
                 return 0;
         st->n = 0;
         st->flags = CGPROF_STACK_PYTHON;
-        st->fp_frames[0] = st->fp_frames[1] = 0;
+        fp_frames_clear(st);
         p->fsbase = BPF_CORE_READ(task, thread.fsbase);
         p->tstate = 0;
 
@@ -1076,8 +1233,8 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
 /* Stores the sample's stacks (key's stack fields hold their hashes): each
  * field becomes the stack's key in the map, or 0 with the lost flag.
  * Returns nonzero when a field changed. */
-static __always_inline int store_stacks(void *stacks, struct scratch *s, struct cgprof_sample_key *key,
-                                        struct cgprof_session_stats *st) {
+static __always_inline int store_stacks(struct stack_maps *stacks, struct scratch *s,
+                                        struct cgprof_sample_key *key, struct cgprof_session_stats *st) {
         __u64 h;
         int changed = 0;
 
@@ -1110,7 +1267,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
         struct task_struct *task, *leader;
-        void *counts, *stacks, *mm;
+        struct stack_maps stacks;
+        void *counts, *mm;
         struct scratch *s;
         __u64 pid_tgid, one = 1, *v;
         int r = 0;
@@ -1161,10 +1319,12 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
 
         if (active_set == 0) {
                 counts = &counts0;
-                stacks = &stacks0;
+                stacks.short_stacks = &stacks0;
+                stacks.long_stacks = &long_stacks0;
         } else {
                 counts = &counts1;
-                stacks = &stacks1;
+                stacks.short_stacks = &stacks1;
+                stacks.long_stacks = &long_stacks1;
         }
 
         /* Each stack is keyed by its hash. A sample whose key (process,
@@ -1188,10 +1348,12 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
          * kernel's walker would find none (it walks kernel registers only). */
         if (!BENCH(CGPROF_BENCH_NO_KERNEL) && (sess->flags & CGPROF_SESSION_KERNEL_STACKS) &&
             (BENCH(CGPROF_BENCH_KERNEL_ALWAYS) || !sample_in_user_mode(ctx))) {
-                long n = bpf_get_stack(ctx, s->kernel.pcs, sizeof(s->kernel.pcs), 0);
+                /* At most the short tier's frames (the kernel's walker stops
+                 * at perf_event_max_stack, 127 by default). */
+                long n = bpf_get_stack(ctx, s->kernel.pcs, CGPROF_SHORT_STACK_DEPTH * 8, 0);
                 s->kernel.n = n > 0 ? (__u32) n / 8 : 0;
                 s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
-                s->kernel.fp_frames[0] = s->kernel.fp_frames[1] = 0;
+                fp_frames_clear(&s->kernel);
                 if (s->kernel.n > 0)
                         key.kernel_stack =
                                 BENCH(CGPROF_BENCH_NO_STORE) ? s->kernel.n : stack_hash(&s->kernel);
@@ -1199,7 +1361,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
 
         if (BENCH(CGPROF_BENCH_NO_COUNT)) {
                 if (!BENCH(CGPROF_BENCH_NO_STORE))
-                        store_stacks(stacks, s, &key, st);
+                        store_stacks(&stacks, s, &key, st);
                 goto counted;
         }
         v = bpf_map_lookup_elem(counts, &key);
@@ -1208,7 +1370,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                 goto counted;
         }
         /* The first sample of this key: its stacks are stored now. */
-        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(stacks, s, &key, st))
+        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(&stacks, s, &key, st))
                 /* A stack took another key: it may have been counted. */
                 v = bpf_map_lookup_elem(counts, &key);
         if (v)

@@ -5,12 +5,19 @@
  * fields only. */
 
 #define CGPROF_MAX_SESSIONS 4096 /* session slots; slot 0 is never used */
-/* Frames kept per stack: user stacks walked with unwind tables go this deep;
- * the kernel's own walker (kernel stacks, frame-pointer user stacks) stops
- * at kernel.perf_event_max_stack (127 by default). A power of two. */
-#define CGPROF_MAX_STACK_DEPTH 128
+/* Frames kept per stack: user stacks (walked with unwind tables or frame
+ * pointers) and Python stacks go this deep; the kernel's walker (kernel
+ * stacks) stops at kernel.perf_event_max_stack (127 by default). A power of
+ * two. Stacks are stored in two size tiers: up to CGPROF_SHORT_STACK_DEPTH
+ * frames (struct cgprof_stack_short, CGPROF_STACKS_PER_SET of them per set)
+ * and longer ones (struct cgprof_stack, CGPROF_LONG_STACKS_PER_SET). */
+#define CGPROF_MAX_STACK_DEPTH 512
+#define CGPROF_SHORT_STACK_DEPTH 128
 #define CGPROF_MAX_CGROUPS 16384
-#define CGPROF_STACKS_PER_SET 16384 /* distinct stacks (user and kernel) between two drains */
+#define CGPROF_STACKS_PER_SET 16384 /* distinct short stacks (user and kernel) between two drains */
+#define CGPROF_LONG_STACKS_PER_SET 2048 /* distinct long stacks between two drains */
+/* A long stack's key (in the long stacks maps) has this bit set, a short one's not. */
+#define CGPROF_STACK_KEY_LONG (1ULL << 63)
 
 /* Unwinding with tables (bpf/unwind.h for the rows). */
 /* The budget of rows (cells of 4 bytes, bpf/unwind.h) of all tables
@@ -106,12 +113,26 @@ struct cgprof_sample_key {
 #define CGPROF_STACK_TABLE_PENDING \
         (1u << 10) /* a frame whose table was not built yet (walked as without one) */
 
-/* A stored stack (value of the stacks maps), leaf first. */
+/* A stack, leaf first: the value of the long stacks maps (more than
+ * CGPROF_SHORT_STACK_DEPTH frames) and what the walks fill. Its first bytes
+ * are a struct cgprof_stack_short (the value of the short stacks maps, which
+ * the program stores from the same buffer): frames 0-127 and their
+ * frame-pointer bits, then the frames and bits beyond. */
+#define CGPROF_SHORT_FP_WORDS (CGPROF_SHORT_STACK_DEPTH / 64)
+#define CGPROF_MORE_FP_WORDS ((CGPROF_MAX_STACK_DEPTH - CGPROF_SHORT_STACK_DEPTH) / 64)
 struct cgprof_stack {
         __u32 n;
         __u32 flags; /* CGPROF_STACK_* */
-        __u64 fp_frames[CGPROF_MAX_STACK_DEPTH / 64]; /* bit i: frame i was left by frame pointer */
+        __u64 fp_frames[CGPROF_SHORT_FP_WORDS]; /* bit i: frame i (< 128) was left by frame pointer */
         __u64 pcs[CGPROF_MAX_STACK_DEPTH];
+        __u64 fp_more[CGPROF_MORE_FP_WORDS]; /* bit i: frame 128 + i was left by frame pointer */
+};
+
+struct cgprof_stack_short {
+        __u32 n; /* <= CGPROF_SHORT_STACK_DEPTH */
+        __u32 flags;
+        __u64 fp_frames[CGPROF_SHORT_FP_WORDS];
+        __u64 pcs[CGPROF_SHORT_STACK_DEPTH];
 };
 
 /* Per session slot, per CPU. */

@@ -37,6 +37,12 @@ enum {
         CGPROF_CFA_PLT = 3,
         CGPROF_CFA_END = 4, /* the outermost frame: the return address is undefined (e.g. _start) */
         CGPROF_CFA_UNSUPPORTED = 5, /* an expression or register the walker does not evaluate */
+        /* A signal trampoline (x86-64 __restore_rt: its CIE has the 'S'
+         * augmentation): sp points at the struct ucontext the kernel saved,
+         * which holds the interrupted rip, rsp and rbp (CGPROF_UCONTEXT_*).
+         * The next frame's pc is the interrupted instruction itself, not a
+         * return address. */
+        CGPROF_CFA_SIGNAL = 6,
         /* A frame-pointer step ([fp] the caller's fp, [fp + 8] the return
          * address) that may land on another stack: Go's functions that
          * switch stacks (SPWRITE: systemstack, asmcgocall, the vDSO calls
@@ -45,6 +51,14 @@ enum {
          * the stack grows. */
         CGPROF_CFA_FP_STACK_SWITCH = 7,
 };
+
+/* x86-64: offsets in the struct ucontext (uc_mcontext at 40, gregs[REG_RBP
+ * = 10], [REG_RSP = 15], [REG_RIP = 16]) of the saved registers: the
+ * offsets glibc's CFI for __restore_rt names (sysdeps/unix/sysv/linux/
+ * x86_64/libc_sigaction.c, oRBP, oRSP, oRIP). */
+#define CGPROF_UCONTEXT_RBP 120
+#define CGPROF_UCONTEXT_RSP 160
+#define CGPROF_UCONTEXT_RIP 168
 
 /* Where the caller's frame pointer is (bits 4-7 of a row's rule). */
 enum {

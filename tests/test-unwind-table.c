@@ -49,7 +49,7 @@ static void check_table_invariants(const UnwindTable *t) {
         for (size_t i = 0; i < t->n_rows; i++) {
                 const struct cgprof_unwind_row *r = &t->rows[i];
 
-                ASSERT_TRUE(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED);
+                ASSERT_TRUE(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_SIGNAL);
                 ASSERT_TRUE(CGPROF_UNWIND_FP(r->rule) <= CGPROF_FP_UNKNOWN);
                 if (i > 0) {
                         const struct cgprof_unwind_row *p = &t->rows[i - 1];
@@ -99,6 +99,7 @@ typedef struct RefRow {
 
 typedef struct RefEntry {
         bool cie;
+        bool signal; /* a CIE with the 'S' augmentation (signal trampolines) */
         uint64_t offset, cie_offset, start, end;
         RefRow *rows;
         size_t n_rows, n_allocated;
@@ -186,6 +187,9 @@ static void read_readelf(const char *path, const char *section, Ref *ref) {
                         RefEntry e = { .cie = streq(tok[3], "CIE") };
 
                         e.offset = strtoull(tok[0], NULL, 16);
+                        /* frames-interp: 0000252c 00000010 00000000 CIE "zRS" cf=1 df=-8 ra=16 */
+                        if (e.cie && n >= 5 && tok[4][0] == '"')
+                                e.signal = strchr(tok[4], 'S') != NULL;
                         if (!e.cie) {
                                 const char *c = NULL, *p = NULL;
 
@@ -352,12 +356,18 @@ typedef struct CompareStats {
 } CompareStats;
 
 static void check_address(const char *path, const UnwindTable *t, const RefEntry *fde, const RefRow *r,
-                          uint64_t addr, bool in_plt, CompareStats *st) {
+                          uint64_t addr, bool in_plt, bool signal, CompareStats *st) {
         const struct cgprof_unwind_row *row = unwind_table_lookup(t, addr);
         Expect e = expect_row(r, in_plt);
         bool ok;
 
         st->addresses++;
+        /* A signal trampoline (an FDE of an 'S' CIE) whose CFA is an
+         * expression: a signal frame row when the expression is the rsp
+         * saved in the ucontext (readelf does not print it: the unit tests
+         * check which), else unsupported. */
+        if (signal && streq(r->cfa, "exp") && row && CGPROF_UNWIND_CFA(row->rule) == CGPROF_CFA_SIGNAL)
+                e = (Expect){ .cfa = CGPROF_CFA_SIGNAL, .fp = CGPROF_FP_SAME };
         ok = row && CGPROF_UNWIND_CFA(row->rule) == e.cfa;
         if (ok && (e.cfa == CGPROF_CFA_SP || e.cfa == CGPROF_CFA_FP))
                 ok = row->cfa_offset == e.cfa_offset;
@@ -410,7 +420,8 @@ static void compare_with_readelf(const char *path, const UnwindTable *t, const c
                 const RefEntry *f = fdes[i];
                 const RefRow *rows = f->rows;
                 size_t n_rows = f->n_rows;
-                bool in_plt = false;
+                const RefEntry *fcie = find_entry(&ref, f->cie_offset);
+                bool in_plt = false, signal = fcie && fcie->signal;
 
                 if (f->overlaps) {
                         st.skipped_fdes++;
@@ -428,8 +439,8 @@ static void compare_with_readelf(const char *path, const UnwindTable *t, const c
                                 continue;
                         }
                         rows = &cie->rows[cie->n_rows - 1];
-                        check_address(path, t, f, rows, f->start, in_plt, &st);
-                        check_address(path, t, f, rows, f->end - 1, in_plt, &st);
+                        check_address(path, t, f, rows, f->start, in_plt, signal, &st);
+                        check_address(path, t, f, rows, f->end - 1, in_plt, signal, &st);
                 } else
                         for (size_t k = 0; k < n_rows; k++) {
                                 uint64_t next = f->end;
@@ -441,9 +452,9 @@ static void compare_with_readelf(const char *path, const UnwindTable *t, const c
                                         continue;
                                 if (k + 1 < n_rows && rows[k + 1].loc < next)
                                         next = rows[k + 1].loc;
-                                check_address(path, t, f, &rows[k], rows[k].loc, in_plt, &st);
+                                check_address(path, t, f, &rows[k], rows[k].loc, in_plt, signal, &st);
                                 if (next - 1 > rows[k].loc)
-                                        check_address(path, t, f, &rows[k], next - 1, in_plt, &st);
+                                        check_address(path, t, f, &rows[k], next - 1, in_plt, signal, &st);
                         }
                 st.fdes++;
 
@@ -553,6 +564,44 @@ TEST(readelf_system) {
 }
 
 /* More files to compare, by hand: CGPROF_UNWIND_TABLE_EXTRA=FILE:FILE... */
+/* glibc's signal trampoline (__restore_rt, a local symbol): the FDEs of
+ * libc's 'S' CIE. Every address of each, from the byte before the symbol
+ * that the FDE starts with (so that a return address into the trampoline,
+ * looked up at ra - 1, finds it) to its end, is a signal frame row. */
+TEST(libc_signal_trampoline) {
+        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
+        const char *libc = system_libc();
+        size_t n_signal = 0;
+        Ref ref = {};
+
+        if (!libc || !have_readelf()) {
+                fprintf(stderr, "no system libc or readelf: skipped\n");
+                return;
+        }
+        t = build_path(libc, NULL);
+        read_readelf(libc, unwind_source_to_string(t->source), &ref);
+        for (size_t i = 0; i < ref.n; i++) {
+                const RefEntry *f = &ref.entries[i], *cie;
+
+                if (f->cie || f->end <= f->start)
+                        continue;
+                cie = find_entry(&ref, f->cie_offset);
+                if (!cie || !cie->signal)
+                        continue;
+                for (uint64_t a = f->start; a < f->end; a++) {
+                        const struct cgprof_unwind_row *row = unwind_table_lookup(t, a);
+                        ASSERT_NOT_NULL(row);
+                        ASSERT_EQ(CGPROF_UNWIND_CFA(row->rule), CGPROF_CFA_SIGNAL);
+                }
+                n_signal++;
+        }
+        ref_free(&ref);
+        fprintf(stderr, "%s: %zu signal trampoline FDEs\n", libc, n_signal);
+        /* glibc has one on x86-64 (musl and others have none: no 'S' CIE). */
+        if (strstr(libc, "x86_64") || strstr(libc, "lib64"))
+                ASSERT_TRUE(n_signal >= 1);
+}
+
 TEST(readelf_extra) {
         _cleanup_free_ char *list = NULL;
         const char *v = getenv("CGPROF_UNWIND_TABLE_EXTRA");
@@ -1429,6 +1478,76 @@ TEST(synthetic_eh_frame_encodings) {
         /* The 0x4008 and 0x400c rows were one. */
         ASSERT_TRUE(unwind_table_lookup(t, 0x400c) == unwind_table_lookup(t, 0x4008));
         ASSERT_TRUE(t->stats.n_rows_raw > t->n_rows);
+}
+
+/* A signal trampoline like glibc's __restore_rt: a "zRS" CIE, an FDE whose
+ * CFA is the rsp saved in the ucontext at rsp (DW_OP_breg7 160;
+ * DW_OP_deref) and whose registers are DW_CFA_expressions into it. Its rows
+ * are signal frames; the same program under a CIE without 'S', or another
+ * expression under the 'S' CIE, is not understood. */
+static void signal_fde(Buf *b, size_t cie, uint64_t start, uint64_t len, const uint8_t *cfa_expr,
+                       size_t cfa_len) {
+        static const uint8_t rip_expr[] = { 0x77, 0xa8, 0x01 }, rbp_expr[] = { 0x77, 0xf8, 0x00 };
+        Mark m = entry_begin(b, false);
+
+        buf_le(b, b->n - cie, 4);
+        buf_le(b, start, 8);
+        buf_le(b, len, 8);
+        buf_uleb(b, 0);
+        buf_u8(b, 0x0f); /* def_cfa_expression */
+        buf_uleb(b, cfa_len);
+        buf_bytes(b, cfa_expr, cfa_len);
+        buf_u8(b, 0x10); /* DW_CFA_expression rbp: breg7 120 */
+        buf_uleb(b, 6);
+        buf_uleb(b, sizeof(rbp_expr));
+        buf_bytes(b, rbp_expr, sizeof(rbp_expr));
+        buf_u8(b, 0x10); /* DW_CFA_expression rip: breg7 168 */
+        buf_uleb(b, 16);
+        buf_uleb(b, sizeof(rip_expr));
+        buf_bytes(b, rip_expr, sizeof(rip_expr));
+        entry_end(b, &m);
+}
+
+static size_t signal_cie(Buf *b, const char *augmentation) {
+        size_t at = b->n;
+        Mark m = entry_begin(b, false);
+
+        buf_le(b, 0, 4);
+        buf_u8(b, 1);
+        buf_bytes(b, augmentation, strlen(augmentation) + 1);
+        buf_uleb(b, 1);
+        buf_sleb(b, -8);
+        buf_u8(b, 16);
+        buf_uleb(b, 1);
+        buf_u8(b, 0x0c); /* R: sdata8, absolute */
+        entry_end(b, &m);
+        return at;
+}
+
+TEST(synthetic_signal_frame) {
+        _cleanup_(unwind_table_freep) UnwindTable *t = NULL;
+        static const uint8_t ucontext_rsp[] = { 0x77, 0xa0, 0x01, 0x06 },
+                             other[] = { 0x77, 0x98, 0x01, 0x06 };
+        Buf b = {};
+        size_t with_s, without_s;
+
+        with_s = signal_cie(&b, "zRS");
+        signal_fde(&b, with_s, 0x1000, 0x0a, ucontext_rsp, sizeof(ucontext_rsp)); /* nop + mov + syscall */
+        signal_fde(&b, with_s, 0x2000, 0x10, other, sizeof(other));
+        without_s = signal_cie(&b, "zR");
+        signal_fde(&b, without_s, 0x3000, 0x10, ucontext_rsp, sizeof(ucontext_rsp));
+        buf_le(&b, 0, 4);
+
+        t = synth_build(&(SynthSection){ ".eh_frame", 0x10000, &b }, 1, NULL);
+        ASSERT_EQ(t->stats.n_fdes, 3);
+        ASSERT_EQ(t->stats.n_bad_entries, 0);
+        assert_row(t, 0x1000, CGPROF_CFA_SIGNAL, 0, CGPROF_FP_SAME, 0);
+        assert_row(t, 0x1001, CGPROF_CFA_SIGNAL, 0, CGPROF_FP_SAME, 0);
+        assert_row(t, 0x1009, CGPROF_CFA_SIGNAL, 0, CGPROF_FP_SAME, 0);
+        assert_row(t, 0x100a, CGPROF_CFA_NONE, 0, CGPROF_FP_SAME, 0);
+        assert_row(t, 0x2000, CGPROF_CFA_UNSUPPORTED, 0, CGPROF_FP_UNKNOWN, 0);
+        assert_row(t, 0x3000, CGPROF_CFA_UNSUPPORTED, 0, CGPROF_FP_UNKNOWN, 0);
+        ASSERT_EQ(t->stats.n_unsupported_rows, 2);
 }
 
 /* One good FDE and, around it, every way a CFA program or an FDE can be

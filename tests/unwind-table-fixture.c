@@ -13,7 +13,10 @@
  *   through the PLT;
  * - fx_asm_ops, hand-written CFI with the opcodes compilers seldom emit
  *   (.cfi_escape for the rest) and a "zPLRS" augmentation (personality,
- *   LSDA, signal frame). Its rows need not make sense, only match readelf.
+ *   LSDA, signal frame). Its rows need not make sense, only match readelf;
+ * - fx_restore_rt, a signal trampoline as glibc's x86-64 __restore_rt
+ *   describes it: an 'S' CIE, the CFA and the registers in the ucontext at
+ *   rsp, the FDE starting one byte (a nop) before the symbol.
  *
  * Running it (the executables) calls the C functions once and exits 0. */
 #include <stdio.h>
@@ -99,6 +102,20 @@ __asm__(".text\n"
         "ret\n"
         ".cfi_endproc\n"
         ".size fx_asm_ops, .-fx_asm_ops\n"
+        /* A signal trampoline (never called: it would be rt_sigreturn). */
+        ".cfi_startproc simple\n"
+        ".cfi_signal_frame\n"
+        ".cfi_escape 0x0f, 0x04, 0x77, 0xa0, 0x01, 0x06\n" /* CFA: DW_OP_breg7 160; DW_OP_deref */
+        ".cfi_escape 0x10, 0x06, 0x03, 0x77, 0xf8, 0x00\n" /* rbp: DW_OP_breg7 120 */
+        ".cfi_escape 0x10, 0x10, 0x03, 0x77, 0xa8, 0x01\n" /* rip: DW_OP_breg7 168 */
+        "nop\n"
+        ".globl fx_restore_rt\n"
+        ".type fx_restore_rt,@function\n"
+        "fx_restore_rt:\n"
+        "mov $15, %rax\n"
+        "syscall\n"
+        ".cfi_endproc\n"
+        ".size fx_restore_rt, .-fx_restore_rt\n"
         /* A frame pointer saved further from the CFA than a row can say. */
         ".globl fx_asm_odd\n"
         ".type fx_asm_odd,@function\n"

@@ -760,22 +760,43 @@ static int map_take_all(int fd, size_t key_size, size_t value_size, size_t max_e
         return 0;
 }
 
+/* The stacks of one tier (bpf/profile.h): short ones (struct
+ * cgprof_stack_short) or long ones (struct cgprof_stack). Both begin with
+ * the short one's fields. */
 typedef struct DrainedStacks {
         uint64_t *ids; /* sorted */
-        struct cgprof_stack *stacks; /* stacks[i] is ids[i]'s */
+        uint8_t *values; /* values + i * value_size is ids[i]'s */
+        size_t value_size;
+        size_t max_depth; /* frames a value holds */
+        /* Long tier: each stack's frame-pointer bits in one run of
+         * CGPROF_MAX_STACK_DEPTH / 64 words (the program keeps them in two
+         * parts). */
+        uint64_t *fp_bits;
         size_t n;
 } DrainedStacks;
 
+#define FP_WORDS (CGPROF_MAX_STACK_DEPTH / 64)
+
+static void drained_stacks_done(DrainedStacks *d) {
+        free(d->ids);
+        free(d->values);
+        free(d->fp_bits);
+}
+
 static const SamplerStack *stack_find(const DrainedStacks *d, uint64_t id, SamplerStack *ret) {
         size_t lo = SORTED_LOWER_BOUND(d->ids, d->n, *_e, id);
+        const struct cgprof_stack_short *v;
 
-        if (lo == d->n || d->ids[lo] != id || d->stacks[lo].n > CGPROF_MAX_STACK_DEPTH)
+        if (lo == d->n || d->ids[lo] != id)
+                return NULL;
+        v = (const struct cgprof_stack_short *) (d->values + lo * d->value_size);
+        if (v->n > d->max_depth)
                 return NULL;
         *ret = (SamplerStack){
-                .pcs = (const uint64_t *) d->stacks[lo].pcs,
-                .n = d->stacks[lo].n,
-                .flags = d->stacks[lo].flags,
-                .fp_frames = (const uint64_t *) d->stacks[lo].fp_frames,
+                .pcs = (const uint64_t *) v->pcs,
+                .n = v->n,
+                .flags = v->flags,
+                .fp_frames = d->fp_bits ? d->fp_bits + lo * FP_WORDS : (const uint64_t *) v->fp_frames,
         };
         return ret;
 }
@@ -789,32 +810,63 @@ static int stack_order_cmp(const void *a, const void *b) {
         return CMP(((const StackOrder *) a)->id, ((const StackOrder *) b)->id);
 }
 
-/* Sorts the stacks by ID (an index sort: a stack is 1 KiB). */
-static int drained_stacks_sort(DrainedStacks *d, uint64_t *ids, struct cgprof_stack *stacks, size_t n) {
+/* Sorts the stacks by ID (an index sort: a stack is 1 or 4 KiB). */
+static int drained_stacks_sort(DrainedStacks *d) {
+        size_t n = d->n, size = d->value_size;
         bool sorted = true;
 
-        d->ids = ids;
-        d->stacks = stacks;
-        d->n = n;
         for (size_t i = 1; i < n && sorted; i++)
-                sorted = ids[i - 1] <= ids[i];
+                sorted = d->ids[i - 1] <= d->ids[i];
         if (sorted)
                 return 0;
 
         /* Sort (id, index) pairs, then apply the permutation. */
         _cleanup_free_ StackOrder *order = calloc(n, sizeof(*order));
-        _cleanup_free_ struct cgprof_stack *out = calloc(n, sizeof(*out));
+        _cleanup_free_ uint8_t *out = calloc(n, size);
         if (!order || !out)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                order[i] = (StackOrder){ ids[i], i };
+                order[i] = (StackOrder){ d->ids[i], i };
         qsort(order, n, sizeof(*order), stack_order_cmp);
         for (size_t i = 0; i < n; i++) {
-                ids[i] = order[i].id;
-                out[i] = stacks[order[i].index];
+                d->ids[i] = order[i].id;
+                memcpy(out + i * size, d->values + order[i].index * size, size);
         }
-        memcpy(stacks, out, n * sizeof(*out));
+        memcpy(d->values, out, n * size);
         return 0;
+}
+
+/* Takes every stack of one tier's map into d, sorted by ID. */
+static int drained_stacks_take(DrainedStacks *d, struct bpf_map *map, bool long_tier) {
+        int r;
+
+        *d = (DrainedStacks){
+                .value_size = long_tier ? sizeof(struct cgprof_stack) : sizeof(struct cgprof_stack_short),
+                .max_depth = long_tier ? CGPROF_MAX_STACK_DEPTH : CGPROF_SHORT_STACK_DEPTH,
+        };
+        r = map_take_all(bpf_map__fd(map), sizeof(uint64_t), d->value_size, bpf_map__max_entries(map),
+                         (void **) &d->ids, (void **) &d->values, &d->n);
+        if (r < 0)
+                return r;
+        r = drained_stacks_sort(d);
+        if (r < 0 || !long_tier || d->n == 0)
+                return r;
+        d->fp_bits = calloc(d->n, FP_WORDS * sizeof(uint64_t));
+        if (!d->fp_bits)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n; i++) {
+                const struct cgprof_stack *v = (const struct cgprof_stack *) (d->values + i * d->value_size);
+                uint64_t *bits = d->fp_bits + i * FP_WORDS;
+
+                memcpy(bits, v->fp_frames, sizeof(v->fp_frames));
+                memcpy(bits + CGPROF_SHORT_FP_WORDS, v->fp_more, sizeof(v->fp_more));
+        }
+        return 0;
+}
+
+static const SamplerStack *stack_find_tier(const DrainedStacks *short_tier, const DrainedStacks *long_tier,
+                                           uint64_t id, SamplerStack *ret) {
+        return stack_find(id & CGPROF_STACK_KEY_LONG ? long_tier : short_tier, id, ret);
 }
 
 /* Takes the counts and stacks of the set the program wrote to until now.
@@ -826,11 +878,11 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
         uint32_t old = s->skel->bss->active_set;
         struct bpf_map *counts = old ? s->skel->maps.counts1 : s->skel->maps.counts0;
         struct bpf_map *stacks = old ? s->skel->maps.stacks1 : s->skel->maps.stacks0;
+        struct bpf_map *long_stacks = old ? s->skel->maps.long_stacks1 : s->skel->maps.long_stacks0;
         _cleanup_free_ struct cgprof_sample_key *keys = NULL;
-        _cleanup_free_ uint64_t *values = NULL, *stack_ids = NULL;
-        _cleanup_free_ struct cgprof_stack *stack_values = NULL;
-        DrainedStacks d = {};
-        size_t n_keys = 0, n_stacks = 0;
+        _cleanup_free_ uint64_t *values = NULL;
+        _cleanup_(drained_stacks_done) DrainedStacks d = {}, dl = {};
+        size_t n_keys = 0;
         int r;
 
         /* New samples go to the other set from now on. */
@@ -841,12 +893,10 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
         if (r < 0)
                 return r;
         /* Also when there are no counts: a stack whose count the full counts map refused. */
-        r = map_take_all(bpf_map__fd(stacks), sizeof(uint64_t), sizeof(struct cgprof_stack),
-                         bpf_map__max_entries(stacks), (void **) &stack_ids, (void **) &stack_values,
-                         &n_stacks);
+        r = drained_stacks_take(&d, stacks, false);
         if (r < 0)
                 return r;
-        r = drained_stacks_sort(&d, stack_ids, stack_values, n_stacks);
+        r = drained_stacks_take(&dl, long_stacks, true);
         if (r < 0)
                 return r;
 
@@ -857,15 +907,15 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
                 bool lost = k->lost != 0;
 
                 if (k->user_stack != 0) {
-                        u = stack_find(&d, k->user_stack, &uv);
+                        u = stack_find_tier(&d, &dl, k->user_stack, &uv);
                         lost = lost || !u;
                 }
                 if (k->kernel_stack != 0) {
-                        kern = stack_find(&d, k->kernel_stack, &kv);
+                        kern = stack_find_tier(&d, &dl, k->kernel_stack, &kv);
                         lost = lost || !kern;
                 }
                 if (k->python_stack != 0) {
-                        py = stack_find(&d, k->python_stack, &pv);
+                        py = stack_find_tier(&d, &dl, k->python_stack, &pv);
                         lost = lost || !py;
                 }
                 cb(k, values[i], u, kern, py, lost, userdata);

@@ -184,12 +184,13 @@ int session_new_rule(SessionsRoom *room, ConfigRef *config, const SessionRule *r
         if (r < 0)
                 return r;
 
-        /* The user stack depth the kernel records (kernel.perf_event_max_stack, at most what the map holds). */
+        /* The user stack depth the kernel's walker records (kernel.perf_event_max_stack, at most what the
+         * program gives it). */
         _cleanup_free_ char *max_stack = NULL;
-        s->max_stack_depth = CGPROF_MAX_STACK_DEPTH;
+        s->max_stack_depth = CGPROF_SHORT_STACK_DEPTH;
         if (read_one_line_file("/proc/sys/kernel/perf_event_max_stack", &max_stack) >= 0) {
                 unsigned long v = strtoul(max_stack, NULL, 10);
-                if (v > 0 && v < CGPROF_MAX_STACK_DEPTH)
+                if (v > 0 && v < CGPROF_SHORT_STACK_DEPTH)
                         s->max_stack_depth = (unsigned) v;
         }
 
@@ -1108,6 +1109,11 @@ static size_t merge_python(Session *s, SessionProcess *sp, const SamplerStack *p
         return n;
 }
 
+/* The flags of a walk that said how it ended (ours, not the kernel's). */
+#define STACK_WALK_ENDS                                                                                     \
+        (CGPROF_STACK_COMPLETE | CGPROF_STACK_TRUNCATED | CGPROF_STACK_NO_MAPPING | CGPROF_STACK_NO_TABLE | \
+         CGPROF_STACK_UNSUPPORTED | CGPROF_STACK_READ_ERROR | CGPROF_STACK_BAD_FRAME | CGPROF_STACK_FP_END)
+
 static bool stack_fp_frame(const SamplerStack *st, size_t i) {
         if (st->flags & CGPROF_STACK_KERNEL_WALK)
                 return true;
@@ -1195,8 +1201,11 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                         (void) process_unwind_load(s, sp);
                 if (user->flags & CGPROF_STACK_NO_MAPPING)
                         process_python_check(s, sp); /* a libpython loaded late? */
+                /* The kernel's walker (bpf_get_stack(), benchmarks only) says
+                 * nothing of how it ended: as deep as it goes is truncated. */
                 truncated = (user->flags & CGPROF_STACK_TRUNCATED) ||
-                            ((user->flags & CGPROF_STACK_KERNEL_WALK) && n_user >= s->max_stack_depth);
+                            ((user->flags & CGPROF_STACK_KERNEL_WALK) && !(user->flags & STACK_WALK_ENDS) &&
+                             n_user >= s->max_stack_depth);
         }
 
         /* Root first: the outermost user frame ... the innermost kernel frame.

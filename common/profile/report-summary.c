@@ -274,7 +274,7 @@ static size_t stack_user_depth(const ProfileData *d, const ProfileStack *st) {
         return n;
 }
 
-#define DEPTH_BUCKETS 129 /* 0..127 and "128 or more" */
+#define DEPTH_BUCKETS 513 /* 0..511 and "512 or more" (a walk keeps 512 frames) */
 
 /* "stacks": the user-stack depth histogram and the truncated samples. */
 static int add_stack_depths(cJSON *root, const ProfileData *d) {

@@ -106,6 +106,14 @@ static const uint8_t x86_64_plt_expression[] = { 0x77, 0x08, 0x80, 0x00, 0x3f, 0
                                                  0x2a, 0x33, 0x24, 0x22 };
 #define X86_64_PLT_LITN_INDEX 6
 
+/* The CFA of glibc's x86-64 signal trampoline (__restore_rt, whose CIE has
+ * the 'S' augmentation): DW_OP_breg7 (rsp) 160; DW_OP_deref, i.e. the rsp
+ * saved in the struct ucontext at rsp (uc_mcontext.gregs[REG_RSP]). Its
+ * other rules (DW_CFA_expression: each register at rsp + its offset in the
+ * ucontext) the walker does not need: it reads rip, rsp and rbp from the
+ * ucontext (CGPROF_CFA_SIGNAL, bpf/unwind.h). */
+static const uint8_t x86_64_ucontext_cfa_expression[] = { 0x77, 0xa0, 0x01 /* sleb128 160 */, 0x06 };
+
 /* Register numbers (DWARF) and return-address convention per architecture. */
 typedef struct UnwindArch {
         unsigned machine; /* e_machine */
@@ -316,6 +324,7 @@ typedef enum CfaKind {
         CFA_KIND_UNSET, /* no def_cfa yet */
         CFA_KIND_REG, /* register + offset */
         CFA_KIND_PLT, /* the x86-64 PLT expression */
+        CFA_KIND_UCONTEXT, /* the x86-64 signal trampoline's: the rsp saved in the ucontext at rsp */
         CFA_KIND_EXPR, /* any other expression */
 } CfaKind;
 
@@ -335,6 +344,7 @@ typedef struct Cie {
         size_t offset; /* of the entry in the section */
         bool bad;
         bool z; /* augmentation data with its length ('z') */
+        bool signal; /* 'S': its FDEs describe signal trampolines */
         uint8_t fde_enc;
         uint8_t addr_size, segment_size;
         uint64_t code_align;
@@ -423,11 +433,17 @@ typedef struct Builder {
         uint64_t base;
 } Builder;
 
-/* The row the walker gets for a state. */
-static struct cgprof_unwind_row state_to_row(const UnwindArch *a, const FrameState *s) {
+/* The row the walker gets for a state of an FDE of cie. */
+static struct cgprof_unwind_row state_to_row(const UnwindArch *a, const Cie *cie, const FrameState *s) {
         struct cgprof_unwind_row row = {};
         uint8_t cfa = CGPROF_CFA_UNSUPPORTED, fp;
 
+        if (cie->signal && s->cfa.kind == CFA_KIND_UCONTEXT) {
+                /* A signal trampoline: the walker reads the interrupted
+                 * registers from the ucontext (its other rules say the same). */
+                row.rule = CGPROF_UNWIND_RULE(CGPROF_CFA_SIGNAL, CGPROF_FP_SAME);
+                return row;
+        }
         if (s->ra.kind == RULE_UNDEFINED) {
                 row.rule = CGPROF_UNWIND_RULE(CGPROF_CFA_END, CGPROF_FP_SAME);
                 return row;
@@ -535,6 +551,11 @@ static void set_cfa_expression(FrameState *st, const UnwindArch *a, const uint8_
                         return;
                 }
         }
+        if (a->machine == EM_X86_64 && len == sizeof(x86_64_ucontext_cfa_expression) &&
+            memcmp(expr, x86_64_ucontext_cfa_expression, len) == 0) {
+                st->cfa.kind = CFA_KIND_UCONTEXT;
+                return;
+        }
         st->cfa.kind = CFA_KIND_EXPR;
 }
 
@@ -557,7 +578,7 @@ static int advance_loc(Builder *b, const UnwindArch *a, const Cie *cie, const Fr
                 return 0;
         }
         if (*loc < end) {
-                r = builder_push(b, *loc, state_to_row(a, st));
+                r = builder_push(b, *loc, state_to_row(a, cie, st));
                 if (r < 0)
                         return r;
         }
@@ -747,7 +768,7 @@ static int run_program(Builder *b, const UnwindArch *a, const FrameSection *s, c
         }
 
         if (b && loc < end) {
-                r = builder_push(b, loc, state_to_row(a, &st));
+                r = builder_push(b, loc, state_to_row(a, cie, &st));
                 if (r < 0)
                         return r;
         }
@@ -830,6 +851,8 @@ static int parse_cie(const UnwindArch *a, const FrameSection *s, const Entry *e,
                                 return -EBADMSG;
                         break;
                 case 'S': /* signal frame */
+                        cie->signal = true;
+                        break;
                 case 'B': /* arm64 BTI */
                 case 'G': /* arm64 MTE */
                         break;

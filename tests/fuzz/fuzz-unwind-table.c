@@ -38,8 +38,11 @@ static void check_table(const UnwindTable *t) {
         for (size_t i = 0; i < t->n_rows; i++) {
                 const struct cgprof_unwind_row *r = &t->rows[i];
 
-                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_UNSUPPORTED ||
+                CHECK(CGPROF_UNWIND_CFA(r->rule) <= CGPROF_CFA_SIGNAL ||
                       CGPROF_UNWIND_CFA(r->rule) == CGPROF_CFA_FP_STACK_SWITCH);
+                /* A signal frame row says nothing but its rule: the walker reads the ucontext. */
+                CHECK(CGPROF_UNWIND_CFA(r->rule) != CGPROF_CFA_SIGNAL ||
+                      (r->cfa_offset == 0 && r->fp_offset == 0));
                 CHECK(CGPROF_UNWIND_FP(r->rule) <= CGPROF_FP_UNKNOWN);
                 if (i > 0) {
                         const struct cgprof_unwind_row *p = &t->rows[i - 1];

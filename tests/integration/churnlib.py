@@ -76,6 +76,8 @@ MAPS = {
     "counts1": "zero",
     "stacks0": "zero",
     "stacks1": "zero",
+    "long_stacks0": "zero",
+    "long_stacks1": "zero",
     "unwind_procs": "zero",
     "unwind_mappings": "zero",
     "python_procs": "zero",

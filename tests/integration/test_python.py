@@ -221,6 +221,49 @@ def test_python_frames():
     profile_python([PYTHON, PY_HOT, "--seconds", SECONDS], "single", lambda r: check_single(r, "python3.11"))
 
 
+DEEP_PY = """
+import os, sys, time
+def down(n):
+    if n:
+        return down(n - 1) ^ 1
+    end = time.process_time() + float(sys.argv[1])
+    acc = 0
+    while time.process_time() < end:
+        for i in range(1000):
+            acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+print("ready", os.getpid(), flush=True)
+down(300)
+"""
+DEEP_PY_FRAMES = 301  # down(300) .. down(0)
+
+
+def test_python_3_11_deep_recursion():
+    """301 Python frames over the interpreter's native ones: the merged
+    stack (over 128 frames) is whole, from Py_RunMain through <module> to
+    the innermost down()."""
+    need_python()
+
+    def check(report):
+        stacks = python_stacks(report)
+        total = sum(stacks.values())
+        leaf = {st: c for st, c in stacks.items() if "down" in st}
+        whole = sum(c for st, c in leaf.items()
+                    if st.count("down") == DEEP_PY_FRAMES and "<module>" in st and "Py_RunMain" in st
+                    and st.index("Py_RunMain") < st.index("<module>") < st.index("down"))
+        top = max(stacks.items(), key=lambda x: x[1])[0] if stacks else ()
+        log(f"[deep python3.11] {total} samples, {sum(leaf.values())} in down(), {whole} with all "
+            f"{DEEP_PY_FRAMES} down() frames under <module> and Py_RunMain; stacks "
+            f"{ {k: v for k, v in report['stacks'].items() if k != 'userDepthHistogram'} }; "
+            f"commonest: {len(top)} frames, {';'.join(top[:12])};...")
+        assert sum(leaf.values()) >= 0.9 * total, top
+        assert whole >= 0.95 * sum(leaf.values()), top
+        assert report["python"]["truncated"] == 0, report["python"]
+        assert report["stacks"]["maxUserDepth"] > DEEP_PY_FRAMES, report["stacks"]
+
+    profile_python([PYTHON, "-c", DEEP_PY, SECONDS], "deep", check)
+
+
 def test_python_threads():
     need_python()
     run_threads(PYTHON, "threads")
@@ -536,8 +579,8 @@ def test_python_off():
 
 if __name__ == "__main__":
     only = os.environ.get("CGPROF_PY_ONLY")
-    main([t for t in [test_python_frames, test_python_threads, test_python_venv_module, test_python_module_freed,
-                      test_python_namespace, test_python_fork, test_python_fork_multiprocessing,
+    main([t for t in [test_python_frames, test_python_3_11_deep_recursion, test_python_threads, test_python_venv_module,
+                      test_python_module_freed, test_python_namespace, test_python_fork, test_python_fork_multiprocessing,
                       test_python_fork_short_lived,
                       test_python_unsupported,
           test_python_off, test_python_perf_trampoline, test_python_debug_offsets_later_version] + [t for v in PYENV_VERSIONS for t in pyenv_tests(v)] if not only or re.search(only, t.__name__)])

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """summary.json's diagnostics as a user reads them: per-process samples with
 command lines, the user-stack depth histogram and truncated stacks (a
-workload recursing past the kernel's depth limit), per-mapping unsymbolized
+workload recursing past the walk's depth limit, 512 frames), per-mapping unsymbolized
 share, and which binaries seem to lack frame pointers (the same workload
 built with and without them)."""
 
@@ -23,7 +23,7 @@ def test_depth_truncation_and_frame_pointers():
         agent.start()
         procs = [
             workload(cg, 1.5, name="with-fp"),
-            workload(cg, 1.5, name="deep", extra=["--depth", "300"]),
+            workload(cg, 1.5, name="deep", extra=["--depth", "600"]),
         ]
         # The same program built without frame pointers.
         q = run_in_cgroup(cg, [NOFP, "--seconds", "1.5", "--name", "no-fp"])
@@ -40,13 +40,13 @@ def test_depth_truncation_and_frame_pointers():
             by_comm.setdefault(x["comm"], []).append(x)
         for comm in ("with-fp", "deep", "no-fp"):
             assert comm in by_comm and by_comm[comm][0]["samples"] > 0, r["processes"]
-        assert "--depth 300" in by_comm["deep"][0]["cmdline"]
+        assert "--depth 600" in by_comm["deep"][0]["cmdline"]
 
-        # Depth: the deep process's stacks hit the limit (127 by default).
+        # Depth: the deep process's stacks hit the walk's limit (512 frames).
         st = r["stacks"]
         log("stacks:", {k: v for k, v in st.items() if k != "userDepthHistogram"})
         assert st["truncatedSamples"] >= by_comm["deep"][0]["samples"] * 0.9, st
-        assert st["maxUserDepth"] >= 100
+        assert st["maxUserDepth"] >= 512, st
         hist = {b["depth"]: b["samples"] for b in st["userDepthHistogram"]}
         assert sum(hist.values()) == r["samples"]["total"]
 

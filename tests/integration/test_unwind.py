@@ -40,6 +40,7 @@ FP = fixture("CGPROF_UNWIND_FP", "cgprof-unwind-fp")
 CXX = fixture("CGPROF_UNWIND_CXX", "cgprof-unwind-cxx")
 SHLIB = fixture("CGPROF_UNWIND_SHLIB", "cgprof-unwind-shlib")
 DEEP = fixture("CGPROF_UNWIND_DEEP", "cgprof-unwind-deep")
+SIGNAL = fixture("CGPROF_UNWIND_SIGNAL", "cgprof-unwind-signal")
 PY_WORKLOAD = os.environ.get("CGPROF_UNWIND_PY", os.path.join(SOURCE, "tests", "unwind", "py-workload.py"))
 PYTHON = "/usr/bin/python3.11"
 PY_ROOTS = {"main", "Py_BytesMain", "Py_RunMain"}
@@ -63,6 +64,11 @@ SHLIB_CHAIN = ["main", "lib_entry", "lib_mid"]
 SHLIB_LEAVES = {"lib_hot_x": 60, "lib_hot_y": 40}
 DEEP_CHAIN = ["main", "deep_start"] + ["recurse"] * 110
 DEEP_LEAVES = {"deep_leaf": 100}
+DEEPER_CHAIN = ["main", "deep_start"] + ["recurse"] * 400  # --deep
+SIGNAL_CHAIN = ["main", "interrupted_work"]  # then the trampoline, then the handler
+SIGNAL_HANDLER = "alarm_handler"
+MIN_SIGNAL_CHAIN = 90.0  # % of the handler's samples with main -> interrupted_work under it
+MIN_SIGNAL_SAMPLES = 300  # in the handler (~650 in 3 s: the CPU timer fires every ~10 ms, the handler spins 3 ms)
 
 
 def ours_label():
@@ -232,6 +238,53 @@ def test_deep_recursion():
     compare("deep", DEEP, DEEP_CHAIN, DEEP_LEAVES)
 
 
+def test_deeper_recursion():
+    """400 recursive frames (406 with main's callers): past the 128 frames
+    of the stacks' short tier, under the walk's 512. perf's own walk stops
+    at kernel.perf_event_max_stack (127): judged against the design alone,
+    frame for frame, and no sample may be counted truncated."""
+    require(DEEP)
+    comm = os.path.basename(DEEP)
+    stacks, report = agent_run_report("deeper", [DEEP, "--deep"])
+    ours = Shares(stacks, comm, DEEPER_CHAIN, DEEP_LEAVES, f"[deeper] {ours_label()}")
+    log(ours)
+    assert ours.leaf >= MIN_LEAF_SAMPLES, f"[deeper] too few samples: {ours}\n{ours.top()}"
+    assert ours.chain_pct >= MIN_CHAIN, \
+        f"[deeper] only {ours.chain_pct:.1f}% of our samples hold the whole chain: {ours}\n" \
+        f"our commonest stacks without it:\n{ours.missing()}"
+    st = report["stacks"]
+    assert st["maxUserDepth"] >= len(DEEPER_CHAIN) + 1, st
+    assert st["truncatedSamples"] == 0, st
+
+
+def through_signal(frames, chain, handler):
+    """frames (root first) end with chain, at most one frame (the signal
+    trampoline: glibc's __restore_rt, often without a symbol), handler."""
+    n = len(chain)
+    if not frames or frames[-1] != handler:
+        return False
+    return any(len(frames) >= n + 1 + gap and list(frames[-n - 1 - gap:-1 - gap]) == chain for gap in (1, 0))
+
+
+def test_signal_handler():
+    """A SIGALRM handler spinning above the function it interrupted: the
+    walk goes through glibc's signal trampoline (its unwind entry, with the
+    'S' augmentation, says the interrupted registers are in the ucontext on
+    the stack) into the interrupted function, then on to main."""
+    require(SIGNAL)
+    comm = os.path.basename(SIGNAL)
+    s = of_comm(agent_run("signal", [SIGNAL]), comm)
+    handler = {k[1:]: c for k, c in s.items() if len(k) > 1 and k[-1] == SIGNAL_HANDLER}
+    n = sum(handler.values())
+    ok = sum(c for k, c in handler.items() if through_signal(k, SIGNAL_CHAIN, SIGNAL_HANDLER))
+    top = "\n".join(f"  {c:6d} {';'.join(k[-6:])}" for k, c in sorted(handler.items(), key=lambda kv: -kv[1])[:8])
+    pct = 100.0 * ok / max(n, 1)
+    log(f"[signal] {sum(s.values())} samples, {n} in {SIGNAL_HANDLER}, {pct:.1f}% of them under "
+        f"{' -> '.join(SIGNAL_CHAIN)}; commonest:\n{top}")
+    assert n >= MIN_SIGNAL_SAMPLES, f"[signal] too few samples in the handler: {n} of {sum(s.values())}\n{top}"
+    assert pct >= MIN_SIGNAL_CHAIN, f"[signal] only {pct:.1f}% of the handler's samples reach main:\n{top}"
+
+
 def noise_margin(share1, n1, share2, n2, sigmas=4):
     """Points by which two shares (%) of two separate runs, over n1 and n2
     samples, may differ by sampling alone: `sigmas` standard deviations of
@@ -314,5 +367,7 @@ if __name__ == "__main__":
         test_cxx,
         test_shared_library,
         test_deep_recursion,
+        test_deeper_recursion,
+        test_signal_handler,
         test_python_interpreter,
     ])
