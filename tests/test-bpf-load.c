@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <bpf/btf.h>
+
 #include "cgroup-util.h"
+#include "offcpu-probe.h"
 #include "sampler.h"
 #include "tests.h"
 
@@ -194,6 +197,26 @@ TEST(offcpu_sleeps) {
         ASSERT_OK(sampler_cgroup_set(s, id, 0));
         sampler_session_close(s, slot);
         ASSERT_TRUE(rmdir(cg) == 0);
+}
+
+/* A kernel whose BTF lacks the tracepoints: the probe names the missing one. */
+TEST(offcpu_probe_names_missing_tracepoint) {
+        struct btf *btf = btf__new_empty();
+        const char *missing = NULL;
+        int id;
+
+        ASSERT_NOT_NULL(btf);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_STREQ(missing, "sched_switch");
+        id = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+        ASSERT_TRUE(id > 0);
+        ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sched_switch", id) > 0);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_STREQ(missing, "sys_exit");
+        ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sys_exit", id) > 0);
+        ASSERT_OK(offcpu_probe_btf(btf, &missing));
+        ASSERT_NULL(missing);
+        btf__free(btf);
 }
 
 TEST(hardware_event_falls_back_or_works) {

@@ -326,7 +326,11 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
         if (r < 0)
                 return r;
         s->skel->rodata->bench_variant = opts->bench_variant;
-        r = offcpu_probe(&s->offcpu_unavailable);
+        if (opts->no_offcpu) {
+                s->offcpu_unavailable = strdup("off-CPU profiling is turned off on this node (--no-offcpu)");
+                r = s->offcpu_unavailable ? -EOPNOTSUPP : -ENOMEM;
+        } else
+                r = offcpu_probe(&s->offcpu_unavailable);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {

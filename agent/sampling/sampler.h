@@ -70,6 +70,7 @@ typedef struct SamplerOptions {
         uint32_t
                 unwind_rows; /* the budget of unwind table cells (bpf/unwind.h); 0: CGPROF_UNWIND_ROWS_DEFAULT */
         uint32_t bench_variant; /* CGPROF_BENCH_*: benchmarks only (bench/bpf-variants) */
+        bool no_offcpu; /* off-CPU profiling off (cgprofd --no-offcpu): as on a kernel without it */
 } SamplerOptions;
 
 /* The CGPROF_BENCH_* bits a comma-separated list of names asks for

@@ -6,8 +6,9 @@ and for how long, per cgroup.
 - Designed waits (tests/offcpu/offcpu-workload.c): a thread's 100 ms cycle
   is 30 % on CPU, 30 % in nanosleep(), 20 % blocked reading a pipe, 20 %
   waiting on a contended pthread mutex. On CPU (profile.folded samples x
-  period) plus off CPU (offcpu.folded, µs) per designed function is within
-  ±5 points of that; the total is within 5 % of the thread's measured wall
+  period; plus the session's run-queue time for the CPU step, the only
+  runnable one) plus off CPU (offcpu.folded, µs) per designed function is
+  within ±5 points of that; the total is within 5 % of the thread's measured wall
   time (with the session's run-queue time); each wait has its kernel
   reason (do_nanosleep / hrtimer_nanosleep, pipe_read, futex). pprof has
   the off_cpu/nanoseconds sample type (go tool pprof -sample_index=off_cpu
@@ -99,6 +100,11 @@ def test_designed_waits():
         on_us = sum(c for st, c in on.items() if step in st) * period_us
         off_us = sum(c for st, c in off.items() if step in st)
         wall[step] = (on_us, off_us)
+    # Waiting for a CPU (preempted, runnable) is not stacked: the session's
+    # run-queue time goes to the one step that is runnable, step_cpu (the
+    # others block), as a loaded machine stretches it.
+    a, b = wall["step_cpu"]
+    wall["step_cpu"] = (a + oc["runQueueSec"] * 1e6, b)
     total = sum(a + b for a, b in wall.values())
     worker_on = sum(c for st, c in on.items() if "worker_main" in st) * period_us
     worker_off = sum(c for st, c in off.items() if "worker_main" in st)
@@ -174,6 +180,44 @@ def test_python():
     assert q_reason >= 0.9 * sum(queue_.values()) and s_reason >= 0.9 * sum(sleepy.values())
 
 
+def test_unavailable():
+    """Off-CPU profiling turned off on the node (as on a kernel without the
+    tracepoints): status and check say why, and a profile asking for "cpu"
+    and "offcpu" still samples CPU; one with only "offcpu" fails to start."""
+    cg = Cgroup(f"cgprof-test-offcpu-off-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="waits", events=["cpu", "offcpu"]), profile(name="only", events=["offcpu"])],
+        "targets": [{"name": "t", "profileRef": "waits", "cgroupPatterns": [cg.rel]}],
+    }, extra_args=["--no-offcpu"])
+    try:
+        agent.start()
+        status = agent.status()
+        assert "--no-offcpu" in status["offCpu"], status["offCpu"]
+        check = agent.ctl("check").stdout
+        assert "Off-CPU profiling: off-CPU profiling is turned off" in check, check
+        log(f"status offCpu: {status['offCpu']}")
+        p = run_in_cgroup(cg, [OFFCPU, "--seconds", "1"])
+        assert p.stdout.readline().decode().startswith("ready")
+        p.communicate(timeout=60)
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        assert report["samples"]["total"] > 0, report["samples"]
+        assert "--no-offcpu" in report["offCpu"]["unavailable"], report["offCpu"]
+        assert report["offCpu"]["recordedWaits"] == 0
+        # Only off-CPU time asked for: the session cannot start.
+        cg2 = Cgroup(f"cgprof-test-offcpu-only-{os.getpid()}")
+        try:
+            r = agent.ctl("start", "--cgroup", cg2.rel, "--profile", "only", check=False)
+            log(f"start of an offcpu-only profile: rc {r.returncode}: {(r.stderr or r.stdout).strip()}")
+            assert r.returncode != 0
+        finally:
+            cg2.remove()
+        assert agent.stop() == 0, agent.log()
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
 def test_bad_input():
     for bad, path in (({"events": ["gpu"]}, "profiles[0].events[0]"),
                       ({"offCpuMinUsec": -1}, "profiles[0].offCpuMinUsec"),
@@ -190,7 +234,7 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        main([test_bad_input, test_designed_waits, test_migration, test_python])
+        main([test_bad_input, test_unavailable, test_designed_waits, test_migration, test_python])
     finally:
         for d in KEPT:
             shutil.rmtree(d, ignore_errors=True)
