@@ -272,6 +272,23 @@ static int process_register(Python *py, PythonProcess *pp, uint64_t runtime) {
         return 0;
 }
 
+/* Registers pp with the walk (when its offsets are known) and adds it to the
+ * processes; on failure pp is freed. */
+static int process_insert(Python *py, PythonProcess *pp) {
+        int r;
+
+        if (pp->offsets) {
+                r = process_register(py, pp, pp->runtime);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to register Python process %d with the walk: %m",
+                                        (int) pp->pid);
+        }
+        if (!tsearch(pp, &py->processes, process_cmp)) {
+                process_free(pp);
+                return -ENOMEM;
+        }
+        return 0;
+}
 int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec_id, PythonProcess **ret) {
         PythonProcess key = { .pid = pid, .start_time = start_time, .exec_id = exec_id }, **found, *pp;
         const FileInfo *fi = NULL;
@@ -325,16 +342,9 @@ int python_process_ref(Python *py, pid_t pid, uint64_t start_time, uint32_t exec
         if (fi->info.code_type_vaddr)
                 pp->code_type = bias + fi->info.code_type_vaddr;
         pp->runtime = bias + fi->info.runtime_vaddr;
-        if (pp->offsets) {
-                r = process_register(py, pp, pp->runtime);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to register Python process %d with the walk: %m",
-                                        (int) pid);
-        }
-        if (!tsearch(pp, &py->processes, process_cmp)) {
-                process_free(pp);
-                return -ENOMEM;
-        }
+        r = process_insert(py, pp);
+        if (r < 0)
+                return r;
         py->stats.processes++;
         log_debug("PID %d runs CPython (%s%s).", (int) pid, pp->status,
                   pp->offsets == &pp->own_offsets ? ", offsets from its _Py_DebugOffsets" : "");
@@ -378,16 +388,9 @@ int python_process_ref_forked(Python *py, pid_t pid, uint64_t start_time, uint32
                 free(pp);
                 return -ENOMEM;
         }
-        if (pp->offsets) {
-                r = process_register(py, pp, pp->runtime);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to register Python process %d with the walk: %m",
-                                        (int) pid);
-        }
-        if (!tsearch(pp, &py->processes, process_cmp)) {
-                process_free(pp);
-                return -ENOMEM;
-        }
+        r = process_insert(py, pp);
+        if (r < 0)
+                return r;
         parent->n_ref++;
         py->stats.processes++;
         py->stats.forked++;

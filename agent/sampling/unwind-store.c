@@ -328,8 +328,8 @@ void unwind_store_release(UnwindStore *s, UnwindPlacement *p) {
 
 int unwind_store_rule(const UnwindStore *s, const UnwindPlacement *p, uint32_t rel,
                       struct cgprof_unwind_rule *ret) {
-        uint32_t pg = rel >> CGPROF_UNWIND_PAGE_SHIFT, lo = 0, hi, first, shard;
-        const struct cgprof_unwind_cell *cells;
+        uint32_t pg = rel >> CGPROF_UNWIND_PAGE_SHIFT, first, shard;
+        const struct cgprof_unwind_cell *cell;
         const struct cgprof_unwind_page *page;
         uint16_t pc = (uint16_t) (rel & 0xffff);
 
@@ -340,18 +340,10 @@ int unwind_store_rule(const UnwindStore *s, const UnwindPlacement *p, uint32_t r
         first = page->first & ((1u << CGPROF_UNWIND_SHARD_BITS) - 1);
         if (page->n == 0 || shard >= s->maps.n_shards || !s->shards[shard].cells)
                 return -ENOENT;
-        cells = s->shards[shard].cells + first;
-        hi = page->n;
-        while (hi - lo > 1) {
-                uint32_t mid = lo + (hi - lo) / 2;
-                if (cells[mid].pc_lo <= pc)
-                        lo = mid;
-                else
-                        hi = mid;
-        }
-        if (cells[lo].rule_id >= s->rules_written)
+        cell = unwind_cells_find(s->shards[shard].cells + first, page->n, pc);
+        if (cell->rule_id >= s->rules_written)
                 return -ENOENT;
-        *ret = s->rules[cells[lo].rule_id];
+        *ret = s->rules[cell->rule_id];
         return 0;
 }
 

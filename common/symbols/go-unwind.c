@@ -59,10 +59,6 @@ static int steps_spend(RowsBuilder *b, const GoPcValueIter *it) {
         return 0;
 }
 
-static bool row_same(const struct cgprof_unwind_row *a, const struct cgprof_unwind_row *b) {
-        return a->rule == b->rule && a->cfa_offset == b->cfa_offset && a->fp_offset == b->fp_offset;
-}
-
 /* Appends a row at pc (at or above the last row's: a row at the same pc
  * replaces it), merging it into the previous one when they are equal. */
 static int rows_push(RowsBuilder *b, uint64_t pc, struct cgprof_unwind_row row) {
@@ -73,24 +69,7 @@ static int rows_push(RowsBuilder *b, uint64_t pc, struct cgprof_unwind_row row) 
 
         if (b->n_rows > 0 && b->rows[b->n_rows - 1].pc == row.pc)
                 b->n_rows--; /* an empty range: the new row holds from here */
-        if (b->n_rows > 0 && row_same(&b->rows[b->n_rows - 1], &row))
-                return 0;
-
-        if (b->n_rows >= b->n_allocated) {
-                struct cgprof_unwind_row *rows;
-                size_t n;
-
-                if (b->n_rows >= UNWIND_TABLE_ROWS_MAX)
-                        return -E2BIG;
-                n = MIN(MAX(b->n_allocated * 2, (size_t) 256), (size_t) UNWIND_TABLE_ROWS_MAX);
-                rows = reallocarray(b->rows, n, sizeof(*rows));
-                if (!rows)
-                        return -ENOMEM;
-                b->rows = rows;
-                b->n_allocated = n;
-        }
-        b->rows[b->n_rows++] = row;
-        return 0;
+        return unwind_rows_append(&b->rows, &b->n_rows, &b->n_allocated, row);
 }
 
 /* Ends the rows at end with a CGPROF_CFA_NONE row, the table's last

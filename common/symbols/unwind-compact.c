@@ -171,9 +171,7 @@ int unwind_compact_build(const UnwindTable *t, UnwindRules *rules, UnwindCompact
 }
 
 uint16_t unwind_compact_lookup(const UnwindCompact *c, uint64_t vaddr) {
-        const struct cgprof_unwind_cell *cells;
         uint64_t rel, p;
-        uint32_t lo = 0, hi;
         uint16_t pc;
 
         if (vaddr < c->base)
@@ -182,9 +180,14 @@ uint16_t unwind_compact_lookup(const UnwindCompact *c, uint64_t vaddr) {
         p = rel >> CGPROF_UNWIND_PAGE_SHIFT;
         if (p >= c->n_pages || c->pages[p].n == 0)
                 return CGPROF_UNWIND_RULE_NONE_ID;
-        cells = c->cells + c->pages[p].first;
-        hi = c->pages[p].n;
         pc = (uint16_t) (rel & (PAGE_SIZE_PC - 1));
+        return unwind_cells_find(c->cells + c->pages[p].first, c->pages[p].n, pc)->rule_id;
+}
+
+const struct cgprof_unwind_cell *unwind_cells_find(const struct cgprof_unwind_cell *cells, uint32_t n,
+                                                   uint16_t pc) {
+        uint32_t lo = 0, hi = n;
+
         /* The last cell whose pc_lo <= pc (cell 0's is 0). */
         while (hi - lo > 1) {
                 uint32_t mid = lo + (hi - lo) / 2;
@@ -193,5 +196,5 @@ uint16_t unwind_compact_lookup(const UnwindCompact *c, uint64_t vaddr) {
                 else
                         hi = mid;
         }
-        return cells[lo].rule_id;
+        return &cells[lo];
 }

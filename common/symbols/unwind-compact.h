@@ -52,3 +52,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(UnwindCompact *, unwind_compact_free);
  * the table. Agrees with unwind_table_lookup(): NULL or a NONE row there is
  * id 0, any other row the id of its rule. */
 uint16_t unwind_compact_lookup(const UnwindCompact *c, uint64_t vaddr);
+
+/* The last of a page's n cells (n >= 1, sorted, the first at pc_lo 0) whose
+ * pc_lo <= pc: the cell in force at pc. */
+const struct cgprof_unwind_cell *unwind_cells_find(const struct cgprof_unwind_cell *cells, uint32_t n,
+                                                   uint16_t pc);

@@ -491,6 +491,27 @@ static bool row_same(const struct cgprof_unwind_row *a, const struct cgprof_unwi
         return a->rule == b->rule && a->cfa_offset == b->cfa_offset && a->fp_offset == b->fp_offset;
 }
 
+int unwind_rows_append(struct cgprof_unwind_row **rows, size_t *n_rows, size_t *n_allocated,
+                       struct cgprof_unwind_row row) {
+        if (*n_rows > 0 && row_same(&(*rows)[*n_rows - 1], &row))
+                return 0;
+        if (*n_rows >= *n_allocated) {
+                struct cgprof_unwind_row *a;
+                size_t n;
+
+                if (*n_rows >= UNWIND_TABLE_ROWS_MAX)
+                        return -E2BIG;
+                n = MIN(MAX(*n_allocated * 2, (size_t) 256), (size_t) UNWIND_TABLE_ROWS_MAX);
+                a = reallocarray(*rows, n, sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                *rows = a;
+                *n_allocated = n;
+        }
+        (*rows)[(*n_rows)++] = row;
+        return 0;
+}
+
 /* Appends a row at pc (strictly above the previous row's, which the callers
  * ensure), or merges it into the previous row when they are equal. */
 static int builder_push(Builder *b, uint64_t pc, struct cgprof_unwind_row row) {
@@ -499,24 +520,7 @@ static int builder_push(Builder *b, uint64_t pc, struct cgprof_unwind_row row) {
         row.pc = (__u32) (pc - b->base);
         b->n_raw++;
 
-        if (b->n_rows > 0 && row_same(&b->rows[b->n_rows - 1], &row))
-                return 0;
-
-        if (b->n_rows >= b->n_allocated) {
-                struct cgprof_unwind_row *rows;
-                size_t n;
-
-                if (b->n_rows >= UNWIND_TABLE_ROWS_MAX)
-                        return -E2BIG;
-                n = MIN(MAX(b->n_allocated * 2, (size_t) 256), (size_t) UNWIND_TABLE_ROWS_MAX);
-                rows = reallocarray(b->rows, n, sizeof(*rows));
-                if (!rows)
-                        return -ENOMEM;
-                b->rows = rows;
-                b->n_allocated = n;
-        }
-        b->rows[b->n_rows++] = row;
-        return 0;
+        return unwind_rows_append(&b->rows, &b->n_rows, &b->n_allocated, row);
 }
 
 static void set_rule(FrameState *st, const UnwindArch *a, const Cie *cie, uint64_t reg, RuleKind kind,

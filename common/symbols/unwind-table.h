@@ -82,3 +82,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(UnwindTable *, unwind_table_free);
 const struct cgprof_unwind_row *unwind_table_lookup(const UnwindTable *t, uint64_t vaddr);
 
 const char *unwind_source_to_string(UnwindSource s);
+
+/* For the builders (.eh_frame/.debug_frame, .gopclntab): appends row to the
+ * growing array (*rows, *n_rows of *n_allocated), or merges it into the last
+ * row when both say the same. -E2BIG beyond UNWIND_TABLE_ROWS_MAX rows. */
+int unwind_rows_append(struct cgprof_unwind_row **rows, size_t *n_rows, size_t *n_allocated,
+                       struct cgprof_unwind_row row);
