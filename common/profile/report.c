@@ -76,6 +76,8 @@ static const ReportFormatInfo report_offcpu_formats[] = {
         { REPORT_FORMAT_SVG, "offcpu.svg", report_write_svg_offcpu },
 };
 
+const char *const report_extra_files[] = { "offcpu.folded", "offcpu.svg", NULL };
+
 static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileData *d,
                      const ReportSummaryInfo *info) {
         WriteCtx ctx = { .format = format, .data = d, .info = info };

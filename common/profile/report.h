@@ -161,6 +161,10 @@ typedef struct ReportFormatInfo {
 
 /* The file and writer of a format (NULL for an invalid one). */
 const ReportFormatInfo *report_format_info(ReportFormat f);
+/* The files a report directory may hold besides its formats' (off-CPU:
+ * offcpu.folded, offcpu.svg), NULL-terminated: what removing a report
+ * removes and its size counts too. */
+extern const char *const report_extra_files[];
 
 /* A copy of a ReportSummaryInfo whose strings are valid UTF-8: each invalid
  * byte of a name (a cgroup's, a node's) becomes U+FFFD, as in the profile
