@@ -1289,11 +1289,20 @@ static size_t count_value_index(const Perftools__Profiles__Profile *p) {
         return 0;
 }
 
+/* The off_cpu/nanoseconds value's index (our off-CPU profiles), SIZE_MAX: none. */
+static size_t offcpu_value_index(const Perftools__Profiles__Profile *p) {
+        for (size_t i = 0; i < p->n_sample_type; i++)
+                if (streq_ptr(pprof_string(p, p->sample_type[i]->type), "off_cpu") &&
+                    streq_ptr(pprof_string(p, p->sample_type[i]->unit), "nanoseconds"))
+                        return i;
+        return SIZE_MAX;
+}
+
 static int read_samples(PprofReader *rd, size_t inflated_size) {
         const Perftools__Profiles__Profile *p = rd->p;
         _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
         uint64_t budget = (uint64_t) inflated_size * PPROF_FRAMES_PER_BYTE + PPROF_FRAMES_EXTRA, total = 0;
-        size_t allocated = 0, value;
+        size_t allocated = 0, value, off;
         int r;
 
         if (p->n_sample == 0)
@@ -1305,14 +1314,17 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                     !pprof_string(p, p->sample_type[i]->unit))
                         return -EBADMSG;
         value = count_value_index(p);
+        off = offcpu_value_index(p);
 
         for (size_t i = 0; i < p->n_sample; i++) {
                 const Perftools__Profiles__Sample *s = p->sample[i];
-                uint64_t n = 0;
+                uint64_t n = 0, off_ns;
                 size_t k;
 
-                if (s->n_value != p->n_sample_type || s->value[value] < 0)
+                if (s->n_value != p->n_sample_type || s->value[value] < 0 ||
+                    (off != SIZE_MAX && s->value[off] < 0))
                         return -EBADMSG;
+                off_ns = off != SIZE_MAX ? (uint64_t) s->value[off] : 0;
 
                 for (size_t j = 0; j < s->n_location_id; j++) {
                         uint32_t l = id_index_lookup(rd->locations, p->n_location, s->location_id[j]);
@@ -1325,7 +1337,7 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                         return -E2BIG;
                 budget -= n;
 
-                if (s->value[value] == 0)
+                if (s->value[value] == 0 && off_ns == 0)
                         continue;
                 /* The counts add up within int64, as the writers sum them. */
                 if ((uint64_t) s->value[value] > INT64_MAX - total)
@@ -1358,9 +1370,9 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                         }
                 }
 
-                r = profile_data_add_stack_full(rd->d, rd->sample_process[i], frames,
-                                                n > 0 ? locations : NULL, (size_t) n, false,
-                                                (uint64_t) s->value[value]);
+                r = profile_data_add_stack_values(rd->d, rd->sample_process[i], frames,
+                                                  n > 0 ? locations : NULL, (size_t) n, false,
+                                                  (uint64_t) s->value[value], off_ns);
                 if (r < 0)
                         return r;
         }
