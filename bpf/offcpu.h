@@ -78,7 +78,19 @@ static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct 
                                           struct task_struct *leader, struct offcpu_task *t,
                                           struct cgprof_sample_key *key, __u32 tid, __u32 flags) {
         if (task->mm) {
-                user_stack(NULL, s, task, key->pid, key->start_time, key->session, flags);
+                /* The registers saved on kernel entry: inside the system
+                 * call, those of the wait. */
+                struct cgprof_unwind_proc *proc = user_stack_init(s, key->pid, key->start_time, flags);
+                struct pt_regs regs;
+
+                if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0)
+                        s->user.flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
+                else {
+                        s->w.ip = PT_REGS_IP(&regs);
+                        s->w.sp = PT_REGS_SP(&regs);
+                        s->w.fp = PT_REGS_FP(&regs);
+                        user_stack_walk(s, proc, key->pid, key->start_time, key->session, flags);
+                }
                 if (s->user.n > 0)
                         key->user_stack = stack_hash_finish(&s->user, s->w.hash);
         }

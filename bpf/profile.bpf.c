@@ -242,6 +242,16 @@ struct {
         __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
+/* The launch program's own (cgprof_launch): a CPU sample (cgprof_sample)
+ * may interrupt it on its CPU, and would overwrite a shared scratch under
+ * it. */
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct scratch);
+} launch_scratch_map SEC(".maps");
+
 /* The walks' loop context: the per-CPU scratch, found once per sample
  * rather than once per frame. */
 struct walk_ctx {
@@ -955,13 +965,12 @@ static __always_inline int sample_in_user_mode(struct bpf_perf_event_data *ctx) 
 }
 
 /* The user registers: ctx's when the sample interrupted user mode,
- * otherwise (or without a perf sample: ctx NULL) those saved on kernel
- * entry. */
+ * otherwise those saved on kernel entry. */
 static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct task_struct *task,
                                      struct walk_state *w) {
         struct pt_regs regs;
 
-        if (ctx && !BENCH(CGPROF_BENCH_REGS_READ) && sample_in_user_mode(ctx)) {
+        if (!BENCH(CGPROF_BENCH_REGS_READ) && sample_in_user_mode(ctx)) {
                 __u64 ip = PT_REGS_IP(&ctx->regs), sp = PT_REGS_SP(&ctx->regs), fp = PT_REGS_FP(&ctx->regs);
                 /* Loads of ctx must stay loads of ctx: keep the compiler
                  * from sharing them with the branch below (the verifier
@@ -980,15 +989,12 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, struct tas
         return 0;
 }
 
-/* ctx: the perf sample, or NULL for the current task outside one (its
- * registers saved on kernel entry: bpf/offcpu.h). */
-static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
-                                       struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
-                                       __u32 session_flags) {
+/* Starts a user stack walk: an empty stack, and the process's unwind
+ * tables if the session walks with them (NULL: frame pointers). */
+static __always_inline struct cgprof_unwind_proc *user_stack_init(struct scratch *s, __u32 pid,
+                                                                  __u64 start_time, __u32 session_flags) {
         struct cgprof_stack *st = &s->user;
         struct cgprof_unwind_proc *proc = NULL;
-        struct walk_ctx wc = { .s = s };
-        long r;
 
         st->n = 0;
         st->flags = 0;
@@ -1001,20 +1007,16 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
                 if (proc && proc->start_time != start_time)
                         proc = NULL; /* a reused PID: not the process the tables were loaded for */
         }
-        if (ctx && !proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
-                r = bpf_get_stack(ctx, st->pcs, CGPROF_SHORT_STACK_DEPTH * 8, BPF_F_USER_STACK);
-                st->n = r > 0 ? (__u32) r / 8 : 0;
-                s->w.hash = frames_hash(st);
-                st->flags = CGPROF_STACK_KERNEL_WALK;
-                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
-                        st->flags |= CGPROF_STACK_PENDING;
-                return;
-        }
+        return proc;
+}
 
-        if (user_regs(ctx, task, &s->w) < 0) {
-                st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
-                return;
-        }
+/* Walks the user stack from the registers in s->w (ip, sp, fp): the perf
+ * sample's (user_stack()) or a uprobe's (cgprof_launch). */
+static __always_inline void user_stack_walk(struct scratch *s, struct cgprof_unwind_proc *proc, __u32 pid,
+                                            __u64 start_time, __u32 session, __u32 session_flags) {
+        struct cgprof_stack *st = &s->user;
+        struct walk_ctx wc = { .s = s };
+
         stack_copy(&s->w);
         if (!proc) {
                 /* Frame pointers only: our own walk, the same as the
@@ -1032,6 +1034,30 @@ static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct s
         s->w.map.start = s->w.map.end = 0;
         s->w.stack_switched = 0;
         walk_by_tables(&wc);
+}
+
+static __always_inline void user_stack(struct bpf_perf_event_data *ctx, struct scratch *s,
+                                       struct task_struct *task, __u32 pid, __u64 start_time, __u32 session,
+                                       __u32 session_flags) {
+        struct cgprof_stack *st = &s->user;
+        struct cgprof_unwind_proc *proc = user_stack_init(s, pid, start_time, session_flags);
+        long r;
+
+        if (!proc && BENCH(CGPROF_BENCH_KERNEL_FP_WALK)) {
+                r = bpf_get_stack(ctx, st->pcs, CGPROF_SHORT_STACK_DEPTH * 8, BPF_F_USER_STACK);
+                st->n = r > 0 ? (__u32) r / 8 : 0;
+                s->w.hash = frames_hash(st);
+                st->flags = CGPROF_STACK_KERNEL_WALK;
+                if (session_flags & CGPROF_SESSION_UNWIND_TABLES)
+                        st->flags |= CGPROF_STACK_PENDING;
+                return;
+        }
+
+        if (user_regs(ctx, task, &s->w) < 0) {
+                st->flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
+                return;
+        }
+        user_stack_walk(s, proc, pid, start_time, session, session_flags);
 }
 
 /* ---- The Python frame walk (bpf/python.h) ---- */
@@ -1058,8 +1084,7 @@ static __always_inline __u8 py_buf_u8(const __u8 *buf, __u64 off) {
 }
 
 static long py_thread_scan(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         __u64 tid_value, next;
 
         if (!s)
@@ -1080,8 +1105,7 @@ static long py_thread_scan(__u32 i, void *data) {
 }
 
 static long py_frame(__u32 i, void *data) {
-        __u32 zero = 0;
-        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &zero);
+        struct scratch *s = ((struct walk_ctx *) data)->s;
         struct cgprof_stack *st;
         struct py_state *p;
         __u64 code, instr_ptr, first, instr = CGPROF_PY_INSTR_UNKNOWN;
@@ -1175,6 +1199,7 @@ static __always_inline int python_inherit(struct py_state *p, struct task_struct
 static __always_inline int python_stack(struct scratch *s, struct task_struct *task,
                                         struct task_struct *leader, __u32 pid, __u32 tid, __u64 start_time,
                                         __u32 exec_id) {
+        struct walk_ctx wc = { .s = s }; /* the callbacks' scratch: the caller's */
         struct cgprof_python_proc *proc = bpf_map_lookup_elem(&python_procs, &pid);
         struct cgprof_stack *st = &s->python;
         struct py_state *p = &s->py;
@@ -1203,7 +1228,7 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
                         st->flags |= CGPROF_PY_NOT_INITIALIZED;
                         return 1;
                 }
-                bpf_loop(CGPROF_PYTHON_MAX_THREAD_SCAN, py_thread_scan, NULL, 0);
+                bpf_loop(CGPROF_PYTHON_MAX_THREAD_SCAN, py_thread_scan, &wc, 0);
                 if (p->tstate == 0) {
                         st->flags |= CGPROF_PY_NO_THREAD;
                         return 1;
@@ -1226,7 +1251,7 @@ static __always_inline int python_stack(struct scratch *s, struct task_struct *t
                 st->flags |= CGPROF_PY_NO_FRAME;
                 return 1;
         }
-        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, py_frame, NULL, 0);
+        bpf_loop(CGPROF_MAX_STACK_DEPTH + 1, py_frame, &wc, 0);
         return 1;
 }
 
@@ -1259,6 +1284,35 @@ static __always_inline int store_stacks(struct stack_maps *stacks, struct scratc
         return changed;
 }
 
+/* Adds one to the key's count. Its first count in this drain period
+ * stores its stacks first. Returns -1 when the counts map is full. */
+static __always_inline int count_key(void *counts, void *stacks, struct scratch *s,
+                                     struct cgprof_sample_key *key, struct cgprof_session_stats *st) {
+        __u64 one = 1, *v;
+
+        v = bpf_map_lookup_elem(counts, key);
+        if (v) {
+                __sync_fetch_and_add(v, 1);
+                return 0;
+        }
+        /* The first sample of this key: its stacks are stored now. */
+        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(stacks, s, key, st))
+                /* A stack took another key: it may have been counted. */
+                v = bpf_map_lookup_elem(counts, key);
+        if (v) {
+                __sync_fetch_and_add(v, 1);
+                return 0;
+        }
+        if (bpf_map_update_elem(counts, key, &one, BPF_NOEXIST) < 0) {
+                /* Lost the race to another CPU, or the map is full. */
+                v = bpf_map_lookup_elem(counts, key);
+                if (!v)
+                        return -1;
+                __sync_fetch_and_add(v, 1);
+        }
+        return 0;
+}
+
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
@@ -1270,7 +1324,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         struct stack_maps stacks;
         void *counts, *mm;
         struct scratch *s;
-        __u64 pid_tgid, one = 1, *v;
+        __u64 pid_tgid;
         int r = 0;
 
         if (mode == CGPROF_ATTACH_CGROUP)
@@ -1364,25 +1418,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
                         store_stacks(&stacks, s, &key, st);
                 goto counted;
         }
-        v = bpf_map_lookup_elem(counts, &key);
-        if (v) {
-                __sync_fetch_and_add(v, 1);
-                goto counted;
-        }
-        /* The first sample of this key: its stacks are stored now. */
-        if (!BENCH(CGPROF_BENCH_NO_STORE) && store_stacks(&stacks, s, &key, st))
-                /* A stack took another key: it may have been counted. */
-                v = bpf_map_lookup_elem(counts, &key);
-        if (v)
-                __sync_fetch_and_add(v, 1);
-        else if (bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST) < 0) {
-                /* Lost the race to another CPU, or the map is full. */
-                v = bpf_map_lookup_elem(counts, &key);
-                if (v)
-                        __sync_fetch_and_add(v, 1);
-                else
-                        r = -1;
-        }
+        r = count_key(counts, &stacks, s, &key, st);
 
 counted:
         if (st) {
@@ -1394,6 +1430,181 @@ counted:
 
         if (!BENCH(CGPROF_BENCH_NO_NOTE))
                 note_process(leader, key.pid, key.start_time, key.exec_id, slot);
+        return 0;
+}
+
+/* ---- CUDA kernel launches (profile.h: CGPROF_LAUNCH_*) ---- */
+
+#ifndef PT_REGS_PARM6 /* libbpf < 1.2 */
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) (__PT_REGS_CAST(x)->r9)
+#else
+#define PT_REGS_PARM6(x) 0 /* x86-64 only (the launch ABI is read for it) */
+#endif
+#endif
+
+/* The i-th 8-byte argument passed on the stack (x86-64 SysV: the 7th
+ * integer argument and on, above the return address at sp). */
+static __always_inline __u64 stack_arg(struct pt_regs *ctx, __u32 i) {
+        __u64 v = 0;
+
+        read_user_u64(PT_REGS_SP(ctx) + 8 * (__u64) i, &v);
+        return v;
+}
+
+/* The launch's config struct (cudaLaunchConfig_t, CUlaunchConfig): six
+ * 32-bit dimensions (grid x y z, block x y z) at 0, the stream at 32. */
+struct launch_config {
+        __u32 dims[6];
+        __u64 shmem;
+        __u64 stream;
+};
+
+/* What the entry point launched, into st (a CGPROF_STACK_LAUNCH record).
+ * x86-64 SysV: a dim3 (12 bytes, INTEGER class) takes two registers, x | y
+ * << 32 and z, so cudaLaunchKernel(func, grid, block, args, shmem, stream)
+ * has func in rdi, grid in rsi:rdx, block in rcx:r8, args in r9, and shmem
+ * and stream on the stack (bench/gpu-launch disassembles a caller). */
+static __always_inline void launch_record(struct pt_regs *ctx, __u32 entry, struct cgprof_stack *st) {
+        __u64 *pc = st->pcs;
+        struct launch_config c = {};
+
+        st->n = CGPROF_LAUNCH_PCS;
+        st->flags = CGPROF_STACK_LAUNCH;
+        fp_frames_clear(st);
+        pc[CGPROF_LAUNCH_PC_ENTRY] = entry;
+        switch (entry) {
+        case CGPROF_LAUNCH_KERNEL:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] = PT_REGS_PARM2(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        (PT_REGS_PARM3(ctx) & 0xffffffffULL) | (PT_REGS_PARM4(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] = (PT_REGS_PARM4(ctx) >> 32) | (PT_REGS_PARM5(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = stack_arg(ctx, 2);
+                return;
+        case CGPROF_LAUNCH_CU_KERNEL:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] =
+                        (PT_REGS_PARM2(ctx) & 0xffffffffULL) | (PT_REGS_PARM3(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        (PT_REGS_PARM4(ctx) & 0xffffffffULL) | (PT_REGS_PARM5(ctx) << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] =
+                        (PT_REGS_PARM6(ctx) & 0xffffffffULL) | (stack_arg(ctx, 1) << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = stack_arg(ctx, 3);
+                return;
+        case CGPROF_LAUNCH_KERNEL_EXC:
+        case CGPROF_LAUNCH_CU_KERNEL_EX:
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM2(ctx);
+                if (bpf_probe_read_user(&c, sizeof(c), (void *) PT_REGS_PARM1(ctx)) < 0)
+                        __builtin_memset(&c, 0, sizeof(c));
+                pc[CGPROF_LAUNCH_PC_GRID] = c.dims[0] | ((__u64) c.dims[1] << 32);
+                pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] = c.dims[2] | ((__u64) c.dims[3] << 32);
+                pc[CGPROF_LAUNCH_PC_BLOCK] = c.dims[4] | ((__u64) c.dims[5] << 32);
+                pc[CGPROF_LAUNCH_PC_STREAM] = c.stream;
+                return;
+        default: /* CGPROF_LAUNCH_GRAPH */
+                pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
+                pc[CGPROF_LAUNCH_PC_GRID] = pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        pc[CGPROF_LAUNCH_PC_BLOCK] = 0;
+                pc[CGPROF_LAUNCH_PC_STREAM] = PT_REGS_PARM2(ctx);
+        }
+}
+
+/* Launch programs running, per counts/stacks set they write to: the
+ * agent's drain waits after its flip until none writes to the set it
+ * drains (sampler.c). A launch that read the old set just before the flip
+ * would otherwise count itself there after the drain took its key, and its
+ * stacks, found stored, be taken meanwhile: the count read at a later drain
+ * without its stacks (lost to the launch profile). CPU samples live with
+ * that rare loss; exact launch counts cannot. */
+__u32 launch_inflight[2] = {};
+
+/* The set to write to, marked in use (launch_set_put() when done). */
+static __always_inline __u32 launch_set_get(void) {
+        __u32 set = active_set & 1;
+
+        __sync_fetch_and_add(&launch_inflight[set], 1);
+        /* Flipped meanwhile: the agent may not have seen the mark. */
+        if ((active_set & 1) != set) {
+                __sync_fetch_and_add(&launch_inflight[set], -1);
+                set = active_set & 1;
+                __sync_fetch_and_add(&launch_inflight[set], 1);
+        }
+        return set;
+}
+
+static __always_inline void launch_set_put(__u32 set) {
+        __sync_fetch_and_add(&launch_inflight[set & 1], -1);
+}
+
+/* A uprobe on a launch entry point (attached per file by the agent,
+ * agent/sampling/cuda-probes.c): fires for every process that maps the
+ * file; only those of a session's cgroups that asked for launches count. */
+SEC("uprobe")
+int cgprof_launch(struct pt_regs *ctx) {
+        __u32 entry = (__u32) bpf_get_attach_cookie(ctx), zero = 0, *sl, slot;
+        __u64 cgid = bpf_get_current_cgroup_id();
+        struct cgprof_sample_key key = {};
+        struct cgprof_unwind_proc *proc;
+        struct cgprof_session_stats *st;
+        struct cgprof_session *sess;
+        struct task_struct *task, *leader;
+        struct stack_maps stacks;
+        void *counts;
+        struct scratch *s;
+        __u64 pid_tgid;
+        __u32 set;
+
+        sl = bpf_map_lookup_elem(&cgroups, &cgid);
+        if (!sl)
+                return 0;
+        slot = *sl;
+        sess = bpf_map_lookup_elem(&sessions, &slot);
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_GPU_LAUNCHES))
+                return 0;
+        s = bpf_map_lookup_elem(&launch_scratch_map, &zero);
+        if (!s)
+                return 0;
+
+        pid_tgid = bpf_get_current_pid_tgid();
+        key.pid = pid_tgid >> 32;
+        key.session = slot;
+        task = bpf_get_current_task_btf();
+        leader = task->group_leader;
+        key.start_time = leader->start_time;
+        key.exec_id = leader->self_exec_id;
+        st = bpf_map_lookup_elem(&stats, &slot);
+        set = launch_set_get();
+        if (set == 0) {
+                counts = &counts0;
+                stacks.short_stacks = &stacks0;
+                stacks.long_stacks = &long_stacks0;
+        } else {
+                counts = &counts1;
+                stacks.short_stacks = &stacks1;
+                stacks.long_stacks = &long_stacks1;
+        }
+
+        /* The uprobe fires at the entry point's first instruction, in user
+         * mode: ctx holds the user registers. */
+        proc = user_stack_init(s, key.pid, key.start_time, sess->flags);
+        s->w.ip = PT_REGS_IP(ctx);
+        s->w.sp = PT_REGS_SP(ctx);
+        s->w.fp = PT_REGS_FP(ctx);
+        user_stack_walk(s, proc, key.pid, key.start_time, slot, sess->flags);
+        if (s->user.n > 0)
+                key.user_stack = stack_hash_finish(&s->user, s->w.hash);
+        if ((sess->flags & CGPROF_SESSION_PYTHON) &&
+            python_stack(s, task, leader, key.pid, (__u32) pid_tgid, key.start_time, key.exec_id))
+                key.python_stack = stack_hash(&s->python);
+        launch_record(ctx, entry < _CGPROF_LAUNCH_MAX ? entry : CGPROF_LAUNCH_GRAPH, &s->kernel);
+        key.kernel_stack = stack_hash(&s->kernel);
+
+        /* Launches are not samples: only a lost one is in the stats. */
+        if (count_key(counts, &stacks, s, &key, st) < 0 && st)
+                __sync_fetch_and_add(&st->lost, 1);
+        launch_set_put(set);
+        note_process(leader, key.pid, key.start_time, key.exec_id, slot);
         return 0;
 }
 

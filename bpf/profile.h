@@ -40,8 +40,9 @@
 #define CGPROF_SESSION_UNWIND_TABLES (1u << 2) /* walk user stacks with unwind tables */
 #define CGPROF_SESSION_UNWIND_FP_FALLBACK (1u << 3) /* ... and frames without a table with frame pointers */
 #define CGPROF_SESSION_PYTHON (1u << 4) /* walk the Python frames of CPython processes (bpf/python.h) */
-#define CGPROF_SESSION_NO_CPU (1u << 5) /* "events" without "cpu": perf samples are not kept */
-#define CGPROF_SESSION_OFFCPU (1u << 6) /* "events" with "offcpu": blocking switches are followed */
+#define CGPROF_SESSION_GPU_LAUNCHES (1u << 5) /* count CUDA kernel launches (cgprof_launch) */
+#define CGPROF_SESSION_NO_CPU (1u << 6) /* "events" without "cpu": perf samples are not kept */
+#define CGPROF_SESSION_OFFCPU (1u << 7) /* "events" with "offcpu": blocking switches are followed */
 
 /* Benchmark variants of the sample program (bench/bpf-variants, cgprofd
  * --bench-bpf-variant): parts left out, or done the old way, to measure what
@@ -215,5 +216,33 @@ struct cgprof_proc_seen {
         __u32 pad;
         char comm[CGPROF_COMM_LEN];
 };
+
+/* CUDA kernel launches (SEC("uprobe") cgprof_launch): a uprobe on each
+ * launch entry point of the CUDA runtime or driver; its bpf_cookie is the
+ * entry point's CGPROF_LAUNCH_* (how to read its arguments). A launch is
+ * counted like a sample, in the same counts and stacks maps: its user
+ * stack and Python stack as a sample's, and in the kernel_stack field a
+ * "stack" flagged CGPROF_STACK_LAUNCH that holds what was launched
+ * (CGPROF_LAUNCH_PC_*): a uprobe fires in user mode, so a launch has no
+ * kernel stack. */
+#define CGPROF_LAUNCH_KERNEL \
+        0 /* cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream) (+ _ptsz, Cooperative) */
+#define CGPROF_LAUNCH_KERNEL_EXC \
+        1 /* cudaLaunchKernelExC(const cudaLaunchConfig_t *, func, args) (+ _ptsz) */
+#define CGPROF_LAUNCH_GRAPH 2 /* cudaGraphLaunch(exec, stream), cuGraphLaunch(exec, stream) (+ _ptsz) */
+#define CGPROF_LAUNCH_CU_KERNEL \
+        3 /* cuLaunchKernel(CUfunction, gx, gy, gz, bx, by, bz, shmem, stream, ...) */
+#define CGPROF_LAUNCH_CU_KERNEL_EX 4 /* cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, ...) */
+#define _CGPROF_LAUNCH_MAX 5
+
+#define CGPROF_STACK_LAUNCH (1u << 24) /* a launch record, not a stack (below) */
+#define CGPROF_LAUNCH_PC_FUNC \
+        0 /* the host stub (runtime), the CUfunction (driver), the graph exec (graphs) */
+#define CGPROF_LAUNCH_PC_GRID 1 /* grid x | y << 32 (0: a graph) */
+#define CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X 2 /* grid z | block x << 32 */
+#define CGPROF_LAUNCH_PC_BLOCK 3 /* block y | z << 32 */
+#define CGPROF_LAUNCH_PC_STREAM 4 /* the stream (0: the legacy default stream) */
+#define CGPROF_LAUNCH_PC_ENTRY 5 /* CGPROF_LAUNCH_* */
+#define CGPROF_LAUNCH_PCS 6
 
 #include "python.h" /* the Python frame walk's structures */

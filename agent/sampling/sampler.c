@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <sched.h>
+#include <time.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
@@ -8,6 +11,7 @@
 #include "log.h"
 #include "offcpu-probe.h"
 #include "profile.skel.h"
+#include "cuda-probes.h"
 #include "sampler.h"
 #include "unwind.h"
 
@@ -34,6 +38,7 @@ struct Sampler {
         SamplerMode mode;
         struct profile_bpf *skel;
         struct bpf_link *exec_link;
+        CudaProbes *cuda; /* the launch probes, made at their first use */
         struct ring_buffer *rb;
         SamplerProcCallback proc_cb;
         void *userdata;
@@ -374,6 +379,7 @@ Sampler *sampler_free(Sampler *s) {
         bpf_link__destroy(s->offcpu_switch_link);
         bpf_link__destroy(s->offcpu_exit_link);
         free(s->offcpu_unavailable);
+        cuda_probes_free(s->cuda);
         bpf_link__destroy(s->exec_link);
         profile_bpf__destroy(s->skel);
         free(s);
@@ -629,6 +635,16 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
         return slot_update(s, slot);
 }
 
+int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        if (on)
+                s->slots[slot].session.flags |= CGPROF_SESSION_GPU_LAUNCHES;
+        else
+                s->slots[slot].session.flags &= ~CGPROF_SESSION_GPU_LAUNCHES;
+        return slot_update(s, slot);
+}
+
 int sampler_session_activate(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return -ENOENT;
@@ -840,6 +856,25 @@ static int drained_stacks_sort(DrainedStacks *d) {
         return 0;
 }
 
+/* Waits until no launch program writes to the set just flipped away from
+ * (bpf/profile.bpf.c: launch_inflight): a program runs for microseconds;
+ * at most LAUNCH_SETTLE_USEC on the loop, in case one was preempted. */
+#define LAUNCH_SETTLE_USEC 2000
+static void launches_settle(Sampler *s, uint32_t set) {
+        uint64_t end = 0;
+
+        while (__atomic_load_n(&s->skel->bss->launch_inflight[set & 1], __ATOMIC_SEQ_CST) != 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                if (end == 0)
+                        end = now + LAUNCH_SETTLE_USEC;
+                else if (now > end) {
+                        log_debug("A launch program still writes to the drained set, draining anyway.");
+                        return;
+                }
+                sched_yield();
+        }
+}
+
 /* Takes every stack of one tier's map into d, sorted by ID. */
 static int drained_stacks_take(DrainedStacks *d, struct bpf_map *map, bool long_tier) {
         int r;
@@ -891,6 +926,7 @@ int sampler_drain(Sampler *s, SamplerSampleCallback cb, void *userdata) {
 
         /* New samples go to the other set from now on. */
         __atomic_store_n(&s->skel->bss->active_set, !old, __ATOMIC_SEQ_CST);
+        launches_settle(s, old);
 
         r = map_take_all(bpf_map__fd(counts), sizeof(*keys), sizeof(*values), bpf_map__max_entries(counts),
                          (void **) &keys, (void **) &values, &n_keys);
@@ -947,6 +983,26 @@ void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret) {
 void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd) {
         *ret_procs_fd = bpf_map__fd(s->skel->maps.python_procs);
         *ret_threads_fd = bpf_map__fd(s->skel->maps.python_threads);
+}
+
+CudaProbes *sampler_cuda_probes(Sampler *s, sd_event *event) {
+        if (!s->cuda)
+                s->cuda = cuda_probes_new(s, event);
+        return s->cuda;
+}
+
+int sampler_launch_attach(Sampler *s, const char *path, uint64_t offset, uint32_t entry,
+                          struct bpf_link **ret) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = entry);
+        struct bpf_link *l;
+
+        if (entry >= _CGPROF_LAUNCH_MAX)
+                return -EINVAL;
+        l = bpf_program__attach_uprobe_opts(s->skel->progs.cgprof_launch, -1, path, (size_t) offset, &opts);
+        if (!l)
+                return negative_errno();
+        *ret = l;
+        return 0;
 }
 
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt) {

@@ -31,6 +31,7 @@ const char *sampler_mode_to_string(SamplerMode m);
 SamplerMode sampler_mode_from_string(const char *s);
 
 typedef struct Sampler Sampler;
+struct bpf_link;
 
 typedef struct SamplerSessionStats {
         uint64_t *per_cpu; /* n_cpus entries: samples recorded in the kernel */
@@ -107,6 +108,9 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
                                double offcpu_probability);
 /* Why off-CPU profiling is not available here, NULL when it is. */
 const char *sampler_offcpu_unavailable(const Sampler *s);
+/* Counts the CUDA kernel launches of the session's cgroups (before
+ * activating it): the launch probes (sampler_launch_attach()) keep them. */
+int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be
  * drained and its stats read. */
@@ -140,6 +144,17 @@ void sampler_unwind_maps(Sampler *s, SamplerUnwindMaps *ret);
 
 /* The Python walk's maps (bpf/python.h): processes and the thread cache. */
 void sampler_python_maps(Sampler *s, int *ret_procs_fd, int *ret_threads_fd);
+
+/* Attaches the launch program (bpf/profile.h: CGPROF_LAUNCH_*) as a uprobe
+ * at a file offset of an ELF file; entry: the entry point's
+ * CGPROF_LAUNCH_*. The uprobe fires in every process that maps the file;
+ * only sessions that count launches keep them. */
+/* The launch probes (cuda-probes.h), NULL when out of memory. */
+typedef struct CudaProbes CudaProbes;
+typedef struct sd_event sd_event;
+CudaProbes *sampler_cuda_probes(Sampler *s, sd_event *event);
+int sampler_launch_attach(Sampler *s, const char *path, uint64_t offset, uint32_t entry,
+                          struct bpf_link **ret);
 
 /* Program statistics (needs kernel.bpf_stats_enabled=1). */
 int sampler_prog_stats(Sampler *s, uint64_t *ret_run_time_ns, uint64_t *ret_run_cnt);

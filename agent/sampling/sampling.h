@@ -5,6 +5,7 @@
  * Called by: the sessions room (a drain's samples, symbols) and the Manager (which starts and drains it). */
 #pragma once
 
+#include "cuda-probes.h"
 #include "debuginfod-fetcher.h"
 #include "proc-event-queue.h"
 #include "process.h"

@@ -44,6 +44,14 @@ static int resolve_late(void *userdata, uint32_t process, const ProfileLocation 
          * mapped at that address since); JIT code had none, or its file's. */
         if (!rf.name || (pm && rf.map_start != 0 && rf.map_start != pm->start))
                 return 0;
+        if (streq_ptr(old->module, PROFILE_CUDA_KERNEL_MODULE)) {
+                /* A launch's kernel (session.c, intern_launch()): its host
+                 * function named now, still the launch's leaf. */
+                *ret = (ProfileFrameName){ .name = rf.name,
+                                           .module = PROFILE_CUDA_KERNEL_MODULE,
+                                           .kind = FRAME_USER };
+                return 1;
+        }
         *ret = (ProfileFrameName){ .name = rf.name, .module = rf.module, .kind = FRAME_USER };
         return 1;
 }

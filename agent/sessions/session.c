@@ -7,6 +7,7 @@
 
 #include "cgroup-util.h"
 #include "checkpoint.h"
+#include "demangle.h"
 #include "fileio.h"
 #include "base.h"
 #include "log.h"
@@ -37,12 +38,24 @@ struct SessionProcess {
         uint64_t comm_checked; /* drain sequence number of the last comm check */
         uint32_t data_index; /* index in data->processes (wanted only) */
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
+        CudaProbes *cuda; /* holds a reference to its launch probes (gpu.launches), NULL: not */
+        uint64_t cuda_checked; /* drain_seq + 1 of the last look at its mappings for launch probes */
+        int cuda_files; /* probed files it mapped at that look */
         bool capture_pending; /* its mappings and symbols are to be captured (while it lives) */
         uint64_t unwind_checked; /* drain sequence number of the last unwind (re)load */
         Python *python_owner; /* holds a reference to 'python' */
         PythonProcess *python; /* it runs CPython (NULL: not, or not known yet) */
         uint64_t python_checked; /* drain sequence number of the last look for CPython + 1 */
+        uint8_t python_looks; /* looks for CPython at later drains (PYTHON_LATE_LOOKS at most) */
 };
+
+/* A process in which no CPython was found at its capture is looked at
+ * again at its next drains, this many times at most: its libpython may
+ * have been mapped after the mappings the capture read (exec(), then the
+ * dynamic loader), while no walk meets an address outside the unwinder's
+ * mappings to tell (the unwinder read them later). One read of its maps
+ * per drain, for a few drains. */
+#define PYTHON_LATE_LOOKS 3
 
 static int process_cmp(const void *a, const void *b) {
         const SessionProcess *x = a, *y = b;
@@ -88,6 +101,7 @@ static void process_free(void *p) {
                 return;
         if (sp->unwinder)
                 unwinder_process_unref(sp->unwinder, (pid_t) sp->pid, sp->start_time);
+        cuda_probes_process_unref(sp->cuda, (pid_t) sp->pid, sp->start_time);
         python_process_unref(sp->python_owner, sp->python);
         free(sp->comm);
         free(sp->cmdline);
@@ -215,6 +229,7 @@ Session *session_free(Session *s) {
         free(s->pod);
         free(s->pod_uid);
         strv_free(s->job_labels);
+        strv_free(s->cuda_probes);
         free(s->container);
         free(s->container_id);
         safe_close(s->cgroup_fd);
@@ -381,6 +396,12 @@ static int session_start_internal(Session *s, bool now) {
                                 s->cgroup, strerror(-r));
                 return r;
         }
+        if (s->profile->gpu_launches) {
+                r = sampler_session_set_gpu_launches(room->sampler, s->slot, true);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to count the CUDA launches of cgroup %s, ignoring: %m",
+                                          s->cgroup);
+        }
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
         r = session_set_events(s);
@@ -466,6 +487,68 @@ static SessionProcess *process_parent(Session *s, const SessionProcess *sp) {
         if (sp->ppid == 0 || sp->ppid == sp->pid)
                 return NULL;
         return process_find(s, sp->ppid, sp->parent_start_time, sp->exec_id);
+}
+
+/* Notes the probed files the process maps, for summary.json. */
+static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
+        const CudaProbeFile *const *files;
+        size_t n = cuda_probes_process_files(sp->cuda, (pid_t) sp->pid, sp->start_time, &files), k;
+        char **l;
+
+        for (size_t i = 0; i < n; i++) {
+                bool known = false;
+
+                k = strv_length(s->cuda_probes);
+                for (size_t j = 0; j + 1 < k && !known; j += 2)
+                        known = streq(s->cuda_probes[j], files[i]->path);
+                if (known || !files[i]->entries)
+                        continue;
+                l = reallocarray(s->cuda_probes, k + 3, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+                s->cuda_probes = l;
+                l[k] = strdup(files[i]->path);
+                l[k + 1] = l[k] ? strdup(files[i]->entries) : NULL;
+                l[k + 2] = NULL;
+                if (!l[k + 1]) {
+                        free(l[k]);
+                        l[k] = NULL;
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+/* The launch probes of the CUDA files the process maps (gpu.launches): at
+ * its capture (after its symbols), and again once per drain in which it is
+ * sampled or launches (dlopen(), dlclose()). */
+static void process_cuda_check(Session *s, SessionProcess *sp) {
+        CudaProbes *cuda;
+        int r;
+
+        if (!s->profile->gpu_launches || sp->cuda_checked == s->room->drain_seq + 1)
+                return;
+        sp->cuda_checked = s->room->drain_seq + 1;
+        if (sp->cuda)
+                r = cuda_probes_process_rescan(sp->cuda, (pid_t) sp->pid, sp->start_time);
+        else {
+                cuda = sampler_cuda_probes(s->room->sampler, s->room->deps.event);
+                if (!cuda)
+                        return (void) log_oom();
+                r = cuda_probes_process_ref(cuda, (pid_t) sp->pid, sp->start_time);
+                sp->cuda = cuda; /* holds its reference either way */
+        }
+        if (r < 0) {
+                log_debug_errno(r, "Failed to look at PID %u for CUDA launch probes: %m", sp->pid);
+                return;
+        }
+        if (r > sp->cuda_files && sp->maps)
+                /* A runtime loaded since its mappings were read (dlopen()):
+                 * read them again before its launches are drained. */
+                sessions_room_refresh_process_soon(s->room, s->slot, sp->pid, sp->start_time, sp->exec_id);
+        sp->cuda_files = r;
+        if (session_note_cuda_probes(s, sp) < 0)
+                log_oom();
 }
 
 /* Reads the process's command line and decides whether it is wanted; captures
@@ -586,6 +669,8 @@ static void process_capture(Session *s, SessionProcess *sp) {
         if (r < 0)
                 log_debug_errno(r, "Failed to capture mappings of PID %u: %m", sp->pid);
         process_python_check(s, sp);
+        /* After its symbols: a launch is named when it is drained. */
+        process_cuda_check(s, sp);
 }
 
 static void capture_action(const void *nodep, VISIT which, void *userdata) {
@@ -1147,6 +1232,96 @@ static void session_count_walk(Session *s, const SamplerStack *st, uint64_t coun
         }
 }
 
+#define DEVICE_STUB_PREFIX "__device_stub__"
+
+/* The kernel a launch's user stack launched (frames: root first, n of
+ * them): nvcc's host code calls the runtime from __device_stub__Z7k_alphaPfi,
+ * the stub of k_alpha(float*, int), whose name is the kernel's mangled
+ * name after the prefix. CUDA 13's launches pass the runtime a kernel
+ * handle (__cudaGetKernel()), not the host function: the stack names it. */
+static char *launch_kernel_from_stack(Session *s, const uint32_t *frames, size_t n) {
+        for (size_t i = n; i > 0; i--) {
+                const char *name = s->data->frames[frames[i - 1]].name, *end;
+                _cleanup_free_ char *mangled = NULL;
+                char *demangled = NULL;
+
+                if (strncmp(name, DEVICE_STUB_PREFIX, strlen(DEVICE_STUB_PREFIX)) != 0)
+                        continue;
+                name += strlen(DEVICE_STUB_PREFIX);
+                end = strchrnul(name, '(');
+                if (asprintf(&mangled, "_%.*s", (int) (end - name), name) < 0)
+                        return NULL;
+                if (demangle_symbol(mangled, &demangled) >= 0 && demangled)
+                        return demangled;
+                return strndup(name, end - name); /* a C kernel: its name as it is */
+        }
+        return NULL;
+}
+
+/* The leaf of a launch's stack (bpf/profile.h: CGPROF_STACK_LAUNCH): the
+ * kernel launched, in the module PROFILE_CUDA_KERNEL_MODULE that tells
+ * the report writers a launch from a CPU sample (report.c splits them).
+ * Named after the host function the launch's function pointer points at
+ * (cudaLaunchKernel(func, ...) called directly), else after the stack's
+ * device stub, else "[kernel 0x...]" / "[graph 0x...]". Then a frame of
+ * its dimensions (PROFILE_CUDA_LAUNCH_MODULE) where room is left. Returns
+ * the entries written (1 or 2). */
+static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *launch, const uint32_t *stack,
+                         size_t n, uint64_t count, uint32_t *ret_frames, uint32_t *ret_locations,
+                         size_t room) {
+        uint64_t func = launch->pcs[CGPROF_LAUNCH_PC_FUNC], entry = launch->pcs[CGPROF_LAUNCH_PC_ENTRY];
+        uint32_t frames[SYMBOLIZER_INLINE_MAX], locations[SYMBOLIZER_INLINE_MAX], frame,
+                mapping = PROFILE_NONE;
+        _cleanup_free_ char *name = NULL;
+        int k = 0, r;
+
+        if (func != 0 && (entry == CGPROF_LAUNCH_KERNEL || entry == CGPROF_LAUNCH_KERNEL_EXC))
+                k = intern_user(s, sp, func, count, FRAME_WALK_TABLE, true, frames, locations,
+                                ELEMENTSOF(frames));
+        if (k > 0 && s->data->frames[frames[k - 1]].kind == FRAME_USER) {
+                name = strdup(s->data->frames[frames[k - 1]].name);
+                mapping = s->data->locations[locations[k - 1]].mapping;
+        } else if (entry != CGPROF_LAUNCH_GRAPH)
+                name = launch_kernel_from_stack(s, stack, n);
+        if (!name && asprintf(&name, "[%s 0x%" PRIx64 "]", entry == CGPROF_LAUNCH_GRAPH ? "graph" : "kernel",
+                              func) < 0)
+                return -ENOMEM;
+        if (!name)
+                return -ENOMEM;
+        /* Unnamed: resolved again before the report (session-resolve.c),
+         * when its process's symbols arrived after the drain. */
+        r = profile_data_intern_frame(s->data, name, PROFILE_CUDA_KERNEL_MODULE,
+                                      name[0] == '[' ? FRAME_UNKNOWN : FRAME_USER, &frame);
+        if (r < 0)
+                return r;
+        r = profile_data_intern_location(s->data, func, mapping, frame, &ret_locations[0]);
+        if (r < 0)
+                return r;
+        ret_frames[0] = frame;
+        if (room < 2)
+                return 1;
+
+        /* Its dimensions, a frame after it (pprof's labels: report.c). */
+        const uint64_t *pc = launch->pcs;
+        char dims[160];
+        (void) snprintf(dims, sizeof(dims),
+                        "grid=%" PRIu32 "x%" PRIu32 "x%" PRIu32 " block=%" PRIu32 "x%" PRIu32 "x%" PRIu32
+                        " stream=0x%" PRIx64,
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_GRID], (uint32_t) (pc[CGPROF_LAUNCH_PC_GRID] >> 32),
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X],
+                        (uint32_t) (pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] >> 32),
+                        (uint32_t) pc[CGPROF_LAUNCH_PC_BLOCK], (uint32_t) (pc[CGPROF_LAUNCH_PC_BLOCK] >> 32),
+                        pc[CGPROF_LAUNCH_PC_STREAM]);
+        r = profile_data_intern_frame(s->data, dims, PROFILE_CUDA_LAUNCH_MODULE, FRAME_USER, &frame);
+        if (r < 0)
+                return 1;
+        r = profile_data_intern_location(s->data, func, PROFILE_NONE, frame, &ret_locations[1]);
+        if (r < 0)
+                return 1;
+        ret_frames[1] = frame;
+        return 2;
+}
+
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost) {
@@ -1174,6 +1349,11 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         }
         if (sp->capture_pending)
                 process_capture(s, sp);
+        else if (!sp->python && sp->python_looks < PYTHON_LATE_LOOKS &&
+                 sp->python_checked != s->room->drain_seq + 1) {
+                sp->python_looks++;
+                process_python_check(s, sp);
+        }
         if (stack_lost)
                 s->stack_lost += samples;
 
@@ -1191,6 +1371,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 }
         }
 
+        process_cuda_check(s, sp);
         if (user) {
                 session_count_walk(s, user, samples);
                 /* Tables not loaded yet (a missed event, exec()), or an
@@ -1228,6 +1409,18 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 if (!s->data->processes[sp->data_index].python)
                         (void) profile_data_process_set_python(s->data, sp->data_index,
                                                                python_process_status(sp->python));
+        }
+        if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
+                if (session_note_cuda_probes(s, sp) < 0)
+                        log_oom();
+                /* A launch: its kernel is the leaf. */
+                int k = kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames)
+                                ? intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n],
+                                                ELEMENTSOF(frames) - n)
+                                : -1;
+                if (k > 0)
+                        n += (size_t) k;
+                n_kernel = 0;
         }
         for (size_t i = n_kernel; i > 0; i--)
                 if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, samples,

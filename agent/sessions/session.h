@@ -54,6 +54,7 @@ struct Session {
         /* Kubernetes metadata of a container's session (all NULL for a host cgroup). */
         char *namespace, *pod, *pod_uid, *container, *container_id;
         char **job_labels; /* the pod's distributed-job labels (strv: key, value, ...), NULL: none */
+        char **cuda_probes; /* the launch probes its processes held (strv: file, entry points, ...), NULL: none */
         bool provisional; /* started from the cgroup before the pod's status named the container */
         bool requested; /* started through the control API: kept when no rule targets its cgroup any more */
         unsigned

@@ -944,6 +944,15 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
         return string_dup(j, path, FIELD(base, f), error);
 }
 
+/* "gpu": {"launches": bool}: an object of its own, for the GPU keys to come. */
+static int dispatch_gpu(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        static const JsonField fields[] = {
+                { "launches", dispatch_bool, offsetof(Profile, gpu_launches) },
+                {},
+        };
+        return json_dispatch(j, path, fields, base, error);
+}
+
 /* rankCategories: { "communication": [...], "dataLoading": [...],
  * "compute": [...] }, each a list of patterns checked as includePatterns
  * are (report-by-rank.h); their sources are kept. */
@@ -1013,6 +1022,7 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "events", dispatch_events, offsetof(Profile, events) },
                 { "offCpuMinUsec", dispatch_offcpu_min_usec, offsetof(Profile, offcpu_min_usec) },
                 { "offCpuProbability", dispatch_probability, offsetof(Profile, offcpu_probability) },
+                { "gpu", dispatch_gpu, 0 },
                 { "foldedRankRoot", dispatch_bool, offsetof(Profile, folded_rank_root) },
                 { "rankCategories", dispatch_rank_categories, offsetof(Profile, rank_categories) },
                 { "formats", dispatch_formats, offsetof(Profile, formats) },

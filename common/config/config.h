@@ -127,6 +127,10 @@ typedef struct Profile {
         unsigned events; /* "events": bit mask of PROFILE_EVENT_CPU, PROFILE_EVENT_OFFCPU */
         uint64_t offcpu_min_usec; /* "offCpuMinUsec": shorter waits are counted, not stacked */
         double offcpu_probability; /* "offCpuProbability": share of blocking switches followed (0..1] */
+        /* "gpu": {"launches": true}: count CUDA kernel launches (uprobes on
+         * the CUDA runtime's and driver's launch calls) under the CPU stack
+         * that made them (default false; docs/gpu.md). */
+        bool gpu_launches;
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */

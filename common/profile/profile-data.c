@@ -812,11 +812,11 @@ uint64_t profile_data_offcpu_total(const ProfileData *d) {
         return total;
 }
 
-static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *processes, size_t n,
-                                       ProfileValue value);
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
+                                 ProfileValue value);
 
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
-        return of_processes_value(d, processes, n, PROFILE_VALUE_ALL);
+        return of_processes(d, processes, n, -1, PROFILE_VALUE_ALL);
 }
 
 ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
@@ -829,11 +829,64 @@ ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
                 return NULL;
         for (size_t i = 0; i < d->n_processes; i++)
                 all[i] = (uint32_t) i;
-        return of_processes_value(d, all, d->n_processes, value);
+        return of_processes(d, all, d->n_processes, -1, value);
 }
 
-static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *processes, size_t n,
-                                       ProfileValue value) {
+bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
+        const Frame *leaf;
+
+        if (st->n_frames == 0)
+                return false;
+        leaf = &d->frames[st->frames[st->n_frames - 1]];
+        return leaf->module && (strcmp(leaf->module, PROFILE_CUDA_KERNEL_MODULE) == 0 ||
+                                strcmp(leaf->module, PROFILE_CUDA_LAUNCH_MODULE) == 0);
+}
+
+static bool stack_has_dims(const ProfileData *d, const ProfileStack *st) {
+        const char *m = st->n_frames > 0 ? d->frames[st->frames[st->n_frames - 1]].module : NULL;
+        return m && strcmp(m, PROFILE_CUDA_LAUNCH_MODULE) == 0;
+}
+
+ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
+        _cleanup_free_ uint32_t *all = malloc(MAX(launches->n_processes, (size_t) 1) * sizeof(uint32_t));
+
+        if (!all)
+                return NULL;
+        for (size_t i = 0; i < launches->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return launches->n_processes > 0
+                       ? of_processes(launches, all, launches->n_processes, 2, PROFILE_VALUE_ALL)
+                       : profile_data_new();
+}
+
+int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
+        _cleanup_free_ uint32_t *all = NULL;
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
+        bool any = false;
+
+        *ret_cpu = *ret_launches = NULL;
+        for (size_t i = 0; i < d->n_stacks && !any; i++)
+                any = profile_stack_is_launch(d, &d->stacks[i]);
+        if (!any)
+                return 0;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        cpu = of_processes(d, all, d->n_processes, 0, PROFILE_VALUE_ALL);
+        launches = of_processes(d, all, d->n_processes, 1, PROFILE_VALUE_ALL);
+        if (!cpu || !launches)
+                return -ENOMEM;
+        *ret_cpu = TAKE_PTR(cpu);
+        *ret_launches = TAKE_PTR(launches);
+        return 1;
+}
+
+/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
+ * the launches without their dimensions frame. */
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
+                                 ProfileValue value) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
@@ -877,6 +930,9 @@ static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *pro
 
                 if (idx == PROFILE_NONE)
                         continue;
+                if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
+                        continue;
+                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
                 if (value == PROFILE_VALUE_CPU) {
                         offcpu_ns = 0;
                         if (count == 0)
@@ -891,7 +947,7 @@ static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *pro
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
                 if (!frames || (st->locations && !locations))
                         return NULL;
-                for (size_t k = 0; k < st->n_frames; k++) {
+                for (size_t k = 0; k < n_frames; k++) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
@@ -936,8 +992,8 @@ static ProfileData *of_processes_value(const ProfileData *d, const uint32_t *pro
                         }
                         locations[k] = location_map[l];
                 }
-                if (profile_data_add_stack_values(p, idx, frames, locations, st->n_frames, st->truncated,
-                                                  count, offcpu_ns) < 0)
+                if (profile_data_add_stack_values(p, idx, frames, locations, n_frames, st->truncated, count,
+                                                  offcpu_ns) < 0)
                         return NULL;
         }
         return TAKE_PTR(p);

@@ -41,6 +41,15 @@ typedef struct ProfileProcess {
 
 #define PROFILE_NONE UINT32_MAX
 
+/* The module of a CUDA kernel launch's leaf frame (the kernel launched):
+ * stacks that end in one count launches, not CPU samples
+ * (profile_data_split_launches()). */
+#define PROFILE_CUDA_KERNEL_MODULE "[cuda kernel]"
+/* The module of the frame a launch's stack may end in after its kernel:
+ * the launch's dimensions, named "grid=XxYxZ block=XxYxZ stream=0x..."
+ * (pprof labels; profile_data_launches_without_dims() drops it). */
+#define PROFILE_CUDA_LAUNCH_MODULE "[cuda launch]"
+
 /* A mapped file of a process, or the kernel: what pprof calls a Mapping. */
 typedef struct ProfileMapping {
         char *file; /* path as mapped ("/usr/lib/x86_64-linux-gnu/libc.so.6"), "[vdso]", "[kernel.kallsyms]" */
@@ -219,6 +228,15 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process);
 /* The same for several processes (indices into d->processes) in one
  * report: each keeps its own entry in processes[]. */
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n);
+/* Whether the stack counts CUDA kernel launches (its leaf's module is
+ * PROFILE_CUDA_KERNEL_MODULE). */
+bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st);
+/* d's CPU samples (*ret_cpu) and its launches (*ret_launches, NULL when
+ * there are none; *ret_cpu is NULL then too: d is all CPU samples). */
+int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches);
+/* The launches without their dimensions frame: each stack ends in its
+ * kernel (stacks equal but for their dimensions merged). NULL on OOM. */
+ProfileData *profile_data_launches_without_dims(const ProfileData *launches);
 
 /* A function with its self (leaf) and total (inclusive, counted once per
  * stack) samples, sorted by self samples, descending, ties by name.

@@ -98,6 +98,13 @@ typedef struct PprofWriter {
 
         bool offcpu; /* a third value: off_cpu/nanoseconds (profile "events" with "offcpu") */
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
+        bool launches; /* CUDA kernel launches (cuda_launches/count), not CPU samples */
+        /* A launch's dimensions frame (PROFILE_CUDA_LAUNCH_MODULE), per frame:
+         * its labels' values (grid, block, stream), parsed from its name. */
+        char (*dims)[3][40];
+        bool *is_dims;
+        Perftools__Profiles__Label *dims_labels; /* 3 per sample */
+        Perftools__Profiles__Label **dims_label_ptrs; /* n_labels + 3 per sample */
         Perftools__Profiles__ValueType **sample_types;
 
         Perftools__Profiles__Mapping *mappings;
@@ -135,6 +142,10 @@ static void pprof_writer_done(PprofWriter *w) {
                 free(w->comments[i]);
         free(w->value_types);
         free(w->sample_types);
+        free(w->dims);
+        free(w->is_dims);
+        free(w->dims_labels);
+        free(w->dims_label_ptrs);
         free(w->mappings);
         free(w->mapping_ptrs);
         free(w->functions);
@@ -207,9 +218,9 @@ static int check_data(const ProfileData *d) {
 
 static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
         static const char *const fixed[] = {
-                "",     "samples",    "count",     "cpu",  "nanoseconds", "pid",
-                "comm", "cgroup",     "namespace", "pod",  "container",   KERNEL_MAPPING_FILE,
-                "rank", "local_rank", "role",      "main", "worker",
+                "",           "samples", "count",     "cpu",    "nanoseconds", "cuda_launches",     "pid",
+                "comm",       "cgroup",  "namespace", "pod",    "container",   KERNEL_MAPPING_FILE, "rank",
+                "local_rank", "role",    "main",      "worker",
         };
         StringTable *t = &w->strings;
 
@@ -250,6 +261,23 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
         for (size_t i = 0; i < d->n_frames; i++) {
                 string_table_add(t, d->frames[i].name);
                 string_table_add(t, d->frames[i].file);
+        }
+        /* Launches' dimensions frames: labels grid, block, stream. */
+        w->dims = calloc(MAX(d->n_frames, (size_t) 1), sizeof(*w->dims));
+        w->is_dims = calloc(MAX(d->n_frames, (size_t) 1), sizeof(bool));
+        if (!w->dims || !w->is_dims)
+                return -ENOMEM;
+        string_table_add(t, "grid");
+        string_table_add(t, "block");
+        string_table_add(t, "stream");
+        for (size_t i = 0; i < d->n_frames; i++) {
+                if (!streq_ptr(d->frames[i].module, PROFILE_CUDA_LAUNCH_MODULE) ||
+                    sscanf(d->frames[i].name, "grid=%39s block=%39s stream=%39s", w->dims[i][0],
+                           w->dims[i][1], w->dims[i][2]) != 3)
+                        continue;
+                w->is_dims[i] = true;
+                for (size_t k = 0; k < 3; k++)
+                        string_table_add(t, w->dims[i][k]);
         }
         for (size_t i = 0; i < d->n_mappings; i++) {
                 string_table_add(t, d->mappings[i].file);
@@ -632,10 +660,15 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         if (n == 0)
                 return 0;
 
+        if (w->launches) {
+                w->dims_labels = calloc(3 * n, sizeof(Perftools__Profiles__Label));
+                w->dims_label_ptrs = calloc(n * (w->n_labels + 3), sizeof(Perftools__Profiles__Label *));
+                if (!w->dims_labels || !w->dims_label_ptrs)
+                        return -ENOMEM;
+        }
         w->samples = calloc(n, sizeof(Perftools__Profiles__Sample));
         w->sample_ptrs = calloc(n, sizeof(Perftools__Profiles__Sample *));
-        size_t n_values = w->offcpu ? 3 : 2;
-        w->values = calloc(n_values * n, sizeof(int64_t));
+        w->values = calloc(3 * n, sizeof(int64_t));
         w->location_ids = calloc(MAX(n_ids, (size_t) 1), sizeof(uint64_t));
         if (!w->samples || !w->sample_ptrs || !w->values || !w->location_ids)
                 return -ENOMEM;
@@ -649,27 +682,49 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                         continue;
 
                 perftools__profiles__sample__init(sample);
-                sample->n_value = n_values;
-                sample->value = w->values + n_values * k;
+                sample->n_value = w->launches ? 1 : w->offcpu ? 3 : 2;
+                sample->value = w->values + 3 * k;
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
                 if (w->offcpu)
                         sample->value[2] = clamp_i64(s->offcpu_ns);
 
+                /* A launch's dimensions frame: labels, not a location. */
+                uint32_t n_frames = s->n_frames;
+                uint32_t dims = n_frames > 0 && w->is_dims[s->frames[n_frames - 1]] ? s->frames[n_frames - 1]
+                                                                                    : UINT32_MAX;
+                if (dims != UINT32_MAX)
+                        n_frames--;
+
                 /* Leaf first: the reverse of the stack's order; a chain of
                  * inlined calls is its innermost call's Location. */
-                sample->location_id = s->n_frames > 0 ? w->location_ids + id : NULL;
+                sample->location_id = n_frames > 0 ? w->location_ids + id : NULL;
                 if (s->locations)
-                        for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
+                        for (uint32_t j = n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
                                 sample->location_id[m++] = (uint64_t) s->locations[j - 1] + 1;
                 else
-                        for (uint32_t j = s->n_frames; j > 0; j--)
+                        for (uint32_t j = n_frames; j > 0; j--)
                                 sample->location_id[m++] = w->synthesized[s->frames[j - 1]];
                 sample->n_location_id = m;
                 id += m;
 
                 sample->n_label = w->process_n_labels[s->process];
                 sample->label = w->label_ptrs + s->process * w->n_labels;
+                if (dims != UINT32_MAX && w->dims_labels) {
+                        static const char *const keys[] = { "grid", "block", "stream" };
+                        Perftools__Profiles__Label **l = w->dims_label_ptrs + k * (w->n_labels + 3);
+
+                        memcpy(l, sample->label, sample->n_label * sizeof(*l));
+                        for (size_t q = 0; q < 3; q++) {
+                                Perftools__Profiles__Label *x = w->dims_labels + 3 * k + q;
+                                perftools__profiles__label__init(x);
+                                x->key = string_index(&w->strings, keys[q]);
+                                x->str = string_index(&w->strings, w->dims[dims][q]);
+                                l[sample->n_label + q] = x;
+                        }
+                        sample->label = l;
+                        sample->n_label += 3;
+                }
                 w->sample_ptrs[k++] = sample;
         }
 
@@ -715,6 +770,51 @@ static int write_gzip(FILE *f, const uint8_t *data, size_t size) {
         if (r < 0)
                 return r;
         return ferror(f) ? -EIO : 0;
+}
+
+/* The sample types: samples/count and cpu/nanoseconds, off_cpu/nanoseconds
+ * with off-CPU time, or cuda_launches/count alone for a launch report. */
+static int set_sample_types(PprofWriter *w, const ProfileData *d, Perftools__Profiles__Profile *p,
+                            uint64_t *period) {
+        /* The launches of a CUDA launch report (report.c: cuda.pb.gz): one
+         * sample type, cuda_launches/count, the period one launch. */
+        w->launches = d->n_stacks > 0;
+        for (size_t i = 0; i < d->n_stacks && w->launches; i++)
+                w->launches = profile_stack_is_launch(d, &d->stacks[i]);
+        if (w->launches) {
+                *period = 1;
+                w->offcpu = false;
+        }
+
+        /* samples/count, cpu/nanoseconds, the period type (cpu/nanoseconds),
+         * and off_cpu/nanoseconds with off-CPU time. */
+        w->value_types = calloc(4, sizeof(Perftools__Profiles__ValueType));
+        w->sample_types = calloc(3, sizeof(Perftools__Profiles__ValueType *));
+        if (!w->value_types || !w->sample_types)
+                return -ENOMEM;
+        for (size_t i = 0; i < 4; i++) {
+                perftools__profiles__value_type__init(w->value_types + i);
+                w->value_types[i].type = string_index(&w->strings, i == 0                ? "samples"
+                                                                   : i == 3 && w->offcpu ? "off_cpu"
+                                                                                         : "cpu");
+                w->value_types[i].unit = string_index(&w->strings, i == 0 ? "count" : "nanoseconds");
+        }
+        w->sample_types[0] = w->value_types;
+        w->sample_types[1] = w->value_types + 1;
+        w->sample_types[2] = w->value_types + 3;
+        if (w->launches) {
+                w->value_types[0].type = w->value_types[2].type = string_index(&w->strings, "cuda_launches");
+                w->value_types[0].unit = w->value_types[2].unit = string_index(&w->strings, "count");
+        }
+        p->n_sample_type = w->launches ? 1 : w->offcpu ? 3 : 2;
+        p->sample_type = w->sample_types;
+        p->period_type = w->value_types + 2;
+        p->period = clamp_i64(*period);
+        p->default_sample_type =
+                string_index(&w->strings, w->launches                               ? "cuda_launches"
+                                          : w->offcpu && profile_data_total(d) == 0 ? "off_cpu"
+                                                                                    : "cpu");
+        return 0;
 }
 
 int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
@@ -764,28 +864,9 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         p.n_string_table = w.strings.n;
         p.string_table = (char **) w.strings.strings;
 
-        /* samples/count, cpu/nanoseconds, and off_cpu/nanoseconds with
-         * off-CPU time; the period type is cpu/nanoseconds. */
-        w.value_types = calloc(4, sizeof(Perftools__Profiles__ValueType));
-        w.sample_types = calloc(3, sizeof(Perftools__Profiles__ValueType *));
-        if (!w.value_types || !w.sample_types)
-                return -ENOMEM;
-        for (size_t i = 0; i < 4; i++) {
-                perftools__profiles__value_type__init(w.value_types + i);
-                w.value_types[i].type = string_index(&w.strings, i == 0               ? "samples"
-                                                                 : i == 2 && w.offcpu ? "off_cpu"
-                                                                                      : "cpu");
-                w.value_types[i].unit = string_index(&w.strings, i == 0 ? "count" : "nanoseconds");
-        }
-        w.sample_types[0] = w.value_types;
-        w.sample_types[1] = w.value_types + 1;
-        w.sample_types[2] = w.value_types + 2;
-        p.n_sample_type = w.offcpu ? 3 : 2;
-        p.sample_type = w.sample_types;
-        p.period_type = w.value_types + 3;
-        p.period = clamp_i64(period);
-        p.default_sample_type =
-                string_index(&w.strings, w.offcpu && profile_data_total(d) == 0 ? "off_cpu" : "cpu");
+        r = set_sample_types(&w, d, &p, &period);
+        if (r < 0)
+                return r;
 
         if (info) {
                 p.time_nanos = mul_i64(info->start_usec, NSEC_PER_USEC);

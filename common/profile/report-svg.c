@@ -54,12 +54,13 @@ typedef enum SvgKind {
         SVG_KIND_UNKNOWN,
         SVG_KIND_PROCESS,
         SVG_KIND_ROOT,
+        SVG_KIND_CUDA, /* a CUDA kernel launched (the leaf of a launch report's stacks) */
         _SVG_KIND_MAX,
 } SvgKind;
 
 static const char *const svg_kind_table[_SVG_KIND_MAX] = {
         [SVG_KIND_USER] = "user",       [SVG_KIND_KERNEL] = "kernel", [SVG_KIND_UNKNOWN] = "unknown",
-        [SVG_KIND_PROCESS] = "process", [SVG_KIND_ROOT] = "root",
+        [SVG_KIND_PROCESS] = "process", [SVG_KIND_ROOT] = "root",     [SVG_KIND_CUDA] = "cuda",
 };
 
 /* A distinct (name, kind) of the tree: nodes are keyed by (parent, label). */
@@ -234,6 +235,8 @@ static const char *label_source_name(const ProfileData *d, size_t i) {
 static SvgKind label_source_kind(const ProfileData *d, size_t i) {
         if (i >= d->n_frames)
                 return SVG_KIND_PROCESS;
+        if (streq_ptr(d->frames[i].module, PROFILE_CUDA_KERNEL_MODULE))
+                return SVG_KIND_CUDA;
         switch (d->frames[i].kind) {
         case FRAME_USER:
         case FRAME_PYTHON:
@@ -521,6 +524,11 @@ static void write_fill(FILE *f, const char *name, SvgKind kind, bool offcpu) {
                 g = 140 + 40 * v2 / 255;
                 b = 215 + 40 * v3 / 255;
                 break;
+        case SVG_KIND_CUDA: /* green */
+                r = 40 + 70 * v1 / 255;
+                g = 170 + 60 * v2 / 255;
+                b = 40 + 60 * v3 / 255;
+                break;
         default:
                 r = 220, g = 220, b = 205;
         }
@@ -543,6 +551,9 @@ static void write_title(FILE *f, const char *name, const char *module, SvgKind k
                 break;
         case SVG_KIND_PROCESS:
                 fputs(" [process]", f);
+                break;
+        case SVG_KIND_CUDA:
+                fputs(" [cuda kernel]", f);
                 break;
         default:
                 break;

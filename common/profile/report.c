@@ -84,13 +84,49 @@ static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileDat
         return write_file_atomic_at(dirfd, format->file, write_cb, &ctx);
 }
 
-int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const ReportSummaryInfo *in) {
+/* The CUDA kernel launches of a report (profile_data_split_launches()),
+ * in files of their own, whatever formats the profile asks for. */
+static const ReportFormatInfo launch_formats[] = {
+        { REPORT_FORMAT_FOLDED, "cuda.folded", report_write_folded_info },
+        { REPORT_FORMAT_PPROF, "cuda.pb.gz", report_write_pprof }, /* cuda_launches/count */
+        { REPORT_FORMAT_SVG, "cuda.svg", report_write_svg }, /* kernels in green */
+};
+
+int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *off = NULL;
-        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(report_offcpu_formats) + 1] = {};
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL,
+                                                  *cpu_only = NULL, *off = NULL;
+        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) +
+                          ELEMENTSOF(report_offcpu_formats) + 1] = {};
+        const ProfileData *d = all;
         ReportSummaryInfo *info;
         size_t n = 0;
         int r;
+
+        r = profile_data_split_launches(all, &cpu, &launches);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                d = cpu;
+                /* Each stack ends in its kernel: its dimensions are pprof's labels only. */
+                kernels = profile_data_launches_without_dims(launches);
+                if (!kernels)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ELEMENTSOF(launch_formats); i++) {
+                        /* cuda.folded always; the others as the profile's formats say. */
+                        if (launch_formats[i].format != REPORT_FORMAT_FOLDED &&
+                            !(formats & (1u << launch_formats[i].format)))
+                                continue;
+                        WriteCtx ctx = { .format = &launch_formats[i],
+                                         .data = launch_formats[i].format == REPORT_FORMAT_PPROF ? launches
+                                                                                                 : kernels,
+                                         .info = in };
+                        r = write_file_atomic_at(dirfd, launch_formats[i].file, write_cb, &ctx);
+                        if (r < 0)
+                                goto finish;
+                        files[n++] = launch_formats[i].file;
+                }
+        }
 
         /* Every format with the same names, valid UTF-8 (the profile data's
          * are already). */
@@ -98,12 +134,13 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const Re
         if (r < 0)
                 return r;
         info = &valid.info;
+        info->launches = kernels;
         if (info->offcpu.enabled) {
                 /* The formats of one value get the CPU samples; pprof and
                  * summary.json both. */
-                cpu = profile_data_of_value(d, PROFILE_VALUE_CPU);
+                cpu_only = profile_data_of_value(d, PROFILE_VALUE_CPU);
                 off = profile_data_of_value(d, PROFILE_VALUE_OFFCPU_USEC);
-                if (!cpu || !off)
+                if (!cpu_only || !off)
                         return -ENOMEM;
                 info->offcpu.data = off;
         }
@@ -119,7 +156,8 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *d, const Re
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++) {
                 if (f == REPORT_FORMAT_JSON || !(formats & (1u << f)))
                         continue;
-                r = write_one(dirfd, &report_formats[f], cpu && f != REPORT_FORMAT_PPROF ? cpu : d, info);
+                r = write_one(dirfd, &report_formats[f], cpu_only && f != REPORT_FORMAT_PPROF ? cpu_only : d,
+                              info);
                 if (r < 0)
                         goto finish;
         }

@@ -117,6 +117,12 @@ struct ReportSummaryInfo {
         ReportOffCpuInfo offcpu;
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
+        /* CUDA kernel launches (gpu.launches, docs/gpu.md): report_write_dir()
+         * sets launches (the stacks it split off, NULL: none); the session
+         * the launch probes its processes held (strv: file, entry points
+         * "a,b,...", ...; NULL: none). summary.json's "cudaLaunches". */
+        const ProfileData *launches;
+        char *const *cuda_probes;
 };
 
 /* summary.json: {"session", "profile", "target", "cgroup", "start", "end",
@@ -126,6 +132,9 @@ struct ReportSummaryInfo {
  * "processes": [{"pid","comm","cmdline","samples"}] ...}; expected =
  * frequency × cpu_usage_usec / 1e6, rounded. */
 int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+/* Adds summary.json's "cudaLaunches" to root (report-summary-cuda.c). */
+typedef struct cJSON cJSON;
+int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info);
 
 /* summary.json "offCpu" (report-offcpu.c), when info->offcpu.enabled; all:
  * the profile with both values. */

@@ -966,6 +966,37 @@ int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *re
         return -ENOENT;
 }
 
+int elf_symtab_vaddr_to_offset(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset) {
+        if (!s)
+                return -EINVAL;
+
+        for (size_t i = 0; i < s->n_segments; i++) {
+                const ElfSegment *g = &s->segments[i];
+
+                if (vaddr >= g->vaddr && vaddr - g->vaddr < g->filesz) {
+                        if (ret_offset)
+                                *ret_offset = g->offset + (vaddr - g->vaddr);
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int elf_symtab_find_name(const ElfSymtab *s, const char *name, uint64_t *ret_vaddr) {
+        if (!s || !name)
+                return -EINVAL;
+
+        /* The names as the file has them (mangled), a linear scan: for the
+         * few lookups of an uprobe's attach. */
+        for (size_t i = 0; i < s->n_syms; i++)
+                if (s->syms[i].name && strcmp(s->syms[i].name, name) == 0) {
+                        if (ret_vaddr)
+                                *ret_vaddr = s->syms[i].addr;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
 /* Walking back over nested symbols is cut short after this many steps. */
 #define NESTED_WALK_MAX 1024U
 

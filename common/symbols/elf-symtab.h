@@ -70,6 +70,11 @@ int elf_symtab_set_symbols_source(ElfSymtab *s, ElfSymbolsSource source);
 /* File offset (from /proc/PID/maps) -> virtual address in the file's own
  * address space, through the PT_LOAD segment containing it. -ENOENT if none. */
 int elf_symtab_offset_to_vaddr(const ElfSymtab *s, uint64_t offset, uint64_t *ret_vaddr);
+/* The reverse: a virtual address -> its file offset (what a uprobe takes). */
+int elf_symtab_vaddr_to_offset(const ElfSymtab *s, uint64_t vaddr, uint64_t *ret_offset);
+/* The address of the function symbol named name (as the file spells it:
+ * mangled), -ENOENT when the table has none. */
+int elf_symtab_find_name(const ElfSymtab *s, const char *name, uint64_t *ret_vaddr);
 
 /* The PLT stub ("printf@plt", or the section's name for a stub that names no
  * function) or the function symbol containing vaddr (st_value <= vaddr <
