@@ -21,6 +21,7 @@ static unsigned arg_kube_backoff_max_msec = 0;
 static SamplerMode arg_attach_mode = SAMPLER_MODE_CGROUP;
 /* --bench-bpf-variant (undocumented in --help: bench/bpf-variants only). */
 static uint32_t arg_bench_variant = 0;
+static bool arg_no_offcpu = false;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -39,6 +40,8 @@ static void help(void) {
                "                          /proc/self/mountinfo)\n"
                "     --sysctl-root DIR    Where machineConfig reads and writes sysctls\n"
                "                          (default: /proc/sys)\n"
+               "     --no-offcpu          No off-CPU profiling on this node (profiles with\n"
+               "                          \"events\": [\"offcpu\"] sample CPU only)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
                "     --kubeconfig FILE    Reach the API server with a kubeconfig file\n"
                "                          (default: the in-cluster service account)\n"
@@ -96,6 +99,7 @@ enum {
         ARG_CGROUP_ROOT,
         ARG_SYSCTL_ROOT,
         ARG_BENCH_VARIANT,
+        ARG_NO_OFFCPU,
 };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
@@ -114,6 +118,7 @@ static const struct option options[] = {
         { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
         { "sysctl-root", required_argument, NULL, ARG_SYSCTL_ROOT },
         { "bench-bpf-variant", required_argument, NULL, ARG_BENCH_VARIANT },
+        { "no-offcpu", no_argument, NULL, ARG_NO_OFFCPU },
         {},
 };
 
@@ -186,6 +191,9 @@ static int parse_argv(int argc, char *argv[]) {
                         r = parse_bench_variant(optarg);
                         if (r < 0)
                                 return r;
+                        break;
+                case ARG_NO_OFFCPU:
+                        arg_no_offcpu = true;
                         break;
                 case '?':
                         return -EINVAL;
@@ -269,6 +277,7 @@ static int run(int argc, char *argv[]) {
                 .kube_idle_sec = arg_kube_idle_sec,
                 .kube_backoff_max_msec = arg_kube_backoff_max_msec,
                 .bench_variant = arg_bench_variant,
+                .no_offcpu = arg_no_offcpu,
         };
         r = manager_new(&opts, &m);
         if (r < 0)

@@ -313,6 +313,7 @@ static void control_status(void *userdata, ControlStatus *ret) {
                 .list_reports_refused = m->list_reports_refused,
                 .drain_timing = &m->drain_timing,
                 .unwinder = m->unwinder,
+                .offcpu_unavailable = m->sampler ? sampler_offcpu_unavailable(m->sampler) : "no sampler",
                 .debuginfod = m->debuginfod,
                 .debuginfod_urls = m->debuginfod_urls,
                 .sessions = m->sessions,

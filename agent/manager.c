@@ -1007,6 +1007,7 @@ static int manager_setup_sampler(Manager *m) {
                 .mode = m->opts.attach_mode,
                 .unwind_rows = (uint32_t) m->config->config->unwind_table_rows,
                 .bench_variant = m->opts.bench_variant,
+                .no_offcpu = m->opts.no_offcpu,
         };
         r = sampler_new(&sampler_opts, on_proc_event, m, &m->sampler);
         if (r < 0)

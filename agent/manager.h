@@ -64,6 +64,7 @@ typedef struct ManagerOptions {
         unsigned kube_idle_sec; /* silent watch timeout (0: default) */
         unsigned kube_backoff_max_msec; /* reconnect backoff cap (0: default) */
         uint32_t bench_variant; /* CGPROF_BENCH_*: a benchmark's variant of the BPF program */
+        bool no_offcpu; /* --no-offcpu: off-CPU profiling off on this node */
 } ManagerOptions;
 
 typedef struct Manager {

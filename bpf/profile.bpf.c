@@ -1338,7 +1338,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         }
 
         sess = bpf_map_lookup_elem(&sessions, &slot);
-        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
+        if (!sess ||
+            (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_NO_CPU)) != CGPROF_SESSION_ACTIVE)
                 return 0;
         if (mode == CGPROF_ATTACH_CPU && sess->group != id)
                 return 0; /* another (event, frequency) group's sample */
@@ -1648,3 +1649,5 @@ int BPF_PROG(cgprof_exec, struct task_struct *p, __s32 old_pid, void *bprm) {
         bpf_ringbuf_submit(e, 0);
         return 0;
 }
+
+#include "offcpu.h" /* off-CPU: the sched_switch programs */

@@ -41,6 +41,8 @@
 #define CGPROF_SESSION_UNWIND_FP_FALLBACK (1u << 3) /* ... and frames without a table with frame pointers */
 #define CGPROF_SESSION_PYTHON (1u << 4) /* walk the Python frames of CPython processes (bpf/python.h) */
 #define CGPROF_SESSION_GPU_LAUNCHES (1u << 5) /* count CUDA kernel launches (cgprof_launch) */
+#define CGPROF_SESSION_NO_CPU (1u << 6) /* "events" without "cpu": perf samples are not kept */
+#define CGPROF_SESSION_OFFCPU (1u << 7) /* "events" with "offcpu": blocking switches are followed */
 
 /* Benchmark variants of the sample program (bench/bpf-variants, cgprofd
  * --bench-bpf-variant): parts left out, or done the old way, to measure what
@@ -69,6 +71,9 @@
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
         __u32 flags; /* CGPROF_SESSION_* */
+        __u64 offcpu_min_ns; /* shorter waits are counted in the stats, not stacked */
+        __u32 offcpu_threshold; /* a blocking switch is followed when prandom <= this (max: all) */
+        __u32 pad;
 };
 
 #define CGPROF_SAMPLE_USER_LOST (1u << 0) /* the user stack could not be stored */
@@ -87,7 +92,12 @@ struct cgprof_sample_key {
         __u32 pid; /* tgid */
         __u32 lost; /* CGPROF_SAMPLE_*_LOST */
         __u32 exec_id; /* the process's exec() count (self_exec_id): which program it was running */
+        __u32 kind; /* CGPROF_SAMPLE_KIND_*: what the count counts */
+        __u32 pad;
 };
+
+#define CGPROF_SAMPLE_KIND_CPU 0 /* the count is samples */
+#define CGPROF_SAMPLE_KIND_OFFCPU 1 /* the count is nanoseconds off CPU (bpf/offcpu.h) */
 
 /* How a stack was walked and why it ended. */
 #define CGPROF_STACK_KERNEL_WALK \
@@ -132,6 +142,13 @@ struct cgprof_session_stats {
         __u64 lost; /* samples not recorded: counts map full */
         __u64 collisions; /* stacks not stored: four different stacks with one hash (64-bit) */
         __u64 stack_errors; /* stacks not stored: the stacks map is full */
+        /* Off-CPU (bpf/offcpu.h): waits recorded with their stacks, waits
+         * under the session's offCpuMinUsec (counted here only), waits not
+         * recorded (counts map full), and their nanoseconds. */
+        __u64 offcpu_recorded, offcpu_short, offcpu_lost;
+        __u64 offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
+        /* Run-queue waits: switched out runnable (preempted), until back. */
+        __u64 offcpu_runqueue, offcpu_runqueue_ns;
 };
 
 /* Unwind tables in maps (bpf/unwind.h): a table is a range of the pages

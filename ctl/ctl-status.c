@@ -25,6 +25,7 @@ static const StatusField status_fields[] = {
         { "cgroupRoot", "cgroup root" },
         { "attachMode", "Attach mode" },
         { "journal", "Journal" },
+        { "offCpu", "Off-CPU" },
         { "uptimeSec", "Uptime (s)" },
         { "cgroupsWatched", "cgroups watched" },
         { "sessionsStarted", "Sessions started" },
@@ -190,6 +191,25 @@ int verify_check(Ctl *c, char **args) {
 }
 
 /* cgprofctl check (no argument): machineConfig on this node. */
+/* What the agent's status says of off-CPU profiling ("available", or why
+ * not); "unknown" from an agent that does not say. Points into a static
+ * copy. */
+static const char *offcpu_status(Ctl *c) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        static char buf[512];
+        const char *json;
+        cJSON *j, *o;
+
+        if (ctl_call(c, "GetStatus", &error, &reply, "") < 0 || sd_bus_message_read(reply, "s", &json) < 0)
+                return "unknown";
+        j = cJSON_Parse(json);
+        o = cJSON_GetObjectItemCaseSensitive(j, "offCpu");
+        snprintf(buf, sizeof(buf), "%s", cJSON_IsString(o) ? o->valuestring : "unknown");
+        cJSON_Delete(j);
+        return buf;
+}
+
 static int verb_check_machine(Ctl *c) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -256,13 +276,16 @@ static int verb_check_machine(Ctl *c) {
                 cJSON_Delete(j);
                 return reply_parse_failed(r);
         }
-        if (c->json)
+        if (c->json) {
+                cJSON_AddStringToObject(j, "offCpu", offcpu_status(c));
                 return print_json(j);
+        }
         if (table_has_rows(&t)) {
                 printf("\n");
                 table_print(&t);
         } else
                 printf("No machineConfig.\n");
+        printf("Off-CPU profiling: %s\n", offcpu_status(c));
         return EXIT_SUCCESS;
 }
 

@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <bpf/btf.h>
+
 #include "cgroup-util.h"
+#include "offcpu-probe.h"
 #include "sampler.h"
 #include "tests.h"
 
@@ -111,6 +114,109 @@ TEST(cpu_mode) {
 
 TEST(cgroup_mode) {
         run_mode(SAMPLER_MODE_CGROUP);
+}
+
+typedef struct OffCpuTotals {
+        uint64_t cpu_samples, offcpu_ns, offcpu_keys, with_kernel;
+} OffCpuTotals;
+
+static void offcpu_cb(const struct cgprof_sample_key *key, uint64_t count, const SamplerStack *user,
+                      const SamplerStack *kernel, const SamplerStack *python, bool stack_lost,
+                      void *userdata) {
+        OffCpuTotals *t = userdata;
+        if (key->kind == CGPROF_SAMPLE_KIND_OFFCPU) {
+                t->offcpu_ns += count;
+                t->offcpu_keys++;
+                t->with_kernel += kernel && kernel->n > 0;
+        } else
+                t->cpu_samples += count;
+}
+
+/* "events": ["offcpu"]: a process of the cgroup that sleeps 10 x 20 ms is
+ * recorded off CPU about 200 ms (never more than its wall time), with a
+ * kernel stack, and no CPU samples are kept. */
+TEST(offcpu_sleeps) {
+        _cleanup_(sampler_freep) Sampler *s = NULL;
+        _cleanup_free_ char *cg = NULL, *fallback = NULL;
+        _cleanup_close_ int cg_fd = -EBADF;
+        const char *event;
+        uint32_t slot;
+        uint64_t id;
+        OffCpuTotals t = {};
+        int r;
+
+        sampler_new_or_skip(SAMPLER_MODE_CPU, &s);
+        if (sampler_offcpu_unavailable(s))
+                TEST_SKIP(sampler_offcpu_unavailable(s));
+        ASSERT_TRUE(asprintf(&cg, "%s/cgprof-test-offcpu-%d", cg_root, (int) getpid()) > 0);
+        ASSERT_TRUE(mkdir(cg, 0755) == 0);
+        cg_fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(cg_fd >= 0);
+        ASSERT_OK(cg_get_id_at(cg_fd, "", &id));
+
+        ASSERT_OK(sampler_session_open(s, "cpu-clock", 999, true, false, UNWIND_FRAME_POINTER, cg_fd, &slot,
+                                       &event, &fallback));
+        r = sampler_session_set_events(s, slot, false, true, 1000, 1.0);
+        ASSERT_OK(r);
+        ASSERT_OK(sampler_cgroup_set(s, id, slot));
+        ASSERT_OK(sampler_session_activate(s, slot));
+
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                int fd = open(cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0 || cg_attach_fd(fd, getpid()) < 0)
+                        _exit(1);
+                for (int i = 0; i < 10; i++) {
+                        busy_for(0.002);
+                        nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+                }
+                _exit(0);
+        }
+        int status;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        ASSERT_OK(sampler_session_deactivate(s, slot));
+        ASSERT_OK(sampler_drain(s, offcpu_cb, &t));
+        ASSERT_OK(sampler_drain(s, offcpu_cb, &t));
+        SamplerSessionStats st = {};
+        ASSERT_OK(sampler_session_stats(s, slot, &st));
+        fprintf(stderr,
+                "off-CPU: %" PRIu64 " ns in %" PRIu64 " keys (%" PRIu64 " with a kernel stack), %" PRIu64
+                " waits recorded, %" PRIu64 " short, %" PRIu64 " lost; %" PRIu64 " CPU samples\n",
+                t.offcpu_ns, t.offcpu_keys, t.with_kernel, st.offcpu_recorded, st.offcpu_short,
+                st.offcpu_lost, t.cpu_samples);
+        ASSERT_EQ(t.cpu_samples, 0u);
+        ASSERT_EQ(t.offcpu_ns, st.offcpu_recorded_ns);
+        ASSERT_TRUE(st.offcpu_recorded >= 10);
+        ASSERT_TRUE(t.offcpu_ns >= 200u * 1000 * 1000);
+        ASSERT_TRUE(t.with_kernel > 0);
+        sampler_session_stats_done(&st);
+
+        ASSERT_OK(sampler_cgroup_set(s, id, 0));
+        sampler_session_close(s, slot);
+        ASSERT_TRUE(rmdir(cg) == 0);
+}
+
+/* A kernel whose BTF lacks the tracepoints: the probe names the missing one. */
+TEST(offcpu_probe_names_missing_tracepoint) {
+        struct btf *btf = btf__new_empty();
+        const char *missing = NULL;
+        int id;
+
+        ASSERT_NOT_NULL(btf);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_STREQ(missing, "sched_switch");
+        id = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+        ASSERT_TRUE(id > 0);
+        ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sched_switch", id) > 0);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_STREQ(missing, "sys_exit");
+        ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sys_exit", id) > 0);
+        ASSERT_OK(offcpu_probe_btf(btf, &missing));
+        ASSERT_NULL(missing);
+        btf__free(btf);
 }
 
 TEST(hardware_event_falls_back_or_works) {

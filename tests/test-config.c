@@ -940,6 +940,35 @@ TEST(profile_event) {
         check_profile_fail("\"event\": 1", "profiles[1].event: must be a string");
 }
 
+TEST(profile_events) {
+        Config *c = parse_profile_ok("");
+        ASSERT_EQ(config_find_profile(c, "q")->events, PROFILE_EVENT_CPU);
+        ASSERT_EQ(config_find_profile(c, "q")->offcpu_min_usec, 1000);
+        ASSERT_TRUE(config_find_profile(c, "q")->offcpu_probability == 1.0);
+        config_free(c);
+
+        c = parse_profile_ok(
+                "\"events\": [\"cpu\", \"offcpu\"], \"offCpuMinUsec\": 0, \"offCpuProbability\": 0.25");
+        ASSERT_EQ(config_find_profile(c, "q")->events, PROFILE_EVENT_CPU | PROFILE_EVENT_OFFCPU);
+        ASSERT_EQ(config_find_profile(c, "q")->offcpu_min_usec, 0);
+        ASSERT_TRUE(config_find_profile(c, "q")->offcpu_probability == 0.25);
+        config_free(c);
+        c = parse_profile_ok("\"events\": [\"offcpu\"]");
+        ASSERT_EQ(config_find_profile(c, "q")->events, PROFILE_EVENT_OFFCPU);
+        config_free(c);
+
+        check_profile_fail("\"events\": [\"gpu\"]", "profiles[1].events[0]: unknown event \"gpu\"");
+        check_profile_fail("\"events\": [\"cpu\", \"cpu\"]", "profiles[1].events[1]: duplicate event");
+        check_profile_fail("\"events\": []", "profiles[1].events: ");
+        check_profile_fail("\"events\": \"cpu\"", "profiles[1].events: ");
+        check_profile_fail("\"offCpuMinUsec\": -1", "profiles[1].offCpuMinUsec: must be an integer");
+        check_profile_fail("\"offCpuMinUsec\": 1.5", "profiles[1].offCpuMinUsec: ");
+        check_profile_fail("\"offCpuMinUsec\": \"1ms\"", "profiles[1].offCpuMinUsec: ");
+        check_profile_fail("\"offCpuProbability\": 0",
+                           "profiles[1].offCpuProbability: must be a number in (0, 1]");
+        check_profile_fail("\"offCpuProbability\": 1.5", "profiles[1].offCpuProbability: ");
+}
+
 TEST(profile_frequency) {
         Config *c = parse_profile_ok("\"frequency\": 1");
         ASSERT_EQ(config_find_profile(c, "q")->frequency, 1);

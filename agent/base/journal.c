@@ -126,6 +126,11 @@ void journal_session(JournalSessionEvent ev, const JournalSessionFields *sf, con
                 fields_add(&f, "CGPROF_REPORT", sf->report);
                 fields_add_u64(&f, "CGPROF_SAMPLES", sf->samples);
                 fields_add_u64(&f, "CGPROF_LOST", sf->lost);
+                if (sf->offcpu) {
+                        fields_add_u64(&f, "CGPROF_OFFCPU_RECORDED", sf->offcpu_recorded);
+                        fields_add_u64(&f, "CGPROF_OFFCPU_SHORT", sf->offcpu_short);
+                        fields_add_u64(&f, "CGPROF_OFFCPU_LOST", sf->offcpu_lost);
+                }
         }
         if (ev == JOURNAL_SESSION_FAILURE && sf->error != 0) {
                 fields_add_u64(&f, "ERRNO", (uint64_t) -sf->error);

@@ -51,6 +51,8 @@ typedef struct JournalSessionFields {
         const char *report; /* report directory, END only */
         uint64_t samples; /* END only */
         uint64_t lost; /* END only */
+        bool offcpu; /* END only: the profile follows off-CPU time, and: */
+        uint64_t offcpu_recorded, offcpu_short, offcpu_lost; /* waits recorded, under offCpuMinUsec, lost */
         int error; /* FAILURE only: negative errno */
 } JournalSessionFields;
 

@@ -50,6 +50,9 @@ typedef struct ControlStatus {
         const Timing *drain_timing;
         ControlLoopStats loop;
         Unwinder *unwinder; /* NULL: none */
+        /* Off-CPU profiling: NULL when the kernel offers it, else why not
+         * (or no sampler). */
+        const char *offcpu_unavailable;
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
         char *const *debuginfod_urls;
         Session *const *sessions; /* running and armed */

@@ -163,6 +163,8 @@ char *manager_status_json(ControlRoom *c) {
         (void) kube_room_status(m->kube, j);
         (void) machine_room_status(m->machine, j);
         cJSON_AddBoolToObject(j, "journal", journal_available());
+        /* "available", or why the kernel cannot (profile "events": ["offcpu"]). */
+        cJSON_AddStringToObject(j, "offCpu", m->offcpu_unavailable ?: "available");
         SessionsCounts counts;
         sessions_room_counts(m->sessions_room, &counts);
         JSON_ADD_NUMBERS(j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },

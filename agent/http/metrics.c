@@ -24,6 +24,9 @@ enum {
         PROFILE_EXPECTED,
         PROFILE_COLLISIONS,
         PROFILE_UNSYMBOLIZED_FRAMES,
+        PROFILE_OFFCPU_RECORDED,
+        PROFILE_OFFCPU_SHORT,
+        PROFILE_OFFCPU_LOST,
         _PROFILE_COUNTERS_MAX,
 };
 
@@ -107,6 +110,9 @@ static void session_counts(Session *s, const SamplerSessionStats *st,
                             USEC_PER_SEC);
         v[PROFILE_COLLISIONS] = st ? st->collisions : 0;
         v[PROFILE_UNSYMBOLIZED_FRAMES] = s->frames_unsymbolized;
+        v[PROFILE_OFFCPU_RECORDED] = st ? st->offcpu_recorded : 0;
+        v[PROFILE_OFFCPU_SHORT] = st ? st->offcpu_short : 0;
+        v[PROFILE_OFFCPU_LOST] = st ? st->offcpu_lost : 0;
         for (size_t i = 0; i < COUNTER_TABLE_COLUMNS; i++) {
                 v[i] = MAX(v[i], s->metrics_seen[i]);
                 s->metrics_seen[i] = v[i];
@@ -181,6 +187,13 @@ static void write_profiles(ManagerMetrics *x, MetricsWriter *w) {
                 [PROFILE_UNSYMBOLIZED_FRAMES] = { "cgprof_unsymbolized_frames_total",
                                                   "Frames left unsymbolized, weighted by samples, by "
                                                   "profile." },
+                [PROFILE_OFFCPU_RECORDED] = { "cgprof_offcpu_waits_recorded_total",
+                                              "Off-CPU waits recorded with their stacks, by profile." },
+                [PROFILE_OFFCPU_SHORT] = { "cgprof_offcpu_waits_short_total",
+                                           "Off-CPU waits under offCpuMinUsec (counted, not stacked), by "
+                                           "profile." },
+                [PROFILE_OFFCPU_LOST] = { "cgprof_offcpu_waits_lost_total",
+                                          "Off-CPU waits not recorded (counts map full), by profile." },
         };
         CounterTable t;
 

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "log.h"
+#include "offcpu-probe.h"
 #include "profile.skel.h"
 #include "cuda-probes.h"
 #include "sampler.h"
@@ -45,6 +46,11 @@ struct Sampler {
         SamplerGroup groups[MAX_GROUPS];
         SamplerSlot slots[CGPROF_MAX_SESSIONS];
         uint32_t next_slot;
+        /* Off-CPU (bpf/offcpu.h): why the kernel cannot (NULL: it can); the
+         * links while sessions follow off-CPU time. */
+        char *offcpu_unavailable;
+        struct bpf_link *offcpu_switch_link, *offcpu_exit_link;
+        size_t n_offcpu_sessions;
         uint32_t unwind_rows; /* the budget of unwind table cells */
         uint32_t unwind_shard_rows; /* ... and the cells of one shard */
 };
@@ -325,6 +331,21 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
         if (r < 0)
                 return r;
         s->skel->rodata->bench_variant = opts->bench_variant;
+        if (opts->no_offcpu) {
+                s->offcpu_unavailable = strdup("off-CPU profiling is turned off on this node (--no-offcpu)");
+                r = s->offcpu_unavailable ? -EOPNOTSUPP : -ENOMEM;
+        } else
+                r = offcpu_probe(&s->offcpu_unavailable);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                if (!s->offcpu_unavailable &&
+                    asprintf(&s->offcpu_unavailable, "off-CPU probe failed: %s", strerror(-r)) < 0)
+                        return -ENOMEM;
+                log_notice("%s: CPU profiling only.", s->offcpu_unavailable);
+                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw, false);
+                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, false);
+        }
         r = profile_bpf__load(s->skel);
         if (r < 0)
                 return r;
@@ -355,6 +376,9 @@ Sampler *sampler_free(Sampler *s) {
                 free(s->groups[i].event);
         }
         ring_buffer__free(s->rb);
+        bpf_link__destroy(s->offcpu_switch_link);
+        bpf_link__destroy(s->offcpu_exit_link);
+        free(s->offcpu_unavailable);
         cuda_probes_free(s->cuda);
         bpf_link__destroy(s->exec_link);
         profile_bpf__destroy(s->skel);
@@ -560,6 +584,57 @@ static int slot_update(Sampler *s, uint32_t slot) {
                                     sizeof(struct cgprof_session), BPF_ANY);
 }
 
+const char *sampler_offcpu_unavailable(const Sampler *s) {
+        return s->offcpu_unavailable;
+}
+
+static int offcpu_attach(Sampler *s) {
+        if (s->offcpu_switch_link)
+                return 0;
+        s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
+        if (!s->offcpu_exit_link)
+                return negative_errno();
+        s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_off_sw);
+        if (!s->offcpu_switch_link) {
+                int r = negative_errno();
+                bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
+                return r;
+        }
+        return 0;
+}
+
+static void offcpu_detach(Sampler *s) {
+        bpf_link__destroy(TAKE_PTR(s->offcpu_switch_link));
+        bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
+}
+
+int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu, uint64_t offcpu_min_usec,
+                               double offcpu_probability) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        SamplerSlot *sl = &s->slots[slot];
+        bool had = sl->session.flags & CGPROF_SESSION_OFFCPU;
+        int r;
+
+        if (offcpu && s->offcpu_unavailable)
+                return -EOPNOTSUPP;
+        if (offcpu && !had) {
+                r = offcpu_attach(s);
+                if (r < 0)
+                        return r;
+                s->n_offcpu_sessions++;
+        }
+        sl->session.flags &= ~(CGPROF_SESSION_NO_CPU | CGPROF_SESSION_OFFCPU);
+        sl->session.flags |= (cpu ? 0 : CGPROF_SESSION_NO_CPU) | (offcpu ? CGPROF_SESSION_OFFCPU : 0);
+        sl->session.offcpu_min_ns = offcpu_min_usec * 1000;
+        sl->session.offcpu_threshold = offcpu_probability >= 1.0
+                                               ? UINT32_MAX
+                                               : (uint32_t) (offcpu_probability * (double) UINT32_MAX);
+        if (had && !offcpu && --s->n_offcpu_sessions == 0)
+                offcpu_detach(s);
+        return slot_update(s, slot);
+}
+
 int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return -ENOENT;
@@ -608,6 +683,8 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return;
         SamplerSlot *sl = &s->slots[slot];
+        if ((sl->session.flags & CGPROF_SESSION_OFFCPU) && --s->n_offcpu_sessions == 0)
+                offcpu_detach(s);
         sl->session.flags = 0;
         (void) slot_update(s, slot);
         procs_seen_forget_slot(s, slot);
@@ -643,6 +720,14 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
                 st.lost += v[c].lost;
                 st.collisions += v[c].collisions;
                 st.stack_errors += v[c].stack_errors;
+                st.offcpu_recorded += v[c].offcpu_recorded;
+                st.offcpu_short += v[c].offcpu_short;
+                st.offcpu_lost += v[c].offcpu_lost;
+                st.offcpu_recorded_ns += v[c].offcpu_recorded_ns;
+                st.offcpu_short_ns += v[c].offcpu_short_ns;
+                st.offcpu_runqueue += v[c].offcpu_runqueue;
+                st.offcpu_runqueue_ns += v[c].offcpu_runqueue_ns;
+                st.offcpu_lost_ns += v[c].offcpu_lost_ns;
         }
         st.per_cpu = TAKE_PTR(per_cpu);
         *ret = st;

@@ -39,6 +39,10 @@ typedef struct SamplerSessionStats {
         uint64_t lost;
         uint64_t collisions;
         uint64_t stack_errors;
+        /* Off-CPU waits: recorded with stacks, under offCpuMinUsec, lost (counts map full). */
+        uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
+        uint64_t offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
+        uint64_t offcpu_runqueue, offcpu_runqueue_ns; /* preempted: runnable, waiting for a CPU */
 } SamplerSessionStats;
 
 void sampler_session_stats_done(SamplerSessionStats *s);
@@ -67,6 +71,7 @@ typedef struct SamplerOptions {
         uint32_t
                 unwind_rows; /* the budget of unwind table cells (bpf/unwind.h); 0: CGPROF_UNWIND_ROWS_DEFAULT */
         uint32_t bench_variant; /* CGPROF_BENCH_*: benchmarks only (bench/bpf-variants) */
+        bool no_offcpu; /* off-CPU profiling off (cgprofd --no-offcpu): as on a kernel without it */
 } SamplerOptions;
 
 /* The CGPROF_BENCH_* bits a comma-separated list of names asks for
@@ -95,6 +100,14 @@ int sampler_proc_events_consume(Sampler *s, uint64_t deadline_usec);
 int sampler_session_open(Sampler *s, const char *event, uint64_t frequency, bool kernel_stacks, bool python,
                          UnwindMode unwind, int cgroup_fd, uint32_t *ret_slot, const char **ret_event,
                          char **ret_fallback);
+/* What the session samples ("events"): perf samples (cpu), off-CPU waits
+ * (offcpu: bpf/offcpu.h) at least offcpu_min_usec long, of a share
+ * offcpu_probability of the switches. Before activation. -EOPNOTSUPP: the
+ * kernel cannot (sampler_offcpu_unavailable() says why). */
+int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu, uint64_t offcpu_min_usec,
+                               double offcpu_probability);
+/* Why off-CPU profiling is not available here, NULL when it is. */
+const char *sampler_offcpu_unavailable(const Sampler *s);
 /* Counts the CUDA kernel launches of the session's cgroups (before
  * activating it): the launch probes (sampler_launch_attach()) keep them. */
 int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on);

@@ -133,6 +133,8 @@ void session_checkpoint_discard(Session *s) {
                                 continue;
                         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                                 (void) unlinkat(dfd, report_format_info(f)->file, 0);
+                        for (const char *const *x = report_extra_files; *x; x++)
+                                (void) unlinkat(dfd, *x, 0);
                         (void) unlinkat(report_dir_fd, *d, AT_REMOVEDIR);
                 }
         session_checkpoint_done(s);

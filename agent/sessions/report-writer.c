@@ -96,6 +96,7 @@ int report_write_new(const char *dir, unsigned formats, ProfileData *data, const
                 &w->info.end_reason,
                 &w->info.cpu_usage_source,
                 &w->info.unwind.mode,
+                &w->info.offcpu.unavailable,
         };
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
                 r = own_string(w, fields[i]);
@@ -113,6 +114,9 @@ uint64_t report_dir_bytes(int dfd) {
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (fstatat(dfd, report_format_info(f)->file, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
                     S_ISREG(st.st_mode))
+                        bytes += (uint64_t) st.st_size;
+        for (const char *const *x = report_extra_files; *x; x++)
+                if (fstatat(dfd, *x, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISREG(st.st_mode))
                         bytes += (uint64_t) st.st_size;
         return bytes;
 }
@@ -154,6 +158,9 @@ int report_dir_remove(int report_dir_fd, const char *rel) {
                 return dfd;
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (unlinkat(dfd, report_format_info(f)->file, 0) < 0 && errno != ENOENT)
+                        return negative_errno();
+        for (const char *const *x = report_extra_files; *x; x++)
+                if (unlinkat(dfd, *x, 0) < 0 && errno != ENOENT)
                         return negative_errno();
         r = rmdir_empty_below(report_dir_fd, copy);
         return r < 0 ? r : 0;

@@ -26,6 +26,7 @@ typedef struct Ending {
         Session *s;
         char *reason;
         uint64_t samples, lost;
+        uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
         SessionEndedFunc callback;
         void *userdata;
 } Ending;
@@ -128,6 +129,10 @@ static void session_announce_end(Ending *e, const char *dirs, size_t n_queued, i
         session_fields(s, &f);
         f.samples = e->samples;
         f.lost = e->lost;
+        f.offcpu = s->profile->events & PROFILE_EVENT_OFFCPU;
+        f.offcpu_recorded = e->offcpu_recorded;
+        f.offcpu_short = e->offcpu_short;
+        f.offcpu_lost = e->offcpu_lost;
         if (r < 0) {
                 f.error = r;
                 room->counts.failed++; /* and in /metrics: SessionEvents.ended() */
@@ -235,12 +240,15 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
         session_events_stopped(room->deps.events, room->deps.userdata, s, &st);
         e->samples = profile_data_total(s->data);
         e->lost = st.lost + s->stack_lost;
+        e->offcpu_recorded = st.offcpu_recorded;
+        e->offcpu_short = st.offcpu_short;
+        e->offcpu_lost = st.offcpu_lost;
         t1 = now_usec(CLOCK_MONOTONIC);
 
         /* A pull whose client hung up before anything was sampled: a report
          * nobody asked for any more, of nothing, would only fill the disk
          * (one per abandoned request). */
-        if (s->report_if_sampled && e->samples == 0) {
+        if (s->report_if_sampled && e->samples == 0 && profile_data_offcpu_total(s->data) == 0) {
                 log_info(
                         "Session %s for cgroup %s ended (%s) with no samples and nobody waiting: no report.",
                         s->id_string, s->cgroup, reason);

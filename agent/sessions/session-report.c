@@ -62,6 +62,21 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
         };
         ret->unwind.mode = unwind_mode_to_string(s->profile->unwind);
         ret->python.enabled = s->profile->python_frames;
+        ret->offcpu = (ReportOffCpuInfo){
+                .enabled = s->profile->events & PROFILE_EVENT_OFFCPU,
+                .unavailable = s->offcpu_unavailable,
+                .min_usec = s->profile->offcpu_min_usec,
+                .probability = s->profile->offcpu_probability,
+                .recorded = st->offcpu_recorded,
+                .recorded_ns = st->offcpu_recorded_ns,
+                .short_waits = st->offcpu_short,
+                .short_ns = st->offcpu_short_ns,
+                .lost = st->offcpu_lost,
+                .lost_ns = st->offcpu_lost_ns,
+                .excluded_ns = s->offcpu_excluded_ns,
+                .runqueue = st->offcpu_runqueue,
+                .runqueue_ns = st->offcpu_runqueue_ns,
+        };
         ret->folded_rank_root = s->profile->folded_rank_root;
         ret->job_labels = s->job_labels;
         ret->cuda_probes = s->cuda_probes;

@@ -347,6 +347,29 @@ static void session_start_undo(Session *s, SessionState previous) {
         s->event_fallback = NULL;
 }
 
+/* The profile's "events": off-CPU time where the kernel can (bpf/offcpu.h);
+ * where it cannot, CPU profiling goes on (and the summary says why), and a
+ * profile of off-CPU time only fails. */
+static int session_set_events(Session *s) {
+        Sampler *sampler = s->room->sampler;
+        bool cpu = s->profile->events & PROFILE_EVENT_CPU,
+             offcpu = s->profile->events & PROFILE_EVENT_OFFCPU;
+        int r;
+
+        if (!offcpu)
+                return 0;
+        r = sampler_session_set_events(sampler, s->slot, cpu, offcpu, s->profile->offcpu_min_usec,
+                                       s->profile->offcpu_probability);
+        if (r == -EOPNOTSUPP || (r < 0 && cpu)) {
+                s->offcpu_unavailable = sampler_offcpu_unavailable(sampler) ?: "off-CPU attach failed";
+                if (!cpu)
+                        return r;
+                log_notice("Session %s: %s: CPU profiling only.", s->id_string, s->offcpu_unavailable);
+                return 0;
+        }
+        return r;
+}
+
 static int session_start_internal(Session *s, bool now) {
         SessionsRoom *room = s->room;
         SessionState previous = s->state;
@@ -381,6 +404,17 @@ static int session_start_internal(Session *s, bool now) {
         }
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
+        r = session_set_events(s);
+        if (r < 0) {
+                f.error = r;
+                journal_session(JOURNAL_SESSION_FAILURE, &f, "Failed to start profiling cgroup %s: %s",
+                                s->cgroup, s->offcpu_unavailable ?: strerror(-r));
+                sampler_session_close(room->sampler, s->slot);
+                s->slot = 0;
+                s->event = NULL;
+                s->event_fallback = mfree(s->event_fallback);
+                return r;
+        }
 
         sessions_room_session_slot(room, s, true);
         s->state = SESSION_RUNNING;
@@ -1291,6 +1325,10 @@ static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *lau
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost) {
+        /* An off-CPU count is nanoseconds: the per-sample statistics
+         * (walks, frames, exclusions) count CPU samples only. */
+        bool offcpu = key->kind == CGPROF_SAMPLE_KIND_OFFCPU;
+        uint64_t samples = offcpu ? 0 : count;
         /* Room for the kernel frames and the user frames, these with a few
          * inlined calls each (Go) on average, or with their Python frames. */
         uint32_t frames[SESSION_STACK_ENTRIES_MAX], locations[SESSION_STACK_ENTRIES_MAX];
@@ -1304,7 +1342,9 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 process_examine(s, sp, NULL); /* its ring buffer event was missed */
         s->sampled_since_cpu_read = true;
         if (!sp->wanted) {
-                s->excluded += count;
+                s->excluded += samples;
+                if (offcpu)
+                        s->offcpu_excluded_ns += count;
                 return;
         }
         if (sp->capture_pending)
@@ -1315,7 +1355,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 process_python_check(s, sp);
         }
         if (stack_lost)
-                s->stack_lost += count;
+                s->stack_lost += samples;
 
         /* A process may rename itself (prctl(PR_SET_NAME), pthread_setname_np)
          * after its first sample: look again once per drain while it lives,
@@ -1333,7 +1373,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
 
         process_cuda_check(s, sp);
         if (user) {
-                session_count_walk(s, user, count);
+                session_count_walk(s, user, samples);
                 /* Tables not loaded yet (a missed event, exec()), or an
                  * address outside the mappings they know (dlopen()): load
                  * them, at most once per drain. */
@@ -1355,7 +1395,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
          * the call instruction, for symbols and locations. */
         for (size_t i = n_user; i > 0; i--) {
                 /* Leave one entry for each address still to come. */
-                int k = intern_user(s, sp, i - 1 == 0 ? user->pcs[i - 1] : user->pcs[i - 1] - 1, count,
+                int k = intern_user(s, sp, i - 1 == 0 ? user->pcs[i - 1] : user->pcs[i - 1] - 1, samples,
                                     stack_fp_frame(user, i - 1) ? FRAME_WALK_FP : FRAME_WALK_TABLE,
                                     i - 1 == 0, &frames[n], &locations[n],
                                     ELEMENTSOF(frames) - n - (i - 1) - n_kernel);
@@ -1363,9 +1403,9 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                         n += (size_t) k;
         }
         if (sp->python && python_process_supported(sp->python)) {
-                session_count_python(s, python, count, key->lost & CGPROF_SAMPLE_PYTHON_LOST);
+                session_count_python(s, python, samples, key->lost & CGPROF_SAMPLE_PYTHON_LOST);
                 if (python && python->n > 0 && n + python->n + n_kernel <= ELEMENTSOF(frames))
-                        n = merge_python(s, sp, python, count, frames, locations, n);
+                        n = merge_python(s, sp, python, samples, frames, locations, n);
                 if (!s->data->processes[sp->data_index].python)
                         (void) profile_data_process_set_python(s->data, sp->data_index,
                                                                python_process_status(sp->python));
@@ -1383,11 +1423,12 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                 n_kernel = 0;
         }
         for (size_t i = n_kernel; i > 0; i--)
-                if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, count,
+                if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, samples,
                                   &frames[n], &locations[n]) >= 0)
                         n++;
 
-        if (profile_data_add_stack_full(s->data, sp->data_index, frames, locations, n, truncated, count) < 0)
+        if (profile_data_add_stack_values(s->data, sp->data_index, frames, locations, n, truncated, samples,
+                                          offcpu ? count : 0) < 0)
                 log_oom();
 }
 

@@ -89,6 +89,8 @@ struct Session {
         bool captures_pending; /* a process's mappings and symbols are to be captured */
         ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
         ReportPythonInfo python; /* how Python stacks were walked */
+        const char *offcpu_unavailable; /* the sampler's: why off-CPU time is not recorded */
+        uint64_t offcpu_excluded_ns; /* off-CPU time of excluded processes */
 
         /* Reports (session-report.c) and checkpoints (checkpoint.c). */
         char report_uid

@@ -845,6 +845,56 @@ static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *ba
         return 0;
 }
 
+static int dispatch_events(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        const cJSON *i;
+        unsigned mask = 0;
+        size_t n = 0;
+        int r;
+
+        r = array_check(j, path, /* allow_empty= */ false, error);
+        if (r < 0)
+                return r;
+
+        cJSON_ArrayForEach (i, j) {
+                _cleanup_free_ char *p = key_path_index(path, n++);
+                unsigned bit;
+
+                if (!p)
+                        return -ENOMEM;
+                if (!cJSON_IsString(i))
+                        return key_path_error(error, p, "must be a string");
+                if (streq(i->valuestring, "cpu"))
+                        bit = PROFILE_EVENT_CPU;
+                else if (streq(i->valuestring, "offcpu"))
+                        bit = PROFILE_EVENT_OFFCPU;
+                else
+                        return key_path_error(error, p, "unknown event \"%s\" (known: cpu, offcpu)",
+                                              i->valuestring);
+                if (mask & bit)
+                        return key_path_error(error, p, "duplicate event \"%s\"", i->valuestring);
+                mask |= bit;
+        }
+
+        *(unsigned *) FIELD(base, f) = mask;
+        return 0;
+}
+
+static int dispatch_offcpu_min_usec(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                    char **error) {
+        if (json_integer(j, 0, (double) CONFIG_OFFCPU_MIN_USEC_MAX, FIELD(base, f)) < 0)
+                return key_path_error(error, path, "must be an integer in 0..%llu (microseconds)",
+                                      CONFIG_OFFCPU_MIN_USEC_MAX);
+        return 0;
+}
+
+static int dispatch_probability(const cJSON *j, const char *path, void *base, const JsonField *f,
+                                char **error) {
+        if (!cJSON_IsNumber(j) || !(j->valuedouble > 0 && j->valuedouble <= 1))
+                return key_path_error(error, path, "must be a number in (0, 1]");
+        *(double *) FIELD(base, f) = j->valuedouble;
+        return 0;
+}
+
 static int dispatch_formats(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         const cJSON *i;
         unsigned mask = 0;
@@ -946,6 +996,9 @@ static int profile_init_defaults(Profile *p) {
                 .start = PROFILE_START_AUTO,
                 .kernel_stacks = true,
                 .python_frames = true,
+                .events = PROFILE_EVENT_CPU,
+                .offcpu_min_usec = CONFIG_OFFCPU_MIN_USEC_DEFAULT,
+                .offcpu_probability = 1.0,
                 .formats = (1u << REPORT_FORMAT_FOLDED) | (1u << REPORT_FORMAT_JSON),
         };
         p->event = strdup(CONFIG_DEFAULT_EVENT);
@@ -966,6 +1019,9 @@ static int parse_profile(const cJSON *j, const char *path, Profile *ret, char **
                 { "kernelStacks", dispatch_bool, offsetof(Profile, kernel_stacks) },
                 { "unwind", dispatch_unwind, offsetof(Profile, unwind) },
                 { "pythonFrames", dispatch_bool, offsetof(Profile, python_frames) },
+                { "events", dispatch_events, offsetof(Profile, events) },
+                { "offCpuMinUsec", dispatch_offcpu_min_usec, offsetof(Profile, offcpu_min_usec) },
+                { "offCpuProbability", dispatch_probability, offsetof(Profile, offcpu_probability) },
                 { "gpu", dispatch_gpu, 0 },
                 { "foldedRankRoot", dispatch_bool, offsetof(Profile, folded_rank_root) },
                 { "rankCategories", dispatch_rank_categories, offsetof(Profile, rank_categories) },

@@ -100,6 +100,12 @@ typedef struct Pattern {
         regex_t regex; /* compiled, REG_EXTENDED|REG_NOSUB */
 } Pattern;
 
+/* What a profile samples ("events"). */
+#define PROFILE_EVENT_CPU (1u << 0) /* where threads run: perf samples */
+#define PROFILE_EVENT_OFFCPU (1u << 1) /* where and how long threads wait: sched_switch */
+#define CONFIG_OFFCPU_MIN_USEC_DEFAULT 1000U
+#define CONFIG_OFFCPU_MIN_USEC_MAX (60ULL * USEC_PER_SEC)
+
 typedef struct Profile {
         char *name;
         char *event; /* "cpu-clock" (default), "task-clock", "cycles", "instructions", ... */
@@ -118,6 +124,9 @@ typedef struct Profile {
          * checked as includePatterns are; NULL: none. */
         char **rank_categories[3];
         UnwindMode unwind;
+        unsigned events; /* "events": bit mask of PROFILE_EVENT_CPU, PROFILE_EVENT_OFFCPU */
+        uint64_t offcpu_min_usec; /* "offCpuMinUsec": shorter waits are counted, not stacked */
+        double offcpu_probability; /* "offCpuProbability": share of blocking switches followed (0..1] */
         /* "gpu": {"launches": true}: count CUDA kernel launches (uprobes on
          * the CUDA runtime's and driver's launch calls) under the CPU stack
          * that made them (default false; docs/gpu.md). */

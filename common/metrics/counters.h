@@ -31,7 +31,7 @@ void histogram_observe(Histogram *h, uint64_t usec);
  * COUNTER_TABLE_COLUMNS values. At most 'max' distinct labels: the counts
  * of any further one go to COUNTER_TABLE_OTHER, so that no input makes the
  * table (and the exposition) grow without bound. */
-#define COUNTER_TABLE_COLUMNS 5
+#define COUNTER_TABLE_COLUMNS 8
 #define COUNTER_TABLE_OTHER "_other"
 
 typedef struct CounterEntry {

@@ -507,6 +507,12 @@ static int stack_new(void *entry, const void *key) {
 
 int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
                                 const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count) {
+        return profile_data_add_stack_values(d, process, frames, locations, n_frames, truncated, count, 0);
+}
+
+int profile_data_add_stack_values(ProfileData *d, uint32_t process, const uint32_t *frames,
+                                  const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count,
+                                  uint64_t offcpu_ns) {
         StackKey key;
         uint32_t stack;
         int r;
@@ -541,6 +547,7 @@ int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t
                 return r;
 
         d->stacks[stack].count += count;
+        d->stacks[stack].offcpu_ns += offcpu_ns;
         d->processes[process].samples += count;
         return 0;
 }
@@ -797,10 +804,32 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process) {
         return profile_data_of_processes(d, &process, 1);
 }
 
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches);
+uint64_t profile_data_offcpu_total(const ProfileData *d) {
+        uint64_t total = 0;
+
+        for (size_t i = 0; d && i < d->n_stacks; i++)
+                total += d->stacks[i].offcpu_ns;
+        return total;
+}
+
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
+                                 ProfileValue value);
 
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
-        return of_processes(d, processes, n, -1);
+        return of_processes(d, processes, n, -1, PROFILE_VALUE_ALL);
+}
+
+ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
+        _cleanup_free_ uint32_t *all = NULL;
+
+        if (!d || d->n_processes == 0)
+                return d ? profile_data_new() : NULL;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return NULL;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return of_processes(d, all, d->n_processes, -1, value);
 }
 
 bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
@@ -825,8 +854,9 @@ ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
                 return NULL;
         for (size_t i = 0; i < launches->n_processes; i++)
                 all[i] = (uint32_t) i;
-        return launches->n_processes > 0 ? of_processes(launches, all, launches->n_processes, 2)
-                                         : profile_data_new();
+        return launches->n_processes > 0
+                       ? of_processes(launches, all, launches->n_processes, 2, PROFILE_VALUE_ALL)
+                       : profile_data_new();
 }
 
 int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
@@ -844,8 +874,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
                 return -ENOMEM;
         for (size_t i = 0; i < d->n_processes; i++)
                 all[i] = (uint32_t) i;
-        cpu = of_processes(d, all, d->n_processes, 0);
-        launches = of_processes(d, all, d->n_processes, 1);
+        cpu = of_processes(d, all, d->n_processes, 0, PROFILE_VALUE_ALL);
+        launches = of_processes(d, all, d->n_processes, 1, PROFILE_VALUE_ALL);
         if (!cpu || !launches)
                 return -ENOMEM;
         *ret_cpu = TAKE_PTR(cpu);
@@ -855,7 +885,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
 
 /* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
  * the launches without their dimensions frame. */
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches) {
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
+                                 ProfileValue value) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
@@ -895,12 +926,23 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 const ProfileStack *st = &d->stacks[i];
                 _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
                 uint32_t idx = process_map[st->process];
+                uint64_t count = st->count, offcpu_ns = st->offcpu_ns;
 
                 if (idx == PROFILE_NONE)
                         continue;
                 if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
                         continue;
                 uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
+                if (value == PROFILE_VALUE_CPU) {
+                        offcpu_ns = 0;
+                        if (count == 0)
+                                continue;
+                } else if (value == PROFILE_VALUE_OFFCPU_USEC) {
+                        count = (offcpu_ns + 500) / 1000;
+                        offcpu_ns = 0;
+                        if (count == 0)
+                                continue;
+                }
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
                 if (!frames || (st->locations && !locations))
@@ -950,8 +992,8 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                         }
                         locations[k] = location_map[l];
                 }
-                if (profile_data_add_stack_full(p, idx, frames, locations, n_frames, st->truncated,
-                                                st->count) < 0)
+                if (profile_data_add_stack_values(p, idx, frames, locations, n_frames, st->truncated, count,
+                                                  offcpu_ns) < 0)
                         return NULL;
         }
         return TAKE_PTR(p);
@@ -1172,8 +1214,9 @@ static int relocate_stack(Relocation *x, const ProfileStack *st) {
                 if (r < 0)
                         return r;
         }
-        return profile_data_add_stack_full(x->p, st->process, x->frames, st->locations ? x->locations : NULL,
-                                           st->n_frames, st->truncated, st->count);
+        return profile_data_add_stack_values(x->p, st->process, x->frames,
+                                             st->locations ? x->locations : NULL, st->n_frames,
+                                             st->truncated, st->count, st->offcpu_ns);
 }
 
 int profile_data_relocate(const ProfileData *d, ProfileResolveFunc resolve, void *userdata,

@@ -86,7 +86,8 @@ typedef struct ProfileStack {
         uint32_t *locations; /* location indices parallel to frames, or NULL when addresses are unknown */
         uint32_t n_frames;
         bool truncated; /* the user stack hit the kernel's depth limit */
-        uint64_t count;
+        uint64_t count; /* CPU samples */
+        uint64_t offcpu_ns; /* time off CPU (waiting), ns: profile "events" with "offcpu" */
 } ProfileStack;
 
 typedef struct ProfileData {
@@ -161,7 +162,24 @@ int profile_data_process_set_python(ProfileData *d, uint32_t process, const char
 int profile_data_add_stack_full(ProfileData *d, uint32_t process, const uint32_t *frames,
                                 const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count);
 
+/* The same with both values: count CPU samples and offcpu_ns nanoseconds off CPU. */
+int profile_data_add_stack_values(ProfileData *d, uint32_t process, const uint32_t *frames,
+                                  const uint32_t *locations, size_t n_frames, bool truncated, uint64_t count,
+                                  uint64_t offcpu_ns);
+
 uint64_t profile_data_total(const ProfileData *d);
+/* The off-CPU nanoseconds of all stacks. */
+uint64_t profile_data_offcpu_total(const ProfileData *d);
+
+/* Which values of the stacks a copy keeps. */
+typedef enum ProfileValue {
+        PROFILE_VALUE_ALL, /* both, as they are */
+        PROFILE_VALUE_CPU, /* the CPU samples: stacks without any are left out, offcpu_ns 0 */
+        PROFILE_VALUE_OFFCPU_USEC, /* count: the off-CPU time in µs (stacks under 0.5 µs left out) */
+} ProfileValue;
+/* A copy of d (all processes) with one value (for the writers of one value:
+ * folded, SVG, speedscope). NULL on OOM. */
+ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value);
 
 /* Late resolution: the frames that were unresolved (FRAME_UNKNOWN) when
  * their stacks were added may resolve now that more symbols are known (a

@@ -96,6 +96,7 @@ typedef struct PprofWriter {
         char *comments[8];
         size_t n_comments;
 
+        bool offcpu; /* a third value: off_cpu/nanoseconds (profile "events" with "offcpu") */
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
         bool launches; /* CUDA kernel launches (cuda_launches/count), not CPU samples */
         /* A launch's dimensions frame (PROFILE_CUDA_LAUNCH_MODULE), per frame:
@@ -242,6 +243,8 @@ static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSum
 
         for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
                 string_table_add(t, fixed[i]);
+        if (w->offcpu)
+                string_table_add(t, "off_cpu");
         for (size_t i = 0; i < w->n_comments; i++)
                 string_table_add(t, w->comments[i]);
         if (info) {
@@ -499,7 +502,7 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
-                if (!s->locations || s->count == 0)
+                if (!s->locations || (s->count == 0 && s->offcpu_ns == 0))
                         continue;
                 for (uint32_t j = s->n_frames; j > 0; j = chain_start(d, s->locations, j - 1))
                         role[s->locations[j - 1]] |= 1;
@@ -533,7 +536,7 @@ static int build_locations(PprofWriter *w, const ProfileData *d, uint64_t kernel
         for (size_t i = 0; i < d->n_stacks; i++) {
                 const ProfileStack *s = d->stacks + i;
 
-                if (s->locations || s->count == 0)
+                if (s->locations || (s->count == 0 && s->offcpu_ns == 0))
                         continue;
                 for (uint32_t j = 0; j < s->n_frames; j++) {
                         uint32_t f = s->frames[j];
@@ -650,7 +653,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         size_t n = 0, n_ids = 0, k = 0, id = 0;
 
         for (size_t i = 0; i < d->n_stacks; i++)
-                if (d->stacks[i].count > 0) {
+                if (d->stacks[i].count > 0 || d->stacks[i].offcpu_ns > 0) {
                         n++;
                         n_ids += d->stacks[i].n_frames;
                 }
@@ -665,7 +668,7 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
         }
         w->samples = calloc(n, sizeof(Perftools__Profiles__Sample));
         w->sample_ptrs = calloc(n, sizeof(Perftools__Profiles__Sample *));
-        w->values = calloc(2 * n, sizeof(int64_t));
+        w->values = calloc(3 * n, sizeof(int64_t));
         w->location_ids = calloc(MAX(n_ids, (size_t) 1), sizeof(uint64_t));
         if (!w->samples || !w->sample_ptrs || !w->values || !w->location_ids)
                 return -ENOMEM;
@@ -675,14 +678,16 @@ static int build_samples(PprofWriter *w, const ProfileData *d, uint64_t period,
                 Perftools__Profiles__Sample *sample = w->samples + k;
                 size_t m = 0;
 
-                if (s->count == 0)
+                if (s->count == 0 && s->offcpu_ns == 0)
                         continue;
 
                 perftools__profiles__sample__init(sample);
-                sample->n_value = w->launches ? 1 : 2;
-                sample->value = w->values + 2 * k;
+                sample->n_value = w->launches ? 1 : w->offcpu ? 3 : 2;
+                sample->value = w->values + 3 * k;
                 sample->value[0] = clamp_i64(s->count);
                 sample->value[1] = mul_i64(s->count, period);
+                if (w->offcpu)
+                        sample->value[2] = clamp_i64(s->offcpu_ns);
 
                 /* A launch's dimensions frame: labels, not a location. */
                 uint32_t n_frames = s->n_frames;
@@ -767,6 +772,51 @@ static int write_gzip(FILE *f, const uint8_t *data, size_t size) {
         return ferror(f) ? -EIO : 0;
 }
 
+/* The sample types: samples/count and cpu/nanoseconds, off_cpu/nanoseconds
+ * with off-CPU time, or cuda_launches/count alone for a launch report. */
+static int set_sample_types(PprofWriter *w, const ProfileData *d, Perftools__Profiles__Profile *p,
+                            uint64_t *period) {
+        /* The launches of a CUDA launch report (report.c: cuda.pb.gz): one
+         * sample type, cuda_launches/count, the period one launch. */
+        w->launches = d->n_stacks > 0;
+        for (size_t i = 0; i < d->n_stacks && w->launches; i++)
+                w->launches = profile_stack_is_launch(d, &d->stacks[i]);
+        if (w->launches) {
+                *period = 1;
+                w->offcpu = false;
+        }
+
+        /* samples/count, cpu/nanoseconds, the period type (cpu/nanoseconds),
+         * and off_cpu/nanoseconds with off-CPU time. */
+        w->value_types = calloc(4, sizeof(Perftools__Profiles__ValueType));
+        w->sample_types = calloc(3, sizeof(Perftools__Profiles__ValueType *));
+        if (!w->value_types || !w->sample_types)
+                return -ENOMEM;
+        for (size_t i = 0; i < 4; i++) {
+                perftools__profiles__value_type__init(w->value_types + i);
+                w->value_types[i].type = string_index(&w->strings, i == 0                ? "samples"
+                                                                   : i == 3 && w->offcpu ? "off_cpu"
+                                                                                         : "cpu");
+                w->value_types[i].unit = string_index(&w->strings, i == 0 ? "count" : "nanoseconds");
+        }
+        w->sample_types[0] = w->value_types;
+        w->sample_types[1] = w->value_types + 1;
+        w->sample_types[2] = w->value_types + 3;
+        if (w->launches) {
+                w->value_types[0].type = w->value_types[2].type = string_index(&w->strings, "cuda_launches");
+                w->value_types[0].unit = w->value_types[2].unit = string_index(&w->strings, "count");
+        }
+        p->n_sample_type = w->launches ? 1 : w->offcpu ? 3 : 2;
+        p->sample_type = w->sample_types;
+        p->period_type = w->value_types + 2;
+        p->period = clamp_i64(*period);
+        p->default_sample_type =
+                string_index(&w->strings, w->launches                               ? "cuda_launches"
+                                          : w->offcpu && profile_data_total(d) == 0 ? "off_cpu"
+                                                                                    : "cpu");
+        return 0;
+}
+
 int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
         Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
         _cleanup_(pprof_writer_done) PprofWriter w = { .main_mapping = PROFILE_NONE };
@@ -780,6 +830,7 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         if (r < 0)
                 return r;
 
+        w.offcpu = (info && info->offcpu.enabled) || profile_data_offcpu_total(d) > 0;
         if (info && info->frequency > 0)
                 period = MAX((NSEC_PER_SEC + info->frequency / 2) / info->frequency, (uint64_t) 1);
 
@@ -813,35 +864,9 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
         p.n_string_table = w.strings.n;
         p.string_table = (char **) w.strings.strings;
 
-        /* The launches of a CUDA launch report (report.c: cuda.pb.gz): one
-         * sample type, cuda_launches/count, the period one launch. */
-        w.launches = d->n_stacks > 0;
-        for (size_t i = 0; i < d->n_stacks && w.launches; i++)
-                w.launches = profile_stack_is_launch(d, &d->stacks[i]);
-        if (w.launches)
-                period = 1;
-
-        /* samples/count, cpu/nanoseconds; the period type is cpu/nanoseconds too. */
-        w.value_types = calloc(3, sizeof(Perftools__Profiles__ValueType));
-        w.sample_types = calloc(2, sizeof(Perftools__Profiles__ValueType *));
-        if (!w.value_types || !w.sample_types)
-                return -ENOMEM;
-        for (size_t i = 0; i < 3; i++) {
-                perftools__profiles__value_type__init(w.value_types + i);
-                w.value_types[i].type = string_index(&w.strings, i == 0 ? "samples" : "cpu");
-                w.value_types[i].unit = string_index(&w.strings, i == 0 ? "count" : "nanoseconds");
-        }
-        w.sample_types[0] = w.value_types;
-        w.sample_types[1] = w.value_types + 1;
-        if (w.launches) {
-                w.value_types[0].type = w.value_types[2].type = string_index(&w.strings, "cuda_launches");
-                w.value_types[0].unit = w.value_types[2].unit = string_index(&w.strings, "count");
-        }
-        p.n_sample_type = w.launches ? 1 : 2;
-        p.sample_type = w.sample_types;
-        p.period_type = w.value_types + 2;
-        p.period = clamp_i64(period);
-        p.default_sample_type = string_index(&w.strings, w.launches ? "cuda_launches" : "cpu");
+        r = set_sample_types(&w, d, &p, &period);
+        if (r < 0)
+                return r;
 
         if (info) {
                 p.time_nanos = mul_i64(info->start_usec, NSEC_PER_USEC);
@@ -1345,11 +1370,20 @@ static size_t count_value_index(const Perftools__Profiles__Profile *p) {
         return 0;
 }
 
+/* The off_cpu/nanoseconds value's index (our off-CPU profiles), SIZE_MAX: none. */
+static size_t offcpu_value_index(const Perftools__Profiles__Profile *p) {
+        for (size_t i = 0; i < p->n_sample_type; i++)
+                if (streq_ptr(pprof_string(p, p->sample_type[i]->type), "off_cpu") &&
+                    streq_ptr(pprof_string(p, p->sample_type[i]->unit), "nanoseconds"))
+                        return i;
+        return SIZE_MAX;
+}
+
 static int read_samples(PprofReader *rd, size_t inflated_size) {
         const Perftools__Profiles__Profile *p = rd->p;
         _cleanup_free_ uint32_t *frames = NULL, *locations = NULL;
         uint64_t budget = (uint64_t) inflated_size * PPROF_FRAMES_PER_BYTE + PPROF_FRAMES_EXTRA, total = 0;
-        size_t allocated = 0, value;
+        size_t allocated = 0, value, off;
         int r;
 
         if (p->n_sample == 0)
@@ -1361,14 +1395,17 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                     !pprof_string(p, p->sample_type[i]->unit))
                         return -EBADMSG;
         value = count_value_index(p);
+        off = offcpu_value_index(p);
 
         for (size_t i = 0; i < p->n_sample; i++) {
                 const Perftools__Profiles__Sample *s = p->sample[i];
-                uint64_t n = 0;
+                uint64_t n = 0, off_ns;
                 size_t k;
 
-                if (s->n_value != p->n_sample_type || s->value[value] < 0)
+                if (s->n_value != p->n_sample_type || s->value[value] < 0 ||
+                    (off != SIZE_MAX && s->value[off] < 0))
                         return -EBADMSG;
+                off_ns = off != SIZE_MAX ? (uint64_t) s->value[off] : 0;
 
                 for (size_t j = 0; j < s->n_location_id; j++) {
                         uint32_t l = id_index_lookup(rd->locations, p->n_location, s->location_id[j]);
@@ -1381,7 +1418,7 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                         return -E2BIG;
                 budget -= n;
 
-                if (s->value[value] == 0)
+                if (s->value[value] == 0 && off_ns == 0)
                         continue;
                 /* The counts add up within int64, as the writers sum them. */
                 if ((uint64_t) s->value[value] > INT64_MAX - total)
@@ -1414,9 +1451,9 @@ static int read_samples(PprofReader *rd, size_t inflated_size) {
                         }
                 }
 
-                r = profile_data_add_stack_full(rd->d, rd->sample_process[i], frames,
-                                                n > 0 ? locations : NULL, (size_t) n, false,
-                                                (uint64_t) s->value[value]);
+                r = profile_data_add_stack_values(rd->d, rd->sample_process[i], frames,
+                                                  n > 0 ? locations : NULL, (size_t) n, false,
+                                                  (uint64_t) s->value[value], off_ns);
                 if (r < 0)
                         return r;
         }

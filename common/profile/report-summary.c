@@ -642,6 +642,7 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         r = add_unwind(root, &info->unwind);
         if (r < 0)
                 return r;
+        r = report_summary_add_offcpu(root, d, info);
         r = report_summary_add_cuda(root, info);
         if (r < 0)
                 return r;

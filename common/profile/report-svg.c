@@ -94,6 +94,7 @@ typedef struct SvgTree {
         uint64_t *offset; /* samples left of the node */
         uint32_t *depth;
         uint32_t max_depth; /* of drawn nodes */
+        bool offcpu; /* an off-CPU graph: blue palette, values in µs */
 } SvgTree;
 
 static void svg_tree_done(SvgTree *t) {
@@ -490,10 +491,20 @@ static uint32_t name_hash(const char *s) {
         return h;
 }
 
-static void write_fill(FILE *f, const char *name, SvgKind kind) {
+static void write_fill(FILE *f, const char *name, SvgKind kind, bool offcpu) {
         uint32_t h = name_hash(name);
         unsigned v1 = h & 0xff, v2 = (h >> 8) & 0xff, v3 = (h >> 16) & 0xff, r, g, b;
 
+        if (offcpu && kind != SVG_KIND_UNKNOWN && kind != SVG_KIND_PROCESS) {
+                /* Off-CPU graphs in blues (as Brendan Gregg draws them):
+                 * user code light to mid blue, the kernel's deeper. */
+                unsigned deep = kind == SVG_KIND_KERNEL ? 60 : 0;
+                r = 40 + 60 * v1 / 255 - deep / 2;
+                g = 110 + 80 * v2 / 255 - deep;
+                b = 225 + 30 * v3 / 255;
+                fprintf(f, "rgb(%u,%u,%u)", r, g, b);
+                return;
+        }
         switch (kind) {
         case SVG_KIND_USER: /* warm: red to yellow */
                 r = 205 + 50 * v3 / 255;
@@ -525,7 +536,7 @@ static void write_fill(FILE *f, const char *name, SvgKind kind) {
 }
 
 static void write_title(FILE *f, const char *name, const char *module, SvgKind kind, uint64_t samples,
-                        uint64_t total) {
+                        uint64_t total, bool offcpu) {
         xml_write(f, name);
         switch (kind) {
         case SVG_KIND_USER:
@@ -547,7 +558,10 @@ static void write_title(FILE *f, const char *name, const char *module, SvgKind k
         default:
                 break;
         }
-        fprintf(f, " (%" PRIu64 " sample%s, ", samples, samples == 1 ? "" : "s");
+        if (offcpu)
+                fprintf(f, " (%" PRIu64 " \u00b5s off CPU, ", samples);
+        else
+                fprintf(f, " (%" PRIu64 " sample%s, ", samples, samples == 1 ? "" : "s");
         write_percent(f, samples, total);
         fputs("%)", f);
 }
@@ -566,13 +580,13 @@ static void write_frame(FILE *f, const SvgTree *t, uint32_t i) {
         xml_write(f, name);
         fprintf(f, "\" data-samples=\"%" PRIu64 "\" data-kind=\"%s\"><title>", n->samples,
                 svg_kind_table[kind]);
-        write_title(f, name, l ? l->module : NULL, kind, n->samples, t->nodes[0].samples);
+        write_title(f, name, l ? l->module : NULL, kind, n->samples, t->nodes[0].samples, t->offcpu);
         fputs("</title><rect x=\"", f);
         write_fixed(f, SVG_XPAD * SVG_FIXED + x);
         fprintf(f, "\" y=\"%" PRIu64 "\" width=\"", y);
         write_fixed(f, w);
         fprintf(f, "\" height=\"%u\" fill=\"", SVG_FRAME_HEIGHT - 1);
-        write_fill(f, name, kind);
+        write_fill(f, name, kind, t->offcpu);
         fputs("\"/>", f);
 
         /* A label where 3 characters fit: the name, or its start and "..". */
@@ -955,7 +969,8 @@ static void write_ranks(FILE *f, bool *first, const ProfileData *d) {
         }
 }
 
-static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const ProfileData *d, uint64_t total) {
+static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const ProfileData *d, uint64_t total,
+                           bool offcpu) {
         bool first = true;
 
         if (info) {
@@ -972,7 +987,10 @@ static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const Profile
                         fprintf(f, " at %" PRIu64 " Hz", info->frequency);
         }
         write_separator(f, &first);
-        fprintf(f, "%" PRIu64 " sample%s", total, total == 1 ? "" : "s");
+        if (offcpu)
+                fprintf(f, "off CPU: %" PRIu64 " \u00b5s", total);
+        else
+                fprintf(f, "%" PRIu64 " sample%s", total, total == 1 ? "" : "s");
         if (info && info->end_usec > info->start_usec && info->start_usec > 0) {
                 uint64_t tenths =
                         (info->end_usec - info->start_usec + USEC_PER_SEC / 20) / (USEC_PER_SEC / 10);
@@ -1031,7 +1049,7 @@ static void write_header(FILE *f, const SvgTree *t, const ReportSummaryInfo *inf
         fprintf(f, "<text class=\"cg-title\" x=\"%u\" y=\"24\">Flame graph: ", SVG_WIDTH / 2);
         write_target(f, info);
         fprintf(f, "</text>\n<text class=\"cg-subtitle\" x=\"%u\" y=\"42\">", SVG_WIDTH / 2);
-        write_subtitle(f, info, t->d, t->nodes[0].samples);
+        write_subtitle(f, info, t->d, t->nodes[0].samples, t->offcpu);
         fputs("</text>\n", f);
 
         fprintf(f,
@@ -1074,7 +1092,15 @@ static void write_footer(FILE *f, const SvgTree *t, uint64_t height) {
 }
 
 int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
-        _cleanup_(svg_tree_done) SvgTree t = { .d = d };
+        return report_write_svg_full(f, d, info, false);
+}
+
+int report_write_svg_offcpu(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        return report_write_svg_full(f, d, info, true);
+}
+
+int report_write_svg_full(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu) {
+        _cleanup_(svg_tree_done) SvgTree t = { .d = d, .offcpu = offcpu };
         uint64_t height;
         int r;
 

@@ -69,6 +69,21 @@ int report_valid_info(const ReportSummaryInfo *info, ReportValidInfo *ret) {
         return 0;
 }
 
+/* The off-CPU files, beside their CPU formats (profile "events" with
+ * "offcpu"): the folded stacks in µs, and the flame graph in blue. */
+static const ReportFormatInfo report_offcpu_formats[] = {
+        { REPORT_FORMAT_FOLDED, "offcpu.folded", report_write_folded_info },
+        { REPORT_FORMAT_SVG, "offcpu.svg", report_write_svg_offcpu },
+};
+
+const char *const report_extra_files[] = { "offcpu.folded", "offcpu.svg", NULL };
+
+static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileData *d,
+                     const ReportSummaryInfo *info) {
+        WriteCtx ctx = { .format = format, .data = d, .info = info };
+        return write_file_atomic_at(dirfd, format->file, write_cb, &ctx);
+}
+
 /* The CUDA kernel launches of a report (profile_data_split_launches()),
  * in files of their own, whatever formats the profile asks for. */
 static const ReportFormatInfo launch_formats[] = {
@@ -79,8 +94,10 @@ static const ReportFormatInfo launch_formats[] = {
 
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
-        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL;
-        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) + 1] = {};
+        _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL,
+                                                  *cpu_only = NULL, *off = NULL;
+        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) +
+                          ELEMENTSOF(report_offcpu_formats) + 1] = {};
         const ProfileData *d = all;
         ReportSummaryInfo *info;
         size_t n = 0;
@@ -118,23 +135,41 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                 return r;
         info = &valid.info;
         info->launches = kernels;
+        if (info->offcpu.enabled) {
+                /* The formats of one value get the CPU samples; pprof and
+                 * summary.json both. */
+                cpu_only = profile_data_of_value(d, PROFILE_VALUE_CPU);
+                off = profile_data_of_value(d, PROFILE_VALUE_OFFCPU_USEC);
+                if (!cpu_only || !off)
+                        return -ENOMEM;
+                info->offcpu.data = off;
+        }
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
                 if (formats & (1u << f))
                         files[n++] = report_formats[f].file;
+        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++)
+                if (formats & (1u << report_offcpu_formats[i].format))
+                        files[n++] = report_offcpu_formats[i].file;
         info->formats = files;
 
         /* summary.json last: it lists the files, which exist by then. */
         for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++) {
                 if (f == REPORT_FORMAT_JSON || !(formats & (1u << f)))
                         continue;
-                WriteCtx ctx = { .format = &report_formats[f], .data = d, .info = info };
-                r = write_file_atomic_at(dirfd, report_formats[f].file, write_cb, &ctx);
+                r = write_one(dirfd, &report_formats[f], cpu_only && f != REPORT_FORMAT_PPROF ? cpu_only : d,
+                              info);
+                if (r < 0)
+                        goto finish;
+        }
+        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++) {
+                if (!(formats & (1u << report_offcpu_formats[i].format)))
+                        continue;
+                r = write_one(dirfd, &report_offcpu_formats[i], off, info);
                 if (r < 0)
                         goto finish;
         }
         if (formats & (1u << REPORT_FORMAT_JSON)) {
-                WriteCtx ctx = { .format = &report_formats[REPORT_FORMAT_JSON], .data = d, .info = info };
-                r = write_file_atomic_at(dirfd, report_formats[REPORT_FORMAT_JSON].file, write_cb, &ctx);
+                r = write_one(dirfd, &report_formats[REPORT_FORMAT_JSON], d, info);
                 if (r < 0)
                         goto finish;
         }

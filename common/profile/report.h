@@ -47,6 +47,20 @@ typedef struct ReportPythonInfo {
                 unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
 } ReportPythonInfo;
 
+/* Off-CPU time of the session (profile "events" with "offcpu"): summary.json
+ * "offCpu". Times in nanoseconds. */
+typedef struct ReportOffCpuInfo {
+        bool enabled; /* the profile asked for it */
+        const char *unavailable; /* why the kernel could not (then nothing was recorded), or NULL */
+        uint64_t min_usec; /* offCpuMinUsec */
+        double probability; /* offCpuProbability */
+        uint64_t recorded, recorded_ns; /* waits recorded with their stacks */
+        uint64_t short_waits, short_ns; /* waits under min_usec: counted, not stacked */
+        uint64_t lost, lost_ns; /* waits not recorded: the counts map was full */
+        uint64_t excluded_ns; /* of processes the patterns exclude */
+        uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
+        const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
+} ReportOffCpuInfo;
 /* The pod labels that name a distributed job and a replica of it, kept
  * with a session in Kubernetes (summary.json "jobLabels", pprof labels
  * under the short names): Kubeflow's training operator, Indexed Jobs and
@@ -100,6 +114,7 @@ struct ReportSummaryInfo {
         uint64_t total_frames; /* frames (weighted by samples) */
         ReportUnwindInfo unwind;
         ReportPythonInfo python;
+        ReportOffCpuInfo offcpu;
         const char *report_dir; /* where the files are */
         const char *const *formats; /* NULL-terminated list of files written */
         /* CUDA kernel launches (gpu.launches, docs/gpu.md): report_write_dir()
@@ -121,6 +136,14 @@ int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo 
 typedef struct cJSON cJSON;
 int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info);
 
+/* summary.json "offCpu" (report-offcpu.c), when info->offcpu.enabled; all:
+ * the profile with both values. */
+struct cJSON;
+int report_summary_add_offcpu(struct cJSON *root, const ProfileData *all, const ReportSummaryInfo *info);
+/* Why an off-CPU stack waited: its innermost kernel frame that is not the
+ * scheduler's own (futex_wait, pipe_read, do_nanosleep, ...), or PROFILE_NONE. */
+uint32_t report_offcpu_reason(const ProfileData *d, const ProfileStack *st);
+
 /* profile.pb.gz: the pprof Profile protobuf (protobuf-c), gzipped (zlib).
  * Sample types samples/count and cpu/nanoseconds (count x 1e9/frequency),
  * period cpu/nanoseconds, one Location per unique address, Mappings with
@@ -130,6 +153,9 @@ int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *i
 
 /* flame.svg: a self-contained interactive flame graph. */
 int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+/* offcpu.svg: the same for off-CPU stacks (counts in µs), in blues. */
+int report_write_svg_offcpu(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+int report_write_svg_full(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu);
 
 /* profile.speedscope.json: the speedscope file format, one sampled profile. */
 int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
@@ -144,6 +170,10 @@ typedef struct ReportFormatInfo {
 
 /* The file and writer of a format (NULL for an invalid one). */
 const ReportFormatInfo *report_format_info(ReportFormat f);
+/* The files a report directory may hold besides its formats' (off-CPU:
+ * offcpu.folded, offcpu.svg), NULL-terminated: what removing a report
+ * removes and its size counts too. */
+extern const char *const report_extra_files[];
 
 /* A copy of a ReportSummaryInfo whose strings are valid UTF-8: each invalid
  * byte of a name (a cgroup's, a node's) becomes U+FFFD, as in the profile

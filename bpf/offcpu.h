@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: (LGPL-2.1-or-later OR BSD-2-Clause) */
+#pragma once
+
+/* Off-CPU time (profile "events": ["offcpu"]), part of profile.bpf.c: its
+ * maps, walkers and stores are shared with the perf sample. Only
+ * tracepoints (BTF-typed: no tracefs): kernels without kprobes or BPF
+ * trampolines (fentry) have them too.
+ *
+ * The state is the task's (task storage), not the CPU's: a task that wakes
+ * up on another CPU finds it, and a CPU's next task cannot take it.
+ * - sched_switch, prev (current): a task of a session's cgroup leaves the
+ *   CPU: its switch-out time, for the share of switches the session's
+ *   probability picks, and whether it was still runnable (preempted: its
+ *   wait is for a CPU, counted in the stats only, as run-queue time).
+ * - sched_switch, next (not running yet): it was off CPU until now. A wait
+ *   under the session's offCpuMinUsec only adds to the stats. A longer one
+ *   is pending: its time, and its kernel stack (bpf_get_task_stack(): the
+ *   task is still in __schedule(), its stack says why it waited:
+ *   futex_wait, pipe_read, hrtimer_nanosleep, ...).
+ * - A pending wait is recorded in the task itself, where its user memory
+ *   can be read: at its return from the system call it waited in
+ *   (sys_exit), or, when it leaves the CPU again before one (a wait
+ *   outside a system call, a futex wait woken up to wait again), at that
+ *   switch-out. The user walk is the perf sample's (unwind tables, frame
+ *   pointers, Python frames) from the registers saved on kernel entry:
+ *   inside the system call they are those of the wait. Its nanoseconds go
+ *   to the count of its key (kind CGPROF_SAMPLE_KIND_OFFCPU).
+ * The agent attaches these while a session follows off-CPU time. */
+
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
+
+#define OFFCPU_KERNEL_DEPTH 64 /* kernel frames kept of a wait (a power of two) */
+
+struct offcpu_task {
+        __u64 switched_out; /* ns (bpf_ktime_get_ns), 0: not followed */
+        __u64 pending_ns; /* a wait to record in the task, 0: none */
+        __u32 session; /* the slot at switch-out */
+        __u32 pending_session;
+        __u32 kernel_n; /* frames in kernel_pcs */
+        __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
+        __u64 kernel_pcs[OFFCPU_KERNEL_DEPTH]; /* the pending wait's kernel stack, leaf first */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, int);
+        __type(value, struct offcpu_task);
+} offcpu_tasks SEC(".maps");
+
+/* Adds value to the count of key, storing its stacks at its first count in
+ * this drain period. Returns 0, or -ENOMEM when the counts map is full. */
+static __always_inline int offcpu_count(void *counts, struct stack_maps *stacks, struct scratch *s,
+                                        struct cgprof_sample_key *key, struct cgprof_session_stats *st,
+                                        __u64 value) {
+        __u64 *v = bpf_map_lookup_elem(counts, key);
+
+        if (!v && store_stacks(stacks, s, key, st))
+                v = bpf_map_lookup_elem(counts, key); /* a stack took another key */
+        if (v) {
+                __sync_fetch_and_add(v, value);
+                return 0;
+        }
+        if (bpf_map_update_elem(counts, key, &value, BPF_NOEXIST) == 0)
+                return 0;
+        v = bpf_map_lookup_elem(counts, key); /* another CPU inserted it meanwhile */
+        if (!v)
+                return -ENOMEM;
+        __sync_fetch_and_add(v, value);
+        return 0;
+}
+
+/* The stacks of the current task (the user walk now, the kernel stack
+ * taken at its switch-in) into s and key's stack fields (hashes). */
+static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct *task,
+                                          struct task_struct *leader, struct offcpu_task *t,
+                                          struct cgprof_sample_key *key, __u32 tid, __u32 flags) {
+        if (task->mm) {
+                /* The registers saved on kernel entry: inside the system
+                 * call, those of the wait. */
+                struct cgprof_unwind_proc *proc = user_stack_init(s, key->pid, key->start_time, flags);
+                struct pt_regs regs;
+
+                if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0)
+                        s->user.flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
+                else {
+                        s->w.ip = PT_REGS_IP(&regs);
+                        s->w.sp = PT_REGS_SP(&regs);
+                        s->w.fp = PT_REGS_FP(&regs);
+                        user_stack_walk(s, proc, key->pid, key->start_time, key->session, flags);
+                }
+                if (s->user.n > 0)
+                        key->user_stack = stack_hash_finish(&s->user, s->w.hash);
+        }
+        if ((flags & CGPROF_SESSION_PYTHON) &&
+            python_stack(s, task, leader, key->pid, tid, key->start_time, key->exec_id))
+                key->python_stack = stack_hash(&s->python);
+        if (t->kernel_n > 0) {
+                __builtin_memcpy(s->kernel.pcs, t->kernel_pcs, sizeof(t->kernel_pcs));
+                s->kernel.n = t->kernel_n & (OFFCPU_KERNEL_DEPTH - 1) ?: OFFCPU_KERNEL_DEPTH;
+                if (t->kernel_n > OFFCPU_KERNEL_DEPTH)
+                        s->kernel.n = OFFCPU_KERNEL_DEPTH;
+                s->kernel.flags = CGPROF_STACK_KERNEL_WALK;
+                fp_frames_clear(&s->kernel);
+                key->kernel_stack = stack_hash(&s->kernel);
+        }
+}
+
+/* Records the current task's pending wait (t: its storage). */
+static __attribute__((noinline)) int offcpu_record(struct task_struct *task, struct offcpu_task *t) {
+        struct cgprof_sample_key key = { .kind = CGPROF_SAMPLE_KIND_OFFCPU };
+        struct cgprof_session_stats *st;
+        struct cgprof_session *sess;
+        struct task_struct *leader;
+        struct scratch *s;
+        __u64 delta = t->pending_ns, pid_tgid;
+        __u32 zero = 0;
+        struct stack_maps stacks;
+        void *counts;
+
+        t->pending_ns = 0;
+        key.session = t->pending_session;
+        sess = bpf_map_lookup_elem(&sessions, &key.session);
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
+                return 0;
+        st = bpf_map_lookup_elem(&stats, &key.session);
+        s = bpf_map_lookup_elem(&scratch_map, &zero);
+        if (!s)
+                return 0;
+
+        pid_tgid = bpf_get_current_pid_tgid();
+        key.pid = pid_tgid >> 32;
+        leader = task->group_leader;
+        key.start_time = leader->start_time;
+        key.exec_id = leader->self_exec_id;
+        offcpu_stacks(s, task, leader, t, &key, (__u32) pid_tgid, sess->flags);
+
+        if (active_set == 0) {
+                counts = &counts0;
+                stacks.short_stacks = &stacks0;
+                stacks.long_stacks = &long_stacks0;
+        } else {
+                counts = &counts1;
+                stacks.short_stacks = &stacks1;
+                stacks.long_stacks = &long_stacks1;
+        }
+        if (offcpu_count(counts, &stacks, s, &key, st, delta) < 0) {
+                if (st) {
+                        __sync_fetch_and_add(&st->offcpu_lost, 1);
+                        __sync_fetch_and_add(&st->offcpu_lost_ns, delta);
+                }
+                return 0;
+        }
+        if (st) {
+                __sync_fetch_and_add(&st->offcpu_recorded, 1);
+                __sync_fetch_and_add(&st->offcpu_recorded_ns, delta);
+        }
+        note_process(leader, key.pid, key.start_time, key.exec_id, key.session);
+        return 0;
+}
+
+/* next, back on the CPU: its wait ends now. */
+static __always_inline void offcpu_switch_in(struct task_struct *next) {
+        struct cgprof_session_stats *st;
+        struct cgprof_session *sess;
+        struct offcpu_task *t;
+        __u64 delta;
+        long n;
+
+        t = bpf_task_storage_get(&offcpu_tasks, next, 0, 0);
+        if (!t || t->switched_out == 0)
+                return;
+        delta = bpf_ktime_get_ns() - t->switched_out;
+        t->switched_out = 0;
+        sess = bpf_map_lookup_elem(&sessions, &t->session);
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
+                return;
+        st = bpf_map_lookup_elem(&stats, &t->session);
+        if (t->runqueue) {
+                if (st) {
+                        __sync_fetch_and_add(&st->offcpu_runqueue, 1);
+                        __sync_fetch_and_add(&st->offcpu_runqueue_ns, delta);
+                }
+                return;
+        }
+        if (delta < sess->offcpu_min_ns || t->pending_ns) {
+                /* Short; or (never seen) a wait not recorded before the next. */
+                if (st) {
+                        __sync_fetch_and_add(&st->offcpu_short, 1);
+                        __sync_fetch_and_add(&st->offcpu_short_ns, delta);
+                }
+                return;
+        }
+        t->pending_ns = delta;
+        t->pending_session = t->session;
+        t->kernel_n = 0;
+        if (sess->flags & CGPROF_SESSION_KERNEL_STACKS) {
+                n = bpf_get_task_stack(next, t->kernel_pcs, sizeof(t->kernel_pcs), 0);
+                t->kernel_n = n > 0 ? (__u32) n / 8 : 0;
+        }
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+        struct task_struct *current = bpf_get_current_task_btf(); /* prev */
+        struct cgprof_session *sess;
+        struct offcpu_task *t;
+        __u64 cgid;
+        __u32 *slot;
+
+        if ((__u32) bpf_get_current_pid_tgid() != 0) {
+                t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
+                if (t && t->pending_ns)
+                        offcpu_record(current, t); /* it waits again before a system call's return */
+
+                cgid = bpf_get_current_cgroup_id();
+                slot = bpf_map_lookup_elem(&cgroups, &cgid);
+                sess = slot ? bpf_map_lookup_elem(&sessions, slot) : NULL;
+                if (sess &&
+                    (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) ==
+                            (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU) &&
+                    (sess->offcpu_threshold == 0xffffffffu ||
+                     bpf_get_prandom_u32() <= sess->offcpu_threshold)) {
+                        t = bpf_task_storage_get(&offcpu_tasks, current, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+                        if (t) {
+                                t->switched_out = bpf_ktime_get_ns();
+                                t->session = *slot;
+                                /* Runnable still: it waits for a CPU, not for something. */
+                                t->runqueue = preempt || prev_state == 0;
+                        }
+                }
+        }
+        offcpu_switch_in(next);
+        return 0;
+}
+
+/* The end of the system call a pending wait was in: record it here. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(cgprof_off_exit, struct pt_regs *regs, long ret) {
+        struct task_struct *current = bpf_get_current_task_btf();
+        struct offcpu_task *t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
+
+        if (t && t->pending_ns)
+                offcpu_record(current, t);
+        return 0;
+}

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Off-CPU profiles (profile "events": ["cpu", "offcpu"]): where threads wait
+and for how long, per cgroup.
+
+- Designed waits (tests/offcpu/offcpu-workload.c): a thread's 100 ms cycle
+  is 30 % on CPU, 30 % in nanosleep(), 20 % blocked reading a pipe, 20 %
+  waiting on a contended pthread mutex. On CPU (profile.folded samples x
+  period; plus the session's run-queue time for the CPU step, the only
+  runnable one) plus off CPU (offcpu.folded, µs) per designed function is
+  within ±5 points of that; the total is within 5 % of the thread's measured wall
+  time (with the session's run-queue time); each wait has its kernel
+  reason (do_nanosleep / hrtimer_nanosleep, pipe_read, futex). pprof has
+  the off_cpu/nanoseconds sample type (go tool pprof -sample_index=off_cpu
+  reads it), offcpu.svg is drawn, summary.json "offCpu" has the top
+  functions and reasons.
+- Migration: a thread that sleeps while pinned alternately to CPU 0 and 1
+  is off CPU its sleep time (±5 %), never more.
+- Python (Debian's python3.11): a thread in queue.Queue.get() and one in
+  time.sleep() appear with their Python frames and their kernel reasons.
+- Bad input: "events": ["gpu"] and "offCpuMinUsec": -1 are refused with the
+  key's path."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from cgproflib import Agent, BUILD, Cgroup, log, main, profile, run_in_cgroup, skip_prereq
+
+OFFCPU = os.environ.get("CGPROF_OFFCPU_WORKLOAD", os.path.join(BUILD, "tests", "cgprof-offcpu-workload"))
+PY_WAITS = os.environ.get("CGPROF_OFFCPU_PY",
+                          os.path.join(os.path.dirname(__file__), "..", "offcpu", "py-waits.py"))
+PYTHON = "/usr/bin/python3.11"
+FREQ = 999
+STEPS = ("step_cpu", "step_sleep", "step_pipe", "step_mutex")
+KEPT = []  # report copies, removed at the end
+DESIGN = {"step_cpu": 30, "step_sleep": 30, "step_pipe": 20, "step_mutex": 20}
+
+
+def read_folded(report, name):
+    out = {}
+    with open(os.path.join(report["_dir"], name)) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            key = tuple(stack.split(";"))
+            out[key] = out.get(key, 0) + int(count)
+    return out
+
+
+def run_session(cg_name, argv, seconds, **profile_kw):
+    """Runs argv in a new cgroup under a session of an off-CPU profile;
+    returns (its report, its stdout lines, the agent's status)."""
+    cg = Cgroup(f"{cg_name}-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="waits", events=["cpu", "offcpu"], formats=["folded", "json", "pprof", "svg"],
+                             **profile_kw)],
+        "targets": [{"name": "t", "profileRef": "waits", "cgroupPatterns": [cg.rel]}],
+    })
+    try:
+        agent.start()
+        status = agent.status()
+        if status.get("offCpu") != "available":
+            skip_prereq(f"off-CPU profiling not available here: {status.get('offCpu')}")
+        p = run_in_cgroup(cg, argv)
+        assert p.stdout.readline().decode().startswith("ready")
+        out = p.communicate(timeout=seconds + 60)[0].decode().splitlines()
+        assert p.returncode == 0, out
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        assert agent.stop() == 0, agent.log()
+        # The report outlives the agent's directory.
+        keep = tempfile.mkdtemp(prefix="cgprof-test-offcpu-report-")
+        shutil.copytree(report["_dir"], keep, dirs_exist_ok=True)
+        KEPT.append(keep)
+        report["_dir"] = keep
+        return report, out, status
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def has_frame(stack, *names):
+    return any(any(n in f for n in names) for f in stack)
+
+
+def test_designed_waits():
+    report, out, _ = run_session("cgprof-test-offcpu", [OFFCPU, "--seconds", "4"], 4)
+    measured = json.loads(out[-1])
+    oc = report["offCpu"]
+    log(f"offCpu: {json.dumps({k: v for k, v in oc.items() if k != 'processes'})[:1500]}")
+    assert oc["unavailable"] is None and oc["minUsec"] == 1000 and oc["probability"] == 1
+    assert oc["recordedWaits"] > 0
+    on = read_folded(report, "profile.folded")
+    off = read_folded(report, "offcpu.folded")
+    period_us = 1e6 / FREQ
+    wall = {}
+    for step in STEPS:
+        on_us = sum(c for st, c in on.items() if step in st) * period_us
+        off_us = sum(c for st, c in off.items() if step in st)
+        wall[step] = (on_us, off_us)
+    # Waiting for a CPU (preempted, runnable) is not stacked: the session's
+    # run-queue time goes to the one step that is runnable, step_cpu (the
+    # others block), as a loaded machine stretches it.
+    a, b = wall["step_cpu"]
+    wall["step_cpu"] = (a + oc["runQueueSec"] * 1e6, b)
+    total = sum(a + b for a, b in wall.values())
+    worker_on = sum(c for st, c in on.items() if "worker_main" in st) * period_us
+    worker_off = sum(c for st, c in off.items() if "worker_main" in st)
+    log("wall-clock view: " + ", ".join(f"{k} on {a / 1e3:.0f} ms + off {b / 1e3:.0f} ms" for k, (a, b) in wall.items()))
+    log(f"measured (µs): {measured}; worker on+off {(worker_on + worker_off) / 1e3:.0f} ms, "
+        f"run queue {oc['runQueueSec'] * 1e3:.0f} ms")
+    for step in STEPS:
+        share = 100.0 * sum(wall[step]) / total
+        assert abs(share - DESIGN[step]) <= 5, f"{step}: {share:.1f}% of the wall-clock view, designed {DESIGN[step]}%"
+    # Off CPU, the waiting steps, each with its kernel reason.
+    for step, reasons in (("step_sleep", ("nanosleep",)), ("step_pipe", ("pipe_read",)),
+                          ("step_mutex", ("futex",))):
+        mine = {st: c for st, c in off.items() if step in st}
+        with_reason = sum(c for st, c in mine.items() if has_frame(st[st.index(step):], *reasons))
+        assert with_reason >= 0.9 * sum(mine.values()), f"{step}: {reasons} in {with_reason} of {sum(mine.values())} µs"
+    # The thread's time: on + off + waiting for a CPU is its wall time (±5 %).
+    accounted = worker_on + worker_off + oc["runQueueSec"] * 1e6
+    assert abs(accounted - measured["worker_wall"]) <= 0.05 * measured["worker_wall"], (accounted, measured)
+    reasons = [r["name"] for r in oc["topKernelReasons"][:6]]
+    assert any("nanosleep" in r for r in reasons) and any("pipe_read" in r for r in reasons) and \
+        any("futex" in r for r in reasons), reasons
+    assert "offcpu.folded" in report["files"] and "offcpu.svg" in report["files"], report["files"]
+    with open(os.path.join(report["_dir"], "offcpu.svg")) as f:
+        svg = f.read()
+    assert "off CPU" in svg and "step_sleep" in svg
+    check_pprof(report)
+
+
+def check_pprof(report):
+    go = shutil.which("go")
+    if not go:
+        log("no go: pprof's off_cpu not read by go tool pprof")
+        return
+    path = os.path.join(report["_dir"], "profile.pb.gz")
+    r = subprocess.run([go, "tool", "pprof", "-sample_index=off_cpu", "-top", "-nodecount=40", path],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, HOME=os.environ.get("HOME", "/root"), GOFLAGS="-mod=mod"))
+    assert r.returncode == 0, r.stderr
+    log("go tool pprof -sample_index=off_cpu -top:\n" + "\n".join(r.stdout.splitlines()[10:22]))
+    assert "step_sleep" in r.stdout and "step_mutex" in r.stdout, r.stdout
+
+
+def test_migration():
+    report, out, _ = run_session("cgprof-test-offcpu-migrate", [OFFCPU, "--migrate", "--seconds", "3"], 3)
+    measured = json.loads(out[-1])
+    off = read_folded(report, "offcpu.folded")
+    mine = sum(c for st, c in off.items() if "migrate_sleep" in st)
+    log(f"slept {measured['slept'] / 1e3:.0f} ms measured ({measured['flips']} flips), "
+        f"{mine / 1e3:.0f} ms off CPU in migrate_sleep")
+    assert measured["flips"] > 100
+    assert abs(mine - measured["slept"]) <= 0.05 * measured["slept"], (mine, measured)
+    # Never more than it slept (the whole of its time in migrate_sleep).
+    assert mine <= measured["slept"] * 1.005 + 1000, (mine, measured)
+
+
+def test_python():
+    if not os.access(PYTHON, os.X_OK):
+        skip_prereq(f"{PYTHON} is not installed")
+    report, _, _ = run_session("cgprof-test-offcpu-py", [PYTHON, PY_WAITS, "3"], 3)
+    off = read_folded(report, "offcpu.folded")
+    queue_ = {st: c for st, c in off.items() if "wait_on_queue" in st}
+    sleepy = {st: c for st, c in off.items() if "sleepy" in st}
+    log(f"queue.get: {sum(queue_.values()) / 1e3:.0f} ms, time.sleep: {sum(sleepy.values()) / 1e3:.0f} ms")
+    top = sorted(off.items(), key=lambda kv: -kv[1])[:4]
+    for st, c in top:
+        log(f"  {c / 1e3:.0f} ms: " + ";".join(st[-14:]))
+    assert sum(queue_.values()) >= 2e6 and sum(sleepy.values()) >= 2e6, (sum(queue_.values()), sum(sleepy.values()))
+    # The Python callers, and the right kernel reason under each.
+    assert any("Queue.get" in st and "futex" in ";".join(st) for st in queue_), list(queue_)[:3]
+    assert any("sleepy" in st and "nanosleep" in ";".join(st) for st in sleepy), list(sleepy)[:3]
+    q_reason = sum(c for st, c in queue_.items() if "futex" in ";".join(st))
+    s_reason = sum(c for st, c in sleepy.items() if "nanosleep" in ";".join(st))
+    assert q_reason >= 0.9 * sum(queue_.values()) and s_reason >= 0.9 * sum(sleepy.values())
+
+
+def test_unavailable():
+    """Off-CPU profiling turned off on the node (as on a kernel without the
+    tracepoints): status and check say why, and a profile asking for "cpu"
+    and "offcpu" still samples CPU; one with only "offcpu" fails to start."""
+    cg = Cgroup(f"cgprof-test-offcpu-off-{os.getpid()}")
+    agent = Agent({
+        "profiles": [profile(name="waits", events=["cpu", "offcpu"]), profile(name="only", events=["offcpu"])],
+        "targets": [{"name": "t", "profileRef": "waits", "cgroupPatterns": [cg.rel]}],
+    }, extra_args=["--no-offcpu"])
+    try:
+        agent.start()
+        status = agent.status()
+        assert "--no-offcpu" in status["offCpu"], status["offCpu"]
+        check = agent.ctl("check").stdout
+        assert "Off-CPU profiling: off-CPU profiling is turned off" in check, check
+        log(f"status offCpu: {status['offCpu']}")
+        p = run_in_cgroup(cg, [OFFCPU, "--seconds", "1"])
+        assert p.stdout.readline().decode().startswith("ready")
+        p.communicate(timeout=60)
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        assert report["samples"]["total"] > 0, report["samples"]
+        assert "--no-offcpu" in report["offCpu"]["unavailable"], report["offCpu"]
+        assert report["offCpu"]["recordedWaits"] == 0
+        # Only off-CPU time asked for: the session cannot start.
+        cg2 = Cgroup(f"cgprof-test-offcpu-only-{os.getpid()}")
+        try:
+            r = agent.ctl("start", "--cgroup", cg2.rel, "--profile", "only", check=False)
+            log(f"start of an offcpu-only profile: rc {r.returncode}: {(r.stderr or r.stdout).strip()}")
+            assert r.returncode != 0
+        finally:
+            cg2.remove()
+        assert agent.stop() == 0, agent.log()
+    finally:
+        agent.cleanup()
+        cg.remove()
+
+
+def test_bad_input():
+    for bad, path in (({"events": ["gpu"]}, "profiles[0].events[0]"),
+                      ({"offCpuMinUsec": -1}, "profiles[0].offCpuMinUsec"),
+                      ({"offCpuProbability": 2}, "profiles[0].offCpuProbability")):
+        agent = Agent({"profiles": [profile(name="bad", **bad)], "targets": []})
+        try:
+            r = subprocess.run(agent.argv() + ["--check-config"], capture_output=True, text=True, timeout=30)
+            assert r.returncode != 0, r
+            assert path in r.stderr + r.stdout, (path, r.stderr, r.stdout)
+            log(f"{bad}: {(r.stderr + r.stdout).strip().splitlines()[-1]}")
+        finally:
+            agent.cleanup()
+
+
+if __name__ == "__main__":
+    try:
+        main([test_bad_input, test_unavailable, test_designed_waits, test_migration, test_python])
+    finally:
+        for d in KEPT:
+            shutil.rmtree(d, ignore_errors=True)
