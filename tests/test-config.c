@@ -959,6 +959,12 @@ TEST(profile_events) {
 
         check_profile_fail("\"events\": [\"gpu\"]", "profiles[1].events[0]: unknown event \"gpu\"");
         check_profile_fail("\"events\": [\"cpu\", \"cpu\"]", "profiles[1].events[1]: duplicate event");
+        check_profile_fail("\"formats\": [\"folded\", \"flame\"]",
+                           "profiles[1].formats[1]: unknown format \"flame\" (known: folded, json, pprof, "
+                           "svg, speedscope)");
+        check_profile_fail("\"formats\": [\"svg\", \"svg\"]",
+                           "profiles[1].formats[1]: duplicate format \"svg\"");
+        check_profile_fail("\"formats\": [7]", "profiles[1].formats[0]: must be a string");
         check_profile_fail("\"events\": []", "profiles[1].events: ");
         check_profile_fail("\"events\": \"cpu\"", "profiles[1].events: ");
         check_profile_fail("\"offCpuMinUsec\": -1", "profiles[1].offCpuMinUsec: must be an integer");

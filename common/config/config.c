@@ -845,7 +845,11 @@ static int dispatch_unwind_table_rows(const cJSON *j, const char *path, void *ba
         return 0;
 }
 
-static int dispatch_events(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+/* An array of names, each a bit of a mask (name_bit() says which, -1 for
+ * an unknown one), none twice: "formats", "events". what: "format",
+ * "event"; known: the names, for the error. */
+static int name_set(const cJSON *j, const char *path, int (*name_bit)(const char *name), const char *what,
+                    const char *known, unsigned *ret, char **error) {
         const cJSON *i;
         unsigned mask = 0;
         size_t n = 0;
@@ -857,26 +861,35 @@ static int dispatch_events(const cJSON *j, const char *path, void *base, const J
 
         cJSON_ArrayForEach (i, j) {
                 _cleanup_free_ char *p = key_path_index(path, n++);
-                unsigned bit;
+                int bit;
 
                 if (!p)
                         return -ENOMEM;
                 if (!cJSON_IsString(i))
                         return key_path_error(error, p, "must be a string");
-                if (streq(i->valuestring, "cpu"))
-                        bit = PROFILE_EVENT_CPU;
-                else if (streq(i->valuestring, "offcpu"))
-                        bit = PROFILE_EVENT_OFFCPU;
-                else
-                        return key_path_error(error, p, "unknown event \"%s\" (known: cpu, offcpu)",
-                                              i->valuestring);
-                if (mask & bit)
-                        return key_path_error(error, p, "duplicate event \"%s\"", i->valuestring);
-                mask |= bit;
+                bit = name_bit(i->valuestring);
+                if (bit < 0)
+                        return key_path_error(error, p, "unknown %s \"%s\" (known: %s)", what,
+                                              i->valuestring, known);
+                if (mask & (1u << bit))
+                        return key_path_error(error, p, "duplicate %s \"%s\"", what, i->valuestring);
+                mask |= 1u << bit;
         }
 
-        *(unsigned *) FIELD(base, f) = mask;
+        *ret = mask;
         return 0;
+}
+
+static int event_bit(const char *name) {
+        if (streq(name, "cpu"))
+                return __builtin_ctz(PROFILE_EVENT_CPU);
+        if (streq(name, "offcpu"))
+                return __builtin_ctz(PROFILE_EVENT_OFFCPU);
+        return -1;
+}
+
+static int dispatch_events(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
+        return name_set(j, path, event_bit, "event", "cpu, offcpu", (unsigned *) FIELD(base, f), error);
 }
 
 static int dispatch_offcpu_min_usec(const cJSON *j, const char *path, void *base, const JsonField *f,
@@ -895,37 +908,14 @@ static int dispatch_probability(const cJSON *j, const char *path, void *base, co
         return 0;
 }
 
+static int format_bit(const char *name) {
+        ReportFormat fmt = report_format_from_string(name);
+        return fmt < 0 ? -1 : (int) fmt;
+}
+
 static int dispatch_formats(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
-        const cJSON *i;
-        unsigned mask = 0;
-        size_t n = 0;
-        int r;
-
-        r = array_check(j, path, /* allow_empty= */ false, error);
-        if (r < 0)
-                return r;
-
-        cJSON_ArrayForEach (i, j) {
-                _cleanup_free_ char *p = key_path_index(path, n++);
-                ReportFormat fmt;
-
-                if (!p)
-                        return -ENOMEM;
-                if (!cJSON_IsString(i))
-                        return key_path_error(error, p, "must be a string");
-                fmt = report_format_from_string(i->valuestring);
-                if (fmt < 0)
-                        return key_path_error(
-                                error, p,
-                                "unknown format \"%s\" (known: folded, json, pprof, svg, speedscope)",
-                                i->valuestring);
-                if (mask & (1u << fmt))
-                        return key_path_error(error, p, "duplicate format \"%s\"", i->valuestring);
-                mask |= 1u << fmt;
-        }
-
-        *(unsigned *) FIELD(base, f) = mask;
-        return 0;
+        return name_set(j, path, format_bit, "format", "folded, json, pprof, svg, speedscope",
+                        (unsigned *) FIELD(base, f), error);
 }
 
 static int dispatch_output(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
