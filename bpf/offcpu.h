@@ -116,8 +116,8 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         struct task_struct *leader;
         struct scratch *s;
         __u64 delta = t->pending_ns, pid_tgid;
-        __u32 zero = 0;
         struct stack_maps stacks;
+        int r;
         void *counts;
 
         t->pending_ns = 0;
@@ -126,9 +126,14 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
                 return 0;
         st = bpf_map_lookup_elem(&stats, &key.session);
-        s = bpf_map_lookup_elem(&scratch_map, &zero);
-        if (!s)
+        s = scratch_take(SCRATCH_TRACE);
+        if (!s) {
+                if (st) {
+                        __sync_fetch_and_add(&st->offcpu_lost, 1);
+                        __sync_fetch_and_add(&st->offcpu_lost_ns, delta);
+                }
                 return 0;
+        }
 
         pid_tgid = bpf_get_current_pid_tgid();
         key.pid = pid_tgid >> 32;
@@ -146,7 +151,9 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
                 stacks.short_stacks = &stacks1;
                 stacks.long_stacks = &long_stacks1;
         }
-        if (offcpu_count(counts, &stacks, s, &key, st, delta) < 0) {
+        r = offcpu_count(counts, &stacks, s, &key, st, delta);
+        scratch_put(s);
+        if (r < 0) {
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_lost, 1);
                         __sync_fetch_and_add(&st->offcpu_lost_ns, delta);

@@ -233,24 +233,51 @@ struct scratch {
         struct cgprof_stack user;
         struct cgprof_stack kernel;
         struct cgprof_stack python;
+        __u32 busy; /* taken (scratch_take()) */
+        __u32 pad;
+};
+
+/* Per-CPU scratch, one for each kind of program that may run on a CPU
+ * while another is midway:
+ * - SCRATCH_SAMPLE: a CPU sample (cgprof_sample, a perf event's overflow in
+ *   the timer interrupt) interrupts whatever runs, the recording of a wait
+ *   at a system call's exit or a launch's uprobe included. It never nests
+ *   in itself (the kernel runs one perf-event program per CPU at a time).
+ * - SCRATCH_TRACE: the off-CPU tracepoints (sched_switch with interrupts
+ *   off, sys_exit with preemption off): one at a time on a CPU.
+ * - SCRATCH_LAUNCH: a uprobe's program runs with migration disabled only:
+ *   preempted, another task's may run on its CPU.
+ * The last two are taken for the time of their use: a program that finds
+ * its scratch taken loses its record (counted) rather than tearing
+ * another's. */
+enum {
+        SCRATCH_SAMPLE,
+        SCRATCH_TRACE,
+        SCRATCH_LAUNCH,
+        _SCRATCH_MAX
 };
 
 struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
+        __uint(max_entries, _SCRATCH_MAX);
         __type(key, __u32);
         __type(value, struct scratch);
 } scratch_map SEC(".maps");
 
-/* The launch program's own (cgprof_launch): a CPU sample (cgprof_sample)
- * may interrupt it on its CPU, and would overwrite a shared scratch under
- * it. */
-struct {
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-        __uint(max_entries, 1);
-        __type(key, __u32);
-        __type(value, struct scratch);
-} launch_scratch_map SEC(".maps");
+/* The CPU's scratch of kind, NULL: none, or taken (not SCRATCH_SAMPLE's:
+ * never taken). */
+static __always_inline struct scratch *scratch_take(__u32 kind) {
+        struct scratch *s = bpf_map_lookup_elem(&scratch_map, &kind);
+
+        if (!s || (kind != SCRATCH_SAMPLE && __sync_val_compare_and_swap(&s->busy, 0, 1) != 0))
+                return NULL;
+        return s;
+}
+
+static __always_inline void scratch_put(struct scratch *s) {
+        asm volatile("" ::: "memory"); /* its uses before (one CPU: no fence) */
+        s->busy = 0;
+}
 
 /* The walks' loop context: the per-CPU scratch, found once per sample
  * rather than once per frame. */
@@ -1316,7 +1343,7 @@ static __always_inline int count_key(void *counts, void *stacks, struct scratch 
 SEC("perf_event")
 int cgprof_sample(struct bpf_perf_event_data *ctx) {
         __u64 cookie = bpf_get_attach_cookie(ctx);
-        __u32 mode = cookie >> 32, id = (__u32) cookie, slot, zero = 0;
+        __u32 mode = cookie >> 32, id = (__u32) cookie, slot;
         struct cgprof_sample_key key = {};
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
@@ -1367,7 +1394,7 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         }
 
         st = BENCH(CGPROF_BENCH_NO_STATS) ? NULL : bpf_map_lookup_elem(&stats, &slot);
-        s = bpf_map_lookup_elem(&scratch_map, &zero);
+        s = scratch_take(SCRATCH_SAMPLE);
         if (!s)
                 return 0;
 
@@ -1542,7 +1569,7 @@ static __always_inline void launch_set_put(__u32 set) {
  * file; only those of a session's cgroups that asked for launches count. */
 SEC("uprobe")
 int cgprof_launch(struct pt_regs *ctx) {
-        __u32 entry = (__u32) bpf_get_attach_cookie(ctx), zero = 0, *sl, slot;
+        __u32 entry = (__u32) bpf_get_attach_cookie(ctx), *sl, slot;
         __u64 cgid = bpf_get_current_cgroup_id();
         struct cgprof_sample_key key = {};
         struct cgprof_unwind_proc *proc;
@@ -1562,9 +1589,13 @@ int cgprof_launch(struct pt_regs *ctx) {
         sess = bpf_map_lookup_elem(&sessions, &slot);
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_GPU_LAUNCHES))
                 return 0;
-        s = bpf_map_lookup_elem(&launch_scratch_map, &zero);
-        if (!s)
+        st = bpf_map_lookup_elem(&stats, &slot);
+        s = scratch_take(SCRATCH_LAUNCH);
+        if (!s) {
+                if (st)
+                        __sync_fetch_and_add(&st->lost, 1);
                 return 0;
+        }
 
         pid_tgid = bpf_get_current_pid_tgid();
         key.pid = pid_tgid >> 32;
@@ -1573,7 +1604,6 @@ int cgprof_launch(struct pt_regs *ctx) {
         leader = task->group_leader;
         key.start_time = leader->start_time;
         key.exec_id = leader->self_exec_id;
-        st = bpf_map_lookup_elem(&stats, &slot);
         set = launch_set_get();
         if (set == 0) {
                 counts = &counts0;
@@ -1603,6 +1633,7 @@ int cgprof_launch(struct pt_regs *ctx) {
         /* Launches are not samples: only a lost one is in the stats. */
         if (count_key(counts, &stacks, s, &key, st) < 0 && st)
                 __sync_fetch_and_add(&st->lost, 1);
+        scratch_put(s);
         launch_set_put(set);
         note_process(leader, key.pid, key.start_time, key.exec_id, slot);
         return 0;

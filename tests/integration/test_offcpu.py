@@ -133,6 +133,32 @@ def test_designed_waits():
     check_pprof(report)
 
 
+def test_no_torn_stacks():
+    """A wait is recorded at its system call's return, where the CPU sample
+    may interrupt the recording on its CPU: each keeps its own stack.
+    Ping-pong over two pipes, every wait recorded (offCpuMinUsec 0): the
+    recording programs run between most of the samples' hits, and a wait
+    whose stack a sample overwrote would show the sample's kernel frames (the
+    recording program's own: a BPF map lookup in the system call's exit)."""
+    report, out, _ = run_session("cgprof-test-offcpu-pp", [OFFCPU, "--ping-pong", "300000"], 30,
+                                 offCpuMinUsec=0)
+    oc = report["offCpu"]
+    off = read_folded(report, "offcpu.folded")
+    total = sum(off.values())
+    torn = {st: c for st, c in off.items()
+            if any(f.endswith("_[k]") and ("bpf" in f or "syscall_exit" in f or "lookup_nulls" in f) for f in st)}
+    in_pipe = sum(c for st, c in off.items() if has_frame(st, "pipe_read", "pipe_wait"))
+    log(f"{out[-1]}; {oc['recordedWaits']} waits recorded, {total} µs stacked, {in_pipe} µs in pipe_read, "
+        f"{len(torn)} stacks through the recording path, "
+        f"{oc['lostWaits']} lost")
+    for st, c in sorted(torn.items(), key=lambda kv: -kv[1])[:3]:
+        log(f"  {c} µs: {';'.join(st)}")
+    assert oc["recordedWaits"] > 10000, oc
+    assert not torn, f"{sum(torn.values())} of {total} µs of waits with the recording path's kernel stack"
+    # The main thread's waits are in pipe reads (the ponger's too).
+    assert in_pipe >= 0.95 * total, (in_pipe, total)
+
+
 def check_pprof(report):
     go = shutil.which("go")
     if not go:
@@ -234,7 +260,7 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        main([test_bad_input, test_unavailable, test_designed_waits, test_migration, test_python])
+        main([test_bad_input, test_unavailable, test_designed_waits, test_no_torn_stacks, test_migration, test_python])
     finally:
         for d in KEPT:
             shutil.rmtree(d, ignore_errors=True)

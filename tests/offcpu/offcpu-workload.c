@@ -200,6 +200,7 @@ static int ping_pong(long n) {
         if (pipe(ping) < 0 || pipe(pong) < 0)
                 return 1;
         pthread_create(&t, NULL, ponger, NULL);
+        printf("ready\n");
         start = now_us();
         for (long i = 0; i < n; i++)
                 if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
