@@ -1529,6 +1529,10 @@ static __always_inline void launch_record(struct pt_regs *ctx, __u32 entry, stru
                 pc[CGPROF_LAUNCH_PC_BLOCK] = c.dims[4] | ((__u64) c.dims[5] << 32);
                 pc[CGPROF_LAUNCH_PC_STREAM] = c.stream;
                 return;
+        case CGPROF_LAUNCH_CUPTI: /* the kernel: named after the stack's device stub */
+                pc[CGPROF_LAUNCH_PC_FUNC] = pc[CGPROF_LAUNCH_PC_GRID] = pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
+                        pc[CGPROF_LAUNCH_PC_BLOCK] = pc[CGPROF_LAUNCH_PC_STREAM] = 0;
+                return;
         default: /* CGPROF_LAUNCH_GRAPH */
                 pc[CGPROF_LAUNCH_PC_FUNC] = PT_REGS_PARM1(ctx);
                 pc[CGPROF_LAUNCH_PC_GRID] = pc[CGPROF_LAUNCH_PC_GRID_Z_BLOCK_X] =
@@ -1564,6 +1568,17 @@ static __always_inline void launch_set_put(__u32 set) {
         __sync_fetch_and_add(&launch_inflight[set & 1], -1);
 }
 
+/* The launches made through the CUPTI library, for the agent's join of
+ * kernel activity records (profile.h: CGPROF_LAUNCH_CUPTI): bounded, the
+ * least recently used forgotten first (a record that comes after is counted
+ * not joined). */
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, CGPROF_MAX_CUPTI_LAUNCHES);
+        __type(key, struct cgprof_cupti_launch_key);
+        __type(value, struct cgprof_sample_key);
+} cupti_launches SEC(".maps");
+
 /* A uprobe on a launch entry point (attached per file by the agent,
  * agent/sampling/cuda-probes.c): fires for every process that maps the
  * file; only those of a session's cgroups that asked for launches count. */
@@ -1587,7 +1602,9 @@ int cgprof_launch(struct pt_regs *ctx) {
                 return 0;
         slot = *sl;
         sess = bpf_map_lookup_elem(&sessions, &slot);
-        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) || !(sess->flags & CGPROF_SESSION_GPU_LAUNCHES))
+        if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE) ||
+            !(sess->flags &
+              (entry == CGPROF_LAUNCH_CUPTI ? CGPROF_SESSION_GPU_DURATIONS : CGPROF_SESSION_GPU_LAUNCHES)))
                 return 0;
         st = bpf_map_lookup_elem(&stats, &slot);
         s = scratch_take(SCRATCH_LAUNCH);
@@ -1633,6 +1650,12 @@ int cgprof_launch(struct pt_regs *ctx) {
         /* Launches are not samples: only a lost one is in the stats. */
         if (count_key(counts, &stacks, s, &key, st) < 0 && st)
                 __sync_fetch_and_add(&st->lost, 1);
+        else if (entry == CGPROF_LAUNCH_CUPTI) {
+                struct cgprof_cupti_launch_key ck = { .pid = key.pid,
+                                                      .correlation = (__u32) PT_REGS_PARM1(ctx) };
+
+                bpf_map_update_elem(&cupti_launches, &ck, &key, BPF_ANY);
+        }
         scratch_put(s);
         launch_set_put(set);
         note_process(leader, key.pid, key.start_time, key.exec_id, slot);

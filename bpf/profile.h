@@ -43,6 +43,7 @@
 #define CGPROF_SESSION_GPU_LAUNCHES (1u << 5) /* count CUDA kernel launches (cgprof_launch) */
 #define CGPROF_SESSION_NO_CPU (1u << 6) /* "events" without "cpu": perf samples are not kept */
 #define CGPROF_SESSION_OFFCPU (1u << 7) /* "events" with "offcpu": blocking switches are followed */
+#define CGPROF_SESSION_GPU_DURATIONS (1u << 8) /* the CUPTI library's launches (cgprof_cupti_launch) */
 
 /* Benchmark variants of the sample program (bench/bpf-variants, cgprofd
  * --bench-bpf-variant): parts left out, or done the old way, to measure what
@@ -233,7 +234,21 @@ struct cgprof_proc_seen {
 #define CGPROF_LAUNCH_CU_KERNEL \
         3 /* cuLaunchKernel(CUfunction, gx, gy, gz, bx, by, bz, shmem, stream, ...) */
 #define CGPROF_LAUNCH_CU_KERNEL_EX 4 /* cuLaunchKernelEx(const CUlaunchConfig *, CUfunction, ...) */
-#define _CGPROF_LAUNCH_MAX 5
+/* cgprof_cupti_launch(correlation) in libcgprof-cupti.so (docs/gpu.md,
+ * kernel durations): CUPTI's callback at a launch API's entry. Counted only
+ * for sessions with CGPROF_SESSION_GPU_DURATIONS; its stack is the anchor
+ * of the kernel's GPU time, and (pid, correlation) -> its sample key goes
+ * into the cupti_launches map for the agent's join. */
+#define CGPROF_LAUNCH_CUPTI 5
+#define _CGPROF_LAUNCH_MAX 6
+
+/* cupti_launches (LRU): the launch of a correlation ID, by the pid that made
+ * it, to the sample key its stack was counted under. */
+struct cgprof_cupti_launch_key {
+        __u32 pid; /* tgid */
+        __u32 correlation;
+};
+#define CGPROF_MAX_CUPTI_LAUNCHES 65536
 
 #define CGPROF_STACK_LAUNCH (1u << 24) /* a launch record, not a stack (below) */
 #define CGPROF_LAUNCH_PC_FUNC \

@@ -112,6 +112,7 @@ static void assert_default_profile(const Profile *p) {
         ASSERT_TRUE(p->kernel_stacks);
         ASSERT_TRUE(p->python_frames);
         ASSERT_FALSE(p->gpu_launches);
+        ASSERT_FALSE(p->gpu_durations);
         ASSERT_EQ(p->formats, (1u << REPORT_FORMAT_FOLDED) | (1u << REPORT_FORMAT_JSON));
         ASSERT_NULL(p->output);
         ASSERT_EQ(p->n_include_patterns, 1);
@@ -210,7 +211,7 @@ static const char full_example[] =
         "      \"start\": \"manual\",\n"
         "      \"kernelStacks\": false,\n"
         "      \"pythonFrames\": false,\n"
-        "      \"gpu\": { \"launches\": true },\n"
+        "      \"gpu\": { \"launches\": true, \"durations\": true },\n"
         "      \"formats\": [\"pprof\", \"svg\", \"speedscope\"],\n"
         "      \"output\": \"{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}\",\n"
         "      \"includePatterns\": [\"python\", \"java\"],\n"
@@ -262,6 +263,7 @@ TEST(full_example) {
         ASSERT_FALSE(p->kernel_stacks);
         ASSERT_FALSE(p->python_frames);
         ASSERT_TRUE(p->gpu_launches);
+        ASSERT_TRUE(p->gpu_durations);
         ASSERT_EQ(p->formats, (1u << REPORT_FORMAT_PPROF) | (1u << REPORT_FORMAT_SVG) |
                                       (1u << REPORT_FORMAT_SPEEDSCOPE));
         ASSERT_STREQ(p->output, "{NAMESPACE}/{POD}/{CONTAINER}/{TIMESTAMP}_{UID}");
@@ -638,6 +640,7 @@ TEST(booleans) {
         check_profile_fail("\"pythonFrames\": 1", "profiles[1].pythonFrames: must be a boolean");
         check_profile_fail("\"gpu\": {\"launches\": \"yes\"}",
                            "profiles[1].gpu.launches: must be a boolean");
+        check_profile_fail("\"gpu\": {\"durations\": 1}", "profiles[1].gpu.durations: must be a boolean");
         check_profile_fail("\"gpu\": {\"launch\": true}", "profiles[1].gpu.launch: unknown key");
         check_profile_fail("\"gpu\": true", "profiles[1].gpu: must be an object");
         check_profile_fail("\"foldedRankRoot\": 1", "profiles[1].foldedRankRoot: must be a boolean");

@@ -37,6 +37,8 @@ static const struct {
         { "cuLaunchKernelEx_ptsz", CGPROF_LAUNCH_CU_KERNEL_EX },
         { "cuGraphLaunch", CGPROF_LAUNCH_GRAPH },
         { "cuGraphLaunch_ptsz", CGPROF_LAUNCH_GRAPH },
+        /* libcgprof-cupti.so: CUPTI's callback at each launch (gpu.durations) */
+        { "cgprof_cupti_launch", CGPROF_LAUNCH_CUPTI },
 };
 
 typedef struct CudaProbeProc {

@@ -645,6 +645,30 @@ int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on) {
         return slot_update(s, slot);
 }
 
+int sampler_session_set_gpu_durations(Sampler *s, uint32_t slot, bool on) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        if (on)
+                s->slots[slot].session.flags |= CGPROF_SESSION_GPU_DURATIONS;
+        else
+                s->slots[slot].session.flags &= ~CGPROF_SESSION_GPU_DURATIONS;
+        return slot_update(s, slot);
+}
+
+int sampler_cupti_launch_find(Sampler *s, uint32_t pid, uint32_t correlation,
+                              struct cgprof_sample_key *ret) {
+        struct cgprof_cupti_launch_key k = { .pid = pid, .correlation = correlation };
+        int r = bpf_map__lookup_elem(s->skel->maps.cupti_launches, &k, sizeof(k), ret, sizeof(*ret), 0);
+
+        return r < 0 ? (r == -ENOENT ? 0 : r) : 1;
+}
+
+void sampler_cupti_launch_forget(Sampler *s, uint32_t pid, uint32_t correlation) {
+        struct cgprof_cupti_launch_key k = { .pid = pid, .correlation = correlation };
+
+        (void) bpf_map__delete_elem(s->skel->maps.cupti_launches, &k, sizeof(k), 0);
+}
+
 int sampler_session_activate(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return -ENOENT;

@@ -111,6 +111,15 @@ const char *sampler_offcpu_unavailable(const Sampler *s);
 /* Counts the CUDA kernel launches of the session's cgroups (before
  * activating it): the launch probes (sampler_launch_attach()) keep them. */
 int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on);
+/* Counts the launches made through the CUPTI library (cgprof_cupti_launch,
+ * gpu.durations) and notes each one's correlation ID for the join. */
+int sampler_session_set_gpu_durations(Sampler *s, uint32_t slot, bool on);
+/* The sample key the launch of (pid, correlation) was counted under, from
+ * the cupti_launches map: 1 (*ret set), 0 when not there (never seen, or
+ * forgotten: the map is LRU), or a negative errno. */
+int sampler_cupti_launch_find(Sampler *s, uint32_t pid, uint32_t correlation, struct cgprof_sample_key *ret);
+/* Its entry, once joined. */
+void sampler_cupti_launch_forget(Sampler *s, uint32_t pid, uint32_t correlation);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be
  * drained and its stats read. */

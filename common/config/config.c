@@ -934,10 +934,11 @@ static int dispatch_output(const cJSON *j, const char *path, void *base, const J
         return string_dup(j, path, FIELD(base, f), error);
 }
 
-/* "gpu": {"launches": bool}: an object of its own, for the GPU keys to come. */
+/* "gpu": {"launches": bool, "durations": bool}: an object of its own. */
 static int dispatch_gpu(const cJSON *j, const char *path, void *base, const JsonField *f, char **error) {
         static const JsonField fields[] = {
                 { "launches", dispatch_bool, offsetof(Profile, gpu_launches) },
+                { "durations", dispatch_bool, offsetof(Profile, gpu_durations) },
                 {},
         };
         return json_dispatch(j, path, fields, base, error);

@@ -131,6 +131,11 @@ typedef struct Profile {
          * the CUDA runtime's and driver's launch calls) under the CPU stack
          * that made them (default false; docs/gpu.md). */
         bool gpu_launches;
+        /* "gpu": {"durations": true}: the GPU time of each kernel under the
+         * CPU stack that launched it, from the CUPTI injection library a pod
+         * opted in to (uprobe on cgprof_cupti_launch, records on the agent's
+         * Unix socket; default false; docs/gpu.md). */
+        bool gpu_durations;
         unsigned formats; /* bit mask of 1u << ReportFormat */
         char *output; /* template relative to reportDir, NULL: default by target kind */
         Pattern *include_patterns; /* default: one pattern ".*" */
