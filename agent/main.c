@@ -22,6 +22,7 @@ static SamplerMode arg_attach_mode = SAMPLER_MODE_CGROUP;
 /* --bench-bpf-variant (undocumented in --help: bench/bpf-variants only). */
 static uint32_t arg_bench_variant = 0;
 static bool arg_no_offcpu = false;
+static const char *arg_cupti_socket = NULL;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -42,6 +43,8 @@ static void help(void) {
                "                          (default: /proc/sys)\n"
                "     --no-offcpu          No off-CPU profiling on this node (profiles with\n"
                "                          \"events\": [\"offcpu\"] sample CPU only)\n"
+               "     --cupti-socket PATH  Where the CUPTI library of opted-in pods sends kernel\n"
+               "                          times (default: /run/cgprof/cupti.sock; \"\": none)\n"
                "     --no-kubernetes      Host mode: profile cgroups only, no Kubernetes API\n"
                "     --kubeconfig FILE    Reach the API server with a kubeconfig file\n"
                "                          (default: the in-cluster service account)\n"
@@ -100,6 +103,7 @@ enum {
         ARG_SYSCTL_ROOT,
         ARG_BENCH_VARIANT,
         ARG_NO_OFFCPU,
+        ARG_CUPTI_SOCKET,
 };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
@@ -119,6 +123,7 @@ static const struct option options[] = {
         { "sysctl-root", required_argument, NULL, ARG_SYSCTL_ROOT },
         { "bench-bpf-variant", required_argument, NULL, ARG_BENCH_VARIANT },
         { "no-offcpu", no_argument, NULL, ARG_NO_OFFCPU },
+        { "cupti-socket", required_argument, NULL, ARG_CUPTI_SOCKET },
         {},
 };
 
@@ -194,6 +199,12 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_NO_OFFCPU:
                         arg_no_offcpu = true;
+                        break;
+                case ARG_CUPTI_SOCKET:
+                        if (*optarg && optarg[0] != '/')
+                                return log_error_errno(-EINVAL, "--cupti-socket: not an absolute path: %s",
+                                                       optarg);
+                        arg_cupti_socket = optarg;
                         break;
                 case '?':
                         return -EINVAL;
@@ -278,6 +289,7 @@ static int run(int argc, char *argv[]) {
                 .kube_backoff_max_msec = arg_kube_backoff_max_msec,
                 .bench_variant = arg_bench_variant,
                 .no_offcpu = arg_no_offcpu,
+                .cupti_socket = arg_cupti_socket,
         };
         r = manager_new(&opts, &m);
         if (r < 0)

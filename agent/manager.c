@@ -583,6 +583,61 @@ static void on_sample(const struct cgprof_sample_key *key, uint64_t count, const
         on_sample_resolve(key, count, user, kernel, python, stack_lost, m);
 }
 
+/* Whether the process pid is in the session's cgroup or below it. */
+static bool pid_in_session(uint32_t pid, const Session *s) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        const char *cg;
+        size_t l;
+
+        if (asprintf(&path, "/proc/%u/cgroup", pid) < 0 || read_full_file(path, &text, NULL) < 0)
+                return false;
+        cg = strstr(text, "0::/");
+        if (!cg || (cg != text && cg[-1] != '\n'))
+                return false;
+        cg += 4;
+        l = strlen(s->cgroup);
+        return strncmp(cg, s->cgroup, l) == 0 && (cg[l] == '\n' || cg[l] == '/' || cg[l] == '\0');
+}
+
+/* The session whose launch the record is (the cupti_launches map, by the
+ * sender's pid), else one with gpu.durations whose cgroup holds the sender
+ * (its record is counted not joined there), else none. */
+static Session *cupti_session(Manager *m, uint32_t pid, uint32_t correlation) {
+        struct cgprof_sample_key key;
+
+        if (sampler_cupti_launch_find(m->sampler, pid, correlation, &key) > 0 &&
+            key.session < CGPROF_MAX_SESSIONS && m->sessions_by_slot[key.session] &&
+            m->sessions_by_slot[key.session]->profile->gpu_durations)
+                return m->sessions_by_slot[key.session];
+        for (size_t i = 0; i < m->n_sessions; i++)
+                if (m->sessions[i]->profile->gpu_durations && m->sessions[i]->state == SESSION_RUNNING &&
+                    pid_in_session(pid, m->sessions[i]))
+                        return m->sessions[i];
+        return NULL;
+}
+
+/* A datagram of the CUPTI library (cupti-socket.c): pid is the sender's,
+ * from the kernel. Its records go to the sessions of their launches. */
+static void on_cupti_records(uint32_t pid, const CuptiWireHeader *h, const CuptiWireKernel *k, size_t n,
+                             void *userdata) {
+        Manager *m = userdata;
+        Session *first = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                Session *s = cupti_session(m, pid, k[i].correlation);
+
+                if (!s) {
+                        m->cupti_unattributed++;
+                        continue;
+                }
+                first = first ?: s;
+                if (session_cuda_records(s, pid, 0, &k[i], 1) < 0)
+                        log_oom();
+        }
+        if (h->dropped > 0 && (first || (first = cupti_session(m, pid, 0))))
+                (void) session_cuda_records(first, pid, h->dropped, NULL, 0);
+}
+
 int manager_drain(Manager *m, bool full) {
         uint64_t start = timing_now();
         int r = 0;
@@ -605,6 +660,12 @@ int manager_drain(Manager *m, bool full) {
                         break;
                 }
         }
+        /* Kernel records waiting in the socket, then joined to the launches
+         * drained (gpu.durations). */
+        while (m->cupti_socket && cupti_socket_read(m->cupti_socket) > 0)
+                ;
+        for (size_t i = 0; i < m->n_sessions; i++)
+                session_cuda_join(m->sessions[i], false);
         (void) timing_add(&m->drain_timing, start);
         return r;
 }
@@ -1040,6 +1101,17 @@ static int manager_setup_sampler(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the drain timer: %m");
         (void) sd_event_source_set_description(m->drain_timer, "drain");
+
+        /* The CUPTI library's socket (gpu.durations): without it, kernel
+         * times are not recorded, the rest works. */
+        const char *path = m->opts.cupti_socket ?: CUPTI_SOCKET_DEFAULT;
+        if (*path) {
+                r = cupti_socket_new(m->event, path, on_cupti_records, m, &m->cupti_socket);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Failed to listen on the CUPTI socket %s, no CUDA kernel times: %m",
+                                path);
+        }
         return 0;
 }
 
@@ -1258,6 +1330,7 @@ Manager *manager_free(Manager *m) {
         m->kube = kube_room_free(m->kube);
         cgroup_watch_free(m->cgroup_watch);
         cgroup_tables_free(m);
+        m->cupti_socket = cupti_socket_free(m->cupti_socket); /* hands records to sessions */
         m->sessions_room = sessions_room_free(m->sessions_room);
         sd_event_source_disable_unref(m->drain_timer);
         sd_event_source_disable_unref(m->fd_retry_timer);

@@ -65,6 +65,8 @@ typedef struct ManagerOptions {
         unsigned kube_backoff_max_msec; /* reconnect backoff cap (0: default) */
         uint32_t bench_variant; /* CGPROF_BENCH_*: a benchmark's variant of the BPF program */
         bool no_offcpu; /* --no-offcpu: off-CPU profiling off on this node */
+        const char
+                *cupti_socket; /* --cupti-socket: the CUPTI library's socket, NULL: the default, "": none */
 } ManagerOptions;
 
 typedef struct Manager {
@@ -113,6 +115,8 @@ typedef struct Manager {
         ProcessReader *process_reader;
         ProcMapsCache *maps_cache; /* /proc/PID/maps read once per loop iteration (proc-maps.h) */
         ProcEventQueue *proc_event_queue; /* process events, their mappings read off the loop */
+        CuptiSocket *cupti_socket; /* kernel records of the CUPTI library (gpu.durations), NULL: none */
+        uint64_t cupti_unattributed; /* records of a process of no session with gpu.durations */
         SamplePark sample_park; /* samples whose process's event is still queued */
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
         char **debuginfod_urls; /* the servers it uses (debuginfodUrls at start) */

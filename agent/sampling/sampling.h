@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cuda-probes.h"
+#include "cupti-socket.h"
 #include "debuginfod-fetcher.h"
 #include "proc-event-queue.h"
 #include "process.h"

@@ -80,6 +80,7 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
         ret->folded_rank_root = s->profile->folded_rank_root;
         ret->job_labels = s->job_labels;
         ret->cuda_probes = s->cuda_probes;
+        session_cuda_time_info(s, &ret->cuda_time);
         for (size_t i = 0; i < ELEMENTSOF(ret->rank_categories); i++)
                 ret->rank_categories[i] = s->profile->rank_categories[i];
 }

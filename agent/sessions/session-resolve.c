@@ -109,6 +109,8 @@ void session_resolve_late(Session *s) {
         bool changed = generation != s->symbols_generation;
         int r;
 
+        /* Kernel records whose launch's stack is known by now. */
+        session_cuda_join(s, false);
         if (s->frames_unsymbolized > 0) {
                 _cleanup_(profile_data_freep) ProfileData *d = NULL;
 
@@ -119,6 +121,9 @@ void session_resolve_late(Session *s) {
                 else if (d) {
                         profile_data_free(s->data);
                         s->data = TAKE_PTR(d);
+                        /* Their frames' indices were the old data's: records
+                         * still to come for them are counted not joined. */
+                        session_cuda_anchors_forget(s);
                         s->frames_unsymbolized -= MIN(st.resolved, s->frames_unsymbolized);
                 }
                 log_debug("Session %s: %" PRIu64 " of %" PRIu64

@@ -222,6 +222,7 @@ Session *session_free(Session *s) {
         strv_free(s->checkpoint_dirs);
         tdestroy(s->processes, process_free);
         free(s->data_processes);
+        session_cuda_time_free(s);
         profile_data_free(s->data);
         free(s->event_fallback);
         free(s->cgroup);
@@ -402,6 +403,13 @@ static int session_start_internal(Session *s, bool now) {
                         log_warning_errno(r, "Failed to count the CUDA launches of cgroup %s, ignoring: %m",
                                           s->cgroup);
         }
+        if (s->profile->gpu_durations) {
+                r = sampler_session_set_gpu_durations(room->sampler, s->slot, true);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Failed to record the CUDA kernel times of cgroup %s, ignoring: %m",
+                                s->cgroup);
+        }
         if (s->event_fallback)
                 log_notice("Session %s: %s.", s->id_string, s->event_fallback);
         r = session_set_events(s);
@@ -519,14 +527,16 @@ static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
         return 0;
 }
 
-/* The launch probes of the CUDA files the process maps (gpu.launches): at
+/* The launch probes of the CUDA files the process maps (gpu.launches, and
+ * gpu.durations for libcgprof-cupti.so's): at
  * its capture (after its symbols), and again once per drain in which it is
  * sampled or launches (dlopen(), dlclose()). */
 static void process_cuda_check(Session *s, SessionProcess *sp) {
         CudaProbes *cuda;
         int r;
 
-        if (!s->profile->gpu_launches || sp->cuda_checked == s->room->drain_seq + 1)
+        if (!(s->profile->gpu_launches || s->profile->gpu_durations) ||
+            sp->cuda_checked == s->room->drain_seq + 1)
                 return;
         sp->cuda_checked = s->room->drain_seq + 1;
         if (sp->cuda)
@@ -1411,16 +1421,27 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                                                                python_process_status(sp->python));
         }
         if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
+                bool cupti = kernel->n >= CGPROF_LAUNCH_PCS &&
+                             kernel->pcs[CGPROF_LAUNCH_PC_ENTRY] == CGPROF_LAUNCH_CUPTI;
+
                 if (session_note_cuda_probes(s, sp) < 0)
                         log_oom();
-                /* A launch: its kernel is the leaf. */
+                /* A launch: its kernel is the leaf (no dimensions frame for
+                 * the CUPTI library's: they are not known there). */
                 int k = kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames)
                                 ? intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n],
-                                                ELEMENTSOF(frames) - n)
+                                                cupti ? 1 : ELEMENTSOF(frames) - n)
                                 : -1;
                 if (k > 0)
                         n += (size_t) k;
                 n_kernel = 0;
+                /* The CUPTI library's launch: the anchor of its kernels' GPU
+                 * time (session-cuda-time.c), not a launch counted. */
+                if (cupti) {
+                        if (k > 0 && session_cuda_anchor(s, key, sp->data_index, frames, locations, n) < 0)
+                                log_oom();
+                        return;
+                }
         }
         for (size_t i = n_kernel; i > 0; i--)
                 if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, samples,

@@ -5,6 +5,9 @@
 
 #include "base.h"
 #include "config-ref.h"
+#include "cuda-join.h"
+#include "cupti-wire.h"
+#include "hashmap.h"
 #include "profile-data.h"
 #include "sessions-deps.h"
 #include "report.h"
@@ -91,6 +94,10 @@ struct Session {
         ReportPythonInfo python; /* how Python stacks were walked */
         const char *offcpu_unavailable; /* the sampler's: why off-CPU time is not recorded */
         uint64_t offcpu_excluded_ns; /* off-CPU time of excluded processes */
+        /* GPU time (gpu.durations, session-cuda-time.c): the kernel records
+         * waiting for their launch, and the launches' stacks by sample key. */
+        CudaJoin cuda_join;
+        Hashmap cuda_anchors;
 
         /* Reports (session-report.c) and checkpoints (checkpoint.c). */
         char report_uid
@@ -176,6 +183,22 @@ void session_python_recheck(Session *s, uint32_t pid, uint64_t start_time, uint3
 void session_capture_pending(Session *s);
 /* Called on every drain tick: updates the cgroup's CPU usage. */
 void session_tick(Session *s);
+
+/* GPU time (gpu.durations; session-cuda-time.c). A launch through the CUPTI
+ * library drained (its stack: frames, locations, the kernel last) becomes
+ * the anchor of its sample key. */
+int session_cuda_anchor(Session *s, const struct cgprof_sample_key *key, uint32_t process,
+                        const uint32_t *frames, const uint32_t *locations, size_t n);
+/* Kernel records from the CUPTI library of process pid (the socket's
+ * credentials), dropped: the records it said were lost. */
+int session_cuda_records(Session *s, uint32_t pid, uint32_t dropped, const CuptiWireKernel *k, size_t n);
+/* After a drain: the records whose launch is known now get their GPU time;
+ * final (the report): those still waiting are counted not joined. */
+void session_cuda_join(Session *s, bool final);
+/* The anchors refer to the data's frames: forgotten when it is replaced. */
+void session_cuda_anchors_forget(Session *s);
+void session_cuda_time_free(Session *s);
+void session_cuda_time_info(Session *s, ReportCudaTimeInfo *ret);
 
 /* The mappings snapshot of the process of data->processes[index] (NULL:
  * none, e.g. it exited before it was captured). */

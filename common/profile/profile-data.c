@@ -842,6 +842,16 @@ bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
                                 strcmp(leaf->module, PROFILE_CUDA_LAUNCH_MODULE) == 0);
 }
 
+bool profile_stack_is_gpu_time(const ProfileData *d, const ProfileStack *st) {
+        const char *m = st->n_frames > 0 ? d->frames[st->frames[st->n_frames - 1]].module : NULL;
+        return m && strcmp(m, PROFILE_CUDA_TIME_MODULE) == 0;
+}
+
+/* 0: CPU samples (and off-CPU time), 1: launches, 3: GPU time (of_processes()). */
+static int stack_kind(const ProfileData *d, const ProfileStack *st) {
+        return profile_stack_is_gpu_time(d, st) ? 3 : profile_stack_is_launch(d, st) ? 1 : 0;
+}
+
 static bool stack_has_dims(const ProfileData *d, const ProfileStack *st) {
         const char *m = st->n_frames > 0 ? d->frames[st->frames[st->n_frames - 1]].module : NULL;
         return m && strcmp(m, PROFILE_CUDA_LAUNCH_MODULE) == 0;
@@ -866,7 +876,7 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
 
         *ret_cpu = *ret_launches = NULL;
         for (size_t i = 0; i < d->n_stacks && !any; i++)
-                any = profile_stack_is_launch(d, &d->stacks[i]);
+                any = stack_kind(d, &d->stacks[i]) != 0;
         if (!any)
                 return 0;
         all = malloc(d->n_processes * sizeof(uint32_t));
@@ -883,8 +893,27 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
+int profile_data_gpu_time(const ProfileData *d, ProfileData **ret) {
+        _cleanup_free_ uint32_t *all = NULL;
+        bool any = false;
+
+        *ret = NULL;
+        for (size_t i = 0; i < d->n_stacks && !any; i++)
+                any = profile_stack_is_gpu_time(d, &d->stacks[i]);
+        if (!any)
+                return 0;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        *ret = of_processes(d, all, d->n_processes, 3, PROFILE_VALUE_ALL);
+        return *ret ? 1 : -ENOMEM;
+}
+
 /* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
- * the launches without their dimensions frame. */
+ * the launches without their dimensions frame, 3 the GPU time without its
+ * last frame (PROFILE_CUDA_TIME_MODULE). */
 static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
                                  ProfileValue value) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
@@ -930,9 +959,10 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
 
                 if (idx == PROFILE_NONE)
                         continue;
-                if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
+                if (launches >= 0 && stack_kind(d, st) != (launches == 2 ? 1 : launches))
                         continue;
-                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
+                uint32_t n_frames =
+                        st->n_frames - ((launches == 2 && stack_has_dims(d, st)) || launches == 3 ? 1 : 0);
                 if (value == PROFILE_VALUE_CPU) {
                         offcpu_ns = 0;
                         if (count == 0)

@@ -49,6 +49,12 @@ typedef struct ProfileProcess {
  * the launch's dimensions, named "grid=XxYxZ block=XxYxZ stream=0x..."
  * (pprof labels; profile_data_launches_without_dims() drops it). */
 #define PROFILE_CUDA_LAUNCH_MODULE "[cuda launch]"
+/* The module of the frame a stack of GPU time ends in, after its kernel
+ * (gpu.durations, docs/gpu.md): the stack's count is the nanoseconds its
+ * kernel ran on the GPU, launched from that CPU stack (neither CPU samples
+ * nor launches: profile_data_split_launches() leaves it out of both,
+ * profile_data_gpu_time() takes it without that frame). */
+#define PROFILE_CUDA_TIME_MODULE "[cuda time]"
 
 /* A mapped file of a process, or the kernel: what pprof calls a Mapping. */
 typedef struct ProfileMapping {
@@ -234,6 +240,11 @@ bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st);
 /* d's CPU samples (*ret_cpu) and its launches (*ret_launches, NULL when
  * there are none; *ret_cpu is NULL then too: d is all CPU samples). */
 int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches);
+/* Whether the stack is GPU time (its leaf's module is PROFILE_CUDA_TIME_MODULE). */
+bool profile_stack_is_gpu_time(const ProfileData *d, const ProfileStack *st);
+/* d's GPU time stacks, without their last frame: each ends in its kernel,
+ * its count the nanoseconds. *ret NULL when there are none. */
+int profile_data_gpu_time(const ProfileData *d, ProfileData **ret);
 /* The launches without their dimensions frame: each stack ends in its
  * kernel (stacks equal but for their dimensions merged). NULL on OOM. */
 ProfileData *profile_data_launches_without_dims(const ProfileData *launches);

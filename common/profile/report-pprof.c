@@ -99,6 +99,7 @@ typedef struct PprofWriter {
         bool offcpu; /* a third value: off_cpu/nanoseconds (profile "events" with "offcpu") */
         Perftools__Profiles__ValueType *value_types; /* samples/count, cpu/nanoseconds, period type */
         bool launches; /* CUDA kernel launches (cuda_launches/count), not CPU samples */
+        bool gpu_time; /* with launches: the kernels' GPU time (cuda_kernel/nanoseconds), not counts */
         /* A launch's dimensions frame (PROFILE_CUDA_LAUNCH_MODULE), per frame:
          * its labels' values (grid, block, stream), parsed from its name. */
         char (*dims)[3][40];
@@ -781,6 +782,7 @@ static int set_sample_types(PprofWriter *w, const ProfileData *d, Perftools__Pro
         w->launches = d->n_stacks > 0;
         for (size_t i = 0; i < d->n_stacks && w->launches; i++)
                 w->launches = profile_stack_is_launch(d, &d->stacks[i]);
+        w->launches = w->launches || w->gpu_time; /* cuda-time.pb.gz: one value, cuda_kernel/nanoseconds */
         if (w->launches) {
                 *period = 1;
                 w->offcpu = false;
@@ -803,23 +805,26 @@ static int set_sample_types(PprofWriter *w, const ProfileData *d, Perftools__Pro
         w->sample_types[1] = w->value_types + 1;
         w->sample_types[2] = w->value_types + 3;
         if (w->launches) {
-                w->value_types[0].type = w->value_types[2].type = string_index(&w->strings, "cuda_launches");
-                w->value_types[0].unit = w->value_types[2].unit = string_index(&w->strings, "count");
+                w->value_types[0].type = w->value_types[2].type =
+                        string_index(&w->strings, w->gpu_time ? "cuda_kernel" : "cuda_launches");
+                w->value_types[0].unit = w->value_types[2].unit =
+                        string_index(&w->strings, w->gpu_time ? "nanoseconds" : "count");
         }
         p->n_sample_type = w->launches ? 1 : w->offcpu ? 3 : 2;
         p->sample_type = w->sample_types;
         p->period_type = w->value_types + 2;
         p->period = clamp_i64(*period);
         p->default_sample_type =
-                string_index(&w->strings, w->launches                               ? "cuda_launches"
+                string_index(&w->strings, w->gpu_time                               ? "cuda_kernel"
+                                          : w->launches                             ? "cuda_launches"
                                           : w->offcpu && profile_data_total(d) == 0 ? "off_cpu"
                                                                                     : "cpu");
         return 0;
 }
 
-int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+static int write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool gpu_time) {
         Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-        _cleanup_(pprof_writer_done) PprofWriter w = { .main_mapping = PROFILE_NONE };
+        _cleanup_(pprof_writer_done) PprofWriter w = { .main_mapping = PROFILE_NONE, .gpu_time = gpu_time };
         uint64_t period = 1, kernel_id = 0;
         size_t size;
         int r;
@@ -1506,4 +1511,12 @@ int report_read_pprof(const void *data, size_t size, ProfileData **ret) {
 
         *ret = TAKE_PTR(d);
         return 0;
+}
+
+int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        return write_pprof(f, d, info, false);
+}
+
+int report_write_pprof_cuda_time(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        return write_pprof(f, d, info, true);
 }

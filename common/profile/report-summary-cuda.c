@@ -8,7 +8,11 @@
  *     "probes": [{"file": "/usr/lib/.../libcudart.so.13", "entryPoints": ["cudaLaunchKernel", ...]}]}
  * kernels and stacks most launches first (ties by name), at most
  * CUDA_SUMMARY_STACKS_MAX stacks; absent when the session counted none
- * and held no probe. */
+ * and held no probe.
+ * And "cudaKernelTime" (gpu.durations): the kernels' GPU time the same way
+ * ("totalNs", "kernels": [{"name", "ns"}], "stacks": [{"stack", "ns"}]),
+ * with the records received, joined (and their ns), not joined (their
+ * launch not seen), dropped (said by the library) and still pending. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -77,7 +81,8 @@ static char *stack_line(const ProfileData *d, const ProfileStack *st) {
         return line;
 }
 
-static int add_counts(cJSON *o, const char *key, const char *name_key, NamedCount *a, size_t n, size_t max) {
+static int add_counts(cJSON *o, const char *key, const char *name_key, const char *value_key, NamedCount *a,
+                      size_t n, size_t max) {
         cJSON *arr = cJSON_AddArrayToObject(o, key);
 
         if (!arr)
@@ -89,13 +94,14 @@ static int add_counts(cJSON *o, const char *key, const char *name_key, NamedCoun
                         return -ENOMEM;
                 cJSON_AddItemToArray(arr, e);
                 if (!cJSON_AddStringToObject(e, name_key, a[i].name) ||
-                    !cJSON_AddNumberToObject(e, "launches", (double) a[i].count))
+                    !cJSON_AddNumberToObject(e, value_key, (double) a[i].count))
                         return -ENOMEM;
         }
         return 0;
 }
 
-static int add_launches(cJSON *o, const ProfileData *d) {
+/* Per kernel and per stack: launches, or GPU time ("ns"). */
+static int add_launches(cJSON *o, const ProfileData *d, const char *total_key, const char *value_key) {
         NamedCount *kernels = NULL, *stacks = NULL;
         size_t n_kernels = 0, n_stacks = 0;
         uint64_t total = 0;
@@ -122,12 +128,12 @@ static int add_launches(cJSON *o, const ProfileData *d) {
                 else
                         free(line);
         }
-        if (r >= 0 && !cJSON_AddNumberToObject(o, "total", (double) total))
+        if (r >= 0 && !cJSON_AddNumberToObject(o, total_key, (double) total))
                 r = -ENOMEM;
         if (r >= 0)
-                r = add_counts(o, "kernels", "name", kernels, n_kernels, SIZE_MAX);
+                r = add_counts(o, "kernels", "name", value_key, kernels, n_kernels, SIZE_MAX);
         if (r >= 0)
-                r = add_counts(o, "stacks", "stack", stacks, n_stacks, CUDA_SUMMARY_STACKS_MAX);
+                r = add_counts(o, "stacks", "stack", value_key, stacks, n_stacks, CUDA_SUMMARY_STACKS_MAX);
         named_counts_free(kernels, n_kernels);
         named_counts_free(stacks, n_stacks);
         return r;
@@ -170,8 +176,26 @@ int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info) {
         o = cJSON_AddObjectToObject(root, "cudaLaunches");
         if (!o)
                 return -ENOMEM;
-        r = add_launches(o, info->launches);
+        r = add_launches(o, info->launches, "total", "launches");
         if (r < 0)
                 return r;
         return add_probes(o, info->cuda_probes);
+}
+
+int report_summary_add_cuda_time(cJSON *root, const ReportSummaryInfo *info) {
+        const ReportCudaTimeInfo *t = &info->cuda_time;
+        cJSON *o;
+
+        if (!t->enabled)
+                return 0;
+        o = cJSON_AddObjectToObject(root, "cudaKernelTime");
+        if (!o || !cJSON_AddNumberToObject(o, "records", (double) t->records) ||
+            !cJSON_AddNumberToObject(o, "joined", (double) t->joined) ||
+            !cJSON_AddNumberToObject(o, "joinedNs", (double) t->joined_ns) ||
+            !cJSON_AddNumberToObject(o, "notJoined", (double) t->not_joined) ||
+            !cJSON_AddNumberToObject(o, "notJoinedNs", (double) t->not_joined_ns) ||
+            !cJSON_AddNumberToObject(o, "dropped", (double) t->dropped) ||
+            !cJSON_AddNumberToObject(o, "pending", (double) t->pending))
+                return -ENOMEM;
+        return add_launches(o, t->data, "totalNs", "ns");
 }

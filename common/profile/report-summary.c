@@ -646,6 +646,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         r = report_summary_add_cuda(root, info);
         if (r < 0)
                 return r;
+        r = report_summary_add_cuda_time(root, info);
+        if (r < 0)
+                return r;
 
         ADD_OR_ENOMEM(add_string_or_null(root, "reportDir", info->report_dir));
 

@@ -76,7 +76,9 @@ static const ReportFormatInfo report_offcpu_formats[] = {
         { REPORT_FORMAT_SVG, "offcpu.svg", report_write_svg_offcpu },
 };
 
-const char *const report_extra_files[] = { "offcpu.folded", "offcpu.svg", NULL };
+const char *const report_extra_files[] = { "offcpu.folded",   "offcpu.svg",    "cuda.folded",
+                                           "cuda.pb.gz",      "cuda.svg",      "cuda-time.folded",
+                                           "cuda-time.pb.gz", "cuda-time.svg", NULL };
 
 static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileData *d,
                      const ReportSummaryInfo *info) {
@@ -92,11 +94,39 @@ static const ReportFormatInfo launch_formats[] = {
         { REPORT_FORMAT_SVG, "cuda.svg", report_write_svg }, /* kernels in green */
 };
 
+/* The GPU time of the kernels (gpu.durations: profile_data_gpu_time()),
+ * counts in nanoseconds, under the CPU stacks that launched them. */
+static const ReportFormatInfo cuda_time_formats[] = {
+        { REPORT_FORMAT_FOLDED, "cuda-time.folded", report_write_folded_info },
+        { REPORT_FORMAT_PPROF, "cuda-time.pb.gz",
+          report_write_pprof_cuda_time }, /* cuda_kernel/nanoseconds */
+        { REPORT_FORMAT_SVG, "cuda-time.svg", report_write_svg },
+};
+
+/* Writes the files of one kind of CUDA stacks: the folded file always, the
+ * others as the profile's formats say; each name into files[*n]. */
+static int write_cuda_files(int dirfd, unsigned formats, const ReportFormatInfo *list, size_t n_list,
+                            const ProfileData *d, const ProfileData *d_pprof, const ReportSummaryInfo *in,
+                            const char **files, size_t *n) {
+        for (size_t i = 0; i < n_list; i++) {
+                if (list[i].format != REPORT_FORMAT_FOLDED && !(formats & (1u << list[i].format)))
+                        continue;
+                WriteCtx ctx = { .format = &list[i],
+                                 .data = list[i].format == REPORT_FORMAT_PPROF ? d_pprof : d,
+                                 .info = in };
+                int r = write_file_atomic_at(dirfd, list[i].file, write_cb, &ctx);
+                if (r < 0)
+                        return r;
+                files[(*n)++] = list[i].file;
+        }
+        return 0;
+}
+
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
         _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL,
-                                                  *cpu_only = NULL, *off = NULL;
-        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) +
+                                                  *cpu_only = NULL, *off = NULL, *gpu_time = NULL;
+        const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) + ELEMENTSOF(cuda_time_formats) +
                           ELEMENTSOF(report_offcpu_formats) + 1] = {};
         const ProfileData *d = all;
         ReportSummaryInfo *info;
@@ -108,24 +138,25 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                 return r;
         if (r > 0) {
                 d = cpu;
+                r = profile_data_gpu_time(all, &gpu_time);
+                if (r < 0)
+                        return r;
+        }
+        if (launches && launches->n_stacks > 0) {
                 /* Each stack ends in its kernel: its dimensions are pprof's labels only. */
                 kernels = profile_data_launches_without_dims(launches);
                 if (!kernels)
                         return -ENOMEM;
-                for (size_t i = 0; i < ELEMENTSOF(launch_formats); i++) {
-                        /* cuda.folded always; the others as the profile's formats say. */
-                        if (launch_formats[i].format != REPORT_FORMAT_FOLDED &&
-                            !(formats & (1u << launch_formats[i].format)))
-                                continue;
-                        WriteCtx ctx = { .format = &launch_formats[i],
-                                         .data = launch_formats[i].format == REPORT_FORMAT_PPROF ? launches
-                                                                                                 : kernels,
-                                         .info = in };
-                        r = write_file_atomic_at(dirfd, launch_formats[i].file, write_cb, &ctx);
-                        if (r < 0)
-                                goto finish;
-                        files[n++] = launch_formats[i].file;
-                }
+                r = write_cuda_files(dirfd, formats, launch_formats, ELEMENTSOF(launch_formats), kernels,
+                                     launches, in, files, &n);
+                if (r < 0)
+                        goto finish;
+        }
+        if (gpu_time) {
+                r = write_cuda_files(dirfd, formats, cuda_time_formats, ELEMENTSOF(cuda_time_formats),
+                                     gpu_time, gpu_time, in, files, &n);
+                if (r < 0)
+                        goto finish;
         }
 
         /* Every format with the same names, valid UTF-8 (the profile data's
@@ -135,6 +166,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                 return r;
         info = &valid.info;
         info->launches = kernels;
+        info->cuda_time.data = gpu_time;
         if (info->offcpu.enabled) {
                 /* The formats of one value get the CPU samples; pprof and
                  * summary.json both. */

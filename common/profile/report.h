@@ -61,6 +61,18 @@ typedef struct ReportOffCpuInfo {
         uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
 } ReportOffCpuInfo;
+/* The GPU time of CUDA kernels (gpu.durations, docs/gpu.md): summary.json
+ * "cudaKernelTime". The session sets the counts, report_write_dir() data. */
+typedef struct ReportCudaTimeInfo {
+        bool enabled; /* the profile asked for it */
+        uint64_t records; /* kernel records received from the CUPTI library */
+        uint64_t joined, joined_ns; /* joined to their launch's stack */
+        uint64_t not_joined, not_joined_ns; /* launch not seen: unknown correlation ID, or forgotten */
+        uint64_t dropped; /* records the library said CUPTI or the socket dropped */
+        uint64_t pending; /* still waiting for their launch's stack at the report */
+        const ProfileData *data; /* the GPU time stacks, each ending in its kernel, counts in ns */
+} ReportCudaTimeInfo;
+
 /* The pod labels that name a distributed job and a replica of it, kept
  * with a session in Kubernetes (summary.json "jobLabels", pprof labels
  * under the short names): Kubeflow's training operator, Indexed Jobs and
@@ -123,6 +135,7 @@ struct ReportSummaryInfo {
          * "a,b,...", ...; NULL: none). summary.json's "cudaLaunches". */
         const ProfileData *launches;
         char *const *cuda_probes;
+        ReportCudaTimeInfo cuda_time;
 };
 
 /* summary.json: {"session", "profile", "target", "cgroup", "start", "end",
@@ -135,6 +148,8 @@ int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo 
 /* Adds summary.json's "cudaLaunches" to root (report-summary-cuda.c). */
 typedef struct cJSON cJSON;
 int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info);
+/* Adds summary.json's "cudaKernelTime" (gpu.durations; report-summary-cuda.c). */
+int report_summary_add_cuda_time(cJSON *root, const ReportSummaryInfo *info);
 
 /* summary.json "offCpu" (report-offcpu.c), when info->offcpu.enabled; all:
  * the profile with both values. */
@@ -150,6 +165,9 @@ uint32_t report_offcpu_reason(const ProfileData *d, const ProfileStack *st);
  * build IDs (kernel frames in "[kernel.kallsyms]"), labels pid/comm/cgroup
  * (and namespace/pod/container when set). */
 int report_write_pprof(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
+/* cuda-time.pb.gz: the same with one sample type, cuda_kernel/nanoseconds
+ * (the kernels' GPU time, d: profile_data_gpu_time()). */
+int report_write_pprof_cuda_time(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 
 /* flame.svg: a self-contained interactive flame graph. */
 int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
