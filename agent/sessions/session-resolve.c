@@ -109,8 +109,10 @@ void session_resolve_late(Session *s) {
         bool changed = generation != s->symbols_generation;
         int r;
 
-        /* Kernel records whose launch's stack is known by now. */
-        session_cuda_join(s, false);
+        /* Kernel records whose launch's stack is known by now (the end's
+         * drain read the socket and the launches): the report counts those
+         * still waiting as not joined. */
+        session_cuda_join(s, true);
         if (s->frames_unsymbolized > 0) {
                 _cleanup_(profile_data_freep) ProfileData *d = NULL;
 

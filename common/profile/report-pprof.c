@@ -219,9 +219,25 @@ static int check_data(const ProfileData *d) {
 
 static int collect_strings(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
         static const char *const fixed[] = {
-                "",           "samples", "count",     "cpu",    "nanoseconds", "cuda_launches",     "pid",
-                "comm",       "cgroup",  "namespace", "pod",    "container",   KERNEL_MAPPING_FILE, "rank",
-                "local_rank", "role",    "main",      "worker",
+                "",
+                "samples",
+                "count",
+                "cpu",
+                "nanoseconds",
+                "cuda_launches",
+                "cuda_kernel",
+                "pid",
+                "comm",
+                "cgroup",
+                "namespace",
+                "pod",
+                "container",
+                KERNEL_MAPPING_FILE,
+                "rank",
+                "local_rank",
+                "role",
+                "main",
+                "worker",
         };
         StringTable *t = &w->strings;
 
