@@ -26,6 +26,15 @@
 
 #include "cupti-wire.h"
 
+/* The kernel record of the CUPTI it is built with: CUDA 13's, or CUDA 12's
+ * (built on a GPU node against the PyTorch wheels' CUPTI: scripts/gpu-check
+ * CUPTI_BUILD=1). The fields read are in both. */
+#if CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 KernelRecord;
+#else
+typedef CUpti_ActivityKernel9 KernelRecord;
+#endif
+
 #define BUFFER_SIZE (1u << 20)
 #define DEFAULT_SOCKET "/run/cgprof/cupti.sock"
 
@@ -64,7 +73,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
         size_t n = 0, lost = 0;
 
         while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-                const CUpti_ActivityKernel10 *a = (const CUpti_ActivityKernel10 *) rec;
+                const KernelRecord *a = (const KernelRecord *) rec;
 
                 if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
                     rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
