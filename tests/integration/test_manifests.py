@@ -401,6 +401,32 @@ def test_gpu_overlay_and_gpu_config_example():
     assert "machineConfig[0]" in r.stderr, r.stderr
 
 
+def test_gpu_durations_overlay():
+    """The gpu-durations overlay (docs/gpu.md, kernel durations): the
+    gpu-nodes DaemonSet plus the host directory of the CUPTI library and its
+    socket, the init container that copies the library there, and the
+    agent's --cupti-socket in it; nothing else changes."""
+    gpu = one(kustomize(os.path.join(OVERLAYS, "gpu-nodes")), "DaemonSet", "cgprof")
+    ds = one(kustomize(os.path.join(OVERLAYS, "gpu-durations")), "DaemonSet", "cgprof")
+    spec = ds["spec"]["template"]["spec"]
+    vol = [v for v in spec["volumes"] if v["name"] == "cupti"]
+    assert vol == [{"name": "cupti", "hostPath": {"path": "/var/run/cgprof-cupti", "type": "DirectoryOrCreate"}}], vol
+    c = agent_container(ds)
+    assert "--cupti-socket=/run/cgprof-cupti/cupti.sock" in c["args"], c["args"]
+    assert "/run/cgprof-cupti" in mounts(ds)
+    init = spec["initContainers"]
+    assert [i["name"] for i in init] == ["cupti-library"], init
+    assert init[0]["volumeMounts"] == [{"name": "cupti", "mountPath": "/out"}], init
+    ds = copy.deepcopy(ds)
+    spec = ds["spec"]["template"]["spec"]
+    del spec["initContainers"]
+    spec["volumes"] = [v for v in spec["volumes"] if v["name"] != "cupti"]
+    c = agent_container(ds)
+    c["args"].remove("--cupti-socket=/run/cgprof-cupti/cupti.sock")
+    c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "cupti"]
+    assert ds == gpu, "the overlay changes more than the CUPTI library's directory"
+
+
 def test_configmap_passes_check_config():
     with tempfile.TemporaryDirectory() as tmp:
         text = config_of(kustomize(MANIFESTS))
@@ -894,7 +920,7 @@ if __name__ == "__main__":
     with KubeCluster() as cluster:
         kc = cluster
         main([test_base_builds_offline_with_least_privilege, test_overlays_and_privileged_patch_build_offline,
-              test_gpu_overlay_and_gpu_config_example,
+              test_gpu_overlay_and_gpu_config_example, test_gpu_durations_overlay,
               test_configmap_passes_check_config, test_pull_overlay_builds_offline, test_apply_creates_every_object,
               test_profileconfig_examples_accepted, test_bad_profileconfigs_refused_by_the_server,
               test_unknown_fields_kubectl_refuses_server_prunes, test_rbac_of_the_service_account,
