@@ -17,6 +17,10 @@
  *     1,000 ns, beta 2,000 ns, gamma 3,000 ns each), UNKNOWN records of
  *     correlation IDs it never launched (500 ns each) and DROPPED dropped
  *     in a header, prints "done", and exits at the next line (or EOF).
+ *   cupti-fixture loop N
+ *     prints "ready", spins until a line, then calls the alpha stub N times
+ *     as fast as it can and prints "ns PER_CALL" (the probe's cost per
+ *     launch, without CUPTI: docs/gpu.md).
  *   cupti-fixture claim SOCKET PID FIRST N
  *     sends N records of correlation IDs FIRST.. (1 s each) claiming to be
  *     PID in the header, prints "sent", and exits at the next line: the
@@ -28,6 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cupti-wire.h"
@@ -95,7 +100,8 @@ static void flush(uint32_t pid, uint32_t dropped) {
 static void record(uint32_t pid, uint32_t correlation, uint64_t ns) {
         static uint64_t clock = 1000000;
 
-        batch[n_batch++] = (CuptiWireKernel){ .start_ns = clock, .end_ns = clock + ns, .correlation = correlation };
+        batch[n_batch++] =
+                (CuptiWireKernel){ .start_ns = clock, .end_ns = clock + ns, .correlation = correlation };
         clock += ns + 100;
         if (n_batch == CUPTI_WIRE_MAX_KERNELS)
                 flush(pid, 0);
@@ -140,12 +146,35 @@ static int claim(int argc, char **argv) {
         return 0;
 }
 
+static int loop(int argc, char **argv) {
+        struct timespec a, b;
+        long n;
+
+        if (argc != 3)
+                return 2;
+        n = atol(argv[2]);
+        printf("ready\n");
+        fflush(stdout);
+        spin_until_line();
+        read_line();
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (long i = 0; i < n; i++)
+                __device_stub__Z7k_alphaPfi();
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("ns %.1f\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / (double) n);
+        fflush(stdout);
+        read_line();
+        return 0;
+}
+
 int main(int argc, char **argv) {
         uint32_t pid = (uint32_t) getpid(), c = 1;
         int rounds;
 
         if (argc > 1 && strcmp(argv[1], "claim") == 0)
                 return claim(argc, argv);
+        if (argc > 1 && strcmp(argv[1], "loop") == 0)
+                return loop(argc, argv);
         if (argc != 3 || open_socket(argv[2]) < 0)
                 return 2;
         rounds = atoi(argv[1]);
