@@ -600,16 +600,16 @@ static bool pid_in_session(uint32_t pid, const Session *s) {
 }
 
 /* The session whose launch the record is (the cupti_launches map, by the
- * sender's pid), else one with gpu.durations whose cgroup holds the sender
- * (its record is counted not joined there), else none. */
-static Session *cupti_session(Manager *m, uint32_t pid, uint32_t correlation) {
+ * sender's pid); by_cgroup: one with gpu.durations whose cgroup holds the
+ * sender (its records not joined are counted there). NULL: none. */
+static Session *cupti_session(Manager *m, uint32_t pid, uint32_t correlation, bool by_cgroup) {
         struct cgprof_sample_key key;
 
-        if (sampler_cupti_launch_find(m->sampler, pid, correlation, &key) > 0 &&
+        if (!by_cgroup && sampler_cupti_launch_find(m->sampler, pid, correlation, &key) > 0 &&
             key.session < CGPROF_MAX_SESSIONS && m->sessions_by_slot[key.session] &&
             m->sessions_by_slot[key.session]->profile->gpu_durations)
                 return m->sessions_by_slot[key.session];
-        for (size_t i = 0; i < m->n_sessions; i++)
+        for (size_t i = 0; by_cgroup && i < m->n_sessions; i++)
                 if (m->sessions[i]->profile->gpu_durations && m->sessions[i]->state == SESSION_RUNNING &&
                     pid_in_session(pid, m->sessions[i]))
                         return m->sessions[i];
@@ -617,25 +617,24 @@ static Session *cupti_session(Manager *m, uint32_t pid, uint32_t correlation) {
 }
 
 /* A datagram of the CUPTI library (cupti-socket.c): pid is the sender's,
- * from the kernel. Its records go to the sessions of their launches. */
+ * from the kernel. A process is in one cgroup: its datagram goes to one
+ * session, found by its first records' launches (a map lookup each, at
+ * most a few), else by its cgroup. */
 static void on_cupti_records(uint32_t pid, const CuptiWireHeader *h, const CuptiWireKernel *k, size_t n,
                              void *userdata) {
         Manager *m = userdata;
-        Session *first = NULL;
+        Session *s = NULL;
 
-        for (size_t i = 0; i < n; i++) {
-                Session *s = cupti_session(m, pid, k[i].correlation);
-
-                if (!s) {
-                        m->cupti_unattributed++;
-                        continue;
-                }
-                first = first ?: s;
-                if (session_cuda_records(s, pid, 0, &k[i], 1) < 0)
-                        log_oom();
+        for (size_t i = 0; i < n && i < 4 && !s; i++)
+                s = cupti_session(m, pid, k[i].correlation, false);
+        if (!s)
+                s = cupti_session(m, pid, 0, true);
+        if (!s) {
+                m->cupti_unattributed += n;
+                return;
         }
-        if (h->dropped > 0 && (first || (first = cupti_session(m, pid, 0))))
-                (void) session_cuda_records(first, pid, h->dropped, NULL, 0);
+        if (session_cuda_records(s, pid, h->dropped, k, n) < 0)
+                log_oom();
 }
 
 int manager_drain(Manager *m, bool full) {
