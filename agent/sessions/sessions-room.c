@@ -54,6 +54,11 @@ void sessions_room_stop_worker(SessionsRoom *r) {
         manager_reports_free(r);
 }
 
+void sessions_room_jobs_drop(SessionsRoom *r) {
+        if (r)
+                r->jobs = job_registry_free(r->jobs);
+}
+
 Worker *sessions_room_worker(SessionsRoom *r) {
         return r ? r->report_worker : NULL;
 }
