@@ -227,4 +227,22 @@ TEST(merge_keeps_processes_apart) {
         ASSERT_EQ(profile_data_merge(a, NULL), -EINVAL);
 }
 
+TEST(report_path) {
+        Job j = { .key = { .namespace = "ml", .source = JOB_SOURCE_KUBEFLOW, .name = "mnist" },
+                  .total = { .start_usec = 1795841242369123 } };
+        _cleanup_free_ char *p = NULL, *q = NULL, *h = NULL;
+
+        ASSERT_OK(job_report_path(&j, "abcd1234", &p));
+        ASSERT_STREQ(p, "ml/_jobs/mnist/1795841242369_abcd1234");
+        /* A name never climbs out of reportDir, nor makes more components. */
+        j.key.namespace = "..";
+        j.key.name = "../../etc/x";
+        ASSERT_OK(job_report_path(&j, "abcd1234", &q));
+        ASSERT_STREQ(q, "__/_jobs/.._.._etc_x/1795841242369_abcd1234");
+        j.key.namespace = NULL;
+        j.key.name = "..";
+        ASSERT_OK(job_report_path(&j, "u", &h));
+        ASSERT_STREQ(h, "_jobs/__/1795841242369_u");
+}
+
 DEFINE_TEST_MAIN

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The jobs of the agent's sessions (see job-registry.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
 #include "job-registry.h"
+#include "template.h"
 
 struct JobRegistry {
         Job **jobs;
@@ -336,4 +338,17 @@ int job_registry_leave(JobRegistry *reg, const char *session, Job ***ret, size_t
         *ret = done;
         *ret_n = n_done;
         return r;
+}
+
+int job_report_path(const Job *j, const char *uid, char **ret) {
+        _cleanup_free_ char *ns = j->key.namespace ? path_component_sanitize(j->key.namespace) : NULL;
+        _cleanup_free_ char *name = path_component_sanitize(j->key.name);
+        _cleanup_free_ char *u = path_component_sanitize(uid);
+
+        if ((j->key.namespace && !ns) || !name || !u)
+                return -ENOMEM;
+        if (asprintf(ret, "%s%s%s/%s/%" PRIu64 "_%s", strempty(ns), ns ? "/" : "", JOB_REPORT_DIR, name,
+                     j->total.start_usec / USEC_PER_MSEC, u) < 0)
+                return -ENOMEM;
+        return 0;
 }

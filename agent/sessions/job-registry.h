@@ -99,3 +99,14 @@ int job_registry_contribute(JobRegistry *reg, Job *job, const char *session, con
  * sampled) are handed over in *ret (the caller frees them; NULL when
  * none), the others freed. */
 int job_registry_leave(JobRegistry *reg, const char *session, Job ***ret, size_t *ret_n);
+
+/* The directory of the job reports, below reportDir (and below the
+ * namespace's directory for a job of pods): "_jobs" is no pod's name
+ * (pod names are DNS names) and no namespace's. */
+#define JOB_REPORT_DIR "_jobs"
+
+/* The job's report directory, relative to reportDir:
+ * [{NAMESPACE}/]_jobs/{JOB}/{TIMESTAMP}_{UID} (TIMESTAMP: its first
+ * session's start, ms), each value sanitized into one path component (a
+ * job's name cannot climb out of reportDir, template.h). */
+int job_report_path(const Job *j, const char *uid, char **ret);

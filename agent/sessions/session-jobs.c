@@ -146,22 +146,6 @@ static JobReport *job_report_free(JobReport *jr) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(JobReport *, job_report_free);
 
-/* [{NAMESPACE}/]_jobs/{JOB}/{TIMESTAMP}_{UID}, each value one sanitized
- * component (a job's name cannot climb out of reportDir). */
-static int job_report_dir(const Job *j, char **ret) {
-        _cleanup_free_ char *ns = j->key.namespace ? path_component_sanitize(j->key.namespace) : NULL;
-        _cleanup_free_ char *name = path_component_sanitize(j->key.name);
-        char uid[9];
-
-        if ((j->key.namespace && !ns) || !name)
-                return -ENOMEM;
-        random_uid(uid);
-        if (asprintf(ret, "%s%s%s/%s/%" PRIu64 "_%s", strempty(ns), ns ? "/" : "", JOB_REPORT_DIR, name,
-                     j->total.start_usec / USEC_PER_MSEC, uid) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
 static void on_job_written(SessionsRoom *room, ReportBatch *b, void *userdata) {
         _cleanup_(job_report_freep) JobReport *jr = userdata;
         ReportWrite *w = b->n_writes > 0 ? b->writes[0] : NULL;
@@ -212,6 +196,7 @@ static int job_report_submit(SessionsRoom *room, Job *job) {
         ReportSummaryInfo info;
         ReportWrite *w;
         sd_id128_t id;
+        char uid[9];
         unsigned formats = job->total.formats | 1u << REPORT_FORMAT_FOLDED | 1u << REPORT_FORMAT_JSON |
                            1u << REPORT_FORMAT_PPROF | 1u << REPORT_FORMAT_SVG;
         int r;
@@ -235,7 +220,8 @@ static int job_report_submit(SessionsRoom *room, Job *job) {
                 jr->labels[0] = (char *) job_source_label(job->key.source);
                 jr->labels[1] = (char *) job->key.name;
         }
-        r = job_report_dir(job, &dir);
+        random_uid(uid);
+        r = job_report_path(job, uid, &dir);
         if (r < 0)
                 return r;
         job_report_info(room, jr, &info);

@@ -9,11 +9,6 @@
 typedef struct Session Session;
 typedef struct ReportBatch ReportBatch;
 
-/* The directory of the job reports, below reportDir (and below the
- * namespace's directory for a job of pods): "_jobs" is no pod's name
- * (pod names are DNS names) and no namespace's. */
-#define JOB_REPORT_DIR "_jobs"
-
 /* A process of the session was seen (j: who it is in its job, NULL: not
  * read): the session joins its job, if it is of one. */
 void session_jobs_note(Session *s, const JobIdentity *j);
