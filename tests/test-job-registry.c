@@ -227,6 +227,31 @@ TEST(merge_keeps_processes_apart) {
         ASSERT_EQ(profile_data_merge(a, NULL), -EINVAL);
 }
 
+TEST(sessions_max) {
+        _cleanup_(job_registry_freep) JobRegistry *reg = NULL;
+        JobKey key = { .source = JOB_SOURCE_SLURM, .name = "7", .profile = "p" };
+        Job *first, *j, **l;
+        size_t n;
+        char id[32];
+
+        ASSERT_OK(job_registry_new(&reg));
+        ASSERT_EQ(job_registry_join(reg, &key, "s0", &first), 1);
+        for (unsigned i = 1; i < JOB_SESSIONS_MAX; i++) {
+                snprintf(id, sizeof(id), "s%u", i);
+                ASSERT_EQ(job_registry_join(reg, &key, id, &j), 1);
+                ASSERT_TRUE(j == first);
+        }
+        /* Full: the next session starts another job of the same key. */
+        ASSERT_EQ(job_registry_join(reg, &key, "next", &j), 1);
+        ASSERT_TRUE(j != first);
+        ASSERT_EQ(job_registry_size(reg), 2u);
+        ASSERT_EQ(job_registry_join(reg, &key, "s3", &j), 0);
+        ASSERT_TRUE(j == first);
+        ASSERT_EQ(job_registry_leave(reg, "next", &l, &n), 0);
+        ASSERT_EQ(n, 0u);
+        ASSERT_EQ(job_registry_size(reg), 1u);
+}
+
 TEST(report_path) {
         Job j = { .key = { .namespace = "ml", .source = JOB_SOURCE_KUBEFLOW, .name = "mnist" },
                   .total = { .start_usec = 1795841242369123 } };

@@ -187,14 +187,18 @@ int job_registry_join(JobRegistry *reg, const JobKey *key, const char *session, 
         Job *j = NULL;
         int r;
 
+        for (size_t i = 0; i < reg->n_jobs; i++)
+                if (job_key_equal(&reg->jobs[i]->key, key) &&
+                    job_session_index(reg->jobs[i], session) >= 0) {
+                        if (ret_job)
+                                *ret_job = reg->jobs[i];
+                        return 0;
+                }
+        /* A job whose sessions never all end at once (pods replaced one by
+         * one for days) is cut: a new one starts beyond the most sessions. */
         for (size_t i = 0; i < reg->n_jobs && !j; i++)
-                if (job_key_equal(&reg->jobs[i]->key, key))
+                if (job_key_equal(&reg->jobs[i]->key, key) && reg->jobs[i]->n_sessions < JOB_SESSIONS_MAX)
                         j = reg->jobs[i];
-        if (j && job_session_index(j, session) >= 0) {
-                if (ret_job)
-                        *ret_job = j;
-                return 0;
-        }
         if (!j) {
                 Job **l = reallocarray(reg->jobs, reg->n_jobs + 1, sizeof(Job *));
                 if (!l)

@@ -82,9 +82,15 @@ JobRegistry *job_registry_free(JobRegistry *reg);
 DEFINE_TRIVIAL_CLEANUP_FUNC(JobRegistry *, job_registry_free);
 size_t job_registry_size(const JobRegistry *reg);
 
-/* The session is one of the job's (made when new): 1 when it joined now,
- * 0 when it had. *ret_job (optional): the job. A session that ended in it
- * does not join it again. */
+/* The most sessions a job gathers: the next session of its key starts
+ * another (what a job holds stays bounded when its sessions never all end
+ * at once). */
+#define JOB_SESSIONS_MAX 256U
+
+/* The session is one of the job's (made when new, or when the job of its
+ * key has JOB_SESSIONS_MAX sessions): 1 when it joined now, 0 when it had.
+ * *ret_job (optional): the job. A session that ended in it does not join
+ * it again. */
 int job_registry_join(JobRegistry *reg, const JobKey *key, const char *session, Job **ret_job);
 /* The jobs the session is running in (*ret: malloc()ed, NULL when none). */
 int job_registry_jobs_of(JobRegistry *reg, const char *session, Job ***ret, size_t *ret_n);
