@@ -20,6 +20,8 @@
 struct CuptiSocket {
         int fd;
         char *path;
+        dev_t dev; /* the socket file bound: unlinked at the end only if still ours */
+        ino_t ino;
         sd_event_source *source;
         CuptiSocketFunc cb;
         void *userdata;
@@ -31,8 +33,13 @@ CuptiSocket *cupti_socket_free(CuptiSocket *c) {
                 return NULL;
         sd_event_source_disable_unref(c->source);
         if (c->fd >= 0) {
+                struct stat st;
+
                 close(c->fd);
-                (void) unlink(c->path);
+                /* Another agent may have bound the path since (a second
+                 * cgprofd on the host): its socket stays. */
+                if (stat(c->path, &st) >= 0 && st.st_dev == c->dev && st.st_ino == c->ino)
+                        (void) unlink(c->path);
         }
         free(c->path);
         free(c);
@@ -100,6 +107,7 @@ static int bind_socket(CuptiSocket *c) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int one = 1, size = CUPTI_SOCKET_RCVBUF;
         _cleanup_free_ char *dir = NULL;
+        struct stat st;
         char *slash;
 
         if (strlen(c->path) >= sizeof(sa.sun_path))
@@ -123,8 +131,10 @@ static int bind_socket(CuptiSocket *c) {
         (void) unlink(c->path); /* a stale one, from an agent before */
         if (bind(c->fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return -errno;
-        if (chmod(c->path, 0666) < 0)
+        if (chmod(c->path, 0666) < 0 || stat(c->path, &st) < 0)
                 return -errno;
+        c->dev = st.st_dev;
+        c->ino = st.st_ino;
         return 0;
 }
 
