@@ -45,7 +45,9 @@ static atomic_uint dropped;
 /* The launch's correlation ID where the agent's uprobe reads it (its first
  * argument). Exported, never inlined, never optimized out. */
 __attribute__((noinline, visibility("default"))) void cgprof_cupti_launch(uint32_t correlation) {
-        __asm__ volatile("" : : "r"(correlation) : "memory");
+        /* A nop first: the kernel emulates it at the uprobe (a lone ret
+         * would be single-stepped out of line: a second trap). */
+        __asm__ volatile("nop" : : "r"(correlation) : "memory");
 }
 
 static void send_kernels(const CuptiWireKernel *k, size_t n) {
