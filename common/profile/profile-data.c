@@ -812,14 +812,26 @@ uint64_t profile_data_offcpu_total(const ProfileData *d) {
         return total;
 }
 
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
-                                 ProfileValue value);
+/* What a copy keeps. launches: -1 every stack, 0 the CPU samples only, 1
+ * the launches only, 2 the launches without their dimensions frame. value:
+ * which values; wall: count is the wall-clock µs (samples × period_ns +
+ * off-CPU ns), value ignored. drop_threads: without thread frames. */
+typedef struct CopyOptions {
+        int launches;
+        ProfileValue value;
+        bool wall;
+        uint64_t period_ns;
+        bool drop_threads;
+} CopyOptions;
+
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
+                                 const CopyOptions *o);
 
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
-        return of_processes(d, processes, n, -1, PROFILE_VALUE_ALL);
+        return of_processes(d, processes, n, &(CopyOptions){ .launches = -1 });
 }
 
-ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
+static ProfileData *of_all(const ProfileData *d, const CopyOptions *o) {
         _cleanup_free_ uint32_t *all = NULL;
 
         if (!d || d->n_processes == 0)
@@ -829,7 +841,26 @@ ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
                 return NULL;
         for (size_t i = 0; i < d->n_processes; i++)
                 all[i] = (uint32_t) i;
-        return of_processes(d, all, d->n_processes, -1, value);
+        return of_processes(d, all, d->n_processes, o);
+}
+
+ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
+        return of_all(d, &(CopyOptions){ .launches = -1, .value = value });
+}
+
+bool profile_data_has_threads(const ProfileData *d) {
+        for (size_t i = 0; d && i < d->n_frames; i++)
+                if (d->frames[i].kind == FRAME_THREAD)
+                        return true;
+        return false;
+}
+
+ProfileData *profile_data_without_threads(const ProfileData *d) {
+        return of_all(d, &(CopyOptions){ .launches = -1, .drop_threads = true });
+}
+
+ProfileData *profile_data_wall_clock(const ProfileData *d, uint64_t period_ns) {
+        return of_all(d, &(CopyOptions){ .launches = 0, .wall = true, .period_ns = period_ns });
 }
 
 bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
@@ -855,7 +886,7 @@ ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
         for (size_t i = 0; i < launches->n_processes; i++)
                 all[i] = (uint32_t) i;
         return launches->n_processes > 0
-                       ? of_processes(launches, all, launches->n_processes, 2, PROFILE_VALUE_ALL)
+                       ? of_processes(launches, all, launches->n_processes, &(CopyOptions){ .launches = 2 })
                        : profile_data_new();
 }
 
@@ -874,8 +905,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
                 return -ENOMEM;
         for (size_t i = 0; i < d->n_processes; i++)
                 all[i] = (uint32_t) i;
-        cpu = of_processes(d, all, d->n_processes, 0, PROFILE_VALUE_ALL);
-        launches = of_processes(d, all, d->n_processes, 1, PROFILE_VALUE_ALL);
+        cpu = of_processes(d, all, d->n_processes, &(CopyOptions){ .launches = 0 });
+        launches = of_processes(d, all, d->n_processes, &(CopyOptions){ .launches = 1 });
         if (!cpu || !launches)
                 return -ENOMEM;
         *ret_cpu = TAKE_PTR(cpu);
@@ -883,10 +914,10 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
-/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
- * the launches without their dimensions frame. */
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
-                                 ProfileValue value) {
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
+                                 const CopyOptions *o) {
+        int launches = o->launches;
+        ProfileValue value = o->value;
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
@@ -932,8 +963,14 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                         continue;
                 if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
                         continue;
-                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
-                if (value == PROFILE_VALUE_CPU) {
+                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0),
+                         kept = 0;
+                if (o->wall) {
+                        count = (count * o->period_ns + offcpu_ns + 500) / 1000;
+                        offcpu_ns = 0;
+                        if (count == 0)
+                                continue;
+                } else if (value == PROFILE_VALUE_CPU) {
                         offcpu_ns = 0;
                         if (count == 0)
                                 continue;
@@ -948,14 +985,17 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 if (!frames || (st->locations && !locations))
                         return NULL;
                 for (size_t k = 0; k < n_frames; k++) {
-                        uint32_t f = st->frames[k];
+                        uint32_t f = st->frames[k], at;
+                        if (o->drop_threads && d->frames[f].kind == FRAME_THREAD)
+                                continue;
+                        at = kept++; /* where it goes in the copy */
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
                                 if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
                                                                    fr->kind, &frame_map[f]) < 0)
                                         return NULL;
                         }
-                        frames[k] = frame_map[f];
+                        frames[at] = frame_map[f];
                         if (!st->locations)
                                 continue;
                         uint32_t l = st->locations[k];
@@ -983,16 +1023,16 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                                     location_map[loc->inlined_into] == PROFILE_NONE)
                                         return NULL;
                                 if (profile_data_intern_location_full(
-                                            p, loc->address, mp, frames[k], loc->line,
+                                            p, loc->address, mp, frames[at], loc->line,
                                             loc->inlined_into != PROFILE_NONE
                                                     ? location_map[loc->inlined_into]
                                                     : PROFILE_NONE,
                                             &location_map[l]) < 0)
                                         return NULL;
                         }
-                        locations[k] = location_map[l];
+                        locations[at] = location_map[l];
                 }
-                if (profile_data_add_stack_values(p, idx, frames, locations, n_frames, st->truncated, count,
+                if (profile_data_add_stack_values(p, idx, frames, locations, kept, st->truncated, count,
                                                   offcpu_ns) < 0)
                         return NULL;
         }
