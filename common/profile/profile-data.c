@@ -914,6 +914,39 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
+/* Copies location l of d (and its mapping) into p as location_map[l],
+ * mapping_map[its mapping], its function the frame of p given. */
+static int copy_location(const ProfileData *d, ProfileData *p, uint32_t *mapping_map, uint32_t *location_map,
+                         uint32_t l, uint32_t frame) {
+        const ProfileLocation *loc = &d->locations[l];
+        uint32_t mp = PROFILE_NONE;
+        int r;
+
+        if (loc->mapping != PROFILE_NONE) {
+                if (mapping_map[loc->mapping] == PROFILE_NONE) {
+                        const ProfileMapping *m = &d->mappings[loc->mapping];
+                        r = profile_data_intern_mapping(p, m->file, m->start, m->limit, m->offset,
+                                                        m->build_id, m->kernel, &mapping_map[loc->mapping]);
+                        if (r >= 0)
+                                r = profile_data_mapping_set_unwind_table(p, mapping_map[loc->mapping],
+                                                                          m->unwind_table);
+                        if (r >= 0)
+                                r = profile_data_mapping_set_symbols(p, mapping_map[loc->mapping],
+                                                                     m->symbols);
+                        if (r < 0)
+                                return r;
+                }
+                mp = mapping_map[loc->mapping];
+        }
+        /* What it was inlined into came before it in the stack. */
+        if (loc->inlined_into != PROFILE_NONE && location_map[loc->inlined_into] == PROFILE_NONE)
+                return -EINVAL;
+        return profile_data_intern_location_full(
+                p, loc->address, mp, frame, loc->line,
+                loc->inlined_into != PROFILE_NONE ? location_map[loc->inlined_into] : PROFILE_NONE,
+                &location_map[l]);
+}
+
 static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
                                  const CopyOptions *o) {
         int launches = o->launches;
@@ -999,37 +1032,9 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                         if (!st->locations)
                                 continue;
                         uint32_t l = st->locations[k];
-                        if (location_map[l] == PROFILE_NONE) {
-                                const ProfileLocation *loc = &d->locations[l];
-                                uint32_t mp = PROFILE_NONE;
-                                if (loc->mapping != PROFILE_NONE) {
-                                        if (mapping_map[loc->mapping] == PROFILE_NONE) {
-                                                const ProfileMapping *m = &d->mappings[loc->mapping];
-                                                if (profile_data_intern_mapping(
-                                                            p, m->file, m->start, m->limit, m->offset,
-                                                            m->build_id, m->kernel,
-                                                            &mapping_map[loc->mapping]) < 0 ||
-                                                    profile_data_mapping_set_unwind_table(
-                                                            p, mapping_map[loc->mapping], m->unwind_table) <
-                                                            0 ||
-                                                    profile_data_mapping_set_symbols(
-                                                            p, mapping_map[loc->mapping], m->symbols) < 0)
-                                                        return NULL;
-                                        }
-                                        mp = mapping_map[loc->mapping];
-                                }
-                                /* What it was inlined into came before it in the stack. */
-                                if (loc->inlined_into != PROFILE_NONE &&
-                                    location_map[loc->inlined_into] == PROFILE_NONE)
-                                        return NULL;
-                                if (profile_data_intern_location_full(
-                                            p, loc->address, mp, frames[at], loc->line,
-                                            loc->inlined_into != PROFILE_NONE
-                                                    ? location_map[loc->inlined_into]
-                                                    : PROFILE_NONE,
-                                            &location_map[l]) < 0)
-                                        return NULL;
-                        }
+                        if (location_map[l] == PROFILE_NONE &&
+                            copy_location(d, p, mapping_map, location_map, l, frames[at]) < 0)
+                                return NULL;
                         locations[at] = location_map[l];
                 }
                 if (profile_data_add_stack_values(p, idx, frames, locations, kept, st->truncated, count,
