@@ -25,6 +25,9 @@
  *   pointers, Python frames) from the registers saved on kernel entry:
  *   inside the system call they are those of the wait. Its nanoseconds go
  *   to the count of its key (kind CGPROF_SAMPLE_KIND_OFFCPU).
+ * - Per thread (the wall-clock view), at each switch-out of a session's
+ *   thread: its CPU time since the last (sum_exec_runtime) and the waits
+ *   that ended since go to its totals (offcpu_threads), which outlive it.
  * The agent attaches these while a session follows off-CPU time. */
 
 #ifndef ENOMEM
@@ -70,9 +73,10 @@ struct {
  * totals. Its first switch-out in the session counts all its CPU time if it
  * started after the session, none before (the rest of a slice is missed). */
 static __always_inline void offcpu_thread_flush(struct task_struct *task, struct offcpu_task *t, __u32 slot,
-                                                const struct cgprof_session *sess, __u64 pid_tgid) {
+                                                const struct cgprof_session *sess, __u64 pid_tgid,
+                                                __u64 now) {
         struct cgprof_thread_key k = { .session = slot, .tid = (__u32) pid_tgid };
-        __u64 runtime = task->se.sum_exec_runtime, now = bpf_ktime_get_ns(), on = 0;
+        __u64 runtime = task->se.sum_exec_runtime, on = 0;
         struct cgprof_thread *v;
 
         if (t->seen_at >= sess->start_ns)
@@ -88,7 +92,7 @@ static __always_inline void offcpu_thread_flush(struct task_struct *task, struct
                 bpf_map_update_elem(&offcpu_threads, &k, &z, BPF_NOEXIST);
                 v = bpf_map_lookup_elem(&offcpu_threads, &k);
                 if (!v)
-                        return; /* full: the summary counts the threads it has */
+                        return; /* full: this thread gets no totals */
         }
         v->oncpu_ns += on;
         if (t->session == slot) {
@@ -284,10 +288,12 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
                                     (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) {
                         t = bpf_task_storage_get(&offcpu_tasks, current, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
                         if (t) {
-                                offcpu_thread_flush(current, t, *slot, sess, pid_tgid);
+                                __u64 now = bpf_ktime_get_ns();
+
+                                offcpu_thread_flush(current, t, *slot, sess, pid_tgid, now);
                                 if (sess->offcpu_threshold == 0xffffffffu ||
                                     bpf_get_prandom_u32() <= sess->offcpu_threshold) {
-                                        t->switched_out = bpf_ktime_get_ns();
+                                        t->switched_out = now;
                                         t->session = *slot;
                                         /* Runnable still: it waits for a CPU, not for something. */
                                         t->runqueue = preempt || prev_state == 0;
