@@ -35,6 +35,10 @@
 #endif
 
 #define OFFCPU_KERNEL_DEPTH 64 /* kernel frames kept of a wait (a power of two) */
+/* A thread's times go to its totals (a hash lookup) once they reach this,
+ * and when it exits: a living thread's totals lag by at most this much. */
+#define OFFCPU_FLUSH_NS 1000000ULL
+#define OFFCPU_TASK_DEAD 0x80 /* TASK_DEAD, in sched_switch's prev_state */
 
 struct offcpu_task {
         __u64 switched_out; /* ns (bpf_ktime_get_ns), 0: not followed */
@@ -44,10 +48,10 @@ struct offcpu_task {
         __u32 kernel_n; /* frames in kernel_pcs */
         __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
         /* The wall-clock view (struct cgprof_thread): its sum_exec_runtime
-         * and the time at its last switch-out seen, and the waits ended
-         * since (ns), added to its totals at its next switch-out. */
+         * and the time at its last switch-out seen, and its times since
+         * its totals were last added to (ns; at most OFFCPU_FLUSH_NS). */
         __u64 runtime_seen, seen_at;
-        __u64 acc_off, acc_short, acc_runqueue;
+        __u64 acc_on, acc_off, acc_short, acc_runqueue;
         __u64 kernel_pcs[OFFCPU_KERNEL_DEPTH]; /* the pending wait's kernel stack, leaf first */
 };
 
@@ -70,11 +74,12 @@ struct {
 
 /* current (task, storage t) leaves the CPU in session slot: its time on CPU
  * since its last switch-out, and the waits that ended since, go to its
- * totals. Its first switch-out in the session counts all its CPU time if it
- * started after the session, none before (the rest of a slice is missed). */
+ * totals, once they add up to OFFCPU_FLUSH_NS or it exits. Its first
+ * switch-out in the session counts all its CPU time if it started after the
+ * session, none before (the rest of a slice is missed). */
 static __always_inline void offcpu_thread_flush(struct task_struct *task, struct offcpu_task *t, __u32 slot,
-                                                const struct cgprof_session *sess, __u64 pid_tgid,
-                                                __u64 now) {
+                                                const struct cgprof_session *sess, __u64 pid_tgid, __u64 now,
+                                                _Bool dead) {
         struct cgprof_thread_key k = { .session = slot, .tid = (__u32) pid_tgid };
         __u64 runtime = task->se.sum_exec_runtime, on = 0;
         struct cgprof_thread *v;
@@ -85,6 +90,11 @@ static __always_inline void offcpu_thread_flush(struct task_struct *task, struct
                 on = runtime;
         t->runtime_seen = runtime;
         t->seen_at = now;
+        if (t->session != slot)
+                t->acc_off = t->acc_short = t->acc_runqueue = 0; /* another session's waits */
+        t->acc_on += on;
+        if (!dead && t->acc_on + t->acc_off + t->acc_runqueue < OFFCPU_FLUSH_NS)
+                return;
         v = bpf_map_lookup_elem(&offcpu_threads, &k);
         if (!v) {
                 struct cgprof_thread z = { .pid = pid_tgid >> 32 };
@@ -94,13 +104,11 @@ static __always_inline void offcpu_thread_flush(struct task_struct *task, struct
                 if (!v)
                         return; /* full: this thread gets no totals */
         }
-        v->oncpu_ns += on;
-        if (t->session == slot) {
-                v->offcpu_ns += t->acc_off;
-                v->short_ns += t->acc_short;
-                v->runqueue_ns += t->acc_runqueue;
-        }
-        t->acc_off = t->acc_short = t->acc_runqueue = 0;
+        v->oncpu_ns += t->acc_on;
+        v->offcpu_ns += t->acc_off;
+        v->short_ns += t->acc_short;
+        v->runqueue_ns += t->acc_runqueue;
+        t->acc_on = t->acc_off = t->acc_short = t->acc_runqueue = 0;
         bpf_get_current_comm(v->comm, sizeof(v->comm));
 }
 
@@ -290,7 +298,8 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
                         if (t) {
                                 __u64 now = bpf_ktime_get_ns();
 
-                                offcpu_thread_flush(current, t, *slot, sess, pid_tgid, now);
+                                offcpu_thread_flush(current, t, *slot, sess, pid_tgid, now,
+                                                    prev_state & OFFCPU_TASK_DEAD);
                                 if (sess->offcpu_threshold == 0xffffffffu ||
                                     bpf_get_prandom_u32() <= sess->offcpu_threshold) {
                                         t->switched_out = now;
