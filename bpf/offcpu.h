@@ -72,17 +72,38 @@ struct {
         __type(value, struct cgprof_thread);
 } offcpu_threads SEC(".maps");
 
+/* Adds the times of task (storage t) in session slot to its totals. */
+static __attribute__((noinline)) int offcpu_thread_add(struct task_struct *task, struct offcpu_task *t,
+                                                       __u32 slot) {
+        struct cgprof_thread_key k = { .session = slot, .tid = task->pid };
+        struct cgprof_thread *v = bpf_map_lookup_elem(&offcpu_threads, &k);
+
+        if (!v) {
+                struct cgprof_thread z = { .pid = task->tgid };
+
+                bpf_map_update_elem(&offcpu_threads, &k, &z, BPF_NOEXIST);
+                v = bpf_map_lookup_elem(&offcpu_threads, &k);
+                if (!v)
+                        return 0; /* full: this thread gets no totals */
+        }
+        v->oncpu_ns += t->acc_on;
+        v->offcpu_ns += t->acc_off;
+        v->short_ns += t->acc_short;
+        v->runqueue_ns += t->acc_runqueue;
+        t->acc_on = t->acc_off = t->acc_short = t->acc_runqueue = 0;
+        bpf_probe_read_kernel(v->comm, sizeof(v->comm), task->comm);
+        return 0;
+}
+
 /* current (task, storage t) leaves the CPU in session slot: its time on CPU
- * since its last switch-out, and the waits that ended since, go to its
- * totals, once they add up to OFFCPU_FLUSH_NS or it exits. Its first
- * switch-out in the session counts all its CPU time if it started after the
- * session, none before (the rest of a slice is missed). */
+ * since its last switch-out is added up, and with the waits that ended
+ * since (offcpu_switch_in()) goes to its totals once they reach
+ * OFFCPU_FLUSH_NS, or as it exits. Its first switch-out in the session counts
+ * all its CPU time if it started after the session, none before (the rest
+ * of a slice is missed). */
 static __always_inline void offcpu_thread_flush(struct task_struct *task, struct offcpu_task *t, __u32 slot,
-                                                const struct cgprof_session *sess, __u64 pid_tgid, __u64 now,
-                                                _Bool dead) {
-        struct cgprof_thread_key k = { .session = slot, .tid = (__u32) pid_tgid };
+                                                const struct cgprof_session *sess, __u64 now, _Bool dead) {
         __u64 runtime = task->se.sum_exec_runtime, on = 0;
-        struct cgprof_thread *v;
 
         if (t->seen_at >= sess->start_ns)
                 on = runtime - t->runtime_seen;
@@ -93,23 +114,8 @@ static __always_inline void offcpu_thread_flush(struct task_struct *task, struct
         if (t->session != slot)
                 t->acc_off = t->acc_short = t->acc_runqueue = 0; /* another session's waits */
         t->acc_on += on;
-        if (!dead && t->acc_on + t->acc_off + t->acc_runqueue < OFFCPU_FLUSH_NS)
-                return;
-        v = bpf_map_lookup_elem(&offcpu_threads, &k);
-        if (!v) {
-                struct cgprof_thread z = { .pid = pid_tgid >> 32 };
-
-                bpf_map_update_elem(&offcpu_threads, &k, &z, BPF_NOEXIST);
-                v = bpf_map_lookup_elem(&offcpu_threads, &k);
-                if (!v)
-                        return; /* full: this thread gets no totals */
-        }
-        v->oncpu_ns += t->acc_on;
-        v->offcpu_ns += t->acc_off;
-        v->short_ns += t->acc_short;
-        v->runqueue_ns += t->acc_runqueue;
-        t->acc_on = t->acc_off = t->acc_short = t->acc_runqueue = 0;
-        bpf_get_current_comm(v->comm, sizeof(v->comm));
+        if (dead || t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(task, t, slot);
 }
 
 /* Adds value to the count of key, storing its stacks at its first count in
@@ -248,15 +254,19 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
                 return;
         st = bpf_map_lookup_elem(&stats, &t->session);
-        if (t->runqueue) {
+        if (t->runqueue)
                 t->acc_runqueue += delta;
+        else
+                t->acc_off += delta;
+        if (t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(next, t, t->session); /* a long wait: now, in case it is its last */
+        if (t->runqueue) {
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_runqueue, 1);
                         __sync_fetch_and_add(&st->offcpu_runqueue_ns, delta);
                 }
                 return;
         }
-        t->acc_off += delta;
         if (delta < sess->offcpu_min_ns || t->pending_ns) {
                 /* Short; or (never seen) a wait not recorded before the next. */
                 t->acc_short += delta;
@@ -298,7 +308,7 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
                         if (t) {
                                 __u64 now = bpf_ktime_get_ns();
 
-                                offcpu_thread_flush(current, t, *slot, sess, pid_tgid, now,
+                                offcpu_thread_flush(current, t, *slot, sess, now,
                                                     prev_state & OFFCPU_TASK_DEAD);
                                 if (sess->offcpu_threshold == 0xffffffffu ||
                                     bpf_get_prandom_u32() <= sess->offcpu_threshold) {

@@ -56,6 +56,7 @@ struct task_struct {
         __u64 start_time;
         struct task_struct *group_leader;
         struct task_struct *real_parent;
+        __s32 pid;
         __s32 tgid;
         char comm[16];
         void *mm;
