@@ -914,6 +914,41 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
+static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
+                           const CopyOptions *o);
+
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
+                                 const CopyOptions *o) {
+        _cleanup_(profile_data_freep) ProfileData *p = NULL;
+
+        if (!d || !processes || n == 0)
+                return NULL;
+        for (size_t k = 0; k < n; k++)
+                if (processes[k] >= d->n_processes)
+                        return NULL;
+        p = profile_data_new();
+        if (!p || !copy_processes(p, d, processes, n, o))
+                return NULL;
+        return TAKE_PTR(p);
+}
+
+int profile_data_merge(ProfileData *into, const ProfileData *d) {
+        _cleanup_free_ uint32_t *all = NULL;
+
+        if (!into || !d)
+                return -EINVAL;
+        if (d->n_processes == 0)
+                return 0;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return copy_processes(into, d, all, d->n_processes, &(CopyOptions){ .launches = -1 }) ? 0 : -ENOMEM;
+}
+
+/* Adds the processes of d (indices, all valid) to p, with their stacks
+ * (and the frames, mappings, locations these use): false on OOM. */
 /* Copies location l of d (and its mapping) into p as location_map[l],
  * mapping_map[its mapping], its function the frame of p given. */
 static int copy_location(const ProfileData *d, ProfileData *p, uint32_t *mapping_map, uint32_t *location_map,
@@ -947,32 +982,25 @@ static int copy_location(const ProfileData *d, ProfileData *p, uint32_t *mapping
                 &location_map[l]);
 }
 
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
-                                 const CopyOptions *o) {
+static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
+                           const CopyOptions *o) {
         int launches = o->launches;
         ProfileValue value = o->value;
-        _cleanup_(profile_data_freep) ProfileData *p = NULL;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
 
-        if (!d || !processes || n == 0)
-                return NULL;
-        for (size_t k = 0; k < n; k++)
-                if (processes[k] >= d->n_processes)
-                        return NULL;
-        p = profile_data_new();
         frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         mapping_map = malloc(MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
         location_map = malloc(MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
-        if (!p || !frame_map || !mapping_map || !location_map)
-                return NULL;
+        if (!frame_map || !mapping_map || !location_map)
+                return false;
         memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         memset(mapping_map, 0xff, MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
         memset(location_map, 0xff, MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
 
         process_map = malloc(d->n_processes * sizeof(uint32_t));
         if (!process_map)
-                return NULL;
+                return false;
         memset(process_map, 0xff, d->n_processes * sizeof(uint32_t));
         for (size_t k = 0; k < n; k++) {
                 const ProfileProcess *pp = &d->processes[processes[k]];
@@ -983,7 +1011,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                     profile_data_process_set_python(p, process_map[processes[k]], pp->python) < 0 ||
                     profile_data_process_set_job(p, process_map[processes[k]], &pp->job, pp->role,
                                                  pp->parent_pid) < 0)
-                        return NULL;
+                        return false;
         }
 
         for (size_t i = 0; i < d->n_stacks; i++) {
@@ -1016,7 +1044,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
                 if (!frames || (st->locations && !locations))
-                        return NULL;
+                        return false;
                 for (size_t k = 0; k < n_frames; k++) {
                         uint32_t f = st->frames[k], at;
                         if (o->drop_threads && d->frames[f].kind == FRAME_THREAD)
@@ -1026,7 +1054,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                                 const Frame *fr = &d->frames[f];
                                 if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
                                                                    fr->kind, &frame_map[f]) < 0)
-                                        return NULL;
+                                        return false;
                         }
                         frames[at] = frame_map[f];
                         if (!st->locations)
@@ -1034,14 +1062,14 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                         uint32_t l = st->locations[k];
                         if (location_map[l] == PROFILE_NONE &&
                             copy_location(d, p, mapping_map, location_map, l, frames[at]) < 0)
-                                return NULL;
+                                return false;
                         locations[at] = location_map[l];
                 }
                 if (profile_data_add_stack_values(p, idx, frames, locations, kept, st->truncated, count,
                                                   offcpu_ns) < 0)
-                        return NULL;
+                        return false;
         }
-        return TAKE_PTR(p);
+        return true;
 }
 
 /* Whether position k of stack st is a frame late resolution may name: an
