@@ -831,17 +831,22 @@ ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *pro
         return of_processes(d, processes, n, &(CopyOptions){ .launches = -1 });
 }
 
+/* The indices of all of d's processes (NULL: out of memory). */
+static uint32_t *all_processes(const ProfileData *d) {
+        uint32_t *all = malloc(MAX(d->n_processes, (size_t) 1) * sizeof(uint32_t));
+
+        for (size_t i = 0; all && i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return all;
+}
+
 static ProfileData *of_all(const ProfileData *d, const CopyOptions *o) {
         _cleanup_free_ uint32_t *all = NULL;
 
         if (!d || d->n_processes == 0)
                 return d ? profile_data_new() : NULL;
-        all = malloc(d->n_processes * sizeof(uint32_t));
-        if (!all)
-                return NULL;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
-        return of_processes(d, all, d->n_processes, o);
+        all = all_processes(d);
+        return all ? of_processes(d, all, d->n_processes, o) : NULL;
 }
 
 ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
@@ -879,19 +884,10 @@ static bool stack_has_dims(const ProfileData *d, const ProfileStack *st) {
 }
 
 ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
-        _cleanup_free_ uint32_t *all = malloc(MAX(launches->n_processes, (size_t) 1) * sizeof(uint32_t));
-
-        if (!all)
-                return NULL;
-        for (size_t i = 0; i < launches->n_processes; i++)
-                all[i] = (uint32_t) i;
-        return launches->n_processes > 0
-                       ? of_processes(launches, all, launches->n_processes, &(CopyOptions){ .launches = 2 })
-                       : profile_data_new();
+        return of_all(launches, &(CopyOptions){ .launches = 2 });
 }
 
 int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
-        _cleanup_free_ uint32_t *all = NULL;
         _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
         bool any = false;
 
@@ -900,13 +896,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
                 any = profile_stack_is_launch(d, &d->stacks[i]);
         if (!any)
                 return 0;
-        all = malloc(d->n_processes * sizeof(uint32_t));
-        if (!all)
-                return -ENOMEM;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
-        cpu = of_processes(d, all, d->n_processes, &(CopyOptions){ .launches = 0 });
-        launches = of_processes(d, all, d->n_processes, &(CopyOptions){ .launches = 1 });
+        cpu = of_all(d, &(CopyOptions){ .launches = 0 });
+        launches = of_all(d, &(CopyOptions){ .launches = 1 });
         if (!cpu || !launches)
                 return -ENOMEM;
         *ret_cpu = TAKE_PTR(cpu);
@@ -939,11 +930,9 @@ int profile_data_merge(ProfileData *into, const ProfileData *d) {
                 return -EINVAL;
         if (d->n_processes == 0)
                 return 0;
-        all = malloc(d->n_processes * sizeof(uint32_t));
+        all = all_processes(d);
         if (!all)
                 return -ENOMEM;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
         return copy_processes(into, d, all, d->n_processes, &(CopyOptions){ .launches = -1 }) ? 0 : -ENOMEM;
 }
 
