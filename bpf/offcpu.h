@@ -25,6 +25,9 @@
  *   pointers, Python frames) from the registers saved on kernel entry:
  *   inside the system call they are those of the wait. Its nanoseconds go
  *   to the count of its key (kind CGPROF_SAMPLE_KIND_OFFCPU).
+ * - Per thread (the wall-clock view), at each switch-out of a session's
+ *   thread: its CPU time since the last (sum_exec_runtime) and the waits
+ *   that ended since go to its totals (offcpu_threads), which outlive it.
  * The agent attaches these while a session follows off-CPU time. */
 
 #ifndef ENOMEM
@@ -32,6 +35,10 @@
 #endif
 
 #define OFFCPU_KERNEL_DEPTH 64 /* kernel frames kept of a wait (a power of two) */
+/* A thread's times go to its totals (a hash lookup) once they reach this,
+ * and when it exits: a living thread's totals lag by at most this much. */
+#define OFFCPU_FLUSH_NS 1000000ULL
+#define OFFCPU_TASK_DEAD 0x80 /* TASK_DEAD, in sched_switch's prev_state */
 
 struct offcpu_task {
         __u64 switched_out; /* ns (bpf_ktime_get_ns), 0: not followed */
@@ -40,6 +47,11 @@ struct offcpu_task {
         __u32 pending_session;
         __u32 kernel_n; /* frames in kernel_pcs */
         __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
+        /* The wall-clock view (struct cgprof_thread): its sum_exec_runtime
+         * and the time at its last switch-out seen, and its times since
+         * its totals were last added to (ns; at most OFFCPU_FLUSH_NS). */
+        __u64 runtime_seen, seen_at;
+        __u64 acc_on, acc_off, acc_short, acc_runqueue;
         __u64 kernel_pcs[OFFCPU_KERNEL_DEPTH]; /* the pending wait's kernel stack, leaf first */
 };
 
@@ -49,6 +61,62 @@ struct {
         __type(key, int);
         __type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
+
+/* Per thread of an off-CPU session: its totals (the wall-clock view). A
+ * hash keyed by thread, not task storage: a thread that exits keeps them
+ * until the agent reads them at the session's end. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, CGPROF_MAX_THREADS);
+        __type(key, struct cgprof_thread_key);
+        __type(value, struct cgprof_thread);
+} offcpu_threads SEC(".maps");
+
+/* Adds the times of task (storage t) in session slot to its totals. */
+static __attribute__((noinline)) int offcpu_thread_add(struct task_struct *task, struct offcpu_task *t,
+                                                       __u32 slot) {
+        struct cgprof_thread_key k = { .session = slot, .tid = task->pid };
+        struct cgprof_thread *v = bpf_map_lookup_elem(&offcpu_threads, &k);
+
+        if (!v) {
+                struct cgprof_thread z = { .pid = task->tgid };
+
+                bpf_map_update_elem(&offcpu_threads, &k, &z, BPF_NOEXIST);
+                v = bpf_map_lookup_elem(&offcpu_threads, &k);
+                if (!v)
+                        return 0; /* full: this thread gets no totals */
+        }
+        v->oncpu_ns += t->acc_on;
+        v->offcpu_ns += t->acc_off;
+        v->short_ns += t->acc_short;
+        v->runqueue_ns += t->acc_runqueue;
+        t->acc_on = t->acc_off = t->acc_short = t->acc_runqueue = 0;
+        bpf_probe_read_kernel(v->comm, sizeof(v->comm), task->comm);
+        return 0;
+}
+
+/* current (task, storage t) leaves the CPU in session slot: its time on CPU
+ * since its last switch-out is added up, and with the waits that ended
+ * since (offcpu_switch_in()) goes to its totals once they reach
+ * OFFCPU_FLUSH_NS, or as it exits. Its first switch-out in the session counts
+ * all its CPU time if it started after the session, none before (the rest
+ * of a slice is missed). */
+static __always_inline void offcpu_thread_flush(struct task_struct *task, struct offcpu_task *t, __u32 slot,
+                                                const struct cgprof_session *sess, __u64 now, _Bool dead) {
+        __u64 runtime = task->se.sum_exec_runtime, on = 0;
+
+        if (t->seen_at >= sess->start_ns)
+                on = runtime - t->runtime_seen;
+        else if (task->start_time >= sess->start_ns)
+                on = runtime;
+        t->runtime_seen = runtime;
+        t->seen_at = now;
+        if (t->session != slot)
+                t->acc_off = t->acc_short = t->acc_runqueue = 0; /* another session's waits */
+        t->acc_on += on;
+        if (dead || t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(task, t, slot);
+}
 
 /* Adds value to the count of key, storing its stacks at its first count in
  * this drain period. Returns 0, or -ENOMEM when the counts map is full. */
@@ -137,6 +205,7 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
 
         pid_tgid = bpf_get_current_pid_tgid();
         key.pid = pid_tgid >> 32;
+        key.tid = (__u32) pid_tgid; /* the wall-clock view is per thread */
         leader = task->group_leader;
         key.start_time = leader->start_time;
         key.exec_id = leader->self_exec_id;
@@ -185,6 +254,12 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
                 return;
         st = bpf_map_lookup_elem(&stats, &t->session);
+        if (t->runqueue)
+                t->acc_runqueue += delta;
+        else
+                t->acc_off += delta;
+        if (t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(next, t, t->session); /* a long wait: now, in case it is its last */
         if (t->runqueue) {
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_runqueue, 1);
@@ -194,6 +269,7 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         }
         if (delta < sess->offcpu_min_ns || t->pending_ns) {
                 /* Short; or (never seen) a wait not recorded before the next. */
+                t->acc_short += delta;
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_short, 1);
                         __sync_fetch_and_add(&st->offcpu_short_ns, delta);
@@ -215,10 +291,10 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
         struct task_struct *current = bpf_get_current_task_btf(); /* prev */
         struct cgprof_session *sess;
         struct offcpu_task *t;
-        __u64 cgid;
+        __u64 cgid, pid_tgid = bpf_get_current_pid_tgid();
         __u32 *slot;
 
-        if ((__u32) bpf_get_current_pid_tgid() != 0) {
+        if ((__u32) pid_tgid != 0) {
                 t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
                 if (t && t->pending_ns)
                         offcpu_record(current, t); /* it waits again before a system call's return */
@@ -226,17 +302,21 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
                 cgid = bpf_get_current_cgroup_id();
                 slot = bpf_map_lookup_elem(&cgroups, &cgid);
                 sess = slot ? bpf_map_lookup_elem(&sessions, slot) : NULL;
-                if (sess &&
-                    (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) ==
-                            (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU) &&
-                    (sess->offcpu_threshold == 0xffffffffu ||
-                     bpf_get_prandom_u32() <= sess->offcpu_threshold)) {
+                if (sess && (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) ==
+                                    (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) {
                         t = bpf_task_storage_get(&offcpu_tasks, current, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
                         if (t) {
-                                t->switched_out = bpf_ktime_get_ns();
-                                t->session = *slot;
-                                /* Runnable still: it waits for a CPU, not for something. */
-                                t->runqueue = preempt || prev_state == 0;
+                                __u64 now = bpf_ktime_get_ns();
+
+                                offcpu_thread_flush(current, t, *slot, sess, now,
+                                                    prev_state & OFFCPU_TASK_DEAD);
+                                if (sess->offcpu_threshold == 0xffffffffu ||
+                                    bpf_get_prandom_u32() <= sess->offcpu_threshold) {
+                                        t->switched_out = now;
+                                        t->session = *slot;
+                                        /* Runnable still: it waits for a CPU, not for something. */
+                                        t->runqueue = preempt || prev_state == 0;
+                                }
                         }
                 }
         }

@@ -226,6 +226,7 @@ Session *session_free(Session *s) {
         tdestroy(s->processes, process_free);
         free(s->data_processes);
         session_cuda_time_free(s);
+        session_threads_done(s);
         profile_data_free(s->data);
         free(s->event_fallback);
         free(s->cgroup);
@@ -1049,7 +1050,7 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
 
 /* /proc/PID/comm: the name as the kernel has it, which may hold a newline
  * (prctl(PR_SET_NAME) takes any bytes): only the file's last newline is cut. */
-static int read_comm_file(const char *path, char **ret) {
+int session_read_comm(const char *path, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t n;
         int r;
@@ -1337,6 +1338,29 @@ static int intern_launch(Session *s, SessionProcess *sp, const SamplerStack *lau
         return 2;
 }
 
+/* A launch's leaf (bpf/profile.h: CGPROF_STACK_LAUNCH) after the *n frames
+ * of its stack (no dimensions frame for the CUPTI library's: not known
+ * there). The CUPTI library's launch becomes the anchor of its kernels' GPU
+ * time (session-cuda-time.c), not a launch counted: true then. */
+static bool add_launch_leaf(Session *s, SessionProcess *sp, const struct cgprof_sample_key *key,
+                            const SamplerStack *kernel, uint64_t count, uint32_t *frames,
+                            uint32_t *locations, size_t *n, size_t max) {
+        bool cupti =
+                kernel->n >= CGPROF_LAUNCH_PCS && kernel->pcs[CGPROF_LAUNCH_PC_ENTRY] == CGPROF_LAUNCH_CUPTI;
+        int k = -1;
+
+        if (session_note_cuda_probes(s, sp) < 0)
+                log_oom();
+        if (kernel->n >= CGPROF_LAUNCH_PCS && *n < max)
+                k = intern_launch(s, sp, kernel, frames, *n, count, &frames[*n], &locations[*n],
+                                  cupti ? 1 : max - *n);
+        if (k > 0)
+                *n += (size_t) k;
+        if (cupti && k > 0 && session_cuda_anchor(s, key, sp->data_index, frames, locations, *n) < 0)
+                log_oom();
+        return cupti;
+}
+
 void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t count,
                        const SamplerStack *user, const SamplerStack *kernel, const SamplerStack *python,
                        bool stack_lost) {
@@ -1348,6 +1372,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
          * inlined calls each (Go) on average, or with their Python frames. */
         uint32_t frames[SESSION_STACK_ENTRIES_MAX], locations[SESSION_STACK_ENTRIES_MAX];
         size_t n = 0, n_user = user ? user->n : 0, n_kernel = kernel ? kernel->n : 0;
+        uint32_t thread_frame, thread_location;
         bool is_new, truncated = false;
 
         SessionProcess *sp = process_get(s, key->pid, key->start_time, key->exec_id, &is_new);
@@ -1378,7 +1403,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         if (sp->comm_checked != s->room->drain_seq && !sp->superseded) {
                 _cleanup_free_ char *path = NULL, *comm = NULL;
                 sp->comm_checked = s->room->drain_seq;
-                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_comm_file(path, &comm) >= 0 &&
+                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && session_read_comm(path, &comm) >= 0 &&
                     !streq_ptr(comm, sp->comm)) {
                         free(sp->comm);
                         sp->comm = TAKE_PTR(comm);
@@ -1426,33 +1451,25 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                                                                python_process_status(sp->python));
         }
         if (kernel && (kernel->flags & CGPROF_STACK_LAUNCH)) {
-                bool cupti = kernel->n >= CGPROF_LAUNCH_PCS &&
-                             kernel->pcs[CGPROF_LAUNCH_PC_ENTRY] == CGPROF_LAUNCH_CUPTI;
-
-                if (session_note_cuda_probes(s, sp) < 0)
-                        log_oom();
-                /* A launch: its kernel is the leaf (no dimensions frame for
-                 * the CUPTI library's: they are not known there). */
-                int k = kernel->n >= CGPROF_LAUNCH_PCS && n < ELEMENTSOF(frames)
-                                ? intern_launch(s, sp, kernel, frames, n, count, &frames[n], &locations[n],
-                                                cupti ? 1 : ELEMENTSOF(frames) - n)
-                                : -1;
-                if (k > 0)
-                        n += (size_t) k;
-                n_kernel = 0;
-                /* The CUPTI library's launch: the anchor of its kernels' GPU
-                 * time (session-cuda-time.c), not a launch counted. */
-                if (cupti) {
-                        if (k > 0 && session_cuda_anchor(s, key, sp->data_index, frames, locations, n) < 0)
-                                log_oom();
+                if (add_launch_leaf(s, sp, key, kernel, count, frames, locations, &n, ELEMENTSOF(frames)))
                         return;
-                }
+                n_kernel = 0;
         }
         for (size_t i = n_kernel; i > 0; i--)
                 if (intern_kernel(s, i - 1 == 0 ? kernel->pcs[i - 1] : kernel->pcs[i - 1] - 1, samples,
                                   &frames[n], &locations[n]) >= 0)
                         n++;
 
+        /* Off-CPU sessions: the thread at the root (the wall-clock view). */
+        if (key->tid != 0 &&
+            session_thread_frame(s, key->pid, key->tid, &thread_frame, &thread_location) >= 0) {
+                n = MIN(n, ELEMENTSOF(frames) - 1); /* full: its innermost frame gives way */
+                memmove(frames + 1, frames, n * sizeof(uint32_t));
+                memmove(locations + 1, locations, n * sizeof(uint32_t));
+                frames[0] = thread_frame;
+                locations[0] = thread_location;
+                n++;
+        }
         if (profile_data_add_stack_values(s->data, sp->data_index, frames, locations, n, truncated, samples,
                                           offcpu ? count : 0) < 0)
                 log_oom();

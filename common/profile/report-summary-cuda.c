@@ -167,7 +167,7 @@ static int add_probes(cJSON *o, char *const *probes) {
         return 0;
 }
 
-int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info) {
+static int add_cuda_launches(cJSON *root, const ReportSummaryInfo *info) {
         cJSON *o;
         int r;
 
@@ -182,7 +182,7 @@ int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info) {
         return add_probes(o, info->cuda_probes);
 }
 
-int report_summary_add_cuda_time(cJSON *root, const ReportSummaryInfo *info) {
+static int add_cuda_time(cJSON *root, const ReportSummaryInfo *info) {
         const ReportCudaTimeInfo *t = &info->cuda_time;
         cJSON *o;
 
@@ -198,4 +198,10 @@ int report_summary_add_cuda_time(cJSON *root, const ReportSummaryInfo *info) {
             !cJSON_AddNumberToObject(o, "pending", (double) t->pending))
                 return -ENOMEM;
         return add_launches(o, t->data, "totalNs", "ns");
+}
+
+int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info) {
+        int r = add_cuda_launches(root, info);
+
+        return r < 0 ? r : add_cuda_time(root, info);
 }
