@@ -12,7 +12,10 @@
  * another CPU than it slept on. It prints the time it slept.
  *
  * --ping-pong N: two threads pass a byte back and forth over two pipes N
- * times (a context switch per hop), and print the rate (bench/overhead). */
+ * times (a context switch per hop), and print the rate (bench/overhead).
+ * --spin K: with --ping-pong, each thread spins K loop iterations before it
+ * passes the byte on (work per hop: bench/overhead calibrates K for a
+ * given rate of switches). */
 
 #include <errno.h>
 #include <pthread.h>
@@ -181,13 +184,22 @@ static int migrate(double seconds) {
 }
 
 static int ping[2], pong[2];
-static long hops;
+static long hops, spin;
+
+static NOINLINE void hop_work(void) {
+        for (long j = 0; j < spin; j++)
+                __asm__ volatile("" ::: "memory");
+}
 
 static void *ponger(void *arg) {
         char c;
-        for (long i = 0; i < hops; i++)
-                if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1)
+        for (long i = 0; i < hops; i++) {
+                if (read(ping[0], &c, 1) != 1)
                         abort();
+                hop_work();
+                if (write(pong[1], &c, 1) != 1)
+                        abort();
+        }
         return NULL;
 }
 
@@ -202,13 +214,15 @@ static int ping_pong(long n) {
         pthread_create(&t, NULL, ponger, NULL);
         printf("ready\n");
         start = now_us();
-        for (long i = 0; i < n; i++)
+        for (long i = 0; i < n; i++) {
                 if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
                         abort();
+                hop_work();
+        }
         uint64_t us = now_us() - start;
         pthread_join(t, NULL);
-        printf("{\"round_trips\": %ld, \"usec\": %llu, \"switches_per_sec\": %.0f}\n", n,
-               (unsigned long long) us, 2.0 * (double) n / ((double) us / 1e6));
+        printf("{\"round_trips\": %ld, \"spin\": %ld, \"usec\": %llu, \"switches_per_sec\": %.0f}\n", n,
+               spin, (unsigned long long) us, 2.0 * (double) n / ((double) us / 1e6));
         return 0;
 }
 
@@ -225,8 +239,11 @@ int main(int argc, char *argv[]) {
                 else if (strcmp(argv[i], "--ping-pong") == 0 && i + 1 < argc) {
                         mode = "ping-pong";
                         n = atol(argv[++i]);
-                } else {
-                        fprintf(stderr, "usage: %s [--seconds S] [--migrate | --ping-pong N]\n", argv[0]);
+                } else if (strcmp(argv[i], "--spin") == 0 && i + 1 < argc)
+                        spin = atol(argv[++i]);
+                else {
+                        fprintf(stderr, "usage: %s [--seconds S] [--migrate | --ping-pong N [--spin K]]\n",
+                                argv[0]);
                         return 2;
                 }
         }
