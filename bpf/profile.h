@@ -14,6 +14,8 @@
 #define CGPROF_MAX_STACK_DEPTH 512
 #define CGPROF_SHORT_STACK_DEPTH 128
 #define CGPROF_MAX_CGROUPS 16384
+/* Buckets of the off-CPU cgroup filter (bpf/offcpu.h), a power of two. */
+#define CGPROF_OFFCPU_FILTER_SIZE 4096
 #define CGPROF_STACKS_PER_SET 16384 /* distinct short stacks (user and kernel) between two drains */
 #define CGPROF_LONG_STACKS_PER_SET 2048 /* distinct long stacks between two drains */
 /* A long stack's key (in the long stacks maps) has this bit set, a short one's not. */
