@@ -15,7 +15,10 @@
  * times (a context switch per hop), and print the rate (bench/overhead).
  * --spin K: with --ping-pong, each thread spins K loop iterations before it
  * passes the byte on (work per hop: bench/overhead calibrates K for a
- * given rate of switches). */
+ * given rate of switches).
+ * --cpu C: with --ping-pong, both threads on CPU C: each hop is a switch
+ * from one to the other, not a wake-up of another (maybe idle) CPU, whose
+ * latency (an IPI; in a VM, a vCPU to wake) would be what is measured. */
 
 #include <errno.h>
 #include <pthread.h>
@@ -203,11 +206,18 @@ static void *ponger(void *arg) {
         return NULL;
 }
 
-static int ping_pong(long n) {
+static int ping_pong(long n, int cpu) {
         pthread_t t;
         char c = 'x';
         uint64_t start;
 
+        if (cpu >= 0) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set) < 0) /* the thread created next inherits it */
+                        return 1;
+        }
         hops = n;
         if (pipe(ping) < 0 || pipe(pong) < 0)
                 return 1;
@@ -230,6 +240,7 @@ int main(int argc, char *argv[]) {
         double seconds = 3;
         const char *mode = "designed";
         long n = 100000;
+        int cpu = -1;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -241,8 +252,11 @@ int main(int argc, char *argv[]) {
                         n = atol(argv[++i]);
                 } else if (strcmp(argv[i], "--spin") == 0 && i + 1 < argc)
                         spin = atol(argv[++i]);
+                else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc)
+                        cpu = atoi(argv[++i]);
                 else {
-                        fprintf(stderr, "usage: %s [--seconds S] [--migrate | --ping-pong N [--spin K]]\n",
+                        fprintf(stderr,
+                                "usage: %s [--seconds S] [--migrate | --ping-pong N [--spin K] [--cpu C]]\n",
                                 argv[0]);
                         return 2;
                 }
@@ -251,6 +265,6 @@ int main(int argc, char *argv[]) {
         if (strcmp(mode, "migrate") == 0)
                 return migrate(seconds);
         if (strcmp(mode, "ping-pong") == 0)
-                return ping_pong(n);
+                return ping_pong(n, cpu);
         return designed(seconds);
 }
