@@ -426,6 +426,70 @@ TEST(cache_reload_when_modules_change) {
         ASSERT_STREQ(module, "ext4");
 }
 
+/* A BPF program loaded after the table was read lies above the image's
+ * text: not named after _einittext; a miss there reloads, at most once per
+ * check interval, and names it; misses below the image's text end never
+ * reload. */
+TEST(cache_reload_for_bpf_programs) {
+        _cleanup_(fake_kernel_done) FakeKernel t = {};
+        _cleanup_(kallsyms_cache_freep) KallsymsCache *c = NULL;
+        const Kallsyms *k = NULL;
+        const char *module = NULL;
+        const uint64_t prog = 0xffffffffc0300010ULL;
+        static const char before[] = "ffffffff81000000 T _text\n"
+                                     "ffffffff81200000 T schedule\n"
+                                     "ffffffff82209988 T _etext\n"
+                                     "ffffffff837f0000 T start_kernel\n"
+                                     "ffffffff837f8910 T _einittext\n"
+                                     "ffffffffc0001000 t ext4_get_block\t[ext4]\n";
+
+        fake_kernel_make(&t);
+        put(t.kallsyms, before);
+        put(t.modules, cache_modules);
+        ASSERT_OK(kallsyms_cache_new(&(KallsymsCacheOptions){ .kallsyms_path = t.kallsyms,
+                                                              .modules_path = t.modules,
+                                                              .check_usec = 10 * SEC },
+                                     &c));
+        assert_get(c, 1000 * SEC, 1, &k);
+
+        /* The ends of the image's text name nothing after them. */
+        ASSERT_NULL(kallsyms_lookup(k, 0xffffffff8220a000ULL, NULL, NULL));
+        ASSERT_STREQ(kallsyms_lookup(k, 0xffffffff837f0010ULL, NULL, NULL), "start_kernel");
+        ASSERT_NULL(kallsyms_lookup(k, 0xffffffff837f8911ULL, NULL, NULL));
+        ASSERT_STREQ(kallsyms_lookup(k, 0xffffffffc0001010ULL, NULL, &module), "ext4_get_block");
+
+        /* A program is loaded. */
+        {
+                FILE *f = fopen(t.kallsyms, "we");
+                ASSERT_NOT_NULL(f);
+                ASSERT_TRUE(fputs(before, f) >= 0);
+                ASSERT_TRUE(fputs("ffffffffc0300000 t bpf_prog_0123456789abcdef_cgprof_sample\t[bpf]\n",
+                                  f) >= 0);
+                ASSERT_EQ(fclose(f), 0);
+        }
+        /* ext4's module area is past the image too: its last symbol names it. */
+        ASSERT_STREQ(kallsyms_lookup(k, prog, NULL, NULL), "ext4_get_block");
+
+        /* Within the check interval of the load: no reload, however many misses. */
+        ASSERT_NULL(kallsyms_lookup(k, 0xffffffff837f8920ULL, NULL, NULL));
+        for (unsigned i = 0; i < 1000; i++)
+                ASSERT_EQ(kallsyms_cache_reload_on_miss(c, 1000 * SEC + i * (SEC / 1000),
+                                                        0xffffffff837f8920ULL, &k),
+                          0);
+        ASSERT_EQ(kallsyms_cache_loads(c), 1);
+        /* Below the image's text end: never. */
+        ASSERT_EQ(kallsyms_cache_reload_on_miss(c, 2000 * SEC, 0xffffffff80000000ULL, &k), 0);
+        ASSERT_EQ(kallsyms_cache_loads(c), 1);
+
+        /* Past it, after the interval: read again, the program named. */
+        ASSERT_EQ(kallsyms_cache_reload_on_miss(c, 2000 * SEC, 0xffffffff837f8920ULL, &k), 1);
+        ASSERT_EQ(kallsyms_cache_loads(c), 2);
+        ASSERT_STREQ(kallsyms_lookup(k, prog, NULL, &module), "bpf_prog_0123456789abcdef_cgprof_sample");
+        ASSERT_STREQ(module, "bpf");
+        ASSERT_EQ(kallsyms_cache_reload_on_miss(c, 2000 * SEC + 1, 0xffffffff837f8920ULL, &k), 0);
+        ASSERT_EQ(kallsyms_cache_loads(c), 2);
+}
+
 TEST(cache_without_modules) {
         /* A kernel without module support has no /proc/modules: one load. */
         _cleanup_(fake_kernel_done) FakeKernel t = {};

@@ -1176,13 +1176,22 @@ int symbolizer_resolve_kernel(Symbolizer *s, uint64_t addr, ResolvedFrame *ret) 
         if (!s || !ret)
                 return -EINVAL;
 
-        /* Loads the table on the first kernel frame, and reloads it only
-         * when the modules changed; a miss below reloads nothing. */
+        /* Loads the table on the first kernel frame, and reloads it
+         * when the modules changed or, rate-limited, after a miss above the
+         * image's text. */
         r = kallsyms_cache_get(s->kallsyms, now_usec(CLOCK_MONOTONIC), &k);
         if (r < 0)
                 return r;
 
         name = kallsyms_lookup(k, addr, &off, &module);
+        if (!name) {
+                /* A BPF program or module loaded since the table was read? */
+                r = kallsyms_cache_reload_on_miss(s->kallsyms, now_usec(CLOCK_MONOTONIC), addr, &k);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        name = kallsyms_lookup(k, addr, &off, &module);
+        }
         if (!name) {
                 *ret = (ResolvedFrame){ .module = KERNEL_MODULE, .offset = addr };
                 return 0;

@@ -42,6 +42,7 @@ struct Kallsyms {
         const char *pool;
         char **modules;
         size_t n_modules;
+        uint64_t text_end; /* the image's text ends here (0: not said) */
 };
 
 static size_t page_size(void) {
@@ -379,6 +380,21 @@ static int loader_sort(Loader *l) {
         return 0;
 }
 
+/* The markers of the end of the kernel image's text: nothing follows them
+ * that they name. */
+static bool is_text_end(const char *name) {
+        return streq(name, "_etext") || streq(name, "_einittext");
+}
+
+static uint64_t text_end(const KSym *syms, size_t n, const char *pool) {
+        uint64_t end = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (syms[i].module == NO_MODULE && is_text_end(pool + syms[i].name))
+                        end = MAX(end, syms[i].addr);
+        return end;
+}
+
 /* Read in large chunks: /proc/kallsyms is megabytes, and every read() of a
  * seq_file has a fixed cost. */
 #define READ_CHUNK (256U * 1024U)
@@ -452,6 +468,7 @@ int kallsyms_load(const char *path, Kallsyms **ret) {
                 .modules = l.modules,
                 .n_modules = l.n_modules,
         };
+        k->text_end = text_end(k->syms, k->n_syms, k->pool);
         *ret = k;
         return 0;
 
@@ -478,6 +495,10 @@ const char *kallsyms_lookup(const Kallsyms *k, uint64_t addr, uint64_t *ret_offs
         while (i > 0 && k->syms[i - 1].addr == k->syms[i].addr)
                 i--;
         s = &k->syms[i];
+        /* Past the end of the image's text (BPF programs and modules loaded
+         * after this table was read lie above it): in no symbol known. */
+        if (s->module == NO_MODULE && is_text_end(k->pool + s->name))
+                return NULL;
 
         if (ret_offset)
                 *ret_offset = addr - s->addr;
@@ -556,6 +577,7 @@ struct KallsymsCache {
         bool have_fingerprint;
         uint64_t next_check; /* table: when to compare the modules again */
         uint64_t next_try; /* no table: when to try loading it again */
+        uint64_t loaded_at; /* table: when it was read */
         bool tried;
         unsigned loads;
 };
@@ -625,6 +647,7 @@ static int cache_load(KallsymsCache *c, uint64_t now, bool have_fingerprint, uin
         c->fingerprint = fingerprint;
         c->have_fingerprint = have_fingerprint;
         c->next_check = add_usec(now, c->check_usec);
+        c->loaded_at = now;
         return 1;
 }
 
@@ -651,6 +674,24 @@ int kallsyms_cache_get(KallsymsCache *c, uint64_t now, const Kallsyms **ret) {
                 }
         }
 
+        *ret = c->table;
+        return r;
+}
+
+int kallsyms_cache_reload_on_miss(KallsymsCache *c, uint64_t now, uint64_t addr, const Kallsyms **ret) {
+        uint64_t fingerprint = 0;
+        bool have;
+        int r = 0;
+
+        if (!c || !ret)
+                return -EINVAL;
+
+        if (c->table && c->table->text_end != 0 && addr >= c->table->text_end &&
+            now >= add_usec(c->loaded_at, c->check_usec)) {
+                log_debug("A kernel address in no symbol, reloading %s.", c->kallsyms_path);
+                have = kallsyms_modules_fingerprint(c->modules_path, &fingerprint) >= 0;
+                r = cache_load(c, now, have, fingerprint);
+        }
         *ret = c->table;
         return r;
 }

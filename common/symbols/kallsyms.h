@@ -64,5 +64,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(KallsymsCache *, kallsyms_cache_free);
  * not one: kernel frames then stay unnamed). */
 int kallsyms_cache_get(KallsymsCache *c, uint64_t now, const Kallsyms **ret);
 
+/* After a kernel address addr that no symbol of the table covers: BPF
+ * programs and trampolines ("bpf_prog_<tag>_<name> [bpf]") come and go
+ * without a trace in the modules, so a miss above the end of the image's
+ * text (where they and modules are) reloads the table, at most once per
+ * check interval since it was read. Returns like kallsyms_cache_get(); the
+ * table and names from before are invalid once it returned 1. */
+int kallsyms_cache_reload_on_miss(KallsymsCache *c, uint64_t now, uint64_t addr, const Kallsyms **ret);
+
 /* How many times /proc/kallsyms was read (successfully or not): for tests. */
 unsigned kallsyms_cache_loads(const KallsymsCache *c);
