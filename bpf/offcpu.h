@@ -32,11 +32,13 @@
  * - sys_exit: one load; a task-storage lookup only while some wait is
  *   pending (offcpu_pending), i.e. after a wait of at least offCpuMinUsec,
  *   until it is recorded.
- * - sched_switch, prev: one task-storage lookup (a task's pending wait
- *   and, when it is followed, its state: not looked up twice) and the
- *   cgroup filter (offcpu_cgroup_filter: one load; the cgroups hash only
- *   for a task whose cgroup may be a session's, and, for a followed task,
- *   only when its cgroup or the cgroups map changed: its cached answer).
+ * - sched_switch, prev: the cgroup filter (offcpu_cgroup_filter: one
+ *   load) and, while no wait is pending, nothing else for a task whose
+ *   cgroup is no session's; else one task-storage lookup (a pending wait
+ *   and, when it is followed, its state: not looked up twice); the cgroups
+ *   hash only for a task whose cgroup may be a session's, and, for a
+ *   followed task, only when its cgroup or the cgroups map changed (its
+ *   cached answer).
  * - sched_switch, next: one task-storage lookup; a task never followed has
  *   no storage. */
 
@@ -269,18 +271,19 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
  * this switch-out when its cgroup is a session's that follows off-CPU. */
 static __always_inline void offcpu_switch_out(struct task_struct *prev, _Bool preempt,
                                               unsigned int prev_state) {
+        __u64 cgid = bpf_get_current_cgroup_id();
+        _Bool maybe = offcpu_cgroup_filter[cgid & (CGPROF_OFFCPU_FILTER_SIZE - 1)] != 0;
         struct cgprof_session *sess;
         struct offcpu_task *t;
-        __u64 cgid;
         __u32 slot;
 
+        if (!maybe && *(volatile __s64 *) &offcpu_pending[0] == 0)
+                return; /* in no session's cgroup, no wait pending in any task */
         t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
         if (t && t->pending_ns)
                 offcpu_record(prev, t); /* it waits again before a system call's return */
-
-        cgid = bpf_get_current_cgroup_id();
-        if (offcpu_cgroup_filter[cgid & (CGPROF_OFFCPU_FILTER_SIZE - 1)] == 0)
-                return; /* in no session's cgroup */
+        if (!maybe)
+                return;
         slot = offcpu_cgroup_slot(t, cgid);
         sess = slot ? bpf_map_lookup_elem(&sessions, &slot) : NULL;
         if (!sess ||
