@@ -69,6 +69,10 @@
 #define CGPROF_BENCH_COPY_512 (1u << 14) /* 512 bytes of the stack copied, not 1 KiB */
 #define CGPROF_BENCH_READ_FIRST \
         (1u << 15) /* a frame read before its bound is checked: an fp below sp faults (before) */
+/* The off-CPU sys_exit program not attached (waits pending at a system
+ * call's return are recorded at the next switch-out): what the tracepoint
+ * costs. */
+#define CGPROF_BENCH_OFFCPU_NO_EXIT (1u << 16)
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */

@@ -248,6 +248,7 @@ static const struct {
         { "copy-256", CGPROF_BENCH_COPY_256 },
         { "copy-512", CGPROF_BENCH_COPY_512 },
         { "read-first", CGPROF_BENCH_READ_FIRST },
+        { "offcpu-no-exit", CGPROF_BENCH_OFFCPU_NO_EXIT },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {
@@ -591,9 +592,11 @@ const char *sampler_offcpu_unavailable(const Sampler *s) {
 static int offcpu_attach(Sampler *s) {
         if (s->offcpu_switch_link)
                 return 0;
-        s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
-        if (!s->offcpu_exit_link)
-                return negative_errno();
+        if (!(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT)) {
+                s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
+                if (!s->offcpu_exit_link)
+                        return negative_errno();
+        }
         s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_off_sw);
         if (!s->offcpu_switch_link) {
                 int r = negative_errno();
