@@ -1245,6 +1245,8 @@ Manager *manager_free(Manager *m) {
          * announced while everything they announce to is still here. */
         m->http_room = http_room_free(m->http_room); /* no more scrapes of what is freed below */
         sessions_room_flush(m->sessions_room);
+        /* The sessions left did not end: no job report from their jobs. */
+        sessions_room_jobs_drop(m->sessions_room);
         while (m->n_sessions > 0) {
                 Session *s = m->sessions[--m->n_sessions];
                 session_free(s);

@@ -37,6 +37,14 @@ TEST(mpi_slurm_order) {
         job_identity_parse(ENV("SLURM_PROCID=5\0RANK=0\0"), &j);
         ASSERT_EQ(j.rank, 0);
         ASSERT_EQ(j.local_rank, -1);
+        ASSERT_EQ(j.slurm_job_id, -1);
+        /* The Slurm job: what joins its ranks' sessions into one job. */
+        job_identity_parse(ENV("SLURM_JOB_ID=123456\0SLURM_PROCID=1\0SLURM_JOB_NAME=secret\0"), &j);
+        ASSERT_EQ(j.slurm_job_id, 123456);
+        ASSERT_EQ(j.rank, 1);
+        job_identity_parse(ENV("SLURM_JOB_ID=77\0"), &j);
+        ASSERT_TRUE(job_identity_is_set(&j));
+        ASSERT_EQ(j.rank, -1);
 }
 
 TEST(nothing_else_kept) {
@@ -44,7 +52,8 @@ TEST(nothing_else_kept) {
 
         /* Other keys, prefixes and suffixes of the listed ones, bad values. */
         job_identity_parse(ENV("SECRET_TOKEN=RANK=1\0XRANK=2\0RANKS=3\0RANK\0RANK=-1\0LOCAL_RANK=1x\0"
-                               "WORLD_SIZE=99999999999\0TORCHELASTIC_RUN_ID=has space\0"),
+                               "WORLD_SIZE=99999999999\0TORCHELASTIC_RUN_ID=has space\0"
+                               "SLURM_JOB_IDS=1\0SLURM_JOB_ID=12a\0"),
                            &j);
         ASSERT_EQ(memcmp(&j, &none, sizeof(j)), 0);
         ASSERT_FALSE(job_identity_is_set(&j));

@@ -89,7 +89,8 @@ static void unwinder_json(const ControlStatus *m, cJSON *j) {
                 { "filesWithoutTable", (double) us.files_without_table },
                 { "filesBad", (double) us.files_bad },
                 { "mappingEntriesFailed", (double) us.mapping_entries_failed },
-                { "processesCapped", (double) us.processes_capped });
+                { "processesCapped", (double) us.processes_capped }, { "reloads", (double) us.reloads },
+                { "reloadsUnchanged", (double) us.reloads_unchanged });
 }
 
 static void debuginfod_json(const ControlStatus *m, cJSON *j) {

@@ -97,6 +97,13 @@ typedef struct ProcMapping {
  * frame pointer) and the process is not reloaded when the walker meets
  * them (that would read them all again). */
 #define PROCESS_MAPPINGS_MAX PROC_MAPS_EXECUTABLE_MAX
+
+/* A reload that finds the mappings unchanged makes the next wait 250 ms,
+ * then twice as long each time, up to 8 s: a walk that keeps meeting an
+ * address in no mapping (a frame-pointer step gone astray in a library
+ * built without them) asks for a reload at every drain. */
+#define RELOAD_BACKOFF_MIN (250 * USEC_PER_MSEC)
+#define RELOAD_BACKOFF_MAX (8 * USEC_PER_SEC)
 #define PROCESS_KEYS_MAX 8192
 /* ... and of one file in a row (a library has one or two): the others'
  * mappings, further on, still fit. */
@@ -115,6 +122,14 @@ typedef struct UnwindProcess {
         size_t n_keys;
         uint64_t loaded_usec;
         bool capped; /* more mappings than PROCESS_MAPPINGS_MAX / PROCESS_KEYS_MAX: some left out */
+        /* The executable mappings of the last complete load (maps_digest()),
+         * and how often in a row a reload found them unchanged: the next
+         * reload waits for RELOAD_BACKOFF_MIN << that, at most
+         * RELOAD_BACKOFF_MAX. */
+        uint64_t digest;
+        bool have_digest;
+        unsigned unchanged;
+        uint64_t reload_not_before;
         /* Exited: out of the maps, its mappings kept for two more ticks, so
          * the samples drained after its exit are still described. */
         unsigned exited_ticks;
@@ -914,7 +929,47 @@ static void process_drop_stale_keys(UnwindProcess *p, MapsLoad *l, bool ok) {
 /* (Re)reads the process's mappings. The new entries go in before the old
  * ones that are gone come out, and the process stays ready throughout: a
  * reload after a dlopen() does not make its samples pending. */
-static int process_load(UnwindProcess *p) {
+/* What the walker may use of an entry: executable, in user space. */
+static bool maps_entry_wanted(char *line, ProcMapsEntry *e) {
+        return proc_maps_parse_line(line, e) >= 0 && proc_maps_entry_executable(e) &&
+               e->start <= 0x00007fffffffffffULL; /* not [vsyscall] */
+}
+
+static uint64_t fnv1a_u64(uint64_t h, uint64_t v) {
+        for (unsigned i = 0; i < 8; i++) {
+                h ^= (v >> (8 * i)) & 0xff;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+/* A digest of the executable mappings f lists (each one's range, offset,
+ * device, inode, deletion), f rewound after. */
+static int maps_digest(FILE *f, char **line, size_t *alloc, uint64_t *ret) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        while (getline(line, alloc, f) > 0) {
+                ProcMapsEntry e;
+
+                if (!maps_entry_wanted(*line, &e))
+                        continue;
+                h = fnv1a_u64(h, e.start);
+                h = fnv1a_u64(h, e.end);
+                h = fnv1a_u64(h, e.pgoff);
+                h = fnv1a_u64(h, (uint64_t) e.major << 32 | e.minor);
+                h = fnv1a_u64(h, e.inode << 1 | e.deleted);
+        }
+        if (ferror(f))
+                return errno == ESRCH ? -ESRCH : -EIO;
+        rewind(f);
+        *ret = h;
+        return 0;
+}
+
+/* Reads the process's executable mappings and loads them (their files'
+ * tables, the walker's map entries). With may_skip, mappings the same as
+ * at the last complete load are not loaded again: returns 1. */
+static int process_load(UnwindProcess *p, bool may_skip) {
         Unwinder *u = p->unwinder;
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL;
@@ -922,21 +977,25 @@ static int process_load(UnwindProcess *p) {
         size_t alloc = 0;
         struct cgprof_unwind_proc ready = { .start_time = p->start_time };
         uint32_t pid = (uint32_t) p->pid;
+        uint64_t digest = 0;
         int r = 0;
-
-        p->loaded_usec = now_usec(CLOCK_MONOTONIC);
 
         f = proc_maps_fopen(u->maps_cache, "/proc", p->pid);
         if (!f)
                 return errno == ENOENT ? -ESRCH : negative_errno();
+        r = maps_digest(f, &line, &alloc, &digest);
+        if (r < 0)
+                return r;
+        if (may_skip && p->have_digest && digest == p->digest)
+                return 1;
 
+        p->loaded_usec = now_usec(CLOCK_MONOTONIC);
+        p->have_digest = false;
         while (getline(&line, &alloc, f) > 0) {
                 ProcMapsEntry e;
 
-                if (proc_maps_parse_line(line, &e) < 0 || !proc_maps_entry_executable(&e))
+                if (!maps_entry_wanted(line, &e))
                         continue;
-                if (e.start > 0x00007fffffffffffULL)
-                        continue; /* [vsyscall]: not user space the walker reads */
                 r = maps_load_entry(p, &l, &e);
                 if (r < 0)
                         break;
@@ -973,6 +1032,8 @@ static int process_load(UnwindProcess *p) {
         /* Everything in place: the walker may use the tables. */
         if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)
                 return negative_errno();
+        p->digest = digest;
+        p->have_digest = true;
         log_debug("PID %d: %zu executable mappings, %zu map entries loaded for unwinding in %.1f ms (%.1f "
                   "ms after "
                   "it started).",
@@ -990,7 +1051,7 @@ int unwinder_process_ref(Unwinder *u, pid_t pid, uint64_t start_time) {
                 /* Another holder (a session, or the next program after
                  * exec()): its mappings may have changed. */
                 p->n_ref++;
-                r = process_load(p);
+                r = process_load(p, false);
                 if (r < 0 && r != -EAGAIN)
                         log_debug_errno(r, "Failed to reload the mappings of PID %d for unwinding: %m",
                                         (int) pid);
@@ -1025,7 +1086,7 @@ int unwinder_process_ref(Unwinder *u, pid_t pid, uint64_t start_time) {
         }
         (void) sd_event_source_set_description(p->exit_source, "unwind-process-exit");
 
-        r = process_load(p);
+        r = process_load(p, false);
         if (r < 0) {
                 log_debug_errno(r, "Failed to load the mappings of PID %d for unwinding: %m", (int) pid);
                 process_free(p);
@@ -1045,20 +1106,35 @@ void unwinder_process_unref(Unwinder *u, pid_t pid, uint64_t start_time) {
 
 int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_t min_interval_usec) {
         UnwindProcess *p = process_find(u, pid);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         int r;
 
         if (!p || p->start_time != start_time || p->exited)
                 return -ENOENT;
-        if (min_interval_usec > 0 && now_usec(CLOCK_MONOTONIC) - p->loaded_usec < min_interval_usec)
+        if (min_interval_usec > 0 && now - p->loaded_usec < min_interval_usec)
                 return 0;
         /* A walk met an address outside what was loaded: for a capped
          * process that is what was left out; reading them all again would
          * find the same (at most once a minute, for a dlopen()). */
-        if (p->capped && now_usec(CLOCK_MONOTONIC) - p->loaded_usec < 60 * USEC_PER_SEC)
+        if (p->capped && now - p->loaded_usec < 60 * USEC_PER_SEC)
                 return 0;
-        r = process_load(p);
+        /* The last reloads found the same mappings: the addresses were not
+         * in a new one (a walk gone astray), wait before looking again. */
+        if (now < p->reload_not_before)
+                return 0;
+        u->stats.reloads++;
+        r = process_load(p, true);
+        if (r == 1) {
+                p->unchanged = MIN(p->unchanged + 1, 16u);
+                p->reload_not_before =
+                        now + MIN(RELOAD_BACKOFF_MIN << (p->unchanged - 1), RELOAD_BACKOFF_MAX);
+                u->stats.reloads_unchanged++;
+                return 0;
+        }
         if (r < 0)
                 log_debug_errno(r, "Failed to reload the mappings of PID %d for unwinding: %m", (int) pid);
+        else
+                p->unchanged = 0;
         return r;
 }
 

@@ -48,6 +48,8 @@ typedef struct UnwinderStats {
         uint64_t files_bad; /* files whose tables had errors (entries skipped, or none usable) */
         uint64_t mapping_entries_failed; /* mapping entries the map refused (full) */
         uint64_t processes_capped; /* processes with more executable mappings than the walker loads */
+        uint64_t reloads,
+                reloads_unchanged; /* reloads of a process's mappings, and those that found them as they were */
 } UnwinderStats;
 
 int unwinder_new(sd_event *event, const SamplerUnwindMaps *maps, Unwinder **ret);

@@ -19,6 +19,7 @@
 #include "session-events.h"
 #include "report-retry.h"
 #include "report-writer.h"
+#include "session-jobs.h"
 #include "session.h"
 #include "sessions-room.h"
 
@@ -266,6 +267,8 @@ int session_end_notify(Session *s, const char *reason, SessionEndedFunc callback
                 session_announce_end(TAKE_PTR(e), NULL, 0, r);
                 return r;
         }
+        /* The session's jobs take their processes' samples (copies). */
+        session_jobs_contribute(s, b);
         TAKE_PTR(e);
         report_batch_submit(TAKE_PTR(b));
         return 0;

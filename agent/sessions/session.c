@@ -15,6 +15,7 @@
 #include "sampling.h"
 #include "report.h"
 #include "unwind.h"
+#include "session-jobs.h"
 #include "session.h"
 #include "sessions-room.h"
 #include "template.h"
@@ -215,6 +216,8 @@ int session_new_rule(SessionsRoom *room, ConfigRef *config, const SessionRule *r
 Session *session_free(Session *s) {
         if (!s)
                 return NULL;
+        /* Its jobs go on without it; the last to leave writes the job's report. */
+        session_jobs_leave(s);
         sd_event_source_disable_unref(s->timer);
         sd_event_source_disable_unref(s->events_watch);
         sd_event_source_disable_unref(s->checkpoint_timer);
@@ -805,6 +808,8 @@ void session_on_process(Session *s, const struct cgprof_proc_event *e, const cha
         }
         if (job && !sp->superseded)
                 process_set_job(s, sp, job);
+        /* Its job, if it is of one (the pod's label, or its own keys). */
+        session_jobs_note(s, job);
         if (sp->superseded && !is_new)
                 return; /* a late event of the program before exec(): what we knew stays */
         /* New, or re-reported after exec() or a rename: (re-)examine. */

@@ -76,6 +76,9 @@ int sessions_room_start_worker(SessionsRoom *r);
 void sessions_room_flush(SessionsRoom *r);
 /* Stops the report worker, and frees the report index. */
 void sessions_room_stop_worker(SessionsRoom *r);
+/* Forgets the distributed jobs of the sessions (session-jobs.c): sessions
+ * freed without their end (the agent is failing) write no job report. */
+void sessions_room_jobs_drop(SessionsRoom *r);
 
 /* The report worker (NULL before the start): other work that reads
  * reportDir (ListReports, a pull's listing) runs on it too. */

@@ -18,6 +18,9 @@ int sessions_room_new(const SessionsRoomDeps *deps, SessionsRoom **ret) {
         k = report_retry_new(&r->report_retry);
         if (k < 0)
                 return k;
+        k = job_registry_new(&r->jobs);
+        if (k < 0)
+                return k;
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -28,6 +31,7 @@ SessionsRoom *sessions_room_free(SessionsRoom *r) {
         r->report_worker = worker_free(r->report_worker);
         manager_reports_free(r);
         report_retry_free(r->report_retry);
+        job_registry_free(r->jobs);
         safe_close(r->checkpoint_dir_fd);
         free(r->user_frame_cache);
         free(r);
@@ -48,6 +52,11 @@ void sessions_room_stop_worker(SessionsRoom *r) {
                 return;
         r->report_worker = worker_free(r->report_worker);
         manager_reports_free(r);
+}
+
+void sessions_room_jobs_drop(SessionsRoom *r) {
+        if (r)
+                r->jobs = job_registry_free(r->jobs);
 }
 
 Worker *sessions_room_worker(SessionsRoom *r) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "job-registry.h"
 #include "manager-reports.h"
 #include "report-retry.h"
 #include "sessions-deps.h"
@@ -22,6 +23,7 @@ struct SessionsRoom {
          * session's end, a checkpoint or a retry. */
         Timing report_timing;
         ManagerReports *reports; /* the report index and retention (manager-reports.c) */
+        JobRegistry *jobs; /* the distributed jobs of the sessions (session-jobs.c) */
         ReportRetry *report_retry; /* reports waiting to be written again (report-retry.c) */
         int checkpoint_dir_fd; /* the checkpoint registry in the state directory (checkpoint.c) */
         SessionsCheckpointStats checkpoints;

@@ -21,6 +21,7 @@ typedef enum JobKey {
         KEY_OMPI_RANK,
         KEY_PMI_RANK,
         KEY_SLURM_PROCID,
+        KEY_SLURM_JOB_ID,
         _KEY_MAX,
 } JobKey;
 
@@ -34,11 +35,12 @@ static const char *const keys[_KEY_MAX] = {
         [KEY_OMPI_RANK] = "OMPI_COMM_WORLD_RANK",
         [KEY_PMI_RANK] = "PMI_RANK",
         [KEY_SLURM_PROCID] = "SLURM_PROCID",
+        [KEY_SLURM_JOB_ID] = "SLURM_JOB_ID",
 };
 
 bool job_identity_is_set(const JobIdentity *j) {
         return j && (j->rank >= 0 || j->local_rank >= 0 || j->world_size >= 0 || j->group_rank >= 0 ||
-                     j->role_rank >= 0 || j->run_id[0]);
+                     j->role_rank >= 0 || j->slurm_job_id >= 0 || j->run_id[0]);
 }
 
 /* A decimal 0..INT32_MAX, nothing else; -1 otherwise. */
@@ -101,6 +103,7 @@ void job_identity_parse(const char *environ, size_t size, JobIdentity *ret) {
         j.world_size = values[KEY_WORLD_SIZE];
         j.group_rank = values[KEY_GROUP_RANK];
         j.role_rank = values[KEY_ROLE_RANK];
+        j.slurm_job_id = values[KEY_SLURM_JOB_ID];
         *ret = j;
 }
 

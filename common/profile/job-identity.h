@@ -16,7 +16,7 @@
  *   torchrun / torch.distributed  RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK,
  *                                 ROLE_RANK, TORCHELASTIC_RUN_ID
  *   Open MPI, MPICH/Intel MPI     OMPI_COMM_WORLD_RANK, PMI_RANK
- *   Slurm                         SLURM_PROCID
+ *   Slurm                         SLURM_PROCID, SLURM_JOB_ID
  *
  * The rank is RANK, else OMPI_COMM_WORLD_RANK, else PMI_RANK, else
  * SLURM_PROCID. Numbers are decimal, 0..2^31-1 (anything else: not set);
@@ -28,11 +28,17 @@
 
 typedef struct JobIdentity {
         int32_t rank, local_rank, world_size, group_rank, role_rank; /* -1: not set */
+        int32_t slurm_job_id; /* SLURM_JOB_ID, the job (allocation) the rank runs in; -1: not set */
         char run_id[JOB_IDENTITY_RUN_ID_MAX]; /* "": not set */
 } JobIdentity;
 
-#define JOB_IDENTITY_NONE \
-        ((JobIdentity){ .rank = -1, .local_rank = -1, .world_size = -1, .group_rank = -1, .role_rank = -1 })
+#define JOB_IDENTITY_NONE                 \
+        ((JobIdentity){ .rank = -1,       \
+                        .local_rank = -1, \
+                        .world_size = -1, \
+                        .group_rank = -1, \
+                        .role_rank = -1,  \
+                        .slurm_job_id = -1 })
 
 /* Whether any key was found. */
 bool job_identity_is_set(const JobIdentity *j);

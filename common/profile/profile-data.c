@@ -885,11 +885,12 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
 
 /* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
  * the launches without their dimensions frame. */
+static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
+                           int launches, ProfileValue value);
+
 static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
                                  ProfileValue value) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
-        _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
-                                *process_map = NULL;
 
         if (!d || !processes || n == 0)
                 return NULL;
@@ -897,18 +898,45 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 if (processes[k] >= d->n_processes)
                         return NULL;
         p = profile_data_new();
+        if (!p || !copy_processes(p, d, processes, n, launches, value))
+                return NULL;
+        return TAKE_PTR(p);
+}
+
+int profile_data_merge(ProfileData *into, const ProfileData *d) {
+        _cleanup_free_ uint32_t *all = NULL;
+
+        if (!into || !d)
+                return -EINVAL;
+        if (d->n_processes == 0)
+                return 0;
+        all = malloc(d->n_processes * sizeof(uint32_t));
+        if (!all)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return copy_processes(into, d, all, d->n_processes, -1, PROFILE_VALUE_ALL) ? 0 : -ENOMEM;
+}
+
+/* Adds the processes of d (indices, all valid) to p, with their stacks
+ * (and the frames, mappings, locations these use): false on OOM. */
+static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
+                           int launches, ProfileValue value) {
+        _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
+                                *process_map = NULL;
+
         frame_map = malloc(MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         mapping_map = malloc(MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
         location_map = malloc(MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
-        if (!p || !frame_map || !mapping_map || !location_map)
-                return NULL;
+        if (!frame_map || !mapping_map || !location_map)
+                return false;
         memset(frame_map, 0xff, MAX(d->n_frames, (size_t) 1) * sizeof(uint32_t));
         memset(mapping_map, 0xff, MAX(d->n_mappings, (size_t) 1) * sizeof(uint32_t));
         memset(location_map, 0xff, MAX(d->n_locations, (size_t) 1) * sizeof(uint32_t));
 
         process_map = malloc(d->n_processes * sizeof(uint32_t));
         if (!process_map)
-                return NULL;
+                return false;
         memset(process_map, 0xff, d->n_processes * sizeof(uint32_t));
         for (size_t k = 0; k < n; k++) {
                 const ProfileProcess *pp = &d->processes[processes[k]];
@@ -919,7 +947,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                     profile_data_process_set_python(p, process_map[processes[k]], pp->python) < 0 ||
                     profile_data_process_set_job(p, process_map[processes[k]], &pp->job, pp->role,
                                                  pp->parent_pid) < 0)
-                        return NULL;
+                        return false;
         }
 
         for (size_t i = 0; i < d->n_stacks; i++) {
@@ -946,14 +974,14 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 frames = malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t));
                 locations = st->locations ? malloc(MAX(st->n_frames, 1u) * sizeof(uint32_t)) : NULL;
                 if (!frames || (st->locations && !locations))
-                        return NULL;
+                        return false;
                 for (size_t k = 0; k < n_frames; k++) {
                         uint32_t f = st->frames[k];
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
                                 if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
                                                                    fr->kind, &frame_map[f]) < 0)
-                                        return NULL;
+                                        return false;
                         }
                         frames[k] = frame_map[f];
                         if (!st->locations)
@@ -974,29 +1002,29 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                                                             0 ||
                                                     profile_data_mapping_set_symbols(
                                                             p, mapping_map[loc->mapping], m->symbols) < 0)
-                                                        return NULL;
+                                                        return false;
                                         }
                                         mp = mapping_map[loc->mapping];
                                 }
                                 /* What it was inlined into came before it in the stack. */
                                 if (loc->inlined_into != PROFILE_NONE &&
                                     location_map[loc->inlined_into] == PROFILE_NONE)
-                                        return NULL;
+                                        return false;
                                 if (profile_data_intern_location_full(
                                             p, loc->address, mp, frames[k], loc->line,
                                             loc->inlined_into != PROFILE_NONE
                                                     ? location_map[loc->inlined_into]
                                                     : PROFILE_NONE,
                                             &location_map[l]) < 0)
-                                        return NULL;
+                                        return false;
                         }
                         locations[k] = location_map[l];
                 }
                 if (profile_data_add_stack_values(p, idx, frames, locations, n_frames, st->truncated, count,
                                                   offcpu_ns) < 0)
-                        return NULL;
+                        return false;
         }
-        return TAKE_PTR(p);
+        return true;
 }
 
 /* Whether position k of stack st is a frame late resolution may name: an

@@ -228,6 +228,10 @@ ProfileData *profile_data_of_process(const ProfileData *d, uint32_t process);
 /* The same for several processes (indices into d->processes) in one
  * report: each keeps its own entry in processes[]. */
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n);
+/* Adds every process of d to into, each its own entry, with its stacks
+ * (frames, mappings and locations interned in into): the several sessions
+ * of one distributed job in one report (docs/training-jobs.md). */
+int profile_data_merge(ProfileData *into, const ProfileData *d);
 /* Whether the stack counts CUDA kernel launches (its leaf's module is
  * PROFILE_CUDA_KERNEL_MODULE). */
 bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st);

@@ -586,7 +586,7 @@ static size_t process_labels(PprofWriter *w, const ProfileProcess *pp, Perftools
         return n;
 }
 
-#define JOB_LABELS_MAX 4
+#define JOB_LABELS_MAX 6
 
 static int build_labels(PprofWriter *w, const ProfileData *d, const ReportSummaryInfo *info) {
         const char *keys[4 + JOB_LABELS_MAX] = { "cgroup", "namespace", "pod", "container" };

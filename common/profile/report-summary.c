@@ -171,6 +171,7 @@ static int add_process_job(cJSON *o, const ProfileProcess *p) {
                 { "worldSize", p->job.world_size },
                 { "groupRank", p->job.group_rank },
                 { "roleRank", p->job.role_rank },
+                { "slurmJobId", p->job.slurm_job_id },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(numbers); i++)
@@ -644,6 +645,9 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
                 return r;
         r = report_summary_add_offcpu(root, d, info);
         r = report_summary_add_cuda(root, info);
+        if (r < 0)
+                return r;
+        r = report_summary_add_job(root, info);
         if (r < 0)
                 return r;
 

@@ -64,19 +64,31 @@ typedef struct ReportOffCpuInfo {
 /* The pod labels that name a distributed job and a replica of it, kept
  * with a session in Kubernetes (summary.json "jobLabels", pprof labels
  * under the short names): Kubeflow's training operator, Indexed Jobs and
- * JobSet. */
+ * JobSet. The names (training.kubeflow.org/job-name, jobset-name, a Job's
+ * job-name) also join the pods' sessions into one job (job-registry.h). */
 #define REPORT_JOB_LABELS                                                                       \
         {                                                                                       \
                 { "training.kubeflow.org/job-name", "job_name" },                               \
                         { "training.kubeflow.org/replica-index", "replica_index" },             \
                         { "batch.kubernetes.io/job-completion-index", "job_completion_index" }, \
                         { "jobset.sigs.k8s.io/job-index", "jobset_job_index" },                 \
+                        { "jobset.sigs.k8s.io/jobset-name", "jobset_name" },                    \
+                        { "batch.kubernetes.io/job-name", "batch_job_name" },                   \
         }
 /* The job's labels among a pod's (strv: key, value, ...), copied into
  * *ret (NULL: none of them). */
 int report_job_labels_copy(char *const *pod_labels, char ***ret);
 /* The pprof label key of a job label (NULL: not one). */
 const char *report_job_label_short(const char *key);
+
+/* The job of a job's report: summary.json "job": {"name", "source",
+ * "sessions": [...], "reports": [...]} (report-summary-job.c). */
+typedef struct ReportJobInfo {
+        const char *name;
+        const char *source; /* "kubeflow", "jobset", "job", "torchelastic", "slurm" */
+        char *const *sessions; /* strv: the sessions joined */
+        char *const *reports; /* strv: their report directories, relative to reportDir */
+} ReportJobInfo;
 
 /* Session metadata for summary.json. */
 struct ReportSummaryInfo {
@@ -123,6 +135,9 @@ struct ReportSummaryInfo {
          * "a,b,...", ...; NULL: none). summary.json's "cudaLaunches". */
         const ProfileData *launches;
         char *const *cuda_probes;
+        /* A job's report (several sessions' processes, docs/training-jobs.md):
+         * summary.json's "job"; NULL for a session's own report. */
+        const ReportJobInfo *job;
 };
 
 /* summary.json: {"session", "profile", "target", "cgroup", "start", "end",
@@ -135,6 +150,8 @@ int report_write_summary(FILE *f, const ProfileData *d, const ReportSummaryInfo 
 /* Adds summary.json's "cudaLaunches" to root (report-summary-cuda.c). */
 typedef struct cJSON cJSON;
 int report_summary_add_cuda(cJSON *root, const ReportSummaryInfo *info);
+/* Adds summary.json's "job" to root, when info->job (report-summary-job.c). */
+int report_summary_add_job(cJSON *root, const ReportSummaryInfo *info);
 
 /* summary.json "offCpu" (report-offcpu.c), when info->offcpu.enabled; all:
  * the profile with both values. */
