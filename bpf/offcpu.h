@@ -25,6 +25,9 @@
  *   pointers, Python frames) from the registers saved on kernel entry:
  *   inside the system call they are those of the wait. Its nanoseconds go
  *   to the count of its key (kind CGPROF_SAMPLE_KIND_OFFCPU).
+ * - Per thread (the wall-clock view), at each switch-out of a session's
+ *   thread: its CPU time since the last (sum_exec_runtime) and the waits
+ *   that ended since go to its totals (offcpu_threads), which outlive it.
  * The agent attaches these while a session follows off-CPU time.
  *
  * Cost: sched_switch runs at every switch of the node and sys_exit at
@@ -47,6 +50,10 @@
 #endif
 
 #define OFFCPU_KERNEL_DEPTH 64 /* kernel frames kept of a wait (a power of two) */
+/* A thread's times go to its totals (a hash lookup) once they reach this,
+ * and when it exits: a living thread's totals lag by at most this much. */
+#define OFFCPU_FLUSH_NS 1000000ULL
+#define OFFCPU_TASK_DEAD 0x80 /* TASK_DEAD, in sched_switch's prev_state */
 
 struct offcpu_task {
         __u64 switched_out; /* ns (bpf_ktime_get_ns), 0: not followed */
@@ -60,6 +67,11 @@ struct offcpu_task {
         __u64 cgroup_id;
         __u32 cgroup_gen;
         __u32 cgroup_slot;
+        /* The wall-clock view (struct cgprof_thread): its sum_exec_runtime
+         * and the time at its last switch-out seen, and its times since
+         * its totals were last added to (ns; at most OFFCPU_FLUSH_NS). */
+        __u64 runtime_seen, seen_at;
+        __u64 acc_on, acc_off, acc_short, acc_runqueue;
         __u64 kernel_pcs[OFFCPU_KERNEL_DEPTH]; /* the pending wait's kernel stack, leaf first */
 };
 
@@ -103,6 +115,62 @@ static __always_inline __u32 offcpu_cgroup_slot(struct offcpu_task *t, __u64 cgi
                 t->cgroup_slot = slot ? *slot : 0;
         }
         return slot ? *slot : 0;
+}
+
+/* Per thread of an off-CPU session: its totals (the wall-clock view). A
+ * hash keyed by thread, not task storage: a thread that exits keeps them
+ * until the agent reads them at the session's end. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, CGPROF_MAX_THREADS);
+        __type(key, struct cgprof_thread_key);
+        __type(value, struct cgprof_thread);
+} offcpu_threads SEC(".maps");
+
+/* Adds the times of task (storage t) in session slot to its totals. */
+static __attribute__((noinline)) int offcpu_thread_add(struct task_struct *task, struct offcpu_task *t,
+                                                       __u32 slot) {
+        struct cgprof_thread_key k = { .session = slot, .tid = task->pid };
+        struct cgprof_thread *v = bpf_map_lookup_elem(&offcpu_threads, &k);
+
+        if (!v) {
+                struct cgprof_thread z = { .pid = task->tgid };
+
+                bpf_map_update_elem(&offcpu_threads, &k, &z, BPF_NOEXIST);
+                v = bpf_map_lookup_elem(&offcpu_threads, &k);
+                if (!v)
+                        return 0; /* full: this thread gets no totals */
+        }
+        v->oncpu_ns += t->acc_on;
+        v->offcpu_ns += t->acc_off;
+        v->short_ns += t->acc_short;
+        v->runqueue_ns += t->acc_runqueue;
+        t->acc_on = t->acc_off = t->acc_short = t->acc_runqueue = 0;
+        bpf_probe_read_kernel(v->comm, sizeof(v->comm), task->comm);
+        return 0;
+}
+
+/* current (task, storage t) leaves the CPU in session slot: its time on CPU
+ * since its last switch-out is added up, and with the waits that ended
+ * since (offcpu_switch_in()) goes to its totals once they reach
+ * OFFCPU_FLUSH_NS, or as it exits. Its first switch-out in the session counts
+ * all its CPU time if it started after the session, none before (the rest
+ * of a slice is missed). */
+static __always_inline void offcpu_thread_flush(struct task_struct *task, struct offcpu_task *t, __u32 slot,
+                                                const struct cgprof_session *sess, __u64 now, _Bool dead) {
+        __u64 runtime = task->se.sum_exec_runtime, on = 0;
+
+        if (t->seen_at >= sess->start_ns)
+                on = runtime - t->runtime_seen;
+        else if (task->start_time >= sess->start_ns)
+                on = runtime;
+        t->runtime_seen = runtime;
+        t->seen_at = now;
+        if (t->session != slot)
+                t->acc_off = t->acc_short = t->acc_runqueue = 0; /* another session's waits */
+        t->acc_on += on;
+        if (dead || t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(task, t, slot);
 }
 
 /* Adds value to the count of key, storing its stacks at its first count in
@@ -193,6 +261,7 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
 
         pid_tgid = bpf_get_current_pid_tgid();
         key.pid = pid_tgid >> 32;
+        key.tid = (__u32) pid_tgid; /* the wall-clock view is per thread */
         leader = task->group_leader;
         key.start_time = leader->start_time;
         key.exec_id = leader->self_exec_id;
@@ -241,6 +310,12 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
                 return;
         st = bpf_map_lookup_elem(&stats, &t->session);
+        if (t->runqueue)
+                t->acc_runqueue += delta;
+        else
+                t->acc_off += delta;
+        if (t->acc_on + t->acc_off + t->acc_runqueue >= OFFCPU_FLUSH_NS)
+                offcpu_thread_add(next, t, t->session); /* a long wait: now, in case it is its last */
         if (t->runqueue) {
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_runqueue, 1);
@@ -250,6 +325,7 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         }
         if (delta < sess->offcpu_min_ns || t->pending_ns) {
                 /* Short; or (never seen) a wait not recorded before the next. */
+                t->acc_short += delta;
                 if (st) {
                         __sync_fetch_and_add(&st->offcpu_short, 1);
                         __sync_fetch_and_add(&st->offcpu_short_ns, delta);
@@ -275,6 +351,7 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, _Bool pr
         _Bool maybe = offcpu_cgroup_filter[cgid & (CGPROF_OFFCPU_FILTER_SIZE - 1)] != 0;
         struct cgprof_session *sess;
         struct offcpu_task *t;
+        __u64 now;
         __u32 slot;
 
         if (!maybe && *(volatile __s64 *) &offcpu_pending[0] == 0)
@@ -286,18 +363,19 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, _Bool pr
                 return;
         slot = offcpu_cgroup_slot(t, cgid);
         sess = slot ? bpf_map_lookup_elem(&sessions, &slot) : NULL;
-        if (!sess ||
-            (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) !=
-                    (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU) ||
-            (sess->offcpu_threshold != 0xffffffffu && bpf_get_prandom_u32() > sess->offcpu_threshold))
+        if (!sess || (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) !=
+                             (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU))
                 return;
         if (!t) {
                 t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-                if (t)
-                        (void) offcpu_cgroup_slot(t, cgid); /* its cache */
+                if (!t)
+                        return;
+                (void) offcpu_cgroup_slot(t, cgid); /* its cache */
         }
-        if (t) {
-                t->switched_out = bpf_ktime_get_ns();
+        now = bpf_ktime_get_ns();
+        offcpu_thread_flush(prev, t, slot, sess, now, prev_state & OFFCPU_TASK_DEAD);
+        if (sess->offcpu_threshold == 0xffffffffu || bpf_get_prandom_u32() <= sess->offcpu_threshold) {
+                t->switched_out = now;
                 t->session = slot;
                 /* Runnable still: it waits for a CPU, not for something. */
                 t->runqueue = preempt || prev_state == 0;

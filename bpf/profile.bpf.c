@@ -46,11 +46,17 @@ struct thread_struct {
         unsigned long fsbase; /* the thread pointer: glibc's and musl's pthread_self() */
 } __attribute__((preserve_access_index));
 
+struct sched_entity {
+        __u64 sum_exec_runtime; /* ns on CPU, as of its last update (a switch-out updates it first) */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
         struct thread_struct thread;
+        struct sched_entity se;
         __u64 start_time;
         struct task_struct *group_leader;
         struct task_struct *real_parent;
+        __s32 pid;
         __s32 tgid;
         char comm[16];
         void *mm;
@@ -1378,6 +1384,8 @@ int cgprof_sample(struct bpf_perf_event_data *ctx) {
         if (key.pid == 0)
                 return 0; /* idle */
         key.session = slot;
+        if (sess->flags & CGPROF_SESSION_OFFCPU)
+                key.tid = (__u32) pid_tgid; /* the wall-clock view is per thread */
 
         /* A BTF pointer: its fields are loads (relocated by CO-RE), not helper calls. */
         task = bpf_get_current_task_btf();

@@ -80,6 +80,7 @@ struct cgprof_session {
         __u64 offcpu_min_ns; /* shorter waits are counted in the stats, not stacked */
         __u32 offcpu_threshold; /* a blocking switch is followed when prandom <= this (max: all) */
         __u32 pad;
+        __u64 start_ns; /* bpf_ktime_get_ns() at its start: threads started later count all their CPU time */
 };
 
 #define CGPROF_SAMPLE_USER_LOST (1u << 0) /* the user stack could not be stored */
@@ -99,7 +100,7 @@ struct cgprof_sample_key {
         __u32 lost; /* CGPROF_SAMPLE_*_LOST */
         __u32 exec_id; /* the process's exec() count (self_exec_id): which program it was running */
         __u32 kind; /* CGPROF_SAMPLE_KIND_*: what the count counts */
-        __u32 pad;
+        __u32 tid; /* the thread, in sessions with CGPROF_SESSION_OFFCPU (wall-clock view); 0: not kept */
 };
 
 #define CGPROF_SAMPLE_KIND_CPU 0 /* the count is samples */
@@ -155,6 +156,23 @@ struct cgprof_session_stats {
         __u64 offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
         /* Run-queue waits: switched out runnable (preempted), until back. */
         __u64 offcpu_runqueue, offcpu_runqueue_ns;
+};
+
+/* Per thread of an off-CPU session (bpf/offcpu.h, the wall-clock view):
+ * its totals, kept after it exits until the agent reads them at the end. */
+#define CGPROF_MAX_THREADS 16384
+struct cgprof_thread_key {
+        __u32 session;
+        __u32 tid;
+};
+struct cgprof_thread {
+        __u32 pid; /* tgid */
+        __u32 pad;
+        __u64 oncpu_ns; /* the kernel's measure (sum_exec_runtime), up to its last switch-out */
+        __u64 offcpu_ns; /* blocked (not runnable), stacked or not */
+        __u64 short_ns; /* of which under offCpuMinUsec, or not followed: not stacked */
+        __u64 runqueue_ns; /* runnable, waiting for a CPU */
+        char comm[16]; /* its name at its last switch-out */
 };
 
 /* Unwind tables in maps (bpf/unwind.h): a table is a range of the pages

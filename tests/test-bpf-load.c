@@ -192,6 +192,19 @@ TEST(offcpu_sleeps) {
         ASSERT_TRUE(st.offcpu_recorded >= 10);
         ASSERT_TRUE(t.offcpu_ns >= 200u * 1000 * 1000);
         ASSERT_TRUE(t.with_kernel > 0);
+        /* The wall-clock view: the child's totals, kept after its exit. */
+        ASSERT_OK(sampler_session_stats_threads(s, slot, &st));
+        ASSERT_EQ(st.n_threads, 1u);
+        fprintf(stderr,
+                "thread %u (%s): %" PRIu64 " ns on CPU, %" PRIu64 " off (%" PRIu64 " short), %" PRIu64
+                " run queue\n",
+                st.threads[0].tid, st.threads[0].t.comm, (uint64_t) st.threads[0].t.oncpu_ns,
+                (uint64_t) st.threads[0].t.offcpu_ns, (uint64_t) st.threads[0].t.short_ns,
+                (uint64_t) st.threads[0].t.runqueue_ns);
+        ASSERT_EQ(st.threads[0].tid, (uint32_t) pid);
+        ASSERT_EQ(st.threads[0].t.pid, (uint32_t) pid);
+        ASSERT_TRUE(st.threads[0].t.oncpu_ns > 0);
+        ASSERT_TRUE(st.threads[0].t.offcpu_ns >= t.offcpu_ns); /* stacked or not */
         sampler_session_stats_done(&st);
 
         ASSERT_OK(sampler_cgroup_set(s, id, 0));

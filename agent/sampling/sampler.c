@@ -64,6 +64,7 @@ DEFINE_STRING_TABLE_LOOKUP(sampler_mode, SamplerMode, _SAMPLER_MODE_MAX, _SAMPLE
 
 void sampler_session_stats_done(SamplerSessionStats *s) {
         free(s->per_cpu);
+        free(s->threads);
         *s = (SamplerSessionStats){};
 }
 
@@ -626,6 +627,8 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
                 if (r < 0)
                         return r;
                 s->n_offcpu_sessions++;
+                /* Its threads: CPU time from now (bpf_ktime_get_ns()'s clock). */
+                sl->session.start_ns = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
         }
         sl->session.flags &= ~(CGPROF_SESSION_NO_CPU | CGPROF_SESSION_OFFCPU);
         sl->session.flags |= (cpu ? 0 : CGPROF_SESSION_NO_CPU) | (offcpu ? CGPROF_SESSION_OFFCPU : 0);
@@ -636,6 +639,24 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
         if (had && !offcpu && --s->n_offcpu_sessions == 0)
                 offcpu_detach(s);
         return slot_update(s, slot);
+}
+
+int sampler_session_stats_threads(Sampler *s, uint32_t slot, SamplerSessionStats *st) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        free(st->threads);
+        st->threads = NULL;
+        st->n_threads = 0;
+        if (!(s->slots[slot].session.flags & CGPROF_SESSION_OFFCPU))
+                return 0;
+        return offcpu_threads_read(bpf_map__fd(s->skel->maps.offcpu_threads), slot, &st->threads,
+                                   &st->n_threads);
+}
+
+int sampler_session_thread_name(Sampler *s, uint32_t slot, uint32_t tid, char ret[static 16]) {
+        if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
+                return -ENOENT;
+        return offcpu_thread_name(bpf_map__fd(s->skel->maps.offcpu_threads), slot, tid, ret);
 }
 
 int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on) {
@@ -686,10 +707,18 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return;
         SamplerSlot *sl = &s->slots[slot];
-        if ((sl->session.flags & CGPROF_SESSION_OFFCPU) && --s->n_offcpu_sessions == 0)
+        bool offcpu = sl->session.flags & CGPROF_SESSION_OFFCPU;
+        if (offcpu && --s->n_offcpu_sessions == 0)
                 offcpu_detach(s);
         sl->session.flags = 0;
         (void) slot_update(s, slot);
+        if (offcpu) {
+                int r = offcpu_threads_forget(bpf_map__fd(s->skel->maps.offcpu_threads), slot);
+                if (r < 0)
+                        log_warning_errno(
+                                r, "Failed to remove the thread totals of session slot %u, ignoring: %m",
+                                slot);
+        }
         procs_seen_forget_slot(s, slot);
         links_free(s, TAKE_PTR(sl->links));
         count_fds_free(s, TAKE_PTR(sl->count_fds));

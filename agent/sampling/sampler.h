@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "macro.h"
+#include "offcpu-threads.h"
 #include "profile.h"
 
 /* The sampling back end: the BPF skeleton (bpf/profile.bpf.c), the perf
@@ -43,6 +44,9 @@ typedef struct SamplerSessionStats {
         uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
         uint64_t offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
         uint64_t offcpu_runqueue, offcpu_runqueue_ns; /* preempted: runnable, waiting for a CPU */
+        /* Off-CPU sessions: per thread, its times so far (the wall-clock view). */
+        OffCpuThread *threads;
+        size_t n_threads;
 } SamplerSessionStats;
 
 void sampler_session_stats_done(SamplerSessionStats *s);
@@ -110,6 +114,12 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
 const char *sampler_offcpu_unavailable(const Sampler *s);
 /* Counts the CUDA kernel launches of the session's cgroups (before
  * activating it): the launch probes (sampler_launch_attach()) keep them. */
+/* Fills st's threads (an off-CPU session's; none for another): reads the
+ * whole threads map, so at a report, not at each metrics scrape. */
+int sampler_session_stats_threads(Sampler *s, uint32_t slot, SamplerSessionStats *st);
+/* The name of thread tid of an off-CPU session (its comm at its last
+ * switch-out) into ret. -ENOENT: not seen (yet). */
+int sampler_session_thread_name(Sampler *s, uint32_t slot, uint32_t tid, char ret[static 16]);
 int sampler_session_set_gpu_launches(Sampler *s, uint32_t slot, bool on);
 int sampler_session_activate(Sampler *s, uint32_t slot);
 /* Stops sampling (no new samples), keeps the slot so it can still be

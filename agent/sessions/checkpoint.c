@@ -205,6 +205,7 @@ int session_checkpoint(Session *s) {
          * drain, nor resolve frames late (that replaces the session's
          * data); the final report does both. */
         (void) sampler_session_stats(room->sampler, s->slot, &st);
+        (void) sampler_session_stats_threads(room->sampler, s->slot, &st);
         /* The drains read an idle cgroup's CPU time only every few seconds. */
         uint64_t u;
         if (!s->cpu_usage_final && cg_read_cpu_usage_usec(s->cgroup_fd, &u) >= 0)

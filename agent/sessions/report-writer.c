@@ -33,6 +33,7 @@ ReportWrite *report_write_free(ReportWrite *w) {
         for (size_t i = 0; i < w->n_strings; i++)
                 free(w->strings[i]);
         free(w->info.samples_per_cpu);
+        free(w->info.offcpu.threads);
         free(w);
         return NULL;
 }
@@ -72,6 +73,14 @@ int report_write_new(const char *dir, unsigned formats, ProfileData *data, const
         w->info.samples_per_cpu = NULL;
         w->info.report_dir = NULL;
         w->info.formats = NULL;
+        w->info.offcpu.threads = NULL;
+        if (info->offcpu.n_threads > 0) {
+                w->info.offcpu.threads = calloc(info->offcpu.n_threads, sizeof(ReportThread));
+                if (!w->info.offcpu.threads)
+                        return -ENOMEM;
+                memcpy(w->info.offcpu.threads, info->offcpu.threads,
+                       info->offcpu.n_threads * sizeof(ReportThread));
+        }
         if (info->n_cpus > 0) {
                 w->info.samples_per_cpu = calloc(info->n_cpus, sizeof(uint64_t));
                 if (!w->info.samples_per_cpu)

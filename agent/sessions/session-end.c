@@ -78,6 +78,7 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
         (void) sessions_room_drain(room, true);
 
         (void) sampler_session_stats(room->sampler, s->slot, st);
+        (void) sampler_session_stats_threads(room->sampler, s->slot, st);
 
         /* Frames whose symbols arrived since they were drained. */
         session_resolve_late(s);

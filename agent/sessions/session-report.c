@@ -77,6 +77,8 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
                 .runqueue = st->offcpu_runqueue,
                 .runqueue_ns = st->offcpu_runqueue_ns,
         };
+        if (ret->offcpu.enabled)
+                session_report_threads(s, st, &ret->offcpu);
         ret->folded_rank_root = s->profile->folded_rank_root;
         ret->job_labels = s->job_labels;
         ret->cuda_probes = s->cuda_probes;

@@ -225,6 +225,7 @@ Session *session_free(Session *s) {
         strv_free(s->checkpoint_dirs);
         tdestroy(s->processes, process_free);
         free(s->data_processes);
+        session_threads_done(s);
         profile_data_free(s->data);
         free(s->event_fallback);
         free(s->cgroup);
@@ -1039,7 +1040,7 @@ static int intern_kernel(Session *s, uint64_t addr, uint64_t count, uint32_t *re
 
 /* /proc/PID/comm: the name as the kernel has it, which may hold a newline
  * (prctl(PR_SET_NAME) takes any bytes): only the file's last newline is cut. */
-static int read_comm_file(const char *path, char **ret) {
+int session_read_comm(const char *path, char **ret) {
         _cleanup_free_ char *buf = NULL;
         size_t n;
         int r;
@@ -1338,6 +1339,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
          * inlined calls each (Go) on average, or with their Python frames. */
         uint32_t frames[SESSION_STACK_ENTRIES_MAX], locations[SESSION_STACK_ENTRIES_MAX];
         size_t n = 0, n_user = user ? user->n : 0, n_kernel = kernel ? kernel->n : 0;
+        uint32_t thread_frame, thread_location;
         bool is_new, truncated = false;
 
         SessionProcess *sp = process_get(s, key->pid, key->start_time, key->exec_id, &is_new);
@@ -1368,7 +1370,7 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
         if (sp->comm_checked != s->room->drain_seq && !sp->superseded) {
                 _cleanup_free_ char *path = NULL, *comm = NULL;
                 sp->comm_checked = s->room->drain_seq;
-                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && read_comm_file(path, &comm) >= 0 &&
+                if (asprintf(&path, "/proc/%u/comm", sp->pid) >= 0 && session_read_comm(path, &comm) >= 0 &&
                     !streq_ptr(comm, sp->comm)) {
                         free(sp->comm);
                         sp->comm = TAKE_PTR(comm);
@@ -1432,6 +1434,16 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                                   &frames[n], &locations[n]) >= 0)
                         n++;
 
+        /* Off-CPU sessions: the thread at the root (the wall-clock view). */
+        if (key->tid != 0 &&
+            session_thread_frame(s, key->pid, key->tid, &thread_frame, &thread_location) >= 0) {
+                n = MIN(n, ELEMENTSOF(frames) - 1); /* full: its innermost frame gives way */
+                memmove(frames + 1, frames, n * sizeof(uint32_t));
+                memmove(locations + 1, locations, n * sizeof(uint32_t));
+                frames[0] = thread_frame;
+                locations[0] = thread_location;
+                n++;
+        }
         if (profile_data_add_stack_values(s->data, sp->data_index, frames, locations, n, truncated, samples,
                                           offcpu ? count : 0) < 0)
                 log_oom();

@@ -5,6 +5,7 @@
 
 #include "base.h"
 #include "config-ref.h"
+#include "hashmap.h"
 #include "profile-data.h"
 #include "sessions-deps.h"
 #include "report.h"
@@ -35,6 +36,8 @@ typedef enum SessionState {
 const char *session_state_to_string(SessionState state);
 
 typedef struct SessionProcess SessionProcess; /* a program run in the session (session.c) */
+typedef struct SessionThread SessionThread; /* a thread of an off-CPU session, by TID (session-threads.c) */
+DEFINE_UINT64_HASHMAP(SessionThreads, session_threads, SessionThread);
 
 struct Session {
         SessionsRoom *room; /* the room's own state (sessions-room.h) */
@@ -91,6 +94,9 @@ struct Session {
         ReportPythonInfo python; /* how Python stacks were walked */
         const char *offcpu_unavailable; /* the sampler's: why off-CPU time is not recorded */
         uint64_t offcpu_excluded_ns; /* off-CPU time of excluded processes */
+        SessionThreads threads; /* the names of its threads, by TID (session-threads.c) */
+        ReportThread *report_threads; /* its threads' totals as its last report had them */
+        size_t n_report_threads;
 
         /* Reports (session-report.c) and checkpoints (checkpoint.c). */
         char report_uid
@@ -204,6 +210,17 @@ const char *session_output(Session *s);
 void session_report_info(Session *s, const SamplerSessionStats *st, const char *reason,
                          const char *usage_source, uint64_t end_usec, ReportSummaryInfo *ret);
 /* The template's values (node_buf holds the node name). */
+/* The threads of an off-CPU session (session-threads.c): the frame of a
+ * drained thread (FRAME_THREAD, its name; the root of its stacks), the
+ * threads' totals of a report (into ret, owned by the session until the
+ * next call), and their end. */
+int session_thread_frame(Session *s, uint32_t pid, uint32_t tid, uint32_t *ret_frame,
+                         uint32_t *ret_location);
+void session_report_threads(Session *s, const SamplerSessionStats *st, ReportOffCpuInfo *ret);
+void session_threads_done(Session *s);
+/* /proc/PID/comm (or a thread's): the name as the kernel has it. */
+int session_read_comm(const char *path, char **ret);
+
 void session_report_vars(Session *s, char node_buf[static 256], TemplateVars *ret);
 
 /* One report directory and its data: the session's (borrowed), or, for a

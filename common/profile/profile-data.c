@@ -812,24 +812,60 @@ uint64_t profile_data_offcpu_total(const ProfileData *d) {
         return total;
 }
 
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
-                                 ProfileValue value);
+/* What a copy keeps. launches: -1 every stack, 0 the CPU samples only, 1
+ * the launches only, 2 the launches without their dimensions frame. value:
+ * which values; wall: count is the wall-clock µs (samples × period_ns +
+ * off-CPU ns), value ignored. drop_threads: without thread frames. */
+typedef struct CopyOptions {
+        int launches;
+        ProfileValue value;
+        bool wall;
+        uint64_t period_ns;
+        bool drop_threads;
+} CopyOptions;
+
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
+                                 const CopyOptions *o);
 
 ProfileData *profile_data_of_processes(const ProfileData *d, const uint32_t *processes, size_t n) {
-        return of_processes(d, processes, n, -1, PROFILE_VALUE_ALL);
+        return of_processes(d, processes, n, &(CopyOptions){ .launches = -1 });
 }
 
-ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
+/* The indices of all of d's processes (NULL: out of memory). */
+static uint32_t *all_processes(const ProfileData *d) {
+        uint32_t *all = malloc(MAX(d->n_processes, (size_t) 1) * sizeof(uint32_t));
+
+        for (size_t i = 0; all && i < d->n_processes; i++)
+                all[i] = (uint32_t) i;
+        return all;
+}
+
+static ProfileData *of_all(const ProfileData *d, const CopyOptions *o) {
         _cleanup_free_ uint32_t *all = NULL;
 
         if (!d || d->n_processes == 0)
                 return d ? profile_data_new() : NULL;
-        all = malloc(d->n_processes * sizeof(uint32_t));
-        if (!all)
-                return NULL;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
-        return of_processes(d, all, d->n_processes, -1, value);
+        all = all_processes(d);
+        return all ? of_processes(d, all, d->n_processes, o) : NULL;
+}
+
+ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value) {
+        return of_all(d, &(CopyOptions){ .launches = -1, .value = value });
+}
+
+bool profile_data_has_threads(const ProfileData *d) {
+        for (size_t i = 0; d && i < d->n_frames; i++)
+                if (d->frames[i].kind == FRAME_THREAD)
+                        return true;
+        return false;
+}
+
+ProfileData *profile_data_without_threads(const ProfileData *d) {
+        return of_all(d, &(CopyOptions){ .launches = -1, .drop_threads = true });
+}
+
+ProfileData *profile_data_wall_clock(const ProfileData *d, uint64_t period_ns) {
+        return of_all(d, &(CopyOptions){ .launches = 0, .wall = true, .period_ns = period_ns });
 }
 
 bool profile_stack_is_launch(const ProfileData *d, const ProfileStack *st) {
@@ -848,19 +884,10 @@ static bool stack_has_dims(const ProfileData *d, const ProfileStack *st) {
 }
 
 ProfileData *profile_data_launches_without_dims(const ProfileData *launches) {
-        _cleanup_free_ uint32_t *all = malloc(MAX(launches->n_processes, (size_t) 1) * sizeof(uint32_t));
-
-        if (!all)
-                return NULL;
-        for (size_t i = 0; i < launches->n_processes; i++)
-                all[i] = (uint32_t) i;
-        return launches->n_processes > 0
-                       ? of_processes(launches, all, launches->n_processes, 2, PROFILE_VALUE_ALL)
-                       : profile_data_new();
+        return of_all(launches, &(CopyOptions){ .launches = 2 });
 }
 
 int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, ProfileData **ret_launches) {
-        _cleanup_free_ uint32_t *all = NULL;
         _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL;
         bool any = false;
 
@@ -869,13 +896,8 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
                 any = profile_stack_is_launch(d, &d->stacks[i]);
         if (!any)
                 return 0;
-        all = malloc(d->n_processes * sizeof(uint32_t));
-        if (!all)
-                return -ENOMEM;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
-        cpu = of_processes(d, all, d->n_processes, 0, PROFILE_VALUE_ALL);
-        launches = of_processes(d, all, d->n_processes, 1, PROFILE_VALUE_ALL);
+        cpu = of_all(d, &(CopyOptions){ .launches = 0 });
+        launches = of_all(d, &(CopyOptions){ .launches = 1 });
         if (!cpu || !launches)
                 return -ENOMEM;
         *ret_cpu = TAKE_PTR(cpu);
@@ -883,13 +905,11 @@ int profile_data_split_launches(const ProfileData *d, ProfileData **ret_cpu, Pro
         return 1;
 }
 
-/* launches: -1 every stack, 0 the CPU samples only, 1 the launches only, 2
- * the launches without their dimensions frame. */
 static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
-                           int launches, ProfileValue value);
+                           const CopyOptions *o);
 
-static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n, int launches,
-                                 ProfileValue value) {
+static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes, size_t n,
+                                 const CopyOptions *o) {
         _cleanup_(profile_data_freep) ProfileData *p = NULL;
 
         if (!d || !processes || n == 0)
@@ -898,7 +918,7 @@ static ProfileData *of_processes(const ProfileData *d, const uint32_t *processes
                 if (processes[k] >= d->n_processes)
                         return NULL;
         p = profile_data_new();
-        if (!p || !copy_processes(p, d, processes, n, launches, value))
+        if (!p || !copy_processes(p, d, processes, n, o))
                 return NULL;
         return TAKE_PTR(p);
 }
@@ -910,18 +930,51 @@ int profile_data_merge(ProfileData *into, const ProfileData *d) {
                 return -EINVAL;
         if (d->n_processes == 0)
                 return 0;
-        all = malloc(d->n_processes * sizeof(uint32_t));
+        all = all_processes(d);
         if (!all)
                 return -ENOMEM;
-        for (size_t i = 0; i < d->n_processes; i++)
-                all[i] = (uint32_t) i;
-        return copy_processes(into, d, all, d->n_processes, -1, PROFILE_VALUE_ALL) ? 0 : -ENOMEM;
+        return copy_processes(into, d, all, d->n_processes, &(CopyOptions){ .launches = -1 }) ? 0 : -ENOMEM;
 }
 
 /* Adds the processes of d (indices, all valid) to p, with their stacks
  * (and the frames, mappings, locations these use): false on OOM. */
+/* Copies location l of d (and its mapping) into p as location_map[l],
+ * mapping_map[its mapping], its function the frame of p given. */
+static int copy_location(const ProfileData *d, ProfileData *p, uint32_t *mapping_map, uint32_t *location_map,
+                         uint32_t l, uint32_t frame) {
+        const ProfileLocation *loc = &d->locations[l];
+        uint32_t mp = PROFILE_NONE;
+        int r;
+
+        if (loc->mapping != PROFILE_NONE) {
+                if (mapping_map[loc->mapping] == PROFILE_NONE) {
+                        const ProfileMapping *m = &d->mappings[loc->mapping];
+                        r = profile_data_intern_mapping(p, m->file, m->start, m->limit, m->offset,
+                                                        m->build_id, m->kernel, &mapping_map[loc->mapping]);
+                        if (r >= 0)
+                                r = profile_data_mapping_set_unwind_table(p, mapping_map[loc->mapping],
+                                                                          m->unwind_table);
+                        if (r >= 0)
+                                r = profile_data_mapping_set_symbols(p, mapping_map[loc->mapping],
+                                                                     m->symbols);
+                        if (r < 0)
+                                return r;
+                }
+                mp = mapping_map[loc->mapping];
+        }
+        /* What it was inlined into came before it in the stack. */
+        if (loc->inlined_into != PROFILE_NONE && location_map[loc->inlined_into] == PROFILE_NONE)
+                return -EINVAL;
+        return profile_data_intern_location_full(
+                p, loc->address, mp, frame, loc->line,
+                loc->inlined_into != PROFILE_NONE ? location_map[loc->inlined_into] : PROFILE_NONE,
+                &location_map[l]);
+}
+
 static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t *processes, size_t n,
-                           int launches, ProfileValue value) {
+                           const CopyOptions *o) {
+        int launches = o->launches;
+        ProfileValue value = o->value;
         _cleanup_free_ uint32_t *frame_map = NULL, *mapping_map = NULL, *location_map = NULL,
                                 *process_map = NULL;
 
@@ -960,8 +1013,14 @@ static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t 
                         continue;
                 if (launches >= 0 && profile_stack_is_launch(d, st) != (launches >= 1))
                         continue;
-                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0);
-                if (value == PROFILE_VALUE_CPU) {
+                uint32_t n_frames = st->n_frames - (launches == 2 && stack_has_dims(d, st) ? 1 : 0),
+                         kept = 0;
+                if (o->wall) {
+                        count = (count * o->period_ns + offcpu_ns + 500) / 1000;
+                        offcpu_ns = 0;
+                        if (count == 0)
+                                continue;
+                } else if (value == PROFILE_VALUE_CPU) {
                         offcpu_ns = 0;
                         if (count == 0)
                                 continue;
@@ -976,51 +1035,26 @@ static bool copy_processes(ProfileData *p, const ProfileData *d, const uint32_t 
                 if (!frames || (st->locations && !locations))
                         return false;
                 for (size_t k = 0; k < n_frames; k++) {
-                        uint32_t f = st->frames[k];
+                        uint32_t f = st->frames[k], at;
+                        if (o->drop_threads && d->frames[f].kind == FRAME_THREAD)
+                                continue;
+                        at = kept++; /* where it goes in the copy */
                         if (frame_map[f] == PROFILE_NONE) {
                                 const Frame *fr = &d->frames[f];
                                 if (profile_data_intern_frame_full(p, fr->name, fr->module, fr->file,
                                                                    fr->kind, &frame_map[f]) < 0)
                                         return false;
                         }
-                        frames[k] = frame_map[f];
+                        frames[at] = frame_map[f];
                         if (!st->locations)
                                 continue;
                         uint32_t l = st->locations[k];
-                        if (location_map[l] == PROFILE_NONE) {
-                                const ProfileLocation *loc = &d->locations[l];
-                                uint32_t mp = PROFILE_NONE;
-                                if (loc->mapping != PROFILE_NONE) {
-                                        if (mapping_map[loc->mapping] == PROFILE_NONE) {
-                                                const ProfileMapping *m = &d->mappings[loc->mapping];
-                                                if (profile_data_intern_mapping(
-                                                            p, m->file, m->start, m->limit, m->offset,
-                                                            m->build_id, m->kernel,
-                                                            &mapping_map[loc->mapping]) < 0 ||
-                                                    profile_data_mapping_set_unwind_table(
-                                                            p, mapping_map[loc->mapping], m->unwind_table) <
-                                                            0 ||
-                                                    profile_data_mapping_set_symbols(
-                                                            p, mapping_map[loc->mapping], m->symbols) < 0)
-                                                        return false;
-                                        }
-                                        mp = mapping_map[loc->mapping];
-                                }
-                                /* What it was inlined into came before it in the stack. */
-                                if (loc->inlined_into != PROFILE_NONE &&
-                                    location_map[loc->inlined_into] == PROFILE_NONE)
-                                        return false;
-                                if (profile_data_intern_location_full(
-                                            p, loc->address, mp, frames[k], loc->line,
-                                            loc->inlined_into != PROFILE_NONE
-                                                    ? location_map[loc->inlined_into]
-                                                    : PROFILE_NONE,
-                                            &location_map[l]) < 0)
-                                        return false;
-                        }
-                        locations[k] = location_map[l];
+                        if (location_map[l] == PROFILE_NONE &&
+                            copy_location(d, p, mapping_map, location_map, l, frames[at]) < 0)
+                                return false;
+                        locations[at] = location_map[l];
                 }
-                if (profile_data_add_stack_values(p, idx, frames, locations, n_frames, st->truncated, count,
+                if (profile_data_add_stack_values(p, idx, frames, locations, kept, st->truncated, count,
                                                   offcpu_ns) < 0)
                         return false;
         }

@@ -15,6 +15,7 @@ typedef enum FrameKind {
         FRAME_KERNEL, /* kernel function */
         FRAME_UNKNOWN, /* unresolved address (module known or not) */
         FRAME_PYTHON, /* a Python function (its code object), file in Frame.file */
+        FRAME_THREAD, /* a thread of the process, by name: the root of its stacks in off-CPU sessions */
         _FRAME_KIND_MAX,
 } FrameKind;
 
@@ -180,6 +181,17 @@ typedef enum ProfileValue {
 /* A copy of d (all processes) with one value (for the writers of one value:
  * folded, SVG, speedscope). NULL on OOM. */
 ProfileData *profile_data_of_value(const ProfileData *d, ProfileValue value);
+
+/* Whether d has thread frames (FRAME_THREAD, off-CPU sessions). */
+bool profile_data_has_threads(const ProfileData *d);
+/* A copy of d without its thread frames: stacks equal but for their thread
+ * merged. NULL on OOM. */
+ProfileData *profile_data_without_threads(const ProfileData *d);
+/* The wall-clock view of d: its stacks (thread frames kept; CUDA launches
+ * left out) with one value,
+ * count: CPU samples × period_ns plus off-CPU time, in µs (stacks under
+ * 0.5 µs left out). NULL on OOM. */
+ProfileData *profile_data_wall_clock(const ProfileData *d, uint64_t period_ns);
 
 /* Late resolution: the frames that were unresolved (FRAME_UNKNOWN) when
  * their stacks were added may resolve now that more symbols are known (a

@@ -644,6 +644,10 @@ static int build_summary(cJSON *root, const ProfileData *d, const ReportSummaryI
         if (r < 0)
                 return r;
         r = report_summary_add_offcpu(root, d, info);
+        if (r >= 0)
+                r = report_summary_add_wallclock(root, info);
+        if (r < 0)
+                return r;
         r = report_summary_add_cuda(root, info);
         if (r < 0)
                 return r;

@@ -95,6 +95,7 @@ typedef struct SvgTree {
         uint32_t *depth;
         uint32_t max_depth; /* of drawn nodes */
         bool offcpu; /* an off-CPU graph: blue palette, values in µs */
+        const char *usec; /* values in µs of this ("off CPU", "wall clock"); NULL: samples */
 } SvgTree;
 
 static void svg_tree_done(SvgTree *t) {
@@ -536,7 +537,7 @@ static void write_fill(FILE *f, const char *name, SvgKind kind, bool offcpu) {
 }
 
 static void write_title(FILE *f, const char *name, const char *module, SvgKind kind, uint64_t samples,
-                        uint64_t total, bool offcpu) {
+                        uint64_t total, const char *usec) {
         xml_write(f, name);
         switch (kind) {
         case SVG_KIND_USER:
@@ -558,8 +559,8 @@ static void write_title(FILE *f, const char *name, const char *module, SvgKind k
         default:
                 break;
         }
-        if (offcpu)
-                fprintf(f, " (%" PRIu64 " \u00b5s off CPU, ", samples);
+        if (usec)
+                fprintf(f, " (%" PRIu64 " \u00b5s %s, ", samples, usec);
         else
                 fprintf(f, " (%" PRIu64 " sample%s, ", samples, samples == 1 ? "" : "s");
         write_percent(f, samples, total);
@@ -580,7 +581,7 @@ static void write_frame(FILE *f, const SvgTree *t, uint32_t i) {
         xml_write(f, name);
         fprintf(f, "\" data-samples=\"%" PRIu64 "\" data-kind=\"%s\"><title>", n->samples,
                 svg_kind_table[kind]);
-        write_title(f, name, l ? l->module : NULL, kind, n->samples, t->nodes[0].samples, t->offcpu);
+        write_title(f, name, l ? l->module : NULL, kind, n->samples, t->nodes[0].samples, t->usec);
         fputs("</title><rect x=\"", f);
         write_fixed(f, SVG_XPAD * SVG_FIXED + x);
         fprintf(f, "\" y=\"%" PRIu64 "\" width=\"", y);
@@ -970,7 +971,7 @@ static void write_ranks(FILE *f, bool *first, const ProfileData *d) {
 }
 
 static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const ProfileData *d, uint64_t total,
-                           bool offcpu) {
+                           const char *usec) {
         bool first = true;
 
         if (info) {
@@ -987,8 +988,8 @@ static void write_subtitle(FILE *f, const ReportSummaryInfo *info, const Profile
                         fprintf(f, " at %" PRIu64 " Hz", info->frequency);
         }
         write_separator(f, &first);
-        if (offcpu)
-                fprintf(f, "off CPU: %" PRIu64 " \u00b5s", total);
+        if (usec)
+                fprintf(f, "%s: %" PRIu64 " \u00b5s", usec, total);
         else
                 fprintf(f, "%" PRIu64 " sample%s", total, total == 1 ? "" : "s");
         if (info && info->end_usec > info->start_usec && info->start_usec > 0) {
@@ -1049,7 +1050,7 @@ static void write_header(FILE *f, const SvgTree *t, const ReportSummaryInfo *inf
         fprintf(f, "<text class=\"cg-title\" x=\"%u\" y=\"24\">Flame graph: ", SVG_WIDTH / 2);
         write_target(f, info);
         fprintf(f, "</text>\n<text class=\"cg-subtitle\" x=\"%u\" y=\"42\">", SVG_WIDTH / 2);
-        write_subtitle(f, info, t->d, t->nodes[0].samples, t->offcpu);
+        write_subtitle(f, info, t->d, t->nodes[0].samples, t->usec);
         fputs("</text>\n", f);
 
         fprintf(f,
@@ -1091,6 +1092,9 @@ static void write_footer(FILE *f, const SvgTree *t, uint64_t height) {
         fputs("]]></script>\n", f);
 }
 
+static int svg_write(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu,
+                     const char *usec);
+
 int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
         return report_write_svg_full(f, d, info, false);
 }
@@ -1099,8 +1103,17 @@ int report_write_svg_offcpu(FILE *f, const ProfileData *d, const ReportSummaryIn
         return report_write_svg_full(f, d, info, true);
 }
 
+int report_write_svg_wallclock(FILE *f, const ProfileData *d, const ReportSummaryInfo *info) {
+        return svg_write(f, d, info, false, "wall clock");
+}
+
 int report_write_svg_full(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu) {
-        _cleanup_(svg_tree_done) SvgTree t = { .d = d, .offcpu = offcpu };
+        return svg_write(f, d, info, offcpu, offcpu ? "off CPU" : NULL);
+}
+
+static int svg_write(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu,
+                     const char *usec) {
+        _cleanup_(svg_tree_done) SvgTree t = { .d = d, .offcpu = offcpu, .usec = usec };
         uint64_t height;
         int r;
 

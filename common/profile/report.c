@@ -76,7 +76,14 @@ static const ReportFormatInfo report_offcpu_formats[] = {
         { REPORT_FORMAT_SVG, "offcpu.svg", report_write_svg_offcpu },
 };
 
-const char *const report_extra_files[] = { "offcpu.folded", "offcpu.svg", NULL };
+/* The wall-clock view (off-CPU sessions): per thread, on and off CPU, µs. */
+static const ReportFormatInfo report_wallclock_formats[] = {
+        { REPORT_FORMAT_FOLDED, "wallclock.folded", report_write_folded_info },
+        { REPORT_FORMAT_SVG, "wallclock.svg", report_write_svg_wallclock },
+};
+
+const char *const report_extra_files[] = { "offcpu.folded", "offcpu.svg", "wallclock.folded",
+                                           "wallclock.svg", NULL };
 
 static int write_one(int dirfd, const ReportFormatInfo *format, const ProfileData *d,
                      const ReportSummaryInfo *info) {
@@ -95,13 +102,28 @@ static const ReportFormatInfo launch_formats[] = {
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
         _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL,
-                                                  *cpu_only = NULL, *off = NULL;
+                                                  *cpu_only = NULL, *off = NULL, *plain = NULL, *wall = NULL;
         const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) +
-                          ELEMENTSOF(report_offcpu_formats) + 1] = {};
-        const ProfileData *d = all;
+                          ELEMENTSOF(report_offcpu_formats) + ELEMENTSOF(report_wallclock_formats) + 1] = {};
+        const ProfileData *d;
         ReportSummaryInfo *info;
         size_t n = 0;
         int r;
+
+        /* Off-CPU sessions: the thread at the root of each stack is the
+         * wall-clock view's only; the other formats merge the threads. */
+        if (in->offcpu.enabled && !in->offcpu.unavailable) {
+                r = report_wallclock_data(all, in, &wall);
+                if (r < 0)
+                        return r;
+        }
+        if (profile_data_has_threads(all)) {
+                plain = profile_data_without_threads(all);
+                if (!plain)
+                        return -ENOMEM;
+                all = plain;
+        }
+        d = all;
 
         r = profile_data_split_launches(all, &cpu, &launches);
         if (r < 0)
@@ -150,6 +172,9 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
         for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++)
                 if (formats & (1u << report_offcpu_formats[i].format))
                         files[n++] = report_offcpu_formats[i].file;
+        for (size_t i = 0; wall && i < ELEMENTSOF(report_wallclock_formats); i++)
+                if (formats & (1u << report_wallclock_formats[i].format))
+                        files[n++] = report_wallclock_formats[i].file;
         info->formats = files;
 
         /* summary.json last: it lists the files, which exist by then. */
@@ -165,6 +190,13 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                 if (!(formats & (1u << report_offcpu_formats[i].format)))
                         continue;
                 r = write_one(dirfd, &report_offcpu_formats[i], off, info);
+                if (r < 0)
+                        goto finish;
+        }
+        for (size_t i = 0; wall && i < ELEMENTSOF(report_wallclock_formats); i++) {
+                if (!(formats & (1u << report_wallclock_formats[i].format)))
+                        continue;
+                r = write_one(dirfd, &report_wallclock_formats[i], wall, info);
                 if (r < 0)
                         goto finish;
         }

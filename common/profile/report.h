@@ -47,6 +47,15 @@ typedef struct ReportPythonInfo {
                 unresolved_frames; /* Python frames (weighted), and those whose code was unreadable */
 } ReportPythonInfo;
 
+/* A thread of an off-CPU session, its wall-clock time (summary.json
+ * "wallClock", wallclock.folded): on CPU (the kernel's measure), blocked
+ * (of which not stacked: under offCpuMinUsec), waiting for a CPU. ns. */
+typedef struct ReportThread {
+        uint32_t pid, tid;
+        char name[16];
+        uint64_t oncpu_ns, offcpu_ns, unstacked_ns, runqueue_ns;
+} ReportThread;
+
 /* Off-CPU time of the session (profile "events" with "offcpu"): summary.json
  * "offCpu". Times in nanoseconds. */
 typedef struct ReportOffCpuInfo {
@@ -60,6 +69,8 @@ typedef struct ReportOffCpuInfo {
         uint64_t excluded_ns; /* of processes the patterns exclude */
         uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
+        ReportThread *threads; /* the session's threads, sorted by (pid, tid); NULL: none known */
+        size_t n_threads;
 } ReportOffCpuInfo;
 /* The pod labels that name a distributed job and a replica of it, kept
  * with a session in Kubernetes (summary.json "jobLabels", pprof labels
@@ -157,6 +168,18 @@ int report_summary_add_job(cJSON *root, const ReportSummaryInfo *info);
  * the profile with both values. */
 struct cJSON;
 int report_summary_add_offcpu(struct cJSON *root, const ProfileData *all, const ReportSummaryInfo *info);
+/* summary.json "wallClock" (report-wallclock.c), when info->offcpu.enabled:
+ * per thread, its times (info->offcpu.threads). */
+int report_summary_add_wallclock(struct cJSON *root, const ReportSummaryInfo *info);
+/* The leaves the wall-clock view gives each thread beside its stacks: its
+ * time waiting for a CPU, and its waits under offCpuMinUsec. */
+#define REPORT_WALLCLOCK_RUNQUEUE "[run queue]"
+#define REPORT_WALLCLOCK_SHORT "[short waits]"
+/* wallclock.folded / wallclock.svg's data: all's stacks with their thread
+ * frames, in µs (profile_data_wall_clock()), and per thread of info its
+ * run-queue time and short waits ("process;thread;[run queue]"). */
+int report_wallclock_data(const ProfileData *all, const ReportSummaryInfo *info, ProfileData **ret);
+
 /* Why an off-CPU stack waited: its innermost kernel frame that is not the
  * scheduler's own (futex_wait, pipe_read, do_nanosleep, ...), or PROFILE_NONE. */
 uint32_t report_offcpu_reason(const ProfileData *d, const ProfileStack *st);
@@ -173,6 +196,8 @@ int report_write_svg(FILE *f, const ProfileData *d, const ReportSummaryInfo *inf
 /* offcpu.svg: the same for off-CPU stacks (counts in µs), in blues. */
 int report_write_svg_offcpu(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 int report_write_svg_full(FILE *f, const ProfileData *d, const ReportSummaryInfo *info, bool offcpu);
+/* wallclock.svg: the wall-clock view (report_wallclock_data(), µs). */
+int report_write_svg_wallclock(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);
 
 /* profile.speedscope.json: the speedscope file format, one sampled profile. */
 int report_write_speedscope(FILE *f, const ProfileData *d, const ReportSummaryInfo *info);

@@ -131,6 +131,44 @@ def test_designed_waits():
         svg = f.read()
     assert "off CPU" in svg and "step_sleep" in svg
     check_pprof(report)
+    check_wallclock(report, measured)
+
+
+def check_wallclock(report, measured):
+    """The wall-clock view per thread: the worker and its helper (named
+    with pthread_setname_np) each on CPU + off CPU + waiting for a CPU
+    within 5 % of its measured wall time, from summary.json "wallClock"
+    (the kernel's totals), and from wallclock.folded ("process;thread;...",
+    µs: CPU samples x period, waits, [run queue], [short waits])."""
+    threads = {t["name"]: t for t in report["wallClock"]["threads"]}
+    log("wallClock: " + "; ".join(
+        f"{t['name']} ({t['tid']}): on {t['onCpuSec'] * 1e3:.0f} ms, off {t['offCpuSec'] * 1e3:.0f} ms "
+        f"(unstacked {t['unstackedSec'] * 1e3:.1f}), run queue {t['runQueueSec'] * 1e3:.1f} ms, "
+        f"wall {t['wallSec'] * 1e3:.0f} ms" for t in threads.values()))
+    assert "wallclock.folded" in report["files"] and "wallclock.svg" in report["files"], report["files"]
+    folded = read_folded(report, "wallclock.folded")
+    per_thread = {}
+    for st, c in folded.items():
+        per_thread[st[1]] = per_thread.get(st[1], 0) + c
+    log(f"wallclock.folded per thread (ms): { {k: round(v / 1e3) for k, v in per_thread.items()} }")
+    for name, key in (("ow-worker", "worker_wall"), ("ow-helper", "helper_wall")):
+        t = threads[name]
+        assert t["pid"] != t["tid"], t
+        total = t["onCpuSec"] + t["offCpuSec"] + t["runQueueSec"]
+        assert abs(total - t["wallSec"]) < 1e-6, t
+        wall = measured[key] / 1e6
+        assert abs(total - wall) <= 0.05 * wall, (name, total, wall)
+        assert abs(per_thread[name] / 1e6 - wall) <= 0.05 * wall, (name, per_thread[name], wall)
+    # The worker's designed steps sit under its thread; it computes, its
+    # helper barely does (how much of the worker's CPU step is run-queue
+    # time depends on the machine's load).
+    assert any(st[1] == "ow-worker" and "step_mutex" in st for st in folded), list(folded)[:3]
+    assert threads["ow-worker"]["onCpuSec"] > threads["ow-helper"]["onCpuSec"], threads
+    with open(os.path.join(report["_dir"], "wallclock.svg")) as f:
+        svg = f.read()
+    assert "wall clock" in svg and "ow-worker" in svg
+    # The other formats merge the threads: no thread frame in them.
+    assert not any("ow-worker" in st for st in read_folded(report, "profile.folded"))
 
 
 def test_no_torn_stacks():

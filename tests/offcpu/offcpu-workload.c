@@ -5,7 +5,9 @@
  * (step_cpu), 30 ms in nanosleep() (step_sleep), ~20 ms blocked reading a
  * pipe a helper thread writes to 20 ms later (step_pipe), ~20 ms waiting on
  * a pthread mutex the helper holds for 20 ms (step_mutex). It prints, as
- * JSON, the wall time each step took in the worker, and the worker's.
+ * JSON, the wall time each step took in the worker, and the worker's and
+ * the helper's (threads named "ow-worker" and "ow-helper": the wall-clock
+ * view per thread).
  *
  * --migrate: a thread sleeps 20 ms at a time (migrate_sleep) while another
  * pins it alternately to CPU 0 and CPU 1 every 7 ms: it wakes up on
@@ -56,13 +58,19 @@ static volatile int cmd;
 static int pipefd[2];
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 static volatile uint64_t sink;
+static uint64_t t_helper;
 
 static void *helper_main(void *arg) {
+        uint64_t start = now_us();
+
+        pthread_setname_np(pthread_self(), "ow-helper");
         for (;;) {
                 while (sem_wait(&cmd_sem) < 0)
                         ;
-                if (cmd == CMD_QUIT)
+                if (cmd == CMD_QUIT) {
+                        t_helper = now_us() - start;
                         return NULL;
+                }
                 if (cmd == CMD_PIPE) {
                         sleep_us(20000);
                         if (write(pipefd[1], "x", 1) != 1)
@@ -109,6 +117,7 @@ static uint64_t t_cpu, t_sleep, t_pipe, t_mutex, t_wall;
 static NOINLINE void *worker_main(void *arg) {
         uint64_t end = now_us() + (uint64_t) (*(double *) arg * 1e6), start = now_us(), t;
 
+        pthread_setname_np(pthread_self(), "ow-worker");
         while (now_us() < end) {
                 t = now_us();
                 step_cpu(30000);
@@ -141,9 +150,9 @@ static int designed(double seconds) {
         sem_post(&cmd_sem);
         pthread_join(helper, NULL);
         printf("{\"step_cpu\": %llu, \"step_sleep\": %llu, \"step_pipe\": %llu, \"step_mutex\": %llu, "
-               "\"worker_wall\": %llu}\n",
+               "\"worker_wall\": %llu, \"helper_wall\": %llu}\n",
                (unsigned long long) t_cpu, (unsigned long long) t_sleep, (unsigned long long) t_pipe,
-               (unsigned long long) t_mutex, (unsigned long long) t_wall);
+               (unsigned long long) t_mutex, (unsigned long long) t_wall, (unsigned long long) t_helper);
         return 0;
 }
 
