@@ -28,7 +28,22 @@
  * - Per thread (the wall-clock view), at each switch-out of a session's
  *   thread: its CPU time since the last (sum_exec_runtime) and the waits
  *   that ended since go to its totals (offcpu_threads), which outlive it.
- * The agent attaches these while a session follows off-CPU time. */
+ * The agent attaches these while a session follows off-CPU time.
+ *
+ * Cost: sched_switch runs at every switch of the node and sys_exit at
+ * every system call, profiled or not. Their early exits:
+ * - sys_exit: one load; a task-storage lookup only while some wait is
+ *   pending (offcpu_pending), i.e. after a wait of at least offCpuMinUsec,
+ *   until it is recorded.
+ * - sched_switch, prev: the cgroup filter (offcpu_cgroup_filter: one
+ *   load) and, while no wait is pending, nothing else for a task whose
+ *   cgroup is no session's; else one task-storage lookup (a pending wait
+ *   and, when it is followed, its state: not looked up twice); the cgroups
+ *   hash only for a task whose cgroup may be a session's, and, for a
+ *   followed task, only when its cgroup or the cgroups map changed (its
+ *   cached answer).
+ * - sched_switch, next: one task-storage lookup; a task never followed has
+ *   no storage. */
 
 #ifndef ENOMEM
 #define ENOMEM 12
@@ -47,6 +62,11 @@ struct offcpu_task {
         __u32 pending_session;
         __u32 kernel_n; /* frames in kernel_pcs */
         __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
+        /* The cgroups map's answer for the task's cgroup, while
+         * offcpu_cgroups_gen does not change: cgroup_slot 0, none. */
+        __u64 cgroup_id;
+        __u32 cgroup_gen;
+        __u32 cgroup_slot;
         /* The wall-clock view (struct cgprof_thread): its sum_exec_runtime
          * and the time at its last switch-out seen, and its times since
          * its totals were last added to (ns; at most OFFCPU_FLUSH_NS). */
@@ -61,6 +81,41 @@ struct {
         __type(key, int);
         __type(value, struct offcpu_task);
 } offcpu_tasks SEC(".maps");
+
+/* How many keys of the cgroups map fall in each bucket (cgroup ID modulo
+ * the size), kept by the agent (sampler_cgroup_set(): counted before an
+ * insert, uncounted after a delete, so it never says less than the map).
+ * A task whose bucket counts 0 is in no session's cgroup: no hash lookup. */
+__u16 offcpu_cgroup_filter[CGPROF_OFFCPU_FILTER_SIZE] = {};
+
+/* Waits pending in tasks (set at a switch-in, undone when recorded), alone
+ * in its cache line: written at waits of offCpuMinUsec or longer only,
+ * read at every system call. 0: sys_exit has nothing to look up. A task
+ * that cannot record one (the programs detached meanwhile) leaves it above
+ * 0: sys_exit then looks up every task, as if there were no count. */
+__s64 offcpu_pending[8] __attribute__((aligned(64))) = {};
+
+/* Changed by the agent after each change of the cgroups map: a task's
+ * cached answer (struct offcpu_task) from another generation is asked
+ * again. */
+__u32 offcpu_cgroups_gen = 0;
+
+/* The session slot of the current task's cgroup (0: none), from t's cache
+ * when t has one of this generation for this cgroup. */
+static __always_inline __u32 offcpu_cgroup_slot(struct offcpu_task *t, __u64 cgid) {
+        __u32 gen = *(volatile __u32 *) &offcpu_cgroups_gen, *slot;
+
+        if (t && t->cgroup_id == cgid && t->cgroup_gen == gen)
+                return t->cgroup_slot;
+        /* After reading gen: a change meanwhile is seen next time. */
+        slot = bpf_map_lookup_elem(&cgroups, &cgid);
+        if (t) {
+                t->cgroup_id = cgid;
+                t->cgroup_gen = gen;
+                t->cgroup_slot = slot ? *slot : 0;
+        }
+        return slot ? *slot : 0;
+}
 
 /* Per thread of an off-CPU session: its totals (the wall-clock view). A
  * hash keyed by thread, not task storage: a thread that exits keeps them
@@ -189,6 +244,7 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         void *counts;
 
         t->pending_ns = 0;
+        __sync_fetch_and_add(&offcpu_pending[0], -1);
         key.session = t->pending_session;
         sess = bpf_map_lookup_elem(&sessions, &key.session);
         if (!sess || !(sess->flags & CGPROF_SESSION_ACTIVE))
@@ -277,6 +333,8 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
                 return;
         }
         t->pending_ns = delta;
+        if (delta) /* pending (0: none) */
+                __sync_fetch_and_add(&offcpu_pending[0], 1);
         t->pending_session = t->session;
         t->kernel_n = 0;
         if (sess->flags & CGPROF_SESSION_KERNEL_STACKS) {
@@ -285,41 +343,50 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
         }
 }
 
+/* prev (current), leaving the CPU: records its pending wait, and follows
+ * this switch-out when its cgroup is a session's that follows off-CPU. */
+static __always_inline void offcpu_switch_out(struct task_struct *prev, _Bool preempt,
+                                              unsigned int prev_state) {
+        __u64 cgid = bpf_get_current_cgroup_id();
+        _Bool maybe = offcpu_cgroup_filter[cgid & (CGPROF_OFFCPU_FILTER_SIZE - 1)] != 0;
+        struct cgprof_session *sess;
+        struct offcpu_task *t;
+        __u64 now;
+        __u32 slot;
+
+        if (!maybe && *(volatile __s64 *) &offcpu_pending[0] == 0)
+                return; /* in no session's cgroup, no wait pending in any task */
+        t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
+        if (t && t->pending_ns)
+                offcpu_record(prev, t); /* it waits again before a system call's return */
+        if (!maybe)
+                return;
+        slot = offcpu_cgroup_slot(t, cgid);
+        sess = slot ? bpf_map_lookup_elem(&sessions, &slot) : NULL;
+        if (!sess || (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) !=
+                             (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU))
+                return;
+        if (!t) {
+                t = bpf_task_storage_get(&offcpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+                if (!t)
+                        return;
+                (void) offcpu_cgroup_slot(t, cgid); /* its cache */
+        }
+        now = bpf_ktime_get_ns();
+        offcpu_thread_flush(prev, t, slot, sess, now, prev_state & OFFCPU_TASK_DEAD);
+        if (sess->offcpu_threshold == 0xffffffffu || bpf_get_prandom_u32() <= sess->offcpu_threshold) {
+                t->switched_out = now;
+                t->session = slot;
+                /* Runnable still: it waits for a CPU, not for something. */
+                t->runqueue = preempt || prev_state == 0;
+        }
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state) {
-        struct task_struct *current = bpf_get_current_task_btf(); /* prev */
-        struct cgprof_session *sess;
-        struct offcpu_task *t;
-        __u64 cgid, pid_tgid = bpf_get_current_pid_tgid();
-        __u32 *slot;
-
-        if ((__u32) pid_tgid != 0) {
-                t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
-                if (t && t->pending_ns)
-                        offcpu_record(current, t); /* it waits again before a system call's return */
-
-                cgid = bpf_get_current_cgroup_id();
-                slot = bpf_map_lookup_elem(&cgroups, &cgid);
-                sess = slot ? bpf_map_lookup_elem(&sessions, slot) : NULL;
-                if (sess && (sess->flags & (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) ==
-                                    (CGPROF_SESSION_ACTIVE | CGPROF_SESSION_OFFCPU)) {
-                        t = bpf_task_storage_get(&offcpu_tasks, current, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-                        if (t) {
-                                __u64 now = bpf_ktime_get_ns();
-
-                                offcpu_thread_flush(current, t, *slot, sess, now,
-                                                    prev_state & OFFCPU_TASK_DEAD);
-                                if (sess->offcpu_threshold == 0xffffffffu ||
-                                    bpf_get_prandom_u32() <= sess->offcpu_threshold) {
-                                        t->switched_out = now;
-                                        t->session = *slot;
-                                        /* Runnable still: it waits for a CPU, not for something. */
-                                        t->runqueue = preempt || prev_state == 0;
-                                }
-                        }
-                }
-        }
+        if ((__u32) bpf_get_current_pid_tgid() != 0)
+                offcpu_switch_out(bpf_get_current_task_btf(), preempt, prev_state); /* current: prev */
         offcpu_switch_in(next);
         return 0;
 }
@@ -327,9 +394,13 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
 /* The end of the system call a pending wait was in: record it here. */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(cgprof_off_exit, struct pt_regs *regs, long ret) {
-        struct task_struct *current = bpf_get_current_task_btf();
-        struct offcpu_task *t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
+        struct task_struct *current;
+        struct offcpu_task *t;
 
+        if (*(volatile __s64 *) &offcpu_pending[0] == 0)
+                return 0; /* no wait pending in any task */
+        current = bpf_get_current_task_btf();
+        t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
         if (t && t->pending_ns)
                 offcpu_record(current, t);
         return 0;

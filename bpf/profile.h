@@ -14,6 +14,8 @@
 #define CGPROF_MAX_STACK_DEPTH 512
 #define CGPROF_SHORT_STACK_DEPTH 128
 #define CGPROF_MAX_CGROUPS 16384
+/* Buckets of the off-CPU cgroup filter (bpf/offcpu.h), a power of two. */
+#define CGPROF_OFFCPU_FILTER_SIZE 4096
 #define CGPROF_STACKS_PER_SET 16384 /* distinct short stacks (user and kernel) between two drains */
 #define CGPROF_LONG_STACKS_PER_SET 2048 /* distinct long stacks between two drains */
 /* A long stack's key (in the long stacks maps) has this bit set, a short one's not. */
@@ -68,6 +70,10 @@
 #define CGPROF_BENCH_COPY_512 (1u << 14) /* 512 bytes of the stack copied, not 1 KiB */
 #define CGPROF_BENCH_READ_FIRST \
         (1u << 15) /* a frame read before its bound is checked: an fp below sp faults (before) */
+/* The off-CPU sys_exit program not attached (waits pending at a system
+ * call's return are recorded at the next switch-out): what the tracepoint
+ * costs. */
+#define CGPROF_BENCH_OFFCPU_NO_EXIT (1u << 16)
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */

@@ -249,6 +249,7 @@ static const struct {
         { "copy-256", CGPROF_BENCH_COPY_256 },
         { "copy-512", CGPROF_BENCH_COPY_512 },
         { "read-first", CGPROF_BENCH_READ_FIRST },
+        { "offcpu-no-exit", CGPROF_BENCH_OFFCPU_NO_EXIT },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {
@@ -592,9 +593,11 @@ const char *sampler_offcpu_unavailable(const Sampler *s) {
 static int offcpu_attach(Sampler *s) {
         if (s->offcpu_switch_link)
                 return 0;
-        s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
-        if (!s->offcpu_exit_link)
-                return negative_errno();
+        if (!(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT)) {
+                s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
+                if (!s->offcpu_exit_link)
+                        return negative_errno();
+        }
         s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_off_sw);
         if (!s->offcpu_switch_link) {
                 int r = negative_errno();
@@ -747,13 +750,40 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         *sl = (SamplerSlot){};
 }
 
+/* The off-CPU cgroup filter's count of cgroup_id's bucket (bpf/offcpu.h):
+ * the BPF programs read it at every switch, the agent alone writes it. */
+static void cgroup_filter_add(Sampler *s, uint64_t cgroup_id, int16_t delta) {
+        uint16_t *c = &s->skel->bss->offcpu_cgroup_filter[cgroup_id & (CGPROF_OFFCPU_FILTER_SIZE - 1)];
+
+        __atomic_store_n(c, (uint16_t) (__atomic_load_n(c, __ATOMIC_RELAXED) + delta), __ATOMIC_SEQ_CST);
+}
+
+/* After a change of the cgroups map: the off-CPU programs' cached answers
+ * (bpf/offcpu.h, offcpu_cgroup_slot()) are out of date. */
+static void cgroups_changed(Sampler *s) {
+        __atomic_fetch_add(&s->skel->bss->offcpu_cgroups_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 int sampler_cgroup_set(Sampler *s, uint64_t cgroup_id, uint32_t slot) {
+        struct bpf_map *m = s->skel->maps.cgroups;
+        uint32_t old;
+        bool had = bpf_map__lookup_elem(m, &cgroup_id, sizeof(cgroup_id), &old, sizeof(old), 0) == 0;
+        int r;
+
         if (slot == 0) {
-                int r = bpf_map__delete_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), 0);
+                r = bpf_map__delete_elem(m, &cgroup_id, sizeof(cgroup_id), 0);
+                if (r == 0)
+                        cgroup_filter_add(s, cgroup_id, -1); /* after the delete: never below the map */
+                cgroups_changed(s);
                 return r == -ENOENT ? 0 : r;
         }
-        return bpf_map__update_elem(s->skel->maps.cgroups, &cgroup_id, sizeof(cgroup_id), &slot,
-                                    sizeof(slot), BPF_ANY);
+        if (!had)
+                cgroup_filter_add(s, cgroup_id, 1); /* before the insert */
+        r = bpf_map__update_elem(m, &cgroup_id, sizeof(cgroup_id), &slot, sizeof(slot), BPF_ANY);
+        if (r < 0 && !had)
+                cgroup_filter_add(s, cgroup_id, -1);
+        cgroups_changed(s);
+        return r;
 }
 
 int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {

@@ -14,7 +14,13 @@
  * another CPU than it slept on. It prints the time it slept.
  *
  * --ping-pong N: two threads pass a byte back and forth over two pipes N
- * times (a context switch per hop), and print the rate (bench/overhead). */
+ * times (a context switch per hop), and print the rate (bench/overhead).
+ * --spin K: with --ping-pong, each thread spins K loop iterations before it
+ * passes the byte on (work per hop: bench/overhead calibrates K for a
+ * given rate of switches).
+ * --cpu C: with --ping-pong, both threads on CPU C: each hop is a switch
+ * from one to the other, not a wake-up of another (maybe idle) CPU, whose
+ * latency (an IPI; in a VM, a vCPU to wake) would be what is measured. */
 
 #include <errno.h>
 #include <pthread.h>
@@ -190,34 +196,52 @@ static int migrate(double seconds) {
 }
 
 static int ping[2], pong[2];
-static long hops;
+static long hops, spin;
+
+static NOINLINE void hop_work(void) {
+        for (long j = 0; j < spin; j++)
+                __asm__ volatile("" ::: "memory");
+}
 
 static void *ponger(void *arg) {
         char c;
-        for (long i = 0; i < hops; i++)
-                if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1)
+        for (long i = 0; i < hops; i++) {
+                if (read(ping[0], &c, 1) != 1)
                         abort();
+                hop_work();
+                if (write(pong[1], &c, 1) != 1)
+                        abort();
+        }
         return NULL;
 }
 
-static int ping_pong(long n) {
+static int ping_pong(long n, int cpu) {
         pthread_t t;
         char c = 'x';
         uint64_t start;
 
+        if (cpu >= 0) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                if (sched_setaffinity(0, sizeof(set), &set) < 0) /* the thread created next inherits it */
+                        return 1;
+        }
         hops = n;
         if (pipe(ping) < 0 || pipe(pong) < 0)
                 return 1;
         pthread_create(&t, NULL, ponger, NULL);
         printf("ready\n");
         start = now_us();
-        for (long i = 0; i < n; i++)
+        for (long i = 0; i < n; i++) {
                 if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
                         abort();
+                hop_work();
+        }
         uint64_t us = now_us() - start;
         pthread_join(t, NULL);
-        printf("{\"round_trips\": %ld, \"usec\": %llu, \"switches_per_sec\": %.0f}\n", n,
-               (unsigned long long) us, 2.0 * (double) n / ((double) us / 1e6));
+        printf("{\"round_trips\": %ld, \"spin\": %ld, \"usec\": %llu, \"switches_per_sec\": %.0f}\n", n,
+               spin, (unsigned long long) us, 2.0 * (double) n / ((double) us / 1e6));
         return 0;
 }
 
@@ -225,6 +249,7 @@ int main(int argc, char *argv[]) {
         double seconds = 3;
         const char *mode = "designed";
         long n = 100000;
+        int cpu = -1;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -234,8 +259,14 @@ int main(int argc, char *argv[]) {
                 else if (strcmp(argv[i], "--ping-pong") == 0 && i + 1 < argc) {
                         mode = "ping-pong";
                         n = atol(argv[++i]);
-                } else {
-                        fprintf(stderr, "usage: %s [--seconds S] [--migrate | --ping-pong N]\n", argv[0]);
+                } else if (strcmp(argv[i], "--spin") == 0 && i + 1 < argc)
+                        spin = atol(argv[++i]);
+                else if (strcmp(argv[i], "--cpu") == 0 && i + 1 < argc)
+                        cpu = atoi(argv[++i]);
+                else {
+                        fprintf(stderr,
+                                "usage: %s [--seconds S] [--migrate | --ping-pong N [--spin K] [--cpu C]]\n",
+                                argv[0]);
                         return 2;
                 }
         }
@@ -243,6 +274,6 @@ int main(int argc, char *argv[]) {
         if (strcmp(mode, "migrate") == 0)
                 return migrate(seconds);
         if (strcmp(mode, "ping-pong") == 0)
-                return ping_pong(n);
+                return ping_pong(n, cpu);
         return designed(seconds);
 }
