@@ -98,12 +98,6 @@ typedef struct ProcMapping {
  * them (that would read them all again). */
 #define PROCESS_MAPPINGS_MAX PROC_MAPS_EXECUTABLE_MAX
 
-/* A reload that finds the mappings unchanged makes the next wait 250 ms,
- * then twice as long each time, up to 8 s: a walk that keeps meeting an
- * address in no mapping (a frame-pointer step gone astray in a library
- * built without them) asks for a reload at every drain. */
-#define RELOAD_BACKOFF_MIN (250 * USEC_PER_MSEC)
-#define RELOAD_BACKOFF_MAX (8 * USEC_PER_SEC)
 #define PROCESS_KEYS_MAX 8192
 /* ... and of one file in a row (a library has one or two): the others'
  * mappings, further on, still fit. */
@@ -122,14 +116,9 @@ typedef struct UnwindProcess {
         size_t n_keys;
         uint64_t loaded_usec;
         bool capped; /* more mappings than PROCESS_MAPPINGS_MAX / PROCESS_KEYS_MAX: some left out */
-        /* The executable mappings of the last complete load (maps_digest()),
-         * and how often in a row a reload found them unchanged: the next
-         * reload waits for RELOAD_BACKOFF_MIN << that, at most
-         * RELOAD_BACKOFF_MAX. */
+        /* The executable mappings of the last complete load (maps_digest()). */
         uint64_t digest;
         bool have_digest;
-        unsigned unchanged;
-        uint64_t reload_not_before;
         /* Exited: out of the maps, its mappings kept for two more ticks, so
          * the samples drained after its exit are still described. */
         unsigned exited_ticks;
@@ -986,8 +975,13 @@ static int process_load(UnwindProcess *p, bool may_skip) {
         r = maps_digest(f, &line, &alloc, &digest);
         if (r < 0)
                 return r;
-        if (may_skip && p->have_digest && digest == p->digest)
+        if (may_skip && p->have_digest && digest == p->digest) {
+                /* Nothing to load; the walker may ask again (this clears
+                 * the request it made), as after a load. */
+                if (bpf_map_update_elem(u->maps.procs_fd, &pid, &ready, BPF_ANY) < 0)
+                        return negative_errno();
                 return 1;
+        }
 
         p->loaded_usec = now_usec(CLOCK_MONOTONIC);
         p->have_digest = false;
@@ -1118,23 +1112,17 @@ int unwinder_process_reload(Unwinder *u, pid_t pid, uint64_t start_time, uint64_
          * find the same (at most once a minute, for a dlopen()). */
         if (p->capped && now - p->loaded_usec < 60 * USEC_PER_SEC)
                 return 0;
-        /* The last reloads found the same mappings: the addresses were not
-         * in a new one (a walk gone astray), wait before looking again. */
-        if (now < p->reload_not_before)
-                return 0;
         u->stats.reloads++;
         r = process_load(p, true);
         if (r == 1) {
-                p->unchanged = MIN(p->unchanged + 1, 16u);
-                p->reload_not_before =
-                        now + MIN(RELOAD_BACKOFF_MIN << (p->unchanged - 1), RELOAD_BACKOFF_MAX);
+                /* The same mappings: the address was in no new one (a walk
+                 * gone astray, say a frame-pointer step in a library built
+                 * without them). */
                 u->stats.reloads_unchanged++;
                 return 0;
         }
         if (r < 0)
                 log_debug_errno(r, "Failed to reload the mappings of PID %d for unwinding: %m", (int) pid);
-        else
-                p->unchanged = 0;
         return r;
 }
 

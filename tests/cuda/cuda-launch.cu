@@ -61,19 +61,7 @@ extern "C" __attribute__((visibility("default"))) int launch_alpha(int n) {
 }
 
 #ifndef CUDA_LAUNCH_LIBRARY
-static void spin_until_line(void) {
-        struct pollfd p = { .fd = 0, .events = POLLIN };
-        volatile unsigned long x = 0;
-
-        while (poll(&p, 1, 0) == 0)
-                for (int i = 0; i < 1000000; i++)
-                        x += i;
-}
-
-static int read_line(void) {
-        char buf[64];
-        return fgets(buf, sizeof(buf), stdin) != NULL;
-}
+#include "fixture-stdin.h"
 
 static long long now_ns(void) {
         struct timespec t;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cupti-wire.h"
+#include "fixture-stdin.h"
 
 #define UNKNOWN 7
 #define DROPPED 5
@@ -107,19 +108,6 @@ static void record(uint32_t pid, uint32_t correlation, uint64_t ns) {
                 flush(pid, 0);
 }
 
-static void spin_until_line(void) {
-        struct pollfd p = { .fd = 0, .events = POLLIN };
-        volatile unsigned long x = 0;
-
-        while (poll(&p, 1, 0) == 0)
-                for (int i = 0; i < 1000000; i++)
-                        x += i;
-}
-
-static int read_line(void) {
-        char buf[64];
-        return fgets(buf, sizeof(buf), stdin) != NULL;
-}
 
 static int open_socket(const char *path) {
         if (strlen(path) >= sizeof(addr.sun_path))

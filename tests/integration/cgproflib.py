@@ -215,6 +215,21 @@ def profile(**kw):
     return p
 
 
+def config_refused(profile_kw, says):
+    """cgprofd --check-config refuses a config whose one profile has
+    profile_kw (beside profile()'s defaults), saying `says` (the key's path
+    and what is wrong); returns the line that says it."""
+    agent = Agent({"profiles": [profile(name="bad", **profile_kw)], "targets": []})
+    try:
+        r = subprocess.run(agent.argv() + ["--check-config"], capture_output=True, text=True, timeout=30)
+        out = r.stderr + r.stdout
+        assert r.returncode != 0, f"{profile_kw} accepted: {out}"
+        assert says in out, (says, out)
+        return next(line for line in out.splitlines() if says in line)
+    finally:
+        agent.cleanup()
+
+
 class Agent:
     """cgprofd with a config file, a private state dir, report dir and control
     socket. Waits for READY=1 through a real NOTIFY_SOCKET."""

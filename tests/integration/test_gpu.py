@@ -21,7 +21,7 @@ import gzip
 import os
 import subprocess
 
-from cgproflib import Agent, Cgroup, log, main, profile, run_in_cgroup, skip_prereq, wait_for
+from cgproflib import Agent, Cgroup, config_refused, log, main, profile, run_in_cgroup, skip_prereq, wait_for
 from test_pprof import fields, ints
 
 SHARED = os.environ.get("CGPROF_CUDA_LAUNCH_SHARED", "")
@@ -282,23 +282,7 @@ def test_dlclose():
 
 
 def test_bad_config():
-    cg = Cgroup(f"cgprof-test-gpu-bad-{os.getpid()}")
-    agent = Agent({
-        "profiles": [profile(name="gpu", gpu={"launches": "yes"})],
-        "targets": [{"name": "t", "profileRef": "gpu", "cgroupPatterns": [cg.rel]}],
-    })
-    try:
-        try:
-            agent.start()
-            raise AssertionError("cgprofd accepted \"launches\": \"yes\"")
-        except AssertionError as e:
-            if "accepted" in str(e):
-                raise
-        assert "profiles[0].gpu.launches: must be a boolean" in agent.log(), agent.log()[-2000:]
-    finally:
-        agent.cleanup()
-        cg.remove()
-
+    log(config_refused({"gpu": {"launches": "yes"}}, "profiles[0].gpu.launches: must be a boolean"))
 
 if __name__ == "__main__":
     main([test_runtime_shared, test_runtime_static, test_python_caller, test_outside_cgroup, test_dlclose,

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 
-from cgproflib import Agent, BUILD, Cgroup, log, main, profile, run_in_cgroup, skip_prereq
+from cgproflib import Agent, BUILD, Cgroup, config_refused, log, main, profile, run_in_cgroup, skip_prereq
 
 OFFCPU = os.environ.get("CGPROF_OFFCPU_WORKLOAD", os.path.join(BUILD, "tests", "cgprof-offcpu-workload"))
 PY_WAITS = os.environ.get("CGPROF_OFFCPU_PY",
@@ -286,14 +286,7 @@ def test_bad_input():
     for bad, path in (({"events": ["gpu"]}, "profiles[0].events[0]"),
                       ({"offCpuMinUsec": -1}, "profiles[0].offCpuMinUsec"),
                       ({"offCpuProbability": 2}, "profiles[0].offCpuProbability")):
-        agent = Agent({"profiles": [profile(name="bad", **bad)], "targets": []})
-        try:
-            r = subprocess.run(agent.argv() + ["--check-config"], capture_output=True, text=True, timeout=30)
-            assert r.returncode != 0, r
-            assert path in r.stderr + r.stdout, (path, r.stderr, r.stdout)
-            log(f"{bad}: {(r.stderr + r.stdout).strip().splitlines()[-1]}")
-        finally:
-            agent.cleanup()
+        log(f"{bad}: {config_refused(bad, path)}")
 
 
 if __name__ == "__main__":
