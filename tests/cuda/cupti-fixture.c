@@ -108,7 +108,6 @@ static void record(uint32_t pid, uint32_t correlation, uint64_t ns) {
                 flush(pid, 0);
 }
 
-
 static int open_socket(const char *path) {
         if (strlen(path) >= sizeof(addr.sun_path))
                 return -1;
