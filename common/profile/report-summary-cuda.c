@@ -87,7 +87,8 @@ static int add_counts(cJSON *o, const char *key, const char *name_key, const cha
 
         if (!arr)
                 return -ENOMEM;
-        qsort(a, n, sizeof(*a), named_count_compare);
+        if (n > 0) /* a: NULL when there is none */
+                qsort(a, n, sizeof(*a), named_count_compare);
         for (size_t i = 0; i < n && i < max; i++) {
                 cJSON *e = cJSON_CreateObject();
                 if (!e)
