@@ -314,6 +314,7 @@ static void control_status(void *userdata, ControlStatus *ret) {
                 .drain_timing = &m->drain_timing,
                 .unwinder = m->unwinder,
                 .offcpu_unavailable = m->sampler ? sampler_offcpu_unavailable(m->sampler) : "no sampler",
+                .offcpu_record_at = m->sampler ? sampler_offcpu_record_at(m->sampler) : "none",
                 .debuginfod = m->debuginfod,
                 .debuginfod_urls = m->debuginfod_urls,
                 .sessions = m->sessions,

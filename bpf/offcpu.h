@@ -62,6 +62,8 @@ struct offcpu_task {
         __u32 pending_session;
         __u32 kernel_n; /* frames in kernel_pcs */
         __u32 runqueue; /* switched out runnable (preempted): a run-queue wait */
+        __u32 work_tid; /* its TID, the key of its task work (offcpu_works) */
+        __u32 pad;
         /* The cgroups map's answer for the task's cgroup, while
          * offcpu_cgroups_gen does not change: cgroup_slot 0, none. */
         __u64 cgroup_id;
@@ -173,6 +175,46 @@ static __always_inline void offcpu_thread_flush(struct task_struct *task, struct
                 offcpu_thread_add(task, t, slot);
 }
 
+/* Recording a wait at the task's return to user mode (kernel 6.18+): a
+ * task work scheduled from sched_switch as the task comes back from a long
+ * wait runs in the task, on its way to user mode, where its user memory can
+ * be read: no tracepoint on every system call of the node. The kfunc is
+ * weak: on a kernel without it the agent loads cgprof_off_sw and
+ * cgprof_off_exit instead (sampler.c), and this program is never loaded.
+ * The struct and the callback's type are the kernel's (uapi/linux/bpf.h,
+ * bpf_task_work_callback_t). */
+struct bpf_task_work {
+        __u64 __opaque;
+} __attribute__((aligned(8)));
+/* The kernel's struct bpf_map, opaque: a struct, not a declaration (libbpf
+ * 1.1 finds a forward declaration incompatible with the kernel's struct,
+ * and fails the whole load; the name of a struct is not compared). */
+struct offcpu_kernel_map {
+        __u32 opaque;
+};
+typedef int (*offcpu_work_fn)(struct offcpu_kernel_map *map, void *key, void *value);
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+                                              void *map__map, offcpu_work_fn callback,
+                                              void *aux__prog) __weak __ksym;
+
+/* A task work per thread (by TID) that waits to record a wait: an LRU
+ * hash, so that the works of threads gone are reused. An entry evicted
+ * with its work scheduled cancels it: the wait is then recorded at the
+ * thread's next switch-out, as when the work did not run in time. Sized
+ * by the agent (1 where the kfunc is not used). */
+struct offcpu_work {
+        struct bpf_task_work tw;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, CGPROF_MAX_THREADS);
+        __type(key, __u32);
+        __type(value, struct offcpu_work);
+} offcpu_works SEC(".maps");
+
+static const struct offcpu_work offcpu_work_zero = {};
+
 /* Adds value to the count of key, storing its stacks at its first count in
  * this drain period. Returns 0, or -ENOMEM when the counts map is full. */
 static __always_inline int offcpu_count(void *counts, struct stack_maps *stacks, struct scratch *s,
@@ -204,14 +246,17 @@ static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct 
                 /* The registers saved on kernel entry: inside the system
                  * call, those of the wait. */
                 struct cgprof_unwind_proc *proc = user_stack_init(s, key->pid, key->start_time, flags);
-                struct pt_regs regs;
+                /* Read into the walk's stack copy, filled later: not on
+                 * the BPF stack, which the walks' calls fill up. */
+                struct pt_regs *regs = (struct pt_regs *) s->w.copy;
 
-                if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *) bpf_task_pt_regs((void *) task)) < 0)
+                _Static_assert(sizeof(struct pt_regs) <= sizeof(s->w.copy), "pt_regs in the stack copy");
+                if (bpf_probe_read_kernel(regs, sizeof(*regs), (void *) bpf_task_pt_regs((void *) task)) < 0)
                         s->user.flags = CGPROF_STACK_READ_ERROR | (proc ? 0 : CGPROF_STACK_KERNEL_WALK);
                 else {
-                        s->w.ip = PT_REGS_IP(&regs);
-                        s->w.sp = PT_REGS_SP(&regs);
-                        s->w.fp = PT_REGS_FP(&regs);
+                        s->w.ip = PT_REGS_IP(regs);
+                        s->w.sp = PT_REGS_SP(regs);
+                        s->w.fp = PT_REGS_FP(regs);
                         user_stack_walk(s, proc, key->pid, key->start_time, key->session, flags);
                 }
                 if (s->user.n > 0)
@@ -231,18 +276,27 @@ static __always_inline void offcpu_stacks(struct scratch *s, struct task_struct 
         }
 }
 
-/* Records the current task's pending wait (t: its storage). */
-static __attribute__((noinline)) int offcpu_record(struct task_struct *task, struct offcpu_task *t) {
+/* Records the current task's pending wait, if it has one; late: at its next
+ * switch-out, not on its way back to user mode. A global function: the
+ * verifier checks it once, not once per call (the task-work program calls
+ * it twice, and twice its walks are more than the verifier's budget). */
+__attribute__((noinline)) int offcpu_record_current(__u32 late) {
         struct cgprof_sample_key key = { .kind = CGPROF_SAMPLE_KIND_OFFCPU };
+        struct task_struct *task = bpf_get_current_task_btf();
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
         struct task_struct *leader;
+        struct offcpu_task *t;
         struct scratch *s;
-        __u64 delta = t->pending_ns, pid_tgid;
+        __u64 delta, pid_tgid;
         struct stack_maps stacks;
         int r;
         void *counts;
 
+        t = bpf_task_storage_get(&offcpu_tasks, task, 0, 0);
+        if (!t || !t->pending_ns)
+                return 0;
+        delta = t->pending_ns;
         t->pending_ns = 0;
         __sync_fetch_and_add(&offcpu_pending[0], -1);
         key.session = t->pending_session;
@@ -288,13 +342,36 @@ static __attribute__((noinline)) int offcpu_record(struct task_struct *task, str
         if (st) {
                 __sync_fetch_and_add(&st->offcpu_recorded, 1);
                 __sync_fetch_and_add(&st->offcpu_recorded_ns, delta);
+                if (late)
+                        __sync_fetch_and_add(&st->offcpu_late, 1);
         }
         note_process(leader, key.pid, key.start_time, key.exec_id, key.session);
         return 0;
 }
 
-/* next, back on the CPU: its wait ends now. */
-static __always_inline void offcpu_switch_in(struct task_struct *next) {
+static int offcpu_work_run(struct offcpu_kernel_map *map, void *key, void *value);
+
+/* Schedules the task work that records next's pending wait. When it cannot
+ * (the LRU hash full of works scheduled, or one still scheduled), the wait
+ * stays pending: recorded at next's next switch-out. */
+static __always_inline void offcpu_work_schedule(struct task_struct *next, struct offcpu_task *t) {
+        struct offcpu_work *w;
+
+        /* Key and value not on the stack: the program's stack and its
+         * calls' are at the verifier's limit. */
+        t->work_tid = next->pid;
+        w = bpf_map_lookup_elem(&offcpu_works, &t->work_tid);
+        if (!w) {
+                bpf_map_update_elem(&offcpu_works, &t->work_tid, &offcpu_work_zero, BPF_NOEXIST);
+                w = bpf_map_lookup_elem(&offcpu_works, &t->work_tid);
+        }
+        if (w)
+                bpf_task_work_schedule_resume_impl(next, &w->tw, &offcpu_works, offcpu_work_run, NULL);
+}
+
+/* next, back on the CPU: its wait ends now. With task_work, a wait to
+ * record is recorded by a task work on its way back to user mode. */
+static __always_inline void offcpu_switch_in(struct task_struct *next, _Bool task_work) {
         struct cgprof_session_stats *st;
         struct cgprof_session *sess;
         struct offcpu_task *t;
@@ -341,6 +418,8 @@ static __always_inline void offcpu_switch_in(struct task_struct *next) {
                 n = bpf_get_task_stack(next, t->kernel_pcs, sizeof(t->kernel_pcs), 0);
                 t->kernel_n = n > 0 ? (__u32) n / 8 : 0;
         }
+        if (task_work)
+                offcpu_work_schedule(next, t);
 }
 
 /* prev (current), leaving the CPU: records its pending wait, and follows
@@ -358,7 +437,7 @@ static __always_inline void offcpu_switch_out(struct task_struct *prev, _Bool pr
                 return; /* in no session's cgroup, no wait pending in any task */
         t = bpf_task_storage_get(&offcpu_tasks, prev, 0, 0);
         if (t && t->pending_ns)
-                offcpu_record(prev, t); /* it waits again before a system call's return */
+                offcpu_record_current(1); /* it waits again before a system call's return */
         if (!maybe)
                 return;
         slot = offcpu_cgroup_slot(t, cgid);
@@ -387,7 +466,25 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
              unsigned int prev_state) {
         if ((__u32) bpf_get_current_pid_tgid() != 0)
                 offcpu_switch_out(bpf_get_current_task_btf(), preempt, prev_state); /* current: prev */
-        offcpu_switch_in(next);
+        offcpu_switch_in(next, 0);
+        return 0;
+}
+
+/* The same, where the kernel has bpf_task_work_schedule_resume_impl(): no
+ * sys_exit program. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(cgprof_off_sw_tw, _Bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+        if ((__u32) bpf_get_current_pid_tgid() != 0)
+                offcpu_switch_out(bpf_get_current_task_btf(), preempt, prev_state);
+        offcpu_switch_in(next, 1);
+        return 0;
+}
+
+/* The task work (sleepable, in the task, on its way to user mode): its
+ * pending wait, unless its next switch-out recorded it first. */
+static int offcpu_work_run(struct offcpu_kernel_map *map, void *key, void *value) {
+        offcpu_record_current(0);
         return 0;
 }
 
@@ -402,6 +499,6 @@ int BPF_PROG(cgprof_off_exit, struct pt_regs *regs, long ret) {
         current = bpf_get_current_task_btf();
         t = bpf_task_storage_get(&offcpu_tasks, current, 0, 0);
         if (t && t->pending_ns)
-                offcpu_record(current, t);
+                offcpu_record_current(0);
         return 0;
 }

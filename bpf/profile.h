@@ -74,6 +74,9 @@
  * call's return are recorded at the next switch-out): what the tracepoint
  * costs. */
 #define CGPROF_BENCH_OFFCPU_NO_EXIT (1u << 16)
+/* Waits recorded at sys_exit (the older kernels' way) where the kernel has
+ * the task-work kfunc (agent only: the tests of that way, the bench). */
+#define CGPROF_BENCH_OFFCPU_SYS_EXIT (1u << 17)
 
 struct cgprof_session {
         __u32 group; /* sampler group (event, frequency) in CPU mode */
@@ -157,6 +160,10 @@ struct cgprof_session_stats {
         __u64 offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
         /* Run-queue waits: switched out runnable (preempted), until back. */
         __u64 offcpu_runqueue, offcpu_runqueue_ns;
+        /* Of the recorded: at the thread's next switch-out (it blocked
+         * again before its return to user mode, or its task work had not
+         * run), with the user stack of that switch-out. */
+        __u64 offcpu_late;
 };
 
 /* Per thread of an off-CPU session (bpf/offcpu.h, the wall-clock view):

@@ -199,13 +199,18 @@ static const char *offcpu_status(Ctl *c) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         static char buf[512];
         const char *json;
-        cJSON *j, *o;
+        cJSON *j, *o, *at;
 
         if (ctl_call(c, "GetStatus", &error, &reply, "") < 0 || sd_bus_message_read(reply, "s", &json) < 0)
                 return "unknown";
         j = cJSON_Parse(json);
         o = cJSON_GetObjectItemCaseSensitive(j, "offCpu");
-        snprintf(buf, sizeof(buf), "%s", cJSON_IsString(o) ? o->valuestring : "unknown");
+        at = cJSON_GetObjectItemCaseSensitive(j, "offCpuRecordAt");
+        if (cJSON_IsString(o) && streq(o->valuestring, "available") && cJSON_IsString(at))
+                snprintf(buf, sizeof(buf), "available (waits recorded in their task at %s)",
+                         at->valuestring);
+        else
+                snprintf(buf, sizeof(buf), "%s", cJSON_IsString(o) ? o->valuestring : "unknown");
         cJSON_Delete(j);
         return buf;
 }

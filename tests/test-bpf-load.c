@@ -212,23 +212,45 @@ TEST(offcpu_sleeps) {
         ASSERT_TRUE(rmdir(cg) == 0);
 }
 
-/* A kernel whose BTF lacks the tracepoints: the probe names the missing one. */
+/* A kernel whose BTF lacks the tracepoints: the probe names the missing
+ * one. With sched_switch, the task-work kfunc (6.18+) is preferred to the
+ * sys_exit tracepoint, which is needed only without it. */
 TEST(offcpu_probe_names_missing_tracepoint) {
         struct btf *btf = btf__new_empty();
         const char *missing = NULL;
-        int id;
+        OffcpuRecordAt at;
+        int id, proto;
 
         ASSERT_NOT_NULL(btf);
-        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing, &at), EOPNOTSUPP);
         ASSERT_STREQ(missing, "sched_switch");
         id = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
         ASSERT_TRUE(id > 0);
         ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sched_switch", id) > 0);
-        ASSERT_ERROR(offcpu_probe_btf(btf, &missing), EOPNOTSUPP);
+        ASSERT_ERROR(offcpu_probe_btf(btf, &missing, &at), EOPNOTSUPP);
         ASSERT_STREQ(missing, "sys_exit");
         ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sys_exit", id) > 0);
-        ASSERT_OK(offcpu_probe_btf(btf, &missing));
+        ASSERT_OK(offcpu_probe_btf(btf, &missing, &at));
         ASSERT_NULL(missing);
+        ASSERT_EQ(at, OFFCPU_RECORD_AT_SYS_EXIT);
+        ASSERT_STREQ(offcpu_record_at_to_string(at), "sys_exit");
+        proto = btf__add_func_proto(btf, id);
+        ASSERT_TRUE(proto > 0);
+        ASSERT_TRUE(btf__add_func(btf, OFFCPU_TASK_WORK_KFUNC, BTF_FUNC_STATIC, proto) > 0);
+        ASSERT_OK(offcpu_probe_btf(btf, &missing, &at));
+        ASSERT_EQ(at, OFFCPU_RECORD_AT_TASK_WORK);
+        ASSERT_STREQ(offcpu_record_at_to_string(at), "task-work");
+        btf__free(btf);
+
+        /* The kfunc without sys_exit: enough. */
+        btf = btf__new_empty();
+        ASSERT_NOT_NULL(btf);
+        id = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+        ASSERT_TRUE(btf__add_typedef(btf, "btf_trace_sched_switch", id) > 0);
+        proto = btf__add_func_proto(btf, id);
+        ASSERT_TRUE(btf__add_func(btf, OFFCPU_TASK_WORK_KFUNC, BTF_FUNC_STATIC, proto) > 0);
+        ASSERT_OK(offcpu_probe_btf(btf, &missing, &at));
+        ASSERT_EQ(at, OFFCPU_RECORD_AT_TASK_WORK);
         btf__free(btf);
 }
 

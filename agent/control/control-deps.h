@@ -53,6 +53,7 @@ typedef struct ControlStatus {
         /* Off-CPU profiling: NULL when the kernel offers it, else why not
          * (or no sampler). */
         const char *offcpu_unavailable;
+        const char *offcpu_record_at; /* sampler_offcpu_record_at() */
         DebuginfodFetcher *debuginfod; /* NULL: no debuginfodUrls at start */
         char *const *debuginfod_urls;
         Session *const *sessions; /* running and armed */

@@ -166,6 +166,8 @@ char *manager_status_json(ControlRoom *c) {
         cJSON_AddBoolToObject(j, "journal", journal_available());
         /* "available", or why the kernel cannot (profile "events": ["offcpu"]). */
         cJSON_AddStringToObject(j, "offCpu", m->offcpu_unavailable ?: "available");
+        /* Where a wait's user stack is taken: "task-work", "sys_exit", "none". */
+        cJSON_AddStringToObject(j, "offCpuRecordAt", strempty(m->offcpu_record_at));
         SessionsCounts counts;
         sessions_room_counts(m->sessions_room, &counts);
         JSON_ADD_NUMBERS(j, NULL, { "uptimeSec", (double) (now_usec(CLOCK_REALTIME) - m->start_usec) / 1e6 },

@@ -49,6 +49,7 @@ struct Sampler {
         /* Off-CPU (bpf/offcpu.h): why the kernel cannot (NULL: it can); the
          * links while sessions follow off-CPU time. */
         char *offcpu_unavailable;
+        OffcpuRecordAt offcpu_at; /* how waits are recorded in their task */
         struct bpf_link *offcpu_switch_link, *offcpu_exit_link;
         size_t n_offcpu_sessions;
         uint32_t unwind_rows; /* the budget of unwind table cells */
@@ -250,6 +251,7 @@ static const struct {
         { "copy-512", CGPROF_BENCH_COPY_512 },
         { "read-first", CGPROF_BENCH_READ_FIRST },
         { "offcpu-no-exit", CGPROF_BENCH_OFFCPU_NO_EXIT },
+        { "offcpu-sys-exit", CGPROF_BENCH_OFFCPU_SYS_EXIT },
 };
 
 int sampler_bench_variant_from_string(const char *s, uint32_t *ret, const char **ret_bad) {
@@ -305,9 +307,34 @@ static int unwind_maps_size(struct profile_bpf *skel, uint32_t rows, uint32_t *r
         return bpf_map__set_max_entries(skel->maps.unwind_pages, n_pages);
 }
 
+/* Opens and loads the BPF object, with the off-CPU programs of s->offcpu_at
+ * (none when _OFFCPU_RECORD_AT_INVALID). */
+static int sampler_load(Sampler *s, const SamplerOptions *opts) {
+        _cleanup_close_ int inner_fd = -EBADF; /* the unwind shards' template: used at load only */
+        OffcpuRecordAt at = s->offcpu_at;
+        int r;
+
+        profile_bpf__destroy(TAKE_PTR(s->skel));
+        s->skel = profile_bpf__open();
+        if (!s->skel)
+                return negative_errno();
+        r = unwind_maps_size(s->skel, s->unwind_rows, &s->unwind_shard_rows, &inner_fd);
+        if (r < 0)
+                return r;
+        s->skel->rodata->bench_variant = opts->bench_variant;
+        (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw, at == OFFCPU_RECORD_AT_SYS_EXIT);
+        (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, at == OFFCPU_RECORD_AT_SYS_EXIT);
+        (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw_tw, at == OFFCPU_RECORD_AT_TASK_WORK);
+        if (at != OFFCPU_RECORD_AT_TASK_WORK) {
+                r = bpf_map__set_max_entries(s->skel->maps.offcpu_works, 1);
+                if (r < 0)
+                        return r;
+        }
+        return profile_bpf__load(s->skel);
+}
+
 int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *userdata, Sampler **ret) {
         _cleanup_(sampler_freep) Sampler *s = NULL;
-        _cleanup_close_ int inner_fd = -EBADF; /* the unwind shards' template: used at load only */
         int r;
 
         libbpf_set_print(libbpf_log);
@@ -325,19 +352,12 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
                 return r;
         s->n_cpus = (size_t) r;
 
-        s->skel = profile_bpf__open();
-        if (!s->skel)
-                return negative_errno();
         s->unwind_rows = opts->unwind_rows > 0 ? opts->unwind_rows : CGPROF_UNWIND_ROWS_DEFAULT;
-        r = unwind_maps_size(s->skel, s->unwind_rows, &s->unwind_shard_rows, &inner_fd);
-        if (r < 0)
-                return r;
-        s->skel->rodata->bench_variant = opts->bench_variant;
         if (opts->no_offcpu) {
                 s->offcpu_unavailable = strdup("off-CPU profiling is turned off on this node (--no-offcpu)");
                 r = s->offcpu_unavailable ? -EOPNOTSUPP : -ENOMEM;
         } else
-                r = offcpu_probe(&s->offcpu_unavailable);
+                r = offcpu_probe(&s->offcpu_unavailable, &s->offcpu_at);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
@@ -345,10 +365,20 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
                     asprintf(&s->offcpu_unavailable, "off-CPU probe failed: %s", strerror(-r)) < 0)
                         return -ENOMEM;
                 log_notice("%s: CPU profiling only.", s->offcpu_unavailable);
-                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw, false);
-                (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, false);
+                s->offcpu_at = _OFFCPU_RECORD_AT_INVALID;
+        } else if (s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK &&
+                   (opts->bench_variant & (CGPROF_BENCH_OFFCPU_SYS_EXIT | CGPROF_BENCH_OFFCPU_NO_EXIT)))
+                s->offcpu_at = OFFCPU_RECORD_AT_SYS_EXIT;
+
+        r = sampler_load(s, opts);
+        if (r < 0 && r != -ENOMEM && s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK) {
+                /* A kernel whose kfunc the verifier refuses here (another
+                 * signature): the tracepoint, as on older kernels. */
+                log_warning_errno(r, "Failed to load the off-CPU task-work program (%m): recording waits at "
+                                     "sys_exit instead.");
+                s->offcpu_at = OFFCPU_RECORD_AT_SYS_EXIT;
+                r = sampler_load(s, opts);
         }
-        r = profile_bpf__load(s->skel);
         if (r < 0)
                 return r;
 
@@ -590,15 +620,22 @@ const char *sampler_offcpu_unavailable(const Sampler *s) {
         return s->offcpu_unavailable;
 }
 
+const char *sampler_offcpu_record_at(const Sampler *s) {
+        return offcpu_record_at_to_string(s->offcpu_at);
+}
+
 static int offcpu_attach(Sampler *s) {
         if (s->offcpu_switch_link)
                 return 0;
-        if (!(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT)) {
+        if (s->offcpu_at == OFFCPU_RECORD_AT_SYS_EXIT &&
+            !(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT)) {
                 s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
                 if (!s->offcpu_exit_link)
                         return negative_errno();
         }
-        s->offcpu_switch_link = bpf_program__attach(s->skel->progs.cgprof_off_sw);
+        s->offcpu_switch_link = bpf_program__attach(s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK
+                                                            ? s->skel->progs.cgprof_off_sw_tw
+                                                            : s->skel->progs.cgprof_off_sw);
         if (!s->offcpu_switch_link) {
                 int r = negative_errno();
                 bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
@@ -810,6 +847,7 @@ int sampler_session_stats(Sampler *s, uint32_t slot, SamplerSessionStats *ret) {
                 st.offcpu_short_ns += v[c].offcpu_short_ns;
                 st.offcpu_runqueue += v[c].offcpu_runqueue;
                 st.offcpu_runqueue_ns += v[c].offcpu_runqueue_ns;
+                st.offcpu_late += v[c].offcpu_late;
                 st.offcpu_lost_ns += v[c].offcpu_lost_ns;
         }
         st.per_cpu = TAKE_PTR(per_cpu);

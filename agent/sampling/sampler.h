@@ -44,6 +44,7 @@ typedef struct SamplerSessionStats {
         uint64_t offcpu_recorded, offcpu_short, offcpu_lost;
         uint64_t offcpu_recorded_ns, offcpu_short_ns, offcpu_lost_ns;
         uint64_t offcpu_runqueue, offcpu_runqueue_ns; /* preempted: runnable, waiting for a CPU */
+        uint64_t offcpu_late; /* of offcpu_recorded: at the thread's next switch-out */
         /* Off-CPU sessions: per thread, its times so far (the wall-clock view). */
         OffCpuThread *threads;
         size_t n_threads;
@@ -112,6 +113,9 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
                                double offcpu_probability);
 /* Why off-CPU profiling is not available here, NULL when it is. */
 const char *sampler_offcpu_unavailable(const Sampler *s);
+/* How waits are recorded in their task: "task-work" (kernel 6.18+),
+ * "sys_exit", "none" where off-CPU profiling is not available. */
+const char *sampler_offcpu_record_at(const Sampler *s);
 /* Counts the CUDA kernel launches of the session's cgroups (before
  * activating it): the launch probes (sampler_launch_attach()) keep them. */
 /* Fills st's threads (an off-CPU session's; none for another): reads the

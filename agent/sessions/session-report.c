@@ -76,6 +76,8 @@ void session_report_info(Session *s, const SamplerSessionStats *st, const char *
                 .excluded_ns = s->offcpu_excluded_ns,
                 .runqueue = st->offcpu_runqueue,
                 .runqueue_ns = st->offcpu_runqueue_ns,
+                .record_at = s->offcpu_unavailable ? NULL : s->offcpu_record_at,
+                .recorded_late = st->offcpu_late,
         };
         if (ret->offcpu.enabled)
                 session_report_threads(s, st, &ret->offcpu);

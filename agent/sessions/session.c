@@ -363,6 +363,7 @@ static int session_set_events(Session *s) {
 
         if (!offcpu)
                 return 0;
+        s->offcpu_record_at = sampler_offcpu_record_at(sampler);
         r = sampler_session_set_events(sampler, s->slot, cpu, offcpu, s->profile->offcpu_min_usec,
                                        s->profile->offcpu_probability);
         if (r == -EOPNOTSUPP || (r < 0 && cpu)) {

@@ -95,6 +95,7 @@ struct Session {
         ReportUnwindInfo unwind; /* how user stacks were walked (mode set when the report is written) */
         ReportPythonInfo python; /* how Python stacks were walked */
         const char *offcpu_unavailable; /* the sampler's: why off-CPU time is not recorded */
+        const char *offcpu_record_at; /* the sampler's: sampler_offcpu_record_at() */
         uint64_t offcpu_excluded_ns; /* off-CPU time of excluded processes */
         /* GPU time (gpu.durations, session-cuda-time.c): the kernel records
          * waiting for their launch, and the launches' stacks by sample key. */

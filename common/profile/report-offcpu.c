@@ -157,6 +157,13 @@ int report_summary_add_offcpu(cJSON *root, const ProfileData *all, const ReportS
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "probability", oc->probability));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "recordedWaits", (double) oc->recorded));
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "recordedSec", (double) oc->recorded_ns / 1e9));
+        /* Where a wait's user stack is taken: on the thread's way back to
+         * user mode ("task-work" or "sys_exit"); of the waits, those taken
+         * at its next switch-out instead (it blocked again first, or its
+         * task work had not run yet). */
+        if (oc->record_at)
+                ADD_OR_ENOMEM(cJSON_AddStringToObject(o, "recordAt", oc->record_at));
+        ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "recordedAtSwitchOut", (double) oc->recorded_late));
         /* Not attributed to a stack: waits under minUsec, waits lost (the
          * counts map full), and waits of excluded processes. */
         ADD_OR_ENOMEM(cJSON_AddNumberToObject(o, "shortWaits", (double) oc->short_waits));

@@ -68,6 +68,8 @@ typedef struct ReportOffCpuInfo {
         uint64_t lost, lost_ns; /* waits not recorded: the counts map was full */
         uint64_t excluded_ns; /* of processes the patterns exclude */
         uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
+        const char *record_at; /* "task-work", "sys_exit": where waits are recorded; NULL: not said */
+        uint64_t recorded_late; /* of recorded: at the thread's next switch-out */
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
         ReportThread *threads; /* the session's threads, sorted by (pid, tid); NULL: none known */
         size_t n_threads;

@@ -49,7 +49,7 @@ def read_folded(report, name):
     return out
 
 
-def run_session(cg_name, argv, seconds, **profile_kw):
+def run_session(cg_name, argv, seconds, extra_args=(), **profile_kw):
     """Runs argv in a new cgroup under a session of an off-CPU profile;
     returns (its report, its stdout lines, the agent's status)."""
     cg = Cgroup(f"{cg_name}-{os.getpid()}")
@@ -57,7 +57,7 @@ def run_session(cg_name, argv, seconds, **profile_kw):
         "profiles": [profile(name="waits", events=["cpu", "offcpu"], formats=["folded", "json", "pprof", "svg"],
                              **profile_kw)],
         "targets": [{"name": "t", "profileRef": "waits", "cgroupPatterns": [cg.rel]}],
-    })
+    }, extra_args=extra_args)
     try:
         agent.start()
         status = agent.status()
@@ -86,12 +86,27 @@ def has_frame(stack, *names):
 
 
 def test_designed_waits():
-    report, out, _ = run_session("cgprof-test-offcpu", [OFFCPU, "--seconds", "4"], 4)
+    """Waits recorded as this kernel lets the agent: by a task work on the
+    thread's way back to user mode (kernel 6.18+), else at sys_exit."""
+    designed_waits()
+
+
+def test_designed_waits_sys_exit():
+    """The same with waits recorded at sys_exit, as on kernels before 6.18
+    (forced where the kernel has the task work)."""
+    designed_waits(["--bench-bpf-variant", "offcpu-sys-exit"], "sys_exit")
+
+
+def designed_waits(extra_args=(), record_at=None):
+    report, out, status = run_session("cgprof-test-offcpu", [OFFCPU, "--seconds", "4"], 4, extra_args)
     measured = json.loads(out[-1])
     oc = report["offCpu"]
     log(f"offCpu: {json.dumps({k: v for k, v in oc.items() if k != 'processes'})[:1500]}")
     assert oc["unavailable"] is None and oc["minUsec"] == 1000 and oc["probability"] == 1
     assert oc["recordedWaits"] > 0
+    assert oc["recordAt"] == (record_at or status["offCpuRecordAt"]), (oc["recordAt"], status)
+    log(f"waits recorded at {oc['recordAt']}: {oc['recordedWaits']}, of which "
+        f"{oc['recordedAtSwitchOut']} at a later switch-out")
     on = read_folded(report, "profile.folded")
     off = read_folded(report, "offcpu.folded")
     period_us = 1e6 / FREQ
@@ -291,7 +306,8 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        main([test_bad_input, test_unavailable, test_designed_waits, test_no_torn_stacks, test_migration, test_python])
+        main([test_bad_input, test_unavailable, test_designed_waits, test_designed_waits_sys_exit, test_no_torn_stacks,
+              test_migration, test_python])
     finally:
         for d in KEPT:
             shutil.rmtree(d, ignore_errors=True)
