@@ -18,10 +18,11 @@
  *   task is still in __schedule(), its stack says why it waited:
  *   futex_wait, pipe_read, hrtimer_nanosleep, ...).
  * - A pending wait is recorded in the task itself, where its user memory
- *   can be read: at its return from the system call it waited in
- *   (sys_exit), or, when it leaves the CPU again before one (a wait
- *   outside a system call, a futex wait woken up to wait again), at that
- *   switch-out. The user walk is the perf sample's (unwind tables, frame
+ *   can be read, on its way back to user mode: by a task work scheduled at
+ *   its switch-in (cgprof_off_sw_tw, kernel 6.18+), else at its return from
+ *   the system call it waited in (sys_exit); or, when it leaves the CPU
+ *   again before (a futex wait woken up to wait again; with sys_exit, a
+ *   wait outside a system call), at that switch-out. The user walk is the perf sample's (unwind tables, frame
  *   pointers, Python frames) from the registers saved on kernel entry:
  *   inside the system call they are those of the wait. Its nanoseconds go
  *   to the count of its key (kind CGPROF_SAMPLE_KIND_OFFCPU).
@@ -30,8 +31,8 @@
  *   that ended since go to its totals (offcpu_threads), which outlive it.
  * The agent attaches these while a session follows off-CPU time.
  *
- * Cost: sched_switch runs at every switch of the node and sys_exit at
- * every system call, profiled or not. Their early exits:
+ * Cost: sched_switch runs at every switch of the node and (before 6.18)
+ * sys_exit at every system call, profiled or not. Their early exits:
  * - sys_exit: one load; a task-storage lookup only while some wait is
  *   pending (offcpu_pending), i.e. after a wait of at least offCpuMinUsec,
  *   until it is recorded.
@@ -214,6 +215,11 @@ struct {
 } offcpu_works SEC(".maps");
 
 static const struct offcpu_work offcpu_work_zero = {};
+
+/* Set by the agent: cgprof_off_sw_tw schedules task works (1), or leaves
+ * the waits to sys_exit (0, cgprof_off_exit attached: a session keeps
+ * short waits, for which a task work each costs more). */
+__u32 offcpu_task_work = 0;
 
 /* Adds value to the count of key, storing its stacks at its first count in
  * this drain period. Returns 0, or -ENOMEM when the counts map is full. */
@@ -418,7 +424,7 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, _Bool tas
                 n = bpf_get_task_stack(next, t->kernel_pcs, sizeof(t->kernel_pcs), 0);
                 t->kernel_n = n > 0 ? (__u32) n / 8 : 0;
         }
-        if (task_work)
+        if (task_work && *(volatile __u32 *) &offcpu_task_work)
                 offcpu_work_schedule(next, t);
 }
 
@@ -471,7 +477,7 @@ int BPF_PROG(cgprof_off_sw, _Bool preempt, struct task_struct *prev, struct task
 }
 
 /* The same, where the kernel has bpf_task_work_schedule_resume_impl(): no
- * sys_exit program. */
+ * sys_exit program while offcpu_task_work is 1. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(cgprof_off_sw_tw, _Bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state) {

@@ -14,6 +14,12 @@
 
 #define OFFCPU_TASK_WORK_KFUNC "bpf_task_work_schedule_resume_impl"
 
+/* While an off-CPU session keeps waits shorter than this (offCpuMinUsec),
+ * the sys_exit way is used even where the task work is there: a task work
+ * costs a few µs per kept wait, more than the tracepoint costs per system
+ * call when nearly every wait is kept (sampler.c, docs/offcpu.md). */
+#define OFFCPU_TASK_WORK_MIN_USEC 100
+
 typedef enum OffcpuRecordAt {
         OFFCPU_RECORD_AT_TASK_WORK,
         OFFCPU_RECORD_AT_SYS_EXIT,

@@ -49,7 +49,8 @@ struct Sampler {
         /* Off-CPU (bpf/offcpu.h): why the kernel cannot (NULL: it can); the
          * links while sessions follow off-CPU time. */
         char *offcpu_unavailable;
-        OffcpuRecordAt offcpu_at; /* how waits are recorded in their task */
+        OffcpuRecordAt offcpu_at; /* the best way the kernel offers (or forced) */
+        OffcpuRecordAt offcpu_attached; /* the way attached now, _INVALID: none */
         struct bpf_link *offcpu_switch_link, *offcpu_exit_link;
         size_t n_offcpu_sessions;
         uint32_t unwind_rows; /* the budget of unwind table cells */
@@ -322,8 +323,11 @@ static int sampler_load(Sampler *s, const SamplerOptions *opts) {
         if (r < 0)
                 return r;
         s->skel->rodata->bench_variant = opts->bench_variant;
+        /* With the task work, its sched_switch program does the sys_exit
+         * way's part too (offcpu_task_work 0), for the sessions that keep
+         * short waits (offcpu_way_wanted()): one program verified, not two. */
         (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw, at == OFFCPU_RECORD_AT_SYS_EXIT);
-        (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, at == OFFCPU_RECORD_AT_SYS_EXIT);
+        (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_exit, at >= 0);
         (void) bpf_program__set_autoload(s->skel->progs.cgprof_off_sw_tw, at == OFFCPU_RECORD_AT_TASK_WORK);
         if (at != OFFCPU_RECORD_AT_TASK_WORK) {
                 r = bpf_map__set_max_entries(s->skel->maps.offcpu_works, 1);
@@ -346,6 +350,7 @@ int sampler_new(const SamplerOptions *opts, SamplerProcCallback proc_cb, void *u
         s->proc_cb = proc_cb;
         s->userdata = userdata;
         s->next_slot = 1;
+        s->offcpu_attached = _OFFCPU_RECORD_AT_INVALID;
 
         r = libbpf_num_possible_cpus();
         if (r < 0)
@@ -621,32 +626,70 @@ const char *sampler_offcpu_unavailable(const Sampler *s) {
 }
 
 const char *sampler_offcpu_record_at(const Sampler *s) {
-        return offcpu_record_at_to_string(s->offcpu_at);
+        return offcpu_record_at_to_string(s->offcpu_attached >= 0 ? s->offcpu_attached : s->offcpu_at);
 }
 
-static int offcpu_attach(Sampler *s) {
-        if (s->offcpu_switch_link)
+/* The way the off-CPU sessions want now: the task work (where the kernel
+ * has it) unless one keeps waits under OFFCPU_TASK_WORK_MIN_USEC. A task
+ * work costs a few µs per kept wait (the kfunc queues an irq_work: a
+ * self-IPI, a VM exit in a VM): when nearly every wait is kept it costs
+ * more than the sys_exit tracepoint does per system call (bench/overhead,
+ * docs/operations.md). _INVALID: no off-CPU session. */
+static OffcpuRecordAt offcpu_way_wanted(const Sampler *s) {
+        if (s->n_offcpu_sessions == 0)
+                return _OFFCPU_RECORD_AT_INVALID;
+        if (s->offcpu_at != OFFCPU_RECORD_AT_TASK_WORK)
+                return s->offcpu_at;
+        for (size_t i = 1; i < CGPROF_MAX_SESSIONS; i++) {
+                const SamplerSlot *sl = &s->slots[i];
+                if (sl->used && (sl->session.flags & CGPROF_SESSION_OFFCPU) &&
+                    sl->session.offcpu_min_ns < OFFCPU_TASK_WORK_MIN_USEC * NSEC_PER_USEC)
+                        return OFFCPU_RECORD_AT_SYS_EXIT;
+        }
+        return OFFCPU_RECORD_AT_TASK_WORK;
+}
+
+/* Attaches the programs of the way wanted: the sched_switch program while
+ * any session follows off-CPU time, sys_exit's while the way is sys_exit,
+ * and (with the task work) offcpu_task_work says which way it takes. The
+ * tracepoint is attached before the task work stops and detached after it
+ * starts: a wait pending in a task is recorded either way. */
+static int offcpu_links_update(Sampler *s) {
+        OffcpuRecordAt want = offcpu_way_wanted(s);
+        bool need_exit = want == OFFCPU_RECORD_AT_SYS_EXIT &&
+                         !(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT);
+        bool new_exit = false;
+
+        if (want == s->offcpu_attached)
                 return 0;
-        if (s->offcpu_at == OFFCPU_RECORD_AT_SYS_EXIT &&
-            !(s->skel->rodata->bench_variant & CGPROF_BENCH_OFFCPU_NO_EXIT)) {
+        if (need_exit && !s->offcpu_exit_link) {
                 s->offcpu_exit_link = bpf_program__attach(s->skel->progs.cgprof_off_exit);
                 if (!s->offcpu_exit_link)
                         return negative_errno();
+                new_exit = true;
         }
-        s->offcpu_switch_link = bpf_program__attach(s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK
-                                                            ? s->skel->progs.cgprof_off_sw_tw
-                                                            : s->skel->progs.cgprof_off_sw);
-        if (!s->offcpu_switch_link) {
-                int r = negative_errno();
+        if (want >= 0 && !s->offcpu_switch_link) {
+                s->offcpu_switch_link = bpf_program__attach(s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK
+                                                                    ? s->skel->progs.cgprof_off_sw_tw
+                                                                    : s->skel->progs.cgprof_off_sw);
+                if (!s->offcpu_switch_link) {
+                        int r = negative_errno();
+                        if (new_exit)
+                                bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
+                        return r;
+                }
+        }
+        if (s->offcpu_at == OFFCPU_RECORD_AT_TASK_WORK)
+                __atomic_store_n(&s->skel->bss->offcpu_task_work, want == OFFCPU_RECORD_AT_TASK_WORK,
+                                 __ATOMIC_RELEASE);
+        if (!need_exit)
                 bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
-                return r;
-        }
+        if (want < 0)
+                bpf_link__destroy(TAKE_PTR(s->offcpu_switch_link));
+        s->offcpu_attached = want;
+        if (want >= 0)
+                log_debug("Off-CPU waits recorded at %s.", offcpu_record_at_to_string(want));
         return 0;
-}
-
-static void offcpu_detach(Sampler *s) {
-        bpf_link__destroy(TAKE_PTR(s->offcpu_switch_link));
-        bpf_link__destroy(TAKE_PTR(s->offcpu_exit_link));
 }
 
 int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu, uint64_t offcpu_min_usec,
@@ -659,22 +702,26 @@ int sampler_session_set_events(Sampler *s, uint32_t slot, bool cpu, bool offcpu,
 
         if (offcpu && s->offcpu_unavailable)
                 return -EOPNOTSUPP;
-        if (offcpu && !had) {
-                r = offcpu_attach(s);
-                if (r < 0)
-                        return r;
-                s->n_offcpu_sessions++;
-                /* Its threads: CPU time from now (bpf_ktime_get_ns()'s clock). */
-                sl->session.start_ns = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
-        }
+        struct cgprof_session saved = sl->session;
+        size_t saved_n = s->n_offcpu_sessions;
         sl->session.flags &= ~(CGPROF_SESSION_NO_CPU | CGPROF_SESSION_OFFCPU);
         sl->session.flags |= (cpu ? 0 : CGPROF_SESSION_NO_CPU) | (offcpu ? CGPROF_SESSION_OFFCPU : 0);
-        sl->session.offcpu_min_ns = offcpu_min_usec * 1000;
+        sl->session.offcpu_min_ns = offcpu_min_usec * NSEC_PER_USEC;
         sl->session.offcpu_threshold = offcpu_probability >= 1.0
                                                ? UINT32_MAX
                                                : (uint32_t) (offcpu_probability * (double) UINT32_MAX);
-        if (had && !offcpu && --s->n_offcpu_sessions == 0)
-                offcpu_detach(s);
+        if (offcpu && !had) {
+                s->n_offcpu_sessions++;
+                /* Its threads: CPU time from now (bpf_ktime_get_ns()'s clock). */
+                sl->session.start_ns = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
+        } else if (had && !offcpu)
+                s->n_offcpu_sessions--;
+        r = offcpu_links_update(s);
+        if (r < 0) {
+                sl->session = saved;
+                s->n_offcpu_sessions = saved_n;
+                return r;
+        }
         return slot_update(s, slot);
 }
 
@@ -768,10 +815,15 @@ void sampler_session_close(Sampler *s, uint32_t slot) {
         if (slot == 0 || slot >= CGPROF_MAX_SESSIONS || !s->slots[slot].used)
                 return;
         SamplerSlot *sl = &s->slots[slot];
+        int r;
         bool offcpu = sl->session.flags & CGPROF_SESSION_OFFCPU;
-        if (offcpu && --s->n_offcpu_sessions == 0)
-                offcpu_detach(s);
         sl->session.flags = 0;
+        if (offcpu) {
+                s->n_offcpu_sessions--;
+                r = offcpu_links_update(s);
+                if (r < 0) /* the links of before stay: they record for the sessions left */
+                        log_warning_errno(r, "Failed to switch the off-CPU programs, ignoring: %m");
+        }
         (void) slot_update(s, slot);
         if (offcpu) {
                 int r = offcpu_threads_forget(bpf_map__fd(s->skel->maps.offcpu_threads), slot);

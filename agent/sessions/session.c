@@ -363,9 +363,11 @@ static int session_set_events(Session *s) {
 
         if (!offcpu)
                 return 0;
-        s->offcpu_record_at = sampler_offcpu_record_at(sampler);
         r = sampler_session_set_events(sampler, s->slot, cpu, offcpu, s->profile->offcpu_min_usec,
                                        s->profile->offcpu_probability);
+        /* The way in effect from its start (another session may change it:
+         * docs/offcpu.md). */
+        s->offcpu_record_at = sampler_offcpu_record_at(sampler);
         if (r == -EOPNOTSUPP || (r < 0 && cpu)) {
                 s->offcpu_unavailable = sampler_offcpu_unavailable(sampler) ?: "off-CPU attach failed";
                 if (!cpu)

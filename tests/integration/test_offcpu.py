@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 from cgproflib import Agent, BUILD, Cgroup, config_refused, log, main, profile, run_in_cgroup, skip_prereq
 
@@ -107,6 +108,23 @@ def designed_waits(extra_args=(), record_at=None):
     assert oc["recordAt"] == (record_at or status["offCpuRecordAt"]), (oc["recordAt"], status)
     log(f"waits recorded at {oc['recordAt']}: {oc['recordedWaits']}, of which "
         f"{oc['recordedAtSwitchOut']} at a later switch-out")
+    check_designed_shares(report, measured)
+    reasons = [r["name"] for r in oc["topKernelReasons"][:6]]
+    assert any("nanosleep" in r for r in reasons) and any("pipe_read" in r for r in reasons) and \
+        any("futex" in r for r in reasons), reasons
+    assert "offcpu.folded" in report["files"] and "offcpu.svg" in report["files"], report["files"]
+    with open(os.path.join(report["_dir"], "offcpu.svg")) as f:
+        svg = f.read()
+    assert "off CPU" in svg and "step_sleep" in svg
+    check_pprof(report)
+    check_wallclock(report, measured)
+
+
+def check_designed_shares(report, measured):
+    """The designed workload's steps: on + off CPU per step within ±5 points
+    of the design, each wait with its kernel reason, the worker's on + off
+    + run queue within 5 % of its measured wall time."""
+    oc = report["offCpu"]
     on = read_folded(report, "profile.folded")
     off = read_folded(report, "offcpu.folded")
     period_us = 1e6 / FREQ
@@ -138,15 +156,70 @@ def designed_waits(extra_args=(), record_at=None):
     # The thread's time: on + off + waiting for a CPU is its wall time (±5 %).
     accounted = worker_on + worker_off + oc["runQueueSec"] * 1e6
     assert abs(accounted - measured["worker_wall"]) <= 0.05 * measured["worker_wall"], (accounted, measured)
-    reasons = [r["name"] for r in oc["topKernelReasons"][:6]]
-    assert any("nanosleep" in r for r in reasons) and any("pipe_read" in r for r in reasons) and \
-        any("futex" in r for r in reasons), reasons
-    assert "offcpu.folded" in report["files"] and "offcpu.svg" in report["files"], report["files"]
-    with open(os.path.join(report["_dir"], "offcpu.svg")) as f:
-        svg = f.read()
-    assert "off CPU" in svg and "step_sleep" in svg
-    check_pprof(report)
-    check_wallclock(report, measured)
+
+
+def wait_record_at(agent, want, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        at = agent.status().get("offCpuRecordAt")
+        if at == want:
+            return
+        assert time.monotonic() < deadline, f"offCpuRecordAt is {at}, not {want}"
+        time.sleep(0.1)
+
+
+def test_way_switch():
+    """Where the kernel has the task work: a session that keeps every wait
+    (offCpuMinUsec 0) switches the node to sys_exit while it runs, and back
+    when it ends; the designed waits of a session running across both keep
+    their shares (no wait lost or counted twice at the switches)."""
+    cg = Cgroup(f"cgprof-test-offcpu-sw-{os.getpid()}")
+    cg0_rel = f"cgprof-test-offcpu-sw0-{os.getpid()}"  # made once the first session runs
+    cg0 = None
+    agent = Agent({
+        "profiles": [profile(name="waits", events=["cpu", "offcpu"], formats=["folded", "json"]),
+                     profile(name="every", events=["offcpu"], formats=["json"], offCpuMinUsec=0)],
+        "targets": [{"name": "t", "profileRef": "waits", "cgroupPatterns": [cg.rel]},
+                    {"name": "t0", "profileRef": "every", "cgroupPatterns": [cg0_rel]}],
+    })
+    try:
+        agent.start()
+        status = agent.status()
+        if status.get("offCpu") != "available":
+            skip_prereq(f"off-CPU profiling not available here: {status.get('offCpu')}")
+        if status.get("offCpuRecordAt") != "sys_exit" and status.get("offCpuRecordAt") != "task-work":
+            raise AssertionError(f"offCpuRecordAt: {status.get('offCpuRecordAt')}")
+        if status["offCpuRecordAt"] == "sys_exit":
+            skip_prereq("this kernel has no BPF task work (6.18+): waits are always recorded at sys_exit")
+        p = run_in_cgroup(cg, [OFFCPU, "--seconds", "5"])
+        assert p.stdout.readline().decode().startswith("ready")
+        wait_record_at(agent, "task-work")
+        time.sleep(1)
+        cg0 = Cgroup(cg0_rel)
+        assert cg0.rel == cg0_rel, (cg0.rel, cg0_rel)
+        p0 = run_in_cgroup(cg0, [OFFCPU, "--ping-pong", "20000"])
+        assert p0.stdout.readline().decode().startswith("ready")
+        wait_record_at(agent, "sys_exit")
+        log("a session with offCpuMinUsec 0 runs: waits recorded at sys_exit")
+        assert p0.wait(timeout=120) == 0
+        cg0.remove()
+        r0 = agent.wait_summary(lambda s: s["cgroup"] == cg0.rel)
+        assert r0["offCpu"]["recordAt"] == "sys_exit" and r0["offCpu"]["recordedWaits"] > 1000, r0["offCpu"]
+        wait_record_at(agent, "task-work")
+        log("it ended: task work again")
+        out = p.communicate(timeout=60)[0].decode().splitlines()
+        assert p.returncode == 0, out
+        cg.remove()
+        report = agent.wait_summary(lambda s: s["cgroup"] == cg.rel)
+        log(f"across the switches: {report['offCpu']['recordedWaits']} waits recorded "
+            f"({report['offCpu']['recordedAtSwitchOut']} at a later switch-out)")
+        check_designed_shares(report, json.loads(out[-1]))
+        assert agent.stop() == 0, agent.log()
+    finally:
+        agent.cleanup()
+        cg.remove()
+        if cg0:
+            cg0.remove()
 
 
 def check_wallclock(report, measured):
@@ -207,6 +280,9 @@ def test_no_torn_stacks():
     for st, c in sorted(torn.items(), key=lambda kv: -kv[1])[:3]:
         log(f"  {c} µs: {';'.join(st)}")
     assert oc["recordedWaits"] > 10000, oc
+    # Every wait kept: recorded at sys_exit, where a task work each would
+    # cost more (docs/offcpu.md).
+    assert oc["recordAt"] == "sys_exit", oc["recordAt"]
     assert not torn, f"{sum(torn.values())} of {total} µs of waits with the recording path's kernel stack"
     # The main thread's waits are in pipe reads (the ponger's too).
     assert in_pipe >= 0.95 * total, (in_pipe, total)
@@ -306,8 +382,8 @@ def test_bad_input():
 
 if __name__ == "__main__":
     try:
-        main([test_bad_input, test_unavailable, test_designed_waits, test_designed_waits_sys_exit, test_no_torn_stacks,
-              test_migration, test_python])
+        main([test_bad_input, test_unavailable, test_designed_waits, test_designed_waits_sys_exit, test_way_switch,
+              test_no_torn_stacks, test_migration, test_python])
     finally:
         for d in KEPT:
             shutil.rmtree(d, ignore_errors=True)
