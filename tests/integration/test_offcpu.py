@@ -315,6 +315,71 @@ def test_migration():
     assert mine <= measured["slept"] * 1.005 + 1000, (mine, measured)
 
 
+def page_faults(extra_args=()):
+    if not os.path.exists("/proc/sys/vm/unprivileged_userfaultfd"):
+        skip_prereq("this kernel has no userfaultfd (CONFIG_USERFAULTFD)")
+    report, out, status = run_session("cgprof-test-offcpu-uffd", [OFFCPU, "--page-faults", "--seconds", "3"], 3,
+                                      extra_args)
+    measured = json.loads(out[-1])
+    oc = report["offCpu"]
+    off = read_folded(report, "offcpu.folded")
+    short = {st: c for st, c in off.items() if "fault_short" in st}
+    long_ = {st: c for st, c in off.items() if "fault_long" in st}
+    in_uffd = sum(c for st, c in off.items() if has_frame(st, "handle_userfault"))
+    log(f"recorded at {oc['recordAt']}: {oc['recordedWaits']} waits, {oc['recordedAtSwitchOut']} at a later "
+        f"switch-out; fault_short {sum(short.values()) / 1e3:.0f} ms (measured {measured['short_us'] / 1e3:.0f}), "
+        f"fault_long {sum(long_.values()) / 1e3:.0f} ms (measured {measured['long_us'] / 1e3:.0f}), "
+        f"{in_uffd / 1e3:.0f} ms in handle_userfault")
+    return report, measured, short, long_, in_uffd
+
+
+def test_page_faults():
+    """A wait outside any system call (a page fault userfaultfd holds for
+    5 or 15 ms): with the task work (6.18+) it is recorded as the thread
+    returns to user mode, under the function that faulted, with its kernel
+    reason."""
+    at = run_session_status()
+    if at != "task-work":
+        skip_prereq(f"this kernel has no BPF task work (6.18+): waits are recorded at {at}")
+    report, measured, short, long_, in_uffd = page_faults()
+    oc = report["offCpu"]
+    assert oc["recordAt"] == "task-work", oc["recordAt"]
+    total = sum(short.values()) + sum(long_.values())
+    assert in_uffd >= 0.9 * total, (in_uffd, total)
+    for mine, want in ((short, measured["short_us"]), (long_, measured["long_us"])):
+        assert abs(sum(mine.values()) - want) <= 0.05 * want, (sum(mine.values()), want)
+    assert oc["recordedAtSwitchOut"] <= 0.05 * oc["recordedWaits"], oc
+
+
+def test_page_faults_sys_exit():
+    """The same where waits are recorded at sys_exit (before 6.18): the
+    thread returns to user mode without a system call, so each wait is
+    recorded at its next switch-out (the next fault: with the user stack of
+    the other function), and counted as such (docs/offcpu.md, Limits)."""
+    report, measured, short, long_, in_uffd = page_faults(["--bench-bpf-variant", "offcpu-sys-exit"])
+    oc = report["offCpu"]
+    assert oc["recordAt"] == "sys_exit", oc["recordAt"]
+    # The faulting thread's waits (the handler's sleeps end in system calls).
+    assert oc["recordedAtSwitchOut"] >= 0.9 * measured["faults"], (oc["recordedAtSwitchOut"], measured)
+    # Its kernel reason stays right.
+    assert in_uffd >= 0.9 * (measured["short_us"] + measured["long_us"]), (in_uffd, measured)
+
+
+def run_session_status():
+    """The agent's offCpuRecordAt on this kernel (an agent started and
+    stopped)."""
+    agent = Agent({"profiles": [profile(name="w", events=["cpu", "offcpu"])], "targets": []})
+    try:
+        agent.start()
+        status = agent.status()
+        if status.get("offCpu") != "available":
+            skip_prereq(f"off-CPU profiling not available here: {status.get('offCpu')}")
+        assert agent.stop() == 0, agent.log()
+        return status["offCpuRecordAt"]
+    finally:
+        agent.cleanup()
+
+
 def test_python():
     if not os.access(PYTHON, os.X_OK):
         skip_prereq(f"{PYTHON} is not installed")
@@ -383,7 +448,7 @@ def test_bad_input():
 if __name__ == "__main__":
     try:
         main([test_bad_input, test_unavailable, test_designed_waits, test_designed_waits_sys_exit, test_way_switch,
-              test_no_torn_stacks, test_migration, test_python])
+              test_page_faults, test_page_faults_sys_exit, test_no_torn_stacks, test_migration, test_python])
     finally:
         for d in KEPT:
             shutil.rmtree(d, ignore_errors=True)
