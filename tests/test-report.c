@@ -734,6 +734,72 @@ TEST(summary_parse) {
         ASSERT_NULL(none);
 }
 
+/* An off-CPU session's "offCpu" and "wallClock", read back for
+ * re-rendering and written again: the same objects. Absent: not enabled. */
+TEST(summary_offcpu_read_back) {
+        _cleanup_(profile_data_freep) ProfileData *d = profile_data_new();
+        _cleanup_(cjson_deletep) cJSON *j = NULL, *again = NULL, *none = NULL;
+        _cleanup_free_ ReportThread *threads = NULL, *no_threads = NULL;
+        ReportThread t[2] = {
+                { .pid = 10,
+                  .tid = 10,
+                  .name = "main",
+                  .oncpu_ns = 1500000000,
+                  .offcpu_ns = 2250000000,
+                  .unstacked_ns = 1000000,
+                  .runqueue_ns = 3000000 },
+                { .pid = 10, .tid = 12, .name = "ow-helper", .oncpu_ns = 7, .offcpu_ns = 4000000000 },
+        };
+        ReportSummaryInfo info = { .session_id = "s", .frequency = 99 }, back = info;
+
+        info.offcpu = (ReportOffCpuInfo){ .enabled = true,
+                                          .min_usec = 250,
+                                          .probability = 0.5,
+                                          .recorded = 241,
+                                          .recorded_ns = 10862390247,
+                                          .short_waits = 42,
+                                          .short_ns = 1250405,
+                                          .lost = 3,
+                                          .lost_ns = 4000,
+                                          .excluded_ns = 5000000,
+                                          .runqueue = 55,
+                                          .runqueue_ns = 4417998,
+                                          .record_at = "task-work",
+                                          .recorded_late = 2,
+                                          .threads = t,
+                                          .n_threads = 2 };
+        j = summary(d, &info);
+        ASSERT_OK(report_offcpu_from_json(j, &back.offcpu, &threads));
+        ASSERT_TRUE(back.offcpu.enabled);
+        ASSERT_NULL(back.offcpu.unavailable);
+        ASSERT_EQ(back.offcpu.min_usec, 250U);
+        ASSERT_TRUE(back.offcpu.probability == 0.5);
+        ASSERT_EQ(back.offcpu.recorded, 241U);
+        ASSERT_EQ(back.offcpu.recorded_ns, 10862390247U);
+        ASSERT_EQ(back.offcpu.runqueue_ns, 4417998U);
+        ASSERT_STREQ(back.offcpu.record_at, "task-work");
+        ASSERT_EQ(back.offcpu.recorded_late, 2U);
+        ASSERT_EQ(back.offcpu.n_threads, 2U);
+        ASSERT_TRUE(back.offcpu.threads == threads);
+        ASSERT_STREQ(threads[1].name, "ow-helper");
+        ASSERT_EQ(threads[1].tid, 12U);
+        ASSERT_EQ(threads[0].oncpu_ns, 1500000000U);
+        ASSERT_EQ(threads[0].unstacked_ns, 1000000U);
+        again = summary(d, &back);
+        ASSERT_TRUE(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(j, "offCpu"),
+                                  cJSON_GetObjectItemCaseSensitive(again, "offCpu"), true));
+        ASSERT_TRUE(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(j, "wallClock"),
+                                  cJSON_GetObjectItemCaseSensitive(again, "wallClock"), true));
+
+        /* A CPU-only session's summary: nothing enabled, no threads. */
+        info.offcpu = (ReportOffCpuInfo){};
+        back.offcpu = (ReportOffCpuInfo){};
+        none = summary(d, &info);
+        ASSERT_OK(report_offcpu_from_json(none, &back.offcpu, &no_threads));
+        ASSERT_FALSE(back.offcpu.enabled);
+        ASSERT_NULL(no_threads);
+}
+
 /* "mappings": where each user mapping's symbols came from, kept through a
  * per-process copy of the data; the kernel's mapping says nothing. */
 TEST(summary_mapping_symbols) {

@@ -112,6 +112,7 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
         _cleanup_(profile_data_freep) ProfileData *d = NULL;
         _cleanup_free_ char *pb = NULL, *summary = NULL, *error = NULL;
         _cleanup_free_ uint64_t *per_cpu = NULL;
+        _cleanup_free_ ReportThread *threads = NULL;
         ReportSummaryInfo info = {};
         cJSON *j = NULL;
         size_t size, summary_size;
@@ -149,6 +150,14 @@ int report_convert_dir(int dirfd, const char *path, unsigned formats, char **ret
                                         r == -EBADMSG ? "not a cgprof summary" : strerror(-r));
                         goto finish;
                 }
+                /* An off-CPU session's: its counts and its threads' times
+                 * as they were; offcpu.* from the data's off-CPU values. */
+                r = report_offcpu_from_json(j, &info.offcpu, &threads);
+                if (r < 0) {
+                        (void) asprintf(&error, "%s/summary.json: %s", path, strerror(-r));
+                        goto finish;
+                }
+                info.offcpu.wallclock_kept = info.offcpu.enabled && !profile_data_has_threads(d);
         } else if (r != -ENOENT) {
                 (void) asprintf(&error, "%s/summary.json: %s", path, strerror(-r));
                 goto finish;

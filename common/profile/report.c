@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "fileio.h"
 #include "report.h"
 #include "template.h"
@@ -145,6 +148,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                                                   *gpu_time = NULL;
         const char *files[_REPORT_FORMAT_MAX + ELEMENTSOF(launch_formats) + ELEMENTSOF(cuda_time_formats) +
                           ELEMENTSOF(report_offcpu_formats) + ELEMENTSOF(report_wallclock_formats) + 1] = {};
+        bool kept[ELEMENTSOF(files)] = {}; /* listed, not written (nor removed on failure) */
         const ProfileData *d;
         ReportSummaryInfo *info;
         size_t n = 0;
@@ -152,7 +156,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
 
         /* Off-CPU sessions: the thread at the root of each stack is the
          * wall-clock view's only; the other formats merge the threads. */
-        if (in->offcpu.enabled && !in->offcpu.unavailable) {
+        if (in->offcpu.enabled && !in->offcpu.unavailable && !in->offcpu.wallclock_kept) {
                 r = report_wallclock_data(all, in, &wall);
                 if (r < 0)
                         return r;
@@ -217,6 +221,13 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
         for (size_t i = 0; wall && i < ELEMENTSOF(report_wallclock_formats); i++)
                 if (formats & (1u << report_wallclock_formats[i].format))
                         files[n++] = report_wallclock_formats[i].file;
+        for (size_t i = 0; !wall && in->offcpu.wallclock_kept && i < ELEMENTSOF(report_wallclock_formats);
+             i++)
+                if ((formats & (1u << report_wallclock_formats[i].format)) &&
+                    faccessat(dirfd, report_wallclock_formats[i].file, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+                        kept[n] = true;
+                        files[n++] = report_wallclock_formats[i].file;
+                }
         info->formats = files;
 
         /* summary.json last: it lists the files, which exist by then. */
@@ -253,7 +264,8 @@ finish:
                 /* No partial report: what was written goes too (a reader
                  * would take a report without summary.json for a whole one). */
                 for (size_t i = 0; i < n; i++)
-                        (void) unlinkat(dirfd, files[i], 0);
+                        if (!kept[i])
+                                (void) unlinkat(dirfd, files[i], 0);
         return r;
 }
 

@@ -70,6 +70,10 @@ typedef struct ReportOffCpuInfo {
         uint64_t runqueue, runqueue_ns; /* preempted: runnable, waiting for a CPU (not stacked) */
         const char *record_at; /* "task-work", "sys_exit": where waits are recorded; NULL: not said */
         uint64_t recorded_late; /* of recorded: at the thread's next switch-out */
+        /* Re-rendering a report from profile.pb.gz, which has no thread
+         * frames: the wall-clock files are not rewritten, but listed as
+         * they are, where they exist (report_convert_dir()). */
+        bool wallclock_kept;
         const ProfileData *data; /* the off-CPU stacks, counts in µs (report_write_dir() sets it) */
         ReportThread *threads; /* the session's threads, sorted by (pid, tid); NULL: none known */
         size_t n_threads;
@@ -186,6 +190,12 @@ int report_summary_add_offcpu(struct cJSON *root, const ProfileData *all, const 
 /* summary.json "wallClock" (report-wallclock.c), when info->offcpu.enabled:
  * per thread, its times (info->offcpu.threads). */
 int report_summary_add_wallclock(struct cJSON *root, const ReportSummaryInfo *info);
+/* The reverse, for re-rendering (report_convert_dir()): fills *oc from the
+ * summary root j's "offCpu" and "wallClock" as the two functions above
+ * write them (strings point into j; absent or malformed numbers are 0),
+ * oc->threads from *ret_threads (malloc()ed, the caller frees it). 0:
+ * read; 0 with oc->enabled false: j has no "offCpu"; -ENOMEM. */
+int report_offcpu_from_json(const struct cJSON *j, ReportOffCpuInfo *oc, ReportThread **ret_threads);
 /* The leaves the wall-clock view gives each thread beside its stacks: its
  * time waiting for a CPU, and its waits under offCpuMinUsec. */
 #define REPORT_WALLCLOCK_RUNQUEUE "[run queue]"

@@ -28,7 +28,8 @@ import subprocess
 import tempfile
 import time
 
-from cgproflib import Agent, BUILD, Cgroup, config_refused, log, main, profile, run_in_cgroup, skip_prereq
+from cgproflib import (CGPROFCTL, Agent, BUILD, Cgroup, config_refused, log, main, profile, run_in_cgroup,
+                       skip_prereq)
 
 OFFCPU = os.environ.get("CGPROF_OFFCPU_WORKLOAD", os.path.join(BUILD, "tests", "cgprof-offcpu-workload"))
 PY_WAITS = os.environ.get("CGPROF_OFFCPU_PY",
@@ -118,6 +119,48 @@ def designed_waits(extra_args=(), record_at=None):
     assert "off CPU" in svg and "step_sleep" in svg
     check_pprof(report)
     check_wallclock(report, measured)
+    check_rerender(report)
+
+
+def check_rerender(report):
+    """cgprofctl report re-renders the report from profile.pb.gz: summary.json
+    keeps its "offCpu" counts and "wallClock" threads, offcpu.* are written
+    again from pprof's off_cpu values (the same stacks), and the wall-clock
+    files (per thread: not in pprof) are kept and still listed."""
+    d = tempfile.mkdtemp(prefix="cgprof-test-offcpu-rerender-")
+    KEPT.append(d)
+    shutil.copytree(report["_dir"], d, dirs_exist_ok=True)
+    os.remove(os.path.join(d, "offcpu.folded"))
+    with open(os.path.join(d, "wallclock.folded")) as f:
+        wall_before = f.read()
+    r = subprocess.run([CGPROFCTL, "report", "--format", "folded,json,pprof,svg", d], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(d, "summary.json")) as f:
+        s = json.load(f)
+    old, new = report["offCpu"], s.get("offCpu")
+    assert new, sorted(s)
+    for k in ("minUsec", "probability", "recordedWaits", "recordedSec", "shortSec", "runQueueSec", "recordAt",
+              "recordedAtSwitchOut", "unattributedSec"):
+        assert new.get(k) == old.get(k), (k, new.get(k), old.get(k))
+    assert abs(new["stackedSec"] - old["stackedSec"]) <= 0.001 * old["stackedSec"] + 1e-3, (new, old)
+    assert [x["name"] for x in new["topFunctions"][:4]] == [x["name"] for x in old["topFunctions"][:4]]
+    assert [x["name"] for x in new["topKernelReasons"][:3]] == [x["name"] for x in old["topKernelReasons"][:3]]
+    assert s["wallClock"] == report["wallClock"]
+    assert "offcpu.folded" in s["files"] and "wallclock.folded" in s["files"] and "wallclock.svg" in s["files"], \
+        s["files"]
+    again = read_folded({"_dir": d}, "offcpu.folded")
+    before = read_folded(report, "offcpu.folded")
+    assert abs(sum(again.values()) - sum(before.values())) <= 0.001 * sum(before.values()), \
+        (sum(again.values()), sum(before.values()))
+    for step in STEPS[1:]:
+        a = sum(c for st, c in again.items() if step in st)
+        b = sum(c for st, c in before.items() if step in st)
+        assert abs(a - b) <= 0.001 * b + 10, (step, a, b)
+    with open(os.path.join(d, "wallclock.folded")) as f:
+        assert f.read() == wall_before
+    log(f"re-rendered: offCpu and wallClock kept, offcpu.folded {sum(again.values())} µs "
+        f"({sum(before.values())} before)")
 
 
 def check_designed_shares(report, measured):
