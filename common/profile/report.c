@@ -141,6 +141,31 @@ static int write_cuda_files(int dirfd, unsigned formats, const ReportFormatInfo 
         return 0;
 }
 
+/* Appends to files[*n] the names of the files report_write_dir() writes in
+ * the formats of the mask (off, wall: the off-CPU and wall-clock data, NULL:
+ * none), and, when wallclock_kept, the wall-clock files it keeps as they are
+ * (marked in kept: listed, not written). */
+static void list_files(int dirfd, unsigned formats, const ProfileData *off, const ProfileData *wall,
+                       bool wallclock_kept, const char **files, bool *kept, size_t *n) {
+        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
+                if (formats & (1u << f))
+                        files[(*n)++] = report_formats[f].file;
+        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++)
+                if (formats & (1u << report_offcpu_formats[i].format))
+                        files[(*n)++] = report_offcpu_formats[i].file;
+        for (size_t i = 0; i < ELEMENTSOF(report_wallclock_formats); i++) {
+                if (!(formats & (1u << report_wallclock_formats[i].format)))
+                        continue;
+                if (wall)
+                        files[(*n)++] = report_wallclock_formats[i].file;
+                else if (wallclock_kept && faccessat(dirfd, report_wallclock_formats[i].file, F_OK,
+                                                     AT_SYMLINK_NOFOLLOW) == 0) {
+                        kept[*n] = true;
+                        files[(*n)++] = report_wallclock_formats[i].file;
+                }
+        }
+}
+
 int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const ReportSummaryInfo *in) {
         _cleanup_(report_valid_info_done) ReportValidInfo valid = {};
         _cleanup_(profile_data_freep) ProfileData *cpu = NULL, *launches = NULL, *kernels = NULL,
@@ -212,22 +237,7 @@ int report_write_dir(int dirfd, unsigned formats, const ProfileData *all, const 
                         return -ENOMEM;
                 info->offcpu.data = off;
         }
-        for (ReportFormat f = 0; f < _REPORT_FORMAT_MAX; f++)
-                if (formats & (1u << f))
-                        files[n++] = report_formats[f].file;
-        for (size_t i = 0; off && i < ELEMENTSOF(report_offcpu_formats); i++)
-                if (formats & (1u << report_offcpu_formats[i].format))
-                        files[n++] = report_offcpu_formats[i].file;
-        for (size_t i = 0; wall && i < ELEMENTSOF(report_wallclock_formats); i++)
-                if (formats & (1u << report_wallclock_formats[i].format))
-                        files[n++] = report_wallclock_formats[i].file;
-        for (size_t i = 0; !wall && in->offcpu.wallclock_kept && i < ELEMENTSOF(report_wallclock_formats);
-             i++)
-                if ((formats & (1u << report_wallclock_formats[i].format)) &&
-                    faccessat(dirfd, report_wallclock_formats[i].file, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-                        kept[n] = true;
-                        files[n++] = report_wallclock_formats[i].file;
-                }
+        list_files(dirfd, formats, off, wall, in->offcpu.wallclock_kept, files, kept, &n);
         info->formats = files;
 
         /* summary.json last: it lists the files, which exist by then. */

@@ -65,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* NUL-terminated, as read_*_file_max() leaves a file. */
         _cleanup_free_ char *text = fuzz_strndup(data, size), *out = NULL;
         _cleanup_free_ uint64_t *per_cpu = NULL, *per_cpu_again = NULL;
+        _cleanup_free_ ReportThread *threads = NULL, *threads_again = NULL;
         _cleanup_(profile_data_freep) ProfileData *d = NULL;
         ControlReport rep = {}, again = {};
         ReportSummaryInfo info = {}, info_again = {};
@@ -96,6 +97,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 CHECK(info.start_usec == rep.start_usec);
         }
 
+        /* An off-CPU session's counts and threads, as re-rendering reads them. */
+        r = report_offcpu_from_json(tree, &info.offcpu, &threads);
+        if (r < 0) {
+                CHECK(r == -ENOMEM);
+                goto finish;
+        }
+        CHECK(info.offcpu.threads == threads && (threads || info.offcpu.n_threads == 0));
+        CHECK(!info.offcpu.enabled || (info.offcpu.probability > 0 && info.offcpu.probability <= 1));
+
         /* Written back and read again: the same report. */
         d = profile_data_new();
         CHECK(d);
@@ -119,6 +129,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(info_again.n_cpus == info.n_cpus);
         for (size_t i = 0; i < info.n_cpus; i++)
                 CHECK(same_count(per_cpu_again[i], per_cpu[i]));
+        r = report_offcpu_from_json(tree_again, &info_again.offcpu, &threads_again);
+        CHECK(r == 0 || r == -ENOMEM);
+        if (r < 0)
+                goto finish;
+        CHECK(info_again.offcpu.enabled == info.offcpu.enabled);
+        if (info.offcpu.enabled && !info.offcpu.unavailable) {
+                CHECK(info_again.offcpu.n_threads == info.offcpu.n_threads);
+                CHECK(same_count(info_again.offcpu.recorded, info.offcpu.recorded));
+                CHECK(streq_ptr(info_again.offcpu.record_at, info.offcpu.record_at));
+                for (size_t i = 0; i < info.offcpu.n_threads; i++)
+                        CHECK(threads_again[i].tid == threads[i].tid &&
+                              threads_again[i].pid == threads[i].pid);
+        }
         r = list_parse(out, strlen(out), &again);
         if (listed == 0 && r == 0) {
                 CHECK(streq(again.session, rep.session) && streq(again.cgroup, rep.cgroup));
