@@ -207,8 +207,11 @@ static const char *offcpu_status(Ctl *c) {
         o = cJSON_GetObjectItemCaseSensitive(j, "offCpu");
         at = cJSON_GetObjectItemCaseSensitive(j, "offCpuRecordAt");
         if (cJSON_IsString(o) && streq(o->valuestring, "available") && cJSON_IsString(at))
-                snprintf(buf, sizeof(buf), "available (waits recorded in their task at %s)",
-                         at->valuestring);
+                snprintf(buf, sizeof(buf), "available (waits recorded %s)",
+                         streq(at->valuestring, "task-work")
+                                 ? "by a BPF task work as their thread returns to user mode"
+                         : streq(at->valuestring, "sys_exit") ? "at the sys_exit tracepoint"
+                                                              : at->valuestring);
         else
                 snprintf(buf, sizeof(buf), "%s", cJSON_IsString(o) ? o->valuestring : "unknown");
         cJSON_Delete(j);

@@ -234,6 +234,8 @@ def test_way_switch():
             raise AssertionError(f"offCpuRecordAt: {status.get('offCpuRecordAt')}")
         if status["offCpuRecordAt"] == "sys_exit":
             skip_prereq("this kernel has no BPF task work (6.18+): waits are always recorded at sys_exit")
+        check = agent.ctl("check").stdout
+        assert "Off-CPU profiling: available (waits recorded by a BPF task work" in check, check
         p = run_in_cgroup(cg, [OFFCPU, "--seconds", "5"])
         assert p.stdout.readline().decode().startswith("ready")
         wait_record_at(agent, "task-work")
