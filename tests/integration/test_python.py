@@ -106,8 +106,11 @@ def pprof_lines(report):
     return out
 
 
-def inclusive_shares(stacks, names):
-    total = sum(stacks.values())
+def inclusive_shares(stacks, names, pending=0):
+    """Inclusive shares of names over the samples, less pending ones (taken
+    before the agent registered the process with the Python walk: no Python
+    frame can be among them)."""
+    total = sum(stacks.values()) - pending
     assert total > 0, "empty profile"
     return {n: 100.0 * sum(c for st, c in stacks.items() if n in st) / total for n in names}, total
 
@@ -131,14 +134,20 @@ def has_chain(st, chain):
 
 def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="3.11", native_root=True):
     stacks = python_stacks(report, comm)
-    shares, total = inclusive_shares(stacks, HOT)
     py = report["python"]
+    # How soon the agent registers a new process with the Python walk is a
+    # latency (bench/start-latency), not what this test checks: its
+    # samples before that are "pending" in summary.json (milliseconds on a
+    # quiet machine, a second once under a loaded CI), and left out of the
+    # shares below. They are native stacks: no Python frame to check.
+    pending = py["walkFailures"]["pending"]
+    shares, total = inclusive_shares(stacks, HOT, pending)
     log(f"[{where}] python summary: {py}")
     if os.environ.get("CGPROF_PY_DEBUG"):
         for st, c in sorted(stacks.items(), key=lambda x: -x[1])[:8]:
             if not any(h in st for h in HOT):
                 log(f"[{where}] no hot: {c} {';'.join(st)}")
-    log(f"[{where}] inclusive shares over {total} samples: " +
+    log(f"[{where}] inclusive shares over {total} samples ({pending} pending left out): " +
         ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
     for name, want in zip(HOT, (50, 30, 20)):
         assert abs(shares[name] - want) <= 5, f"{name}: {shares[name]:.1f}% is not {want}±5%"
@@ -170,7 +179,7 @@ def check_single(report, where, comm="python3.11", pyfile="py-hot.py", version="
 
     py = report["python"]
     assert py["enabled"] and py["samples"] > 0
-    assert py["withPythonFrames"] >= 0.95 * py["samples"], py
+    assert py["withPythonFrames"] >= 0.95 * (py["samples"] - pending), py
     procs = [p for p in report["processes"] if p["comm"] == comm]
     assert procs and procs[0].get("pythonFrames") == version, procs
 
