@@ -4,6 +4,7 @@
  * profile.folded (names only), the session's metadata from summary.json. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <stdio.h>
 
 #include "fileio.h"
 #include "report.h"
@@ -18,6 +19,69 @@ static const char *json_string(const cJSON *o, const char *key) {
 static uint64_t json_u64(const cJSON *o, const char *key) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
         return cJSON_IsNumber(v) ? u64_from_double(v->valuedouble) : 0;
+}
+
+/* A non-negative number (a negative one, or none: 0). */
+static double json_number(const cJSON *o, const char *key) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : 0;
+}
+
+static uint64_t sec_to_ns(double sec) {
+        return u64_from_double(sec * 1e9 + 0.5);
+}
+
+int report_offcpu_from_json(const cJSON *j, ReportOffCpuInfo *oc, ReportThread **ret_threads) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "offCpu");
+        const cJSON *threads = cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(j, "wallClock"), "threads"),
+                    *e;
+        ReportThread *t = NULL;
+        size_t n = 0;
+
+        *ret_threads = NULL;
+        if (!cJSON_IsObject(o))
+                return 0;
+        *oc = (ReportOffCpuInfo){
+                .enabled = true,
+                .unavailable = json_string(o, "unavailable"),
+                .min_usec = json_u64(o, "minUsec"),
+                .probability = json_number(o, "probability"),
+                .recorded = json_u64(o, "recordedWaits"),
+                .recorded_ns = sec_to_ns(json_number(o, "recordedSec")),
+                .short_waits = json_u64(o, "shortWaits"),
+                .short_ns = sec_to_ns(json_number(o, "shortSec")),
+                .lost = json_u64(o, "lostWaits"),
+                .lost_ns = sec_to_ns(json_number(o, "lostSec")),
+                .excluded_ns = sec_to_ns(json_number(o, "excludedSec")),
+                .runqueue = json_u64(o, "runQueueWaits"),
+                .runqueue_ns = sec_to_ns(json_number(o, "runQueueSec")),
+                .record_at = json_string(o, "recordAt"),
+                .recorded_late = json_u64(o, "recordedAtSwitchOut"),
+        };
+        if (oc->probability <= 0 || oc->probability > 1)
+                oc->probability = 1;
+        if (cJSON_IsArray(threads) && cJSON_GetArraySize(threads) > 0) {
+                t = calloc((size_t) cJSON_GetArraySize(threads), sizeof(ReportThread));
+                if (!t)
+                        return -ENOMEM;
+                cJSON_ArrayForEach (e, threads) {
+                        ReportThread *x = &t[n++];
+                        const char *name = json_string(e, "name");
+
+                        x->pid = (uint32_t) MIN(json_number(e, "pid"), (double) UINT32_MAX);
+                        x->tid = (uint32_t) MIN(json_number(e, "tid"), (double) UINT32_MAX);
+                        snprintf(x->name, sizeof(x->name), "%s", strempty(name));
+                        x->oncpu_ns = sec_to_ns(json_number(e, "onCpuSec"));
+                        x->offcpu_ns = sec_to_ns(json_number(e, "offCpuSec"));
+                        x->unstacked_ns = sec_to_ns(json_number(e, "unstackedSec"));
+                        x->runqueue_ns = sec_to_ns(json_number(e, "runQueueSec"));
+                }
+        }
+        oc->threads = t;
+        oc->n_threads = n;
+        *ret_threads = t;
+        return 0;
 }
 
 /* Fills info from a summary.json tree (strings point into it). */

@@ -5,7 +5,6 @@
  * "process;thread": CPU samples × period plus off-CPU time, in µs, and per
  * thread its run-queue time and its waits too short to be stacked). */
 #include <cjson/cJSON.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,73 +45,6 @@ int report_summary_add_wallclock(cJSON *root, const ReportSummaryInfo *info) {
                 ADD_OR_ENOMEM(cJSON_AddNumberToObject(
                         e, "wallSec", (double) (t->oncpu_ns + t->offcpu_ns + t->runqueue_ns) / 1e9));
         }
-        return 0;
-}
-
-static double json_number(const cJSON *o, const char *key) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsNumber(v) && v->valuedouble >= 0 ? v->valuedouble : 0;
-}
-
-static const char *json_str(const cJSON *o, const char *key) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static uint64_t sec_to_ns(double sec) {
-        return u64_from_double(sec * 1e9 + 0.5);
-}
-
-int report_offcpu_from_json(const cJSON *j, ReportOffCpuInfo *oc, ReportThread **ret_threads) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "offCpu");
-        const cJSON *threads = cJSON_GetObjectItemCaseSensitive(
-                            cJSON_GetObjectItemCaseSensitive(j, "wallClock"), "threads"),
-                    *e;
-        ReportThread *t = NULL;
-        size_t n = 0;
-
-        *ret_threads = NULL;
-        if (!cJSON_IsObject(o))
-                return 0;
-        *oc = (ReportOffCpuInfo){
-                .enabled = true,
-                .unavailable = json_str(o, "unavailable"),
-                .min_usec = u64_from_double(json_number(o, "minUsec")),
-                .probability = json_number(o, "probability"),
-                .recorded = u64_from_double(json_number(o, "recordedWaits")),
-                .recorded_ns = sec_to_ns(json_number(o, "recordedSec")),
-                .short_waits = u64_from_double(json_number(o, "shortWaits")),
-                .short_ns = sec_to_ns(json_number(o, "shortSec")),
-                .lost = u64_from_double(json_number(o, "lostWaits")),
-                .lost_ns = sec_to_ns(json_number(o, "lostSec")),
-                .excluded_ns = sec_to_ns(json_number(o, "excludedSec")),
-                .runqueue = u64_from_double(json_number(o, "runQueueWaits")),
-                .runqueue_ns = sec_to_ns(json_number(o, "runQueueSec")),
-                .record_at = json_str(o, "recordAt"),
-                .recorded_late = u64_from_double(json_number(o, "recordedAtSwitchOut")),
-        };
-        if (oc->probability <= 0 || oc->probability > 1)
-                oc->probability = 1;
-        if (cJSON_IsArray(threads) && cJSON_GetArraySize(threads) > 0) {
-                t = calloc((size_t) cJSON_GetArraySize(threads), sizeof(ReportThread));
-                if (!t)
-                        return -ENOMEM;
-                cJSON_ArrayForEach (e, threads) {
-                        ReportThread *x = &t[n++];
-                        const char *name = json_str(e, "name");
-
-                        x->pid = (uint32_t) MIN(json_number(e, "pid"), (double) UINT32_MAX);
-                        x->tid = (uint32_t) MIN(json_number(e, "tid"), (double) UINT32_MAX);
-                        snprintf(x->name, sizeof(x->name), "%s", strempty(name));
-                        x->oncpu_ns = sec_to_ns(json_number(e, "onCpuSec"));
-                        x->offcpu_ns = sec_to_ns(json_number(e, "offCpuSec"));
-                        x->unstacked_ns = sec_to_ns(json_number(e, "unstackedSec"));
-                        x->runqueue_ns = sec_to_ns(json_number(e, "runQueueSec"));
-                }
-        }
-        oc->threads = t;
-        oc->n_threads = n;
-        *ret_threads = t;
         return 0;
 }
 

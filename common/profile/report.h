@@ -190,7 +190,7 @@ int report_summary_add_offcpu(struct cJSON *root, const ProfileData *all, const 
 /* summary.json "wallClock" (report-wallclock.c), when info->offcpu.enabled:
  * per thread, its times (info->offcpu.threads). */
 int report_summary_add_wallclock(struct cJSON *root, const ReportSummaryInfo *info);
-/* The reverse, for re-rendering (report_convert_dir()): fills *oc from the
+/* The reverse, for re-rendering (report-convert.c): fills *oc from the
  * summary root j's "offCpu" and "wallClock" as the two functions above
  * write them (strings point into j; absent or malformed numbers are 0),
  * oc->threads from *ret_threads (malloc()ed, the caller frees it). 0:
