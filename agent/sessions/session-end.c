@@ -80,7 +80,9 @@ static void session_stop(Session *s, const char *reason, const char **ret_usage_
         (void) sampler_session_stats(room->sampler, s->slot, st);
         (void) sampler_session_stats_threads(room->sampler, s->slot, st);
 
-        /* Frames whose symbols arrived since they were drained. */
+        /* Frames whose symbols arrived since they were drained, or whose
+         * mappings are read only now. */
+        session_refresh_queued_now(s);
         session_resolve_late(s);
 
         /* Give the cgroups back to an enclosing session (if any), release the slot. */

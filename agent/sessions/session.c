@@ -36,6 +36,7 @@ struct SessionProcess {
         ProcessMaps *maps;
         bool wanted;
         bool refreshed; /* maps re-read once for an uncovered address */
+        bool refresh_queued; /* a re-read is queued (off the loop), not handled yet */
         uint64_t comm_checked; /* drain sequence number of the last comm check */
         uint32_t data_index; /* index in data->processes (wanted only) */
         Unwinder *unwinder; /* holds a reference to the process's unwind tables */
@@ -534,6 +535,13 @@ static int session_note_cuda_probes(Session *s, SessionProcess *sp) {
         return 0;
 }
 
+/* Its mappings read again, off the loop (manager_refresh_process_soon()):
+ * session_refresh_process() takes them. */
+static void process_refresh_soon(Session *s, SessionProcess *sp) {
+        sp->refresh_queued = true;
+        sessions_room_refresh_process_soon(s->room, s->slot, sp->pid, sp->start_time, sp->exec_id);
+}
+
 /* The launch probes of the CUDA files the process maps (gpu.launches, and
  * gpu.durations for libcgprof-cupti.so's): at
  * its capture (after its symbols), and again once per drain in which it is
@@ -562,7 +570,7 @@ static void process_cuda_check(Session *s, SessionProcess *sp) {
         if (r > sp->cuda_files && sp->maps)
                 /* A runtime loaded since its mappings were read (dlopen()):
                  * read them again before its launches are drained. */
-                sessions_room_refresh_process_soon(s->room, s->slot, sp->pid, sp->start_time, sp->exec_id);
+                process_refresh_soon(s, sp);
         sp->cuda_files = r;
         if (session_note_cuda_probes(s, sp) < 0)
                 log_oom();
@@ -774,10 +782,27 @@ static SessionProcess *process_get(Session *s, uint32_t pid, uint64_t start_time
         return sp;
 }
 
+static void process_refresh_now(Session *s, SessionProcess *sp) {
+        sp->refresh_queued = false;
+        if (sp->maps)
+                (void) symbolizer_refresh(s->room->symbolizer, sp->maps);
+}
+
 void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id) {
         SessionProcess *sp = process_find(s, pid, start_time, exec_id);
-        if (sp && sp->maps)
-                (void) symbolizer_refresh(s->room->symbolizer, sp->maps);
+        if (sp)
+                process_refresh_now(s, sp);
+}
+
+static void refresh_queued_action(const void *nodep, VISIT which, void *userdata) {
+        SessionProcess *sp = *(SessionProcess *const *) nodep;
+
+        if ((which == postorder || which == leaf) && sp->refresh_queued)
+                process_refresh_now(userdata, sp);
+}
+
+void session_refresh_queued_now(Session *s) {
+        twalk_r(s->processes, refresh_queued_action, s);
 }
 
 typedef struct RecheckFind {
@@ -940,7 +965,7 @@ static int intern_user(Session *s, SessionProcess *sp, uint64_t addr, uint64_t c
                  * once, off the loop. This frame stays unresolved for now;
                  * the report resolves it again (session_resolve_late()). */
                 sp->refreshed = true;
-                sessions_room_refresh_process_soon(sr, s->slot, sp->pid, sp->start_time, sp->exec_id);
+                process_refresh_soon(s, sp);
         }
         if (sp->maps && symbolizer_resolve_user_inline(sr->symbolizer, sp->maps, addr, chain,
                                                        MIN(room, (size_t) SYMBOLIZER_INLINE_MAX), &n) < 0)

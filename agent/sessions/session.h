@@ -180,6 +180,12 @@ void session_on_sample(Session *s, const struct cgprof_sample_key *key, uint64_t
                        bool stack_lost);
 /* The process's mappings, read again (manager_refresh_process_soon()). */
 void session_refresh_process(Session *s, uint32_t pid, uint64_t start_time, uint32_t exec_id);
+/* The re-reads still queued, done now, on the loop (the session's end: its
+ * last drain may have met an address in no known mapping, a dlopen() just
+ * before the end; the report is written from these mappings). One bounded
+ * read of /proc/PID/maps per such process; the queued event comes after
+ * the session's slot was given back, and finds nothing to do. */
+void session_refresh_queued_now(Session *s);
 /* The process mapped new code (a walk met an address in no known mapping):
  * if it was not found to run CPython yet, look again (a libpython mapped by
  * the dynamic loader after exec(), or dlopen()ed later). */

@@ -108,6 +108,28 @@ int main(int argc, char **argv) {
                 return 0;
         }
 
+        if (argc > 2 && strcmp(argv[2], "--dlopen") == 0) {
+                // A library loaded just before its launches, and the session
+                // ended right after them: the agent's last look at the
+                // process's mappings predates the library.
+                printf("ready\n");
+                fflush(stdout);
+                spin_until_line();
+                read_line();
+                void *h = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+                if (!h) {
+                        fprintf(stderr, "dlopen: %s\n", dlerror());
+                        return 1;
+                }
+                int (*f)(int) = (int (*)(int)) dlsym(h, "launch_alpha");
+                f(rounds);
+                path_beta(rounds);
+                printf("done %d\n", 2 * rounds);
+                fflush(stdout);
+                read_line();
+                return 0;
+        }
+
         printf("ready\n");
         fflush(stdout);
         spin_until_line();

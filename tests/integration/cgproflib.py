@@ -8,11 +8,13 @@ stdout (skip(), or skip_prereq() for what scripts/deps installs), and cleans up 
 cgroups, processes and sysctls it touched."""
 
 import json
+import mmap
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -407,6 +409,27 @@ def assert_shares(report, expected=(50, 30, 20), tolerance=5):
     log(f"shares over {total} samples: " + ", ".join(f"{k} {v:.1f}%" for k, v in shares.items()))
     for name, want in zip(HOT, expected):
         assert abs(shares[name] - want) <= tolerance, f"{name}: {shares[name]:.1f}% is not {want}±{tolerance}%"
+
+
+def elf_section(path, name):
+    """(file offset, size) of a section of a 64-bit little-endian ELF file;
+    AssertionError when it has none. Maps the file: only the headers and
+    the section names are read (a libtorch_cpu is hundreds of MB)."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, f"{path} is not a 64-bit LE ELF file"
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+
+        def sh(i):
+            return struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+
+        strtab = sh(shstrndx)
+        for i in range(shnum):
+            s = sh(i)
+            at = strtab[4] + s[0]
+            if data[at:data.find(b"\0", at)].decode() == name:
+                return s[4], s[5]
+    raise AssertionError(f"{path} has no {name}")
 
 
 def main(tests):

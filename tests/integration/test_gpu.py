@@ -281,9 +281,35 @@ def test_dlclose():
         s.cleanup()
 
 
+def test_dlopen_before_end():
+    """A library dlopen()ed just before its launches, and the session ended
+    at once (cgprofctl stop) while the process lives: the agent's snapshot
+    of its mappings predates the library, and the re-read its last drain
+    asks for must be done before the report is written. Every launch of
+    the library's kernel is named, under the library's functions."""
+    need_fixture(SHARED)
+    need_fixture(LIB)
+    s = Session("dlopen")
+    try:
+        p = s.start([SHARED, str(ROUNDS), "--dlopen", LIB])
+        s.wait_probes("libcudart.so")
+        s.go(p)
+        report = s.report(alive=p)
+        stacks = launches(report)
+        log("launches: " + str(per_kernel(stacks)))
+        assert per_kernel(stacks) == {"k_alpha(float*, int)": ROUNDS, "k_beta(float*, int)": ROUNDS}, stacks
+        for st in stacks:
+            if st[-1] == "k_alpha(float*, int)":
+                assert "launch_alpha" in st and "path_alpha" in st, st
+                assert st.index("launch_alpha") < st.index("path_alpha"), st
+            assert "[unknown]" not in st, st
+    finally:
+        s.cleanup()
+
+
 def test_bad_config():
     log(config_refused({"gpu": {"launches": "yes"}}, "profiles[0].gpu.launches: must be a boolean"))
 
 if __name__ == "__main__":
-    main([test_runtime_shared, test_runtime_static, test_python_caller, test_outside_cgroup, test_dlclose,
+    main([test_runtime_shared, test_runtime_static, test_python_caller, test_outside_cgroup, test_dlclose, test_dlopen_before_end,
           test_bad_config])

@@ -17,7 +17,7 @@ import shutil
 import struct
 import tempfile
 
-from cgproflib import Agent, Cgroup, folded, log, main, mapping_of, profile, run_in_cgroup
+from cgproflib import Agent, Cgroup, elf_section, folded, log, main, mapping_of, profile, run_in_cgroup
 
 BUILD = os.environ.get("CGPROF_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 NOFP = os.environ.get("CGPROF_UNWIND_NOFP", os.path.join(BUILD, "tests", "cgprof-unwind-nofp"))
@@ -93,26 +93,6 @@ def test_frame_pointer_mode_is_flat():
     assert u["walks"]["tables"] == 0 and u["walks"]["framePointer"] >= 0.99 * r["samples"]["total"], u
     assert chain_share(stacks) < 5.0
     assert mapping_of(r, NOFP)["likelyNoFramePointers"] is True
-
-
-def elf_section(path, name):
-    """(file offset, size) of a section of a 64-bit little-endian ELF file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-
-    def sh(i):
-        return struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-
-    strtab = sh(shstrndx)
-    for i in range(shnum):
-        s = sh(i)
-        nm = data[strtab[4] + s[0]:data.index(b"\0", strtab[4] + s[0])].decode()
-        if nm == name:
-            return s[4], s[5]
-    raise AssertionError(f"{path} has no {name}")
 
 
 def corrupt_copy(tmp, how):

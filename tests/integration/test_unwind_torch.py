@@ -19,7 +19,7 @@ Skips where python3-torch is not installed (scripts/deps installs it)."""
 import os
 import subprocess
 
-from cgproflib import Agent, Cgroup, log, main, profile, run_in_cgroup, skip_prereq
+from cgproflib import Agent, Cgroup, elf_section, log, main, profile, run_in_cgroup, skip_prereq
 from test_pprof import decode_profile
 
 SOURCE = os.environ.get("CGPROF_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -48,6 +48,16 @@ def is_blas(path):
 
 def is_torch(path):
     return "/torch/" in path or os.path.basename(path).startswith(("libtorch", "libc10"))
+
+
+def has_fdes(path):
+    """Whether the file's .eh_frame holds more than its terminator (a
+    4-byte zero length): its functions have unwind rows."""
+    try:
+        _, size = elf_section(path, ".eh_frame")
+    except AssertionError:
+        return False
+    return size > 4
 
 
 def is_libtorch(path):
@@ -136,7 +146,13 @@ def test_torch_training_loop():
     for m in lib_maps:
         table = m.get("unwind", {}).get("table", "")
         log(f"  {m['file']}: {table}")
-        assert table.startswith(".eh_frame"), f"{m['file']} was not unwound with its .eh_frame: {table!r}"
+        if has_fdes(m["file"]):
+            assert table.startswith(".eh_frame"), f"{m['file']} was not unwound with its .eh_frame: {table!r}"
+        else:
+            # Debian's libtorch.so is a shim (its code is libtorch_cpu's):
+            # an .eh_frame of its terminator only, so no table. A sample
+            # lands there rarely (its _fini at exit).
+            assert table == "none", f"{m['file']} has no FDE, yet its table is {table!r}"
 
     # Table walks that ended in a broken frame.
     ends = unwind.get("tableWalkEnds", {})
