@@ -82,6 +82,14 @@ class Session:
         assert line.startswith("ready"), f"{argv} did not start: {line!r}"
         return p
 
+    def launched(self, argv, probed="libcudart.so"):
+        """Starts argv, waits for the probes of the file named probed, and
+        lets it launch; returns the process (it waits for its stdin)."""
+        p = self.start(argv)
+        self.wait_probes(probed)
+        self.go(p)
+        return p
+
     def wait_probes(self, what):
         wait_for(lambda: f"CUDA launch probes in " in self.agent.log() and what in self.agent.log(), 60,
                  f"the launch probes in {what}")
@@ -178,9 +186,7 @@ def run_fixture(tag, path, probed):
     need_fixture(path)
     s = Session(tag)
     try:
-        p = s.start([path, str(ROUNDS)])
-        s.wait_probes(probed)
-        s.go(p)
+        p = s.launched([path, str(ROUNDS)], probed)
         s.finish(p)
         report = s.report()
         try:
@@ -224,9 +230,7 @@ def test_python_caller():
         skip_prereq(f"{PYTHON} is not installed")
     s = Session("python")
     try:
-        p = s.start([PYTHON, "-c", PY_CALLER, LIB, str(ROUNDS)])
-        s.wait_probes("libcudart.so")
-        s.go(p)
+        p = s.launched([PYTHON, "-c", PY_CALLER, LIB, str(ROUNDS)])
         report = s.report(alive=p)
         stacks = launches(report)
         log("python launches: " + str(per_kernel(stacks)))
@@ -264,9 +268,7 @@ def test_dlclose():
     need_fixture(LIB)
     s = Session("dlclose")
     try:
-        p = s.start([SHARED, str(ROUNDS), "--dlclose", LIB])
-        s.wait_probes("libcudart.so")
-        s.go(p)
+        p = s.launched([SHARED, str(ROUNDS), "--dlclose", LIB])
         s.finish(p)
         report = s.report()
         got = per_kernel(launches(report))
@@ -291,9 +293,7 @@ def test_dlopen_before_end():
     need_fixture(LIB)
     s = Session("dlopen")
     try:
-        p = s.start([SHARED, str(ROUNDS), "--dlopen", LIB])
-        s.wait_probes("libcudart.so")
-        s.go(p)
+        p = s.launched([SHARED, str(ROUNDS), "--dlopen", LIB])
         report = s.report(alive=p)
         stacks = launches(report)
         log("launches: " + str(per_kernel(stacks)))
