@@ -13,7 +13,8 @@ back to the Python frames. The test asserts what a PyTorch user needs:
     the innermost Python frame, and a Python frame above it;
   - <= 2 % of the table walks end in badFrame;
   - every torch and BLAS mapping of the report was unwound with its
-    .eh_frame (loaded in full: not "not loaded: ...").
+    .eh_frame (loaded in full: not "not loaded: ..."); a file whose
+    .eh_frame holds no FDE (Debian's libtorch.so shim) says "none".
 Skips where python3-torch is not installed (scripts/deps installs it)."""
 
 import os
